@@ -1,0 +1,67 @@
+"""Environment readers that refuse to guess: a bad value stops start-up with a message naming the variable."""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+
+class ImproperEnvironment(RuntimeError):
+    pass
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperEnvironment(f"{name} must be a boolean (true/false/1/0/yes/no/on/off), found {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperEnvironment(f"{name} must be an integer, found {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperEnvironment(f"{name} must be at least {minimum}, found {value}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def env_database(name: str, default_sqlite_path: Path) -> dict:
+    raw = os.environ.get(name)
+    if not raw:
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(default_sqlite_path),
+            # The web server and the worker share the file: wait for locks instead of failing at once.
+            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+            "TEST": {"NAME": str(default_sqlite_path.with_name("test_" + default_sqlite_path.name))},
+        }
+    if not raw.startswith(("postgres://", "postgresql://", "sqlite://")):
+        raise ImproperEnvironment(
+            f"{name} must be a postgres:// or sqlite:// URL, found scheme of {raw.split(':', 1)[0]!r}"
+        )
+    try:
+        config = dj_database_url.parse(raw, conn_max_age=60)
+    except Exception as exc:  # dj_database_url raises several types for malformed URLs
+        raise ImproperEnvironment(f"{name} is not a valid database URL: {exc}") from None
+    return dict(config)

@@ -1,0 +1,218 @@
+"""evalsite settings: every deploy-specific value comes from the environment; defaults run the embedded setup."""
+
+import os
+from pathlib import Path
+
+from evalsite.env import ImproperEnvironment, env_bool, env_database, env_int, env_list, env_str
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("EVALSITE_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("DEBUG", False)
+PRODUCTION = env_bool("EVALSITE_PRODUCTION", False)
+
+_secret = os.environ.get("SECRET_KEY", "")
+if not _secret:
+    if PRODUCTION:
+        raise ImproperEnvironment("SECRET_KEY must be set when EVALSITE_PRODUCTION is on")
+    # Outside production a per-checkout random key is kept on disk so sessions survive restarts.
+    _key_file = VAR_DIR / "secret_key"
+    if not _key_file.exists():
+        import secrets
+
+        _key_file.write_text(secrets.token_urlsafe(64))
+        _key_file.chmod(0o600)
+    _secret = _key_file.read_text().strip()
+elif len(_secret) < 32:
+    raise ImproperEnvironment("SECRET_KEY must be at least 32 characters long")
+SECRET_KEY = _secret
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_htmx",
+    "annotations",
+    "judging",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "evalsite.middleware.SecurityHeadersMiddleware",
+    "evalsite.middleware.RequestSizeLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "evalsite.urls"
+WSGI_APPLICATION = "evalsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+            # judging.factscore is a package of the judging app, so Django does not find its tags by itself.
+            "libraries": {"factscore_links": "judging.factscore.templatetags.factscore_links"},
+        },
+    },
+]
+
+DATABASES = {"default": env_database("DATABASE_URL", VAR_DIR / "evalsite.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("ja", "日本語")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+MEDIA_ROOT = VAR_DIR / "media"
+# Outside production the app serves static files straight from the source folders, so no collectstatic step is needed.
+WHITENOISE_USE_FINDERS = not PRODUCTION
+WHITENOISE_AUTOREFRESH = not PRODUCTION
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+# Request-size limits: Django's own caps apply to forms; uploads have their own cap checked by the importer.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, minimum=1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_LINE_BYTES = env_int("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_JSON_DEPTH = env_int("IMPORT_MAX_JSON_DEPTH", 64, minimum=4)
+IMPORT_CHUNK_ITEMS = env_int("IMPORT_CHUNK_ITEMS", 200, minimum=1)
+
+# Celery: Redis in production, a server-less SQLite-backed kombu transport by default.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+BROKER_IS_REDIS = CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+REDIS_URL = env_str("REDIS_URL", CELERY_BROKER_URL if BROKER_IS_REDIS else "")
+
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+# Every page reads the session: from the shared Redis cache when there is one (written through to the database, so
+# a cache flush logs nobody out). Not with the per-process cache: another worker would keep a logged-out session.
+if REDIS_URL:
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": (
+        ["rest_framework.renderers.JSONRenderer"]
+        if PRODUCTION
+        else ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"]
+    ),
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_RATES": {"login": "10/min", "token": "10/min"},
+    # Trusted reverse proxies in front of the app; 0 ignores X-Forwarded-For, which clients can forge.
+    "NUM_PROXIES": env_int("EVALSITE_NUM_PROXIES", 0, minimum=0),
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "evalsite API",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# Private addresses that judge api_base may point at (operators list their own gateways here).
+JUDGE_API_BASE_ALLOWLIST = env_list("JUDGE_API_BASE_ALLOWLIST", [])
+# Hosts a provider-key variable may be sent to besides its provider's own: "VLLM_API_KEY=gpu1.lan|gpu2.lan,...".
+JUDGE_API_KEY_HOSTS = {
+    name.strip(): [h for h in hosts.split("|") if h]
+    for name, _, hosts in (entry.partition("=") for entry in env_list("JUDGE_API_KEY_HOSTS", []))
+    if hosts
+}
+# Judge engine timing: claim lease (a killed worker's units return after it), work-task slice, retry backoff.
+JUDGE_LEASE_S = env_int("JUDGE_LEASE_S", 60, minimum=2)
+JUDGE_TIME_SLICE_S = env_int("JUDGE_TIME_SLICE_S", 120, minimum=2)
+JUDGE_TASKS_PER_RUN = env_int("JUDGE_TASKS_PER_RUN", 2, minimum=1)
+JUDGE_RETRY_BASE_S = env_int("JUDGE_RETRY_BASE_MS", 1000, minimum=1) / 1000
+JUDGE_RETRY_CAP_S = env_int("JUDGE_RETRY_CAP_S", 60, minimum=1)
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; "
+    "form-action 'self'; object-src 'none'"
+)
+if PRODUCTION:
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

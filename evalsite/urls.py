@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from evalsite import auth
+
+urlpatterns = [
+    path("admin/login/", auth.admin_login_view),
+    path("admin/", admin.site.urls),
+    path("accounts/login/", auth.login_view, name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/token/", auth.token_obtain, name="api-token"),
+    path("api/datasets/", include("annotations.api_urls")),
+    path("api/annotate/", include("annotations.annotator_api_urls")),
+    path("api/stats/", include("judging.dashboard_api_urls")),
+    path("api/judging/", include("judging.api_urls")),
+    path("dashboard/", include("judging.dashboard_urls")),
+    path("factscore/", include("judging.factscore.urls")),
+    path("", include("annotations.urls")),
+]
