@@ -1,0 +1,187 @@
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from annotations.errors import DatasetImportError, RubricError
+from annotations.forms import DatasetUploadForm
+from annotations.importing import dataset_import
+from annotations.models import Aspect, Dataset, Item, Rater, Rating, Response, System, Turn
+from annotations.rubrics import RUBRIC_MAX_BYTES, load_rubric_bytes
+from annotations.selectors import datasets_for_user
+
+# How each model reaches its dataset, for scoping foreign-key choices to the user's datasets.
+_DATASET_PATHS: dict[type, str] = {
+    System: "dataset",
+    Item: "dataset",
+    Aspect: "dataset",
+    Rater: "dataset",
+    Turn: "item__dataset",
+    Response: "turn__item__dataset",
+    Rating: "aspect__dataset",
+}
+
+
+def rows_for_user(model: type, user: Any) -> QuerySet | None:
+    """The rows of `model` in the user's datasets, or None for models that belong to no dataset."""
+    if model is Dataset:
+        return datasets_for_user(user)
+    path = _DATASET_PATHS.get(model)
+    if path is None:
+        return None
+    return model._default_manager.filter(**{f"{path}__in": datasets_for_user(user)})  # type: ignore[attr-defined]
+
+
+class OwnValuesFieldListFilter(admin.AllValuesFieldListFilter):
+    """For a filter through a relation (system__key) Django lists the values of every row in the table, other
+    researchers' included; this one offers only values of rows the user may see."""
+
+    def __init__(
+        self, field: Any, request: HttpRequest, params: Any, model: Any, model_admin: Any, field_path: str
+    ) -> None:
+        super().__init__(field, request, params, model, model_admin, field_path)
+        self.lookup_choices = (
+            model_admin.get_queryset(request).distinct().order_by(field_path).values_list(field_path, flat=True)
+        )
+
+
+class DatasetScopedAdmin(admin.ModelAdmin):
+    """Researchers see only rows of datasets they own or share, in lists, searches and by id, and are offered
+    only those rows in foreign-key fields (Django offers every row of the table otherwise)."""
+
+    dataset_path = "dataset"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        return queryset.filter(**{f"{self.dataset_path}__in": datasets_for_user(request.user)})
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        scoped = rows_for_user(db_field.related_model, request.user)
+        if scoped is not None:
+            kwargs["queryset"] = scoped
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class AspectInline(admin.TabularInline):
+    model = Aspect
+    extra = 0
+    fields = ("position", "name", "label", "min_value", "max_value", "ideal", "level", "missing")
+
+
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ("name", "owner", "created_at")
+    search_fields = ("name",)
+    readonly_fields = ("notice", "created_at")
+    filter_horizontal = ("members",)
+    inlines = [AspectInline]
+    change_list_template = "admin/annotations/dataset/change_list.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return datasets_for_user(request.user)
+
+    def get_urls(self) -> list:
+        return [
+            path("import/", self.admin_site.admin_view(self.import_view), name="annotations_dataset_import"),
+            *super().get_urls(),
+        ]
+
+    def import_view(self, request: HttpRequest) -> HttpResponse:
+        if request.method not in ("GET", "POST"):
+            return HttpResponseNotAllowed(["GET", "POST"])
+        if not self.has_add_permission(request):
+            return HttpResponse(status=403)
+        form = DatasetUploadForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                rubric = None
+                if form.cleaned_data.get("rubric"):
+                    rubric = load_rubric_bytes(form.cleaned_data["rubric"].read(RUBRIC_MAX_BYTES + 1))
+                result = dataset_import(
+                    stream=form.cleaned_data["file"],
+                    name=form.cleaned_data["name"],
+                    rubric=rubric,
+                    preset=form.cleaned_data.get("preset") or None,
+                    owner=request.user,  # type: ignore[arg-type]
+                )
+            except (DatasetImportError, RubricError) as exc:
+                form.add_error(None, f"{exc} (nothing was imported)")
+            else:
+                messages.success(
+                    request, f"Imported {result.items} items, {result.responses} answers, {result.ratings} ratings."
+                )
+                if result.notice:
+                    messages.warning(request, result.notice)
+                return HttpResponseRedirect(reverse("admin:annotations_dataset_change", args=[result.dataset.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "opts": self.model._meta,
+            "title": "Import a JSONL dataset",
+        }
+        # A POST that gets here failed (success redirects): 400 tells clients and tests so, never a 200 or a 500.
+        status = 400 if request.method == "POST" else 200
+        return TemplateResponse(request, "admin/annotations/dataset/import.html", context, status=status)
+
+
+@admin.register(System)
+class SystemAdmin(DatasetScopedAdmin):
+    list_display = ("key", "model_name", "dataset")
+    list_filter = (("dataset", admin.RelatedOnlyFieldListFilter),)
+    search_fields = ("key", "model_name")
+
+
+@admin.register(Item)
+class ItemAdmin(DatasetScopedAdmin):
+    list_display = ("external_id", "dataset", "position")
+    list_filter = (("dataset", admin.RelatedOnlyFieldListFilter),)
+    search_fields = ("external_id", "turns__prompt")
+    readonly_fields = ("source",)
+
+
+@admin.register(Turn)
+class TurnAdmin(DatasetScopedAdmin):
+    dataset_path = "item__dataset"
+    list_display = ("__str__", "index")
+    search_fields = ("prompt", "item__external_id")
+    list_select_related = ("item",)
+
+
+@admin.register(Response)
+class ResponseAdmin(DatasetScopedAdmin):
+    dataset_path = "turn__item__dataset"
+    list_display = ("id", "turn", "system")
+    list_filter = (
+        ("system__dataset", admin.RelatedOnlyFieldListFilter),
+        ("system__key", OwnValuesFieldListFilter),
+    )
+    search_fields = ("text", "turn__item__external_id")
+    list_select_related = ("turn__item", "system")
+    readonly_fields = ("source",)
+
+
+@admin.register(Rater)
+class RaterAdmin(DatasetScopedAdmin):
+    list_display = ("pseudonym", "dataset", "is_positional")
+    list_filter = (("dataset", admin.RelatedOnlyFieldListFilter), "is_positional")
+    search_fields = ("pseudonym",)
+
+
+@admin.register(Rating)
+class RatingAdmin(DatasetScopedAdmin):
+    dataset_path = "aspect__dataset"
+    list_display = ("id", "response", "aspect", "rater", "raw", "value", "is_missing", "origin")
+    list_filter = (
+        "origin",
+        "is_missing",
+        ("aspect__dataset", admin.RelatedOnlyFieldListFilter),
+        ("aspect__name", OwnValuesFieldListFilter),
+    )
+    search_fields = ("rater__pseudonym", "response__turn__item__external_id")
+    list_select_related = ("response__turn__item", "response__system", "aspect", "rater")
+
+
+from annotations import campaign_admin  # noqa: E402, F401 - registers the campaign admin

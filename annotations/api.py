@@ -1,0 +1,112 @@
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, parser_classes, permission_classes
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotations.errors import DatasetImportError, RubricError
+from annotations.exporting import iter_export_lines, iter_flat_csv, iter_flat_jsonl, iter_flat_rows
+from annotations.importing import dataset_import
+from annotations.permissions import IsResearcher
+from annotations.rubrics import PRESETS, RUBRIC_MAX_BYTES, load_rubric_bytes
+from annotations.selectors import dataset_for_user_or_404, datasets_for_user
+
+
+class DatasetOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    notice = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class DatasetImportInput(serializers.Serializer):
+    file = serializers.FileField()
+    name = serializers.CharField(max_length=200)
+    preset = serializers.ChoiceField(choices=sorted(PRESETS), required=False)
+    rubric = serializers.FileField(required=False)
+
+    def validate_file(self, value: object) -> object:
+        size = getattr(value, "size", 0) or 0
+        if size > settings.IMPORT_MAX_UPLOAD_BYTES:
+            raise serializers.ValidationError(
+                f"file is {size} bytes; the limit is {settings.IMPORT_MAX_UPLOAD_BYTES} bytes"
+            )
+        return value
+
+
+class ImportResultOutput(serializers.Serializer):
+    dataset = DatasetOutput()
+    items = serializers.IntegerField()
+    responses = serializers.IntegerField()
+    ratings = serializers.IntegerField()
+    judge_scores = serializers.IntegerField()
+    notice = serializers.CharField()
+
+
+class ExportQuery(serializers.Serializer):
+    include_judges = serializers.BooleanField(default=False)
+    flat = serializers.ChoiceField(choices=["", "jsonl", "csv"], default="")
+
+
+@extend_schema(responses=DatasetOutput(many=True))
+@api_view(["GET"])
+@permission_classes([IsResearcher])
+def dataset_list(request: Request) -> Response:
+    datasets = datasets_for_user(request.user).order_by("name")
+    return Response(DatasetOutput(datasets, many=True).data)
+
+
+@extend_schema(request={"multipart/form-data": DatasetImportInput}, responses={201: ImportResultOutput})
+@api_view(["POST"])
+@permission_classes([IsResearcher])
+@parser_classes([MultiPartParser])
+def dataset_import_view(request: Request) -> Response:
+    unexpected = sorted(set(request.data.keys()) - set(DatasetImportInput().fields))  # type: ignore[union-attr]
+    if unexpected:
+        return Response({"detail": f"unexpected fields: {', '.join(unexpected)}"}, status=status.HTTP_400_BAD_REQUEST)
+    form = DatasetImportInput(data=request.data)
+    form.is_valid(raise_exception=True)
+    data = form.validated_data
+    try:
+        rubric = None
+        if data.get("rubric"):
+            rubric = load_rubric_bytes(data["rubric"].read(RUBRIC_MAX_BYTES + 1))
+        result = dataset_import(
+            stream=data["file"],
+            name=data["name"],
+            rubric=rubric,
+            preset=data.get("preset"),
+            owner=request.user,  # type: ignore[arg-type]
+        )
+    except (DatasetImportError, RubricError) as exc:
+        return Response(
+            {"detail": str(exc), "line": getattr(exc, "line", None), "field": getattr(exc, "field", None)},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    return Response(ImportResultOutput(result).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[ExportQuery], responses={(200, "application/jsonl"): str})
+@api_view(["GET"])
+@permission_classes([IsResearcher])
+def dataset_export_view(request: Request, pk: int) -> StreamingHttpResponse:
+    dataset = dataset_for_user_or_404(request.user, pk)
+    query = ExportQuery(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    flat = query.validated_data["flat"]
+    if flat == "csv":
+        body = iter_flat_csv(iter_flat_rows(dataset=dataset))
+        content_type, suffix = "text/csv; charset=utf-8", "csv"
+    elif flat == "jsonl":
+        body = iter_flat_jsonl(iter_flat_rows(dataset=dataset))
+        content_type, suffix = "application/jsonl; charset=utf-8", "flat.jsonl"
+    else:
+        body = iter_export_lines(dataset=dataset, include_judges=query.validated_data["include_judges"])
+        content_type, suffix = "application/jsonl; charset=utf-8", "jsonl"
+    response = StreamingHttpResponse((chunk.encode("utf-8") for chunk in body), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="dataset-{dataset.pk}.{suffix}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -1,0 +1,919 @@
+"""Writes for annotation campaigns: creating them, handing out tasks, skips and submissions.
+
+How tasks are handed out (the order is part of the contract; README "Annotation campaigns" repeats it)
+--------------------------------------------------------------------------------------------------------
+* When a campaign is created, every turn of the dataset becomes one task, or several when the campaign sets
+  `candidates_per_task` K (the turn's answers are shuffled with the campaign seed, then cut into chunks of at most
+  K, so a chunk mixes systems instead of always pairing the same neighbours). Each task gets exactly N rater slots
+  (`Assignment` rows, slot 1..N).
+* The tasks are put in one **seeded random order** (`Task.position`) shared by all annotators. Random, so that a
+  campaign stopped early is still a random sample of the dataset rather than its first, often homogeneous, part;
+  shared, so that annotators converge on the same tasks.
+* "Next task" first **resumes** the annotator's open lease, if any (at most one per campaign, a DB constraint).
+  Otherwise it takes the **lowest-positioned free slot** of a task the annotator has not rated, leased or skipped.
+  Slots whose lease expired count as free. Filling the front of the queue first means tasks are completed one after
+  another: at any moment only a few tasks are partly rated, so a stopped campaign leaves whole items with N ratings
+  (what agreement statistics need) instead of many items with one. An expired or skipped slot sits near the front
+  and is therefore redone first.
+
+Why it cannot over-fill
+-----------------------
+The N slot rows are created with the task and afterwards only updated, never inserted; `unique(task, slot)` and
+`check(1 <= slot <= slot_limit)` bound the rows, `unique(task, annotator)` keeps raters distinct. A claim locks the
+slot row with `SELECT … FOR UPDATE SKIP LOCKED` on Postgres and re-checks its state in a conditional UPDATE (which
+is also what keeps SQLite correct), so two concurrent requests can never take the same slot.
+
+On Postgres the claim and the submission each run as one SQL statement (data-modifying CTEs) in autocommit: one
+round trip instead of a transaction of five to fifteen ORM queries, with the same locks, the same conditional
+updates and the same constraints, so the guarantees above hold unchanged; the statement is atomic on its own. The
+ORM versions below them serve the other databases (SQLite in development) and define the semantics.
+"""
+
+import hashlib
+import json
+import random
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from annotations.campaign_selectors import (
+    Candidate,
+    Scale,
+    campaign_has_annotator,
+    campaign_scales,
+    candidate_order,
+    instance_from_row,
+    statement_cursor,
+    task_candidates,
+)
+from annotations.errors import RatingOutOfRange
+from annotations.models import (
+    Aspect,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    Dataset,
+    Rating,
+    RatingOrigin,
+    Response,
+    Skip,
+    SkipReason,
+    Submission,
+    Task,
+    Turn,
+)
+from annotations.services import rater_for_user, rating_value_from_token
+
+CAMPAIGN_OPTIONS = {
+    "guidelines",
+    "show_reference",
+    "show_context",
+    "ask_preference",
+    "rationale_required",
+    "lease_minutes",
+    "is_active",
+}
+MAX_TEXT_CHARS = 10_000
+IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+CLAIM_ATTEMPTS = 8
+
+
+class CampaignError(ValueError):
+    """A campaign cannot be created or changed as asked; the message says why."""
+
+
+class NotInPool(Exception):
+    """The user is not (or no longer) an annotator of the campaign, or the campaign is closed."""
+
+
+class NotLeased(Exception):
+    """The task is not leased to the user: never was, expired and went to someone else, or is already done."""
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    field: str  # the form field id, e.g. "r-2-1", "preference", "rationale"
+    message: str
+
+
+class SubmissionInvalid(Exception):
+    def __init__(self, problems: list[FieldProblem]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+MISSING = object()  # the annotator chose "N/A"
+
+
+@dataclass
+class TaskAnswer:
+    """What an annotator entered, keyed by the labels they saw: (candidate number, aspect index) -> value,
+    where a value is a float, MISSING, or None when nothing was chosen."""
+
+    ratings: Mapping[tuple[int, int], Any]
+    preference: int | None = None
+    none_appropriate: bool = False
+    rationale: str = ""
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    submission: Submission
+    replayed: bool
+
+
+# --- creating campaigns -----------------------------------------------------------------------------------------
+
+
+def _resolve_aspects(dataset: Dataset, aspects: Iterable[Aspect | str] | None) -> list[Aspect]:
+    available = list(dataset.aspects.order_by("position", "pk"))
+    if aspects is None:
+        if not available:
+            raise CampaignError(f"dataset {dataset.name!r} has no aspects to rate")
+        return available
+    by_name = {a.name: a for a in available}
+    chosen: list[Aspect] = []
+    for wanted in aspects:
+        if isinstance(wanted, Aspect):
+            if wanted.dataset_id != dataset.pk:
+                raise CampaignError(f"aspect {wanted.name!r} belongs to another dataset")
+            chosen.append(wanted)
+        elif wanted in by_name:
+            chosen.append(by_name[wanted])
+        else:
+            raise CampaignError(f"dataset {dataset.name!r} has no aspect {wanted!r}; it has {', '.join(by_name)}")
+    if not chosen:
+        raise CampaignError("a campaign needs at least one aspect")
+    return chosen
+
+
+def _resolve_users(annotators: Iterable[User | str]) -> list[User]:
+    users: list[User] = []
+    for entry in annotators:
+        if isinstance(entry, User):
+            users.append(entry)
+            continue
+        user = User.objects.filter(username=entry).first()
+        if user is None:
+            raise CampaignError(f"no user named {entry!r}")
+        users.append(user)
+    return users
+
+
+def campaign_create(
+    *,
+    name: str,
+    dataset: Dataset,
+    raters_per_item: int = 3,
+    candidates_per_task: int | None = None,
+    annotators: Iterable[User | str] = (),
+    aspects: Iterable[Aspect | str] | None = None,
+    created_by: User | None = None,
+    **options: Any,
+) -> Campaign:
+    """Opens a campaign and builds its tasks and rater slots in one transaction.
+
+    options: guidelines (markdown), show_reference (False), show_context (True), ask_preference (True),
+    rationale_required (True), lease_minutes (30), is_active (True)."""
+    unknown = set(options) - CAMPAIGN_OPTIONS
+    if unknown:
+        raise CampaignError(f"unknown campaign options: {', '.join(sorted(unknown))}")
+    if not name.strip():
+        raise CampaignError("a campaign needs a name")
+    if not 1 <= raters_per_item <= 100:
+        raise CampaignError("raters per item must be between 1 and 100")
+    if candidates_per_task is not None and candidates_per_task < 1:
+        raise CampaignError("candidates per task must be at least 1")
+    if Campaign.objects.filter(name=name).exists():
+        raise CampaignError(f"a campaign named {name!r} already exists")
+    chosen_aspects = _resolve_aspects(dataset, aspects)
+    users = _resolve_users(annotators)
+    with transaction.atomic():
+        campaign = Campaign.objects.create(
+            name=name,
+            dataset=dataset,
+            raters_per_item=raters_per_item,
+            candidates_per_task=candidates_per_task,
+            created_by=created_by,
+            shuffle_seed=secrets.token_hex(16),
+            **options,
+        )
+        campaign.aspects.set(chosen_aspects)
+        campaign.annotators.set(users)
+        campaign_tasks_build(campaign=campaign)
+    return campaign
+
+
+def _seeded(seed: str, *parts: object) -> random.Random:
+    digest = hashlib.sha256(":".join([seed, *map(str, parts)]).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def campaign_tasks_build(*, campaign: Campaign) -> int:
+    """Creates the tasks and their N slots; called once, by campaign_create or the admin after adding."""
+    if campaign.tasks.exists():
+        raise CampaignError("this campaign already has tasks")
+    responses_by_turn: dict[int, list[int]] = {}
+    for turn_id, response_id in (
+        Response.objects.filter(turn__item__dataset=campaign.dataset)
+        .order_by("turn__item__position", "turn__index", "position")
+        .values_list("turn_id", "pk")
+    ):
+        responses_by_turn.setdefault(turn_id, []).append(response_id)
+    turn_ids = [
+        pk
+        for pk in Turn.objects.filter(item__dataset=campaign.dataset)
+        .order_by("item__position", "index")
+        .values_list("pk", flat=True)
+        if pk in responses_by_turn
+    ]
+    if not turn_ids:
+        raise CampaignError(f"dataset {campaign.dataset.name!r} has no answers to rate")
+    chunks: list[tuple[int, int, list[int]]] = []
+    for turn_id in turn_ids:
+        response_ids = responses_by_turn[turn_id]
+        size = campaign.candidates_per_task or len(response_ids)
+        if size < len(response_ids):
+            _seeded(campaign.shuffle_seed, "chunks", turn_id).shuffle(response_ids)
+        for chunk_index, start in enumerate(range(0, len(response_ids), size)):
+            chunks.append((turn_id, chunk_index, response_ids[start : start + size]))
+    order = list(range(len(chunks)))
+    _seeded(campaign.shuffle_seed, "order").shuffle(order)
+    tasks = Task.objects.bulk_create(
+        [
+            Task(campaign=campaign, turn_id=turn_id, chunk=chunk_index, position=order[i])
+            for i, (turn_id, chunk_index, _) in enumerate(chunks)
+        ]
+    )
+    Through = Task.responses.through
+    Through.objects.bulk_create(
+        [
+            Through(task_id=task.pk, response_id=response_id)
+            for task, (_, _, response_ids) in zip(tasks, chunks, strict=True)
+            for response_id in response_ids
+        ],
+        batch_size=5000,
+    )
+    n = campaign.raters_per_item
+    Assignment.objects.bulk_create(
+        [
+            Assignment(campaign=campaign, task=task, task_position=task.position, slot=slot, slot_limit=n)
+            for task in tasks
+            for slot in range(1, n + 1)
+        ],
+        batch_size=5000,
+    )
+    return len(tasks)
+
+
+# --- the pool ---------------------------------------------------------------------------------------------------
+
+
+def campaign_leases_release_outside_pool(*, campaign: Campaign) -> int:
+    """Frees the open leases of people who left the pool, so their slots go to someone who may still rate."""
+    return (
+        Assignment.objects.filter(campaign=campaign, status=AssignmentStatus.LEASED)
+        .exclude(annotator__in=campaign.annotators.all())
+        .update(status=AssignmentStatus.FREE, annotator=None, leased_at=None, lease_expires_at=None)
+    )
+
+
+def campaign_annotator_add(*, campaign: Campaign, user: User) -> None:
+    campaign.annotators.add(user)
+
+
+def campaign_annotator_remove(*, campaign: Campaign, user: User) -> None:
+    """Removal revokes access at once: every view re-checks the pool, and the open lease is released here."""
+    with transaction.atomic():
+        campaign.annotators.remove(user)
+        campaign_leases_release_outside_pool(campaign=campaign)
+
+
+# --- handing out tasks ------------------------------------------------------------------------------------------
+
+
+def _claimable(now: datetime) -> Q:
+    return Q(status=AssignmentStatus.FREE) | Q(status=AssignmentStatus.LEASED, lease_expires_at__lt=now)
+
+
+def assignment_claim(*, campaign: Campaign, user: User, now: datetime | None = None) -> Assignment | None:
+    """The annotator's next task (see the module docstring for the order), or None when nothing is left for them.
+
+    Resumes an open lease (and extends it); otherwise leases the first claimable slot. Safe under concurrency.
+    The returned assignment carries its task, turn and campaign, so showing it needs no further lookups."""
+    if connection.vendor == "postgresql":
+        return _claim_in_one_statement(campaign=campaign, user=user, now=now)
+    if not campaign_has_annotator(campaign, user):
+        raise NotInPool()
+    lease = timedelta(minutes=campaign.lease_minutes)
+    for _attempt in range(CLAIM_ATTEMPTS):
+        moment = now or timezone.now()
+        try:
+            with transaction.atomic():
+                current = (
+                    Assignment.objects.select_for_update(of=("self",))
+                    .select_related("task__turn", "campaign")
+                    .filter(campaign=campaign, annotator=user, status=AssignmentStatus.LEASED)
+                    .first()
+                )
+                if current is not None:
+                    current.lease_expires_at = moment + lease
+                    current.save(update_fields=["lease_expires_at"])
+                    return current
+                slot_id = (
+                    Assignment.objects.select_for_update(skip_locked=True)
+                    .filter(campaign=campaign)
+                    .filter(_claimable(moment))
+                    .exclude(task__in=Assignment.objects.filter(campaign=campaign, annotator=user).values("task"))
+                    .exclude(task__in=Skip.objects.filter(annotator=user, task__campaign=campaign).values("task"))
+                    .order_by("task_position", "slot")
+                    .values_list("pk", flat=True)
+                    .first()
+                )
+                if slot_id is None:
+                    return None
+                taken = (
+                    Assignment.objects.filter(pk=slot_id)
+                    .filter(_claimable(moment))
+                    .update(
+                        annotator=user,
+                        status=AssignmentStatus.LEASED,
+                        leased_at=moment,
+                        lease_expires_at=moment + lease,
+                        submitted_at=None,
+                        seconds_spent=None,
+                    )
+                )
+                if taken == 1:
+                    return Assignment.objects.select_related("task__turn", "campaign").get(pk=slot_id)
+        except IntegrityError:
+            # A concurrent request of the same annotator won the race (one open lease, one slot per task): retry,
+            # which resumes what that request leased.
+            continue
+    return None
+
+
+_IN_POOL_SQL = """
+SELECT EXISTS (
+    SELECT 1 FROM annotations_campaign_annotators member
+    JOIN annotations_campaign campaign ON campaign.id = member.campaign_id
+    WHERE member.campaign_id = %(campaign)s AND member.user_id = %(user)s AND campaign.is_active
+)
+"""
+_ASSIGNMENT_COLUMNS = (
+    "id",
+    "campaign_id",
+    "task_id",
+    "task_position",
+    "slot",
+    "slot_limit",
+    "annotator_id",
+    "status",
+    "leased_at",
+    "lease_expires_at",
+    "submitted_at",
+    "seconds_spent",
+)
+_TASK_COLUMNS = ("id", "campaign_id", "turn_id", "chunk", "position")
+_TURN_COLUMNS = ("id", "item_id", "index", "prompt", "reference", "context")
+# The SQL below spells these column lists out (no string building, so no injection surface); keep them in step.
+# The pool check, the resume and the claim of assignment_claim above as one statement. `picked` is the same
+# lowest-positioned claimable slot, locked with SKIP LOCKED; `claimed` re-checks that it is still claimable while
+# updating it; the unique indexes raise IntegrityError when a concurrent request of the same annotator won.
+_CLAIM_SQL = """
+WITH pool AS (
+    SELECT 1 FROM annotations_campaign_annotators member
+    JOIN annotations_campaign campaign ON campaign.id = member.campaign_id
+    WHERE member.campaign_id = %(campaign)s AND member.user_id = %(user)s AND campaign.is_active
+),
+resumed AS (
+    UPDATE annotations_assignment SET lease_expires_at = %(expires)s
+    WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
+    RETURNING id, campaign_id, task_id, task_position, slot, slot_limit, annotator_id, status, leased_at,
+        lease_expires_at, submitted_at, seconds_spent
+),
+picked AS (
+    SELECT id FROM annotations_assignment
+    WHERE campaign_id = %(campaign)s
+      AND (status = 'free' OR (status = 'leased' AND lease_expires_at < %(now)s))
+      AND EXISTS (SELECT 1 FROM pool) AND NOT EXISTS (SELECT 1 FROM resumed)
+      AND task_id NOT IN (
+          SELECT task_id FROM annotations_assignment WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s
+      )
+      AND task_id NOT IN (
+          SELECT skip.task_id FROM annotations_skip skip JOIN annotations_task task ON task.id = skip.task_id
+          WHERE skip.annotator_id = %(user)s AND task.campaign_id = %(campaign)s
+      )
+    ORDER BY task_position, slot
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE annotations_assignment target
+    SET annotator_id = %(user)s, status = 'leased', leased_at = %(now)s, lease_expires_at = %(expires)s,
+        submitted_at = NULL, seconds_spent = NULL
+    FROM picked
+    WHERE target.id = picked.id
+      AND (target.status = 'free' OR (target.status = 'leased' AND target.lease_expires_at < %(now)s))
+    RETURNING target.id, target.campaign_id, target.task_id, target.task_position, target.slot, target.slot_limit,
+        target.annotator_id, target.status, target.leased_at, target.lease_expires_at, target.submitted_at,
+        target.seconds_spent
+),
+held AS (SELECT * FROM resumed UNION ALL SELECT * FROM claimed)
+SELECT held.id, held.campaign_id, held.task_id, held.task_position, held.slot, held.slot_limit,
+       held.annotator_id, held.status, held.leased_at, held.lease_expires_at, held.submitted_at,
+       held.seconds_spent,
+       task.id, task.campaign_id, task.turn_id, task.chunk, task.position,
+       turn.id, turn.item_id, turn.index, turn.prompt, turn.reference, turn.context
+FROM held
+JOIN annotations_task task ON task.id = held.task_id
+JOIN annotations_turn turn ON turn.id = task.turn_id
+"""
+
+
+def _statement_rows(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """Runs one statement. In autocommit it is its own transaction; inside a caller's transaction a savepoint keeps
+    that transaction usable when the statement fails."""
+    with ExitStack() as stack:
+        if connection.in_atomic_block:
+            stack.enter_context(transaction.atomic())
+        with statement_cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    raise AssertionError("unreachable")  # pragma: no cover - ExitStack does not swallow exceptions
+
+
+def _in_pool(campaign: Campaign, user: User) -> bool:
+    with statement_cursor() as cursor:
+        cursor.execute(_IN_POOL_SQL, {"campaign": campaign.pk, "user": user.pk})
+        return bool(cursor.fetchone()[0])
+
+
+def _claim_in_one_statement(*, campaign: Campaign, user: User, now: datetime | None) -> Assignment | None:
+    lease = timedelta(minutes=campaign.lease_minutes)
+    for _attempt in range(CLAIM_ATTEMPTS):
+        moment = now or timezone.now()
+        params = {"campaign": campaign.pk, "user": user.pk, "now": moment, "expires": moment + lease}
+        try:
+            rows = _statement_rows(_CLAIM_SQL, params)
+        except IntegrityError:
+            continue  # a concurrent request of the same annotator won the race; retrying resumes its lease
+        if not rows:
+            if not _in_pool(campaign, user):
+                raise NotInPool()
+            return None
+        row = rows[0]
+        a, t = len(_ASSIGNMENT_COLUMNS), len(_ASSIGNMENT_COLUMNS) + len(_TASK_COLUMNS)
+        assignment = instance_from_row(Assignment, _ASSIGNMENT_COLUMNS, row[:a])
+        task = instance_from_row(Task, _TASK_COLUMNS, row[a:t])
+        task.turn = instance_from_row(Turn, _TURN_COLUMNS, row[t:])
+        task.campaign = campaign
+        assignment.task = task
+        assignment.campaign = campaign
+        return assignment
+    return None
+
+
+def assignment_skip(*, assignment: Assignment, user: User, reason: str, note: str = "") -> Skip:
+    """Records why the annotator declined and returns the slot to the pool; they will not see the task again."""
+    if reason not in SkipReason.values:
+        raise CampaignError(_("Choose a reason for skipping."))
+    if len(note) > MAX_TEXT_CHARS:
+        raise CampaignError(_("The note is too long."))
+    with transaction.atomic():
+        released = Assignment.objects.filter(pk=assignment.pk, annotator=user, status=AssignmentStatus.LEASED).update(
+            status=AssignmentStatus.FREE, annotator=None, leased_at=None, lease_expires_at=None
+        )
+        if released != 1:
+            raise NotLeased()
+        skip, _created = Skip.objects.get_or_create(
+            task_id=assignment.task_id, annotator=user, defaults={"reason": reason, "note": note}
+        )
+    return skip
+
+
+# --- submitting -------------------------------------------------------------------------------------------------
+
+
+def rating_field_id(candidate: int, aspect_index: int) -> str:
+    return f"r-{candidate}-{aspect_index}"
+
+
+def _check_answer(
+    *, campaign: Campaign, candidates: list[Candidate], scales: list[Scale], answer: TaskAnswer
+) -> list[FieldProblem]:
+    problems: list[FieldProblem] = []
+    known = {(c.number, s.index) for c in candidates for s in scales}
+    if set(answer.ratings) - known:
+        problems.append(FieldProblem("ratings", _("The form contains ratings for candidates that are not here.")))
+    for candidate in candidates:
+        for scale in scales:
+            field_id = rating_field_id(candidate.number, scale.index)
+            value = answer.ratings.get((candidate.number, scale.index))
+            label = scale.aspect.display_label
+            if value is None:
+                problems.append(
+                    FieldProblem(
+                        field_id,
+                        _("Candidate %(n)s: choose a value for %(aspect)s.") % {"n": candidate.number, "aspect": label},
+                    )
+                )
+            elif value is MISSING:
+                if not scale.allows_missing:
+                    problems.append(
+                        FieldProblem(
+                            field_id,
+                            _("Candidate %(n)s: %(aspect)s cannot be N/A.") % {"n": candidate.number, "aspect": label},
+                        )
+                    )
+            elif not _value_allowed(scale, value):
+                problems.append(
+                    FieldProblem(
+                        field_id,
+                        _("Candidate %(n)s: %(aspect)s must be within %(range)s.")
+                        % {"n": candidate.number, "aspect": label, "range": scale.range_text},
+                    )
+                )
+    if campaign.ask_preference:
+        if answer.preference is None:
+            problems.append(FieldProblem("preference", _("Preference: choose the candidate you prefer.")))
+        elif answer.preference not in {c.number for c in candidates}:
+            problems.append(FieldProblem("preference", _("Preference: choose one of the candidates shown.")))
+    if campaign.rationale_required and not answer.rationale.strip():
+        problems.append(FieldProblem("rationale", _("Reason: explain your ratings in a few words.")))
+    if len(answer.rationale) > MAX_TEXT_CHARS:
+        problems.append(FieldProblem("rationale", _("Reason: keep it under 10,000 characters.")))
+    if len(answer.comment) > MAX_TEXT_CHARS:
+        problems.append(FieldProblem("comment", _("Comment: keep it under 10,000 characters.")))
+    return problems
+
+
+def _value_allowed(scale: Scale, value: Any) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        return False
+    if scale.is_discrete:
+        return any(option.value == value for option in scale.options)
+    return scale.aspect.min_value <= value <= scale.aspect.max_value
+
+
+def _raw_token(scale: Scale, value: Any) -> Any:
+    if value is MISSING:
+        return scale.missing_token
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _replay(*, idempotency_key: str, user: User, task_id: int) -> Submission | None:
+    existing = Submission.objects.filter(idempotency_key=idempotency_key).select_related("assignment").first()
+    if existing is None:
+        return None
+    if existing.assignment.annotator_id != user.pk or existing.assignment.task_id != task_id:
+        raise NotLeased()
+    return existing
+
+
+def submission_create(
+    *,
+    campaign: Campaign,
+    task_id: int,
+    user: User,
+    idempotency_key: str,
+    answer: TaskAnswer,
+    now: datetime | None = None,
+) -> SubmitResult:
+    """Stores a completed task: one Rating per candidate and aspect under the annotator's pseudonymous Rater, plus
+    the preference, reason and comment. A repeated key, or a second submit of a finished task, changes nothing.
+
+    The seconds spent are measured by the server, from the lease to this call, like MTurk's work time."""
+    if connection.vendor == "postgresql":
+        return _submit_in_one_statement(
+            campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key, answer=answer, now=now
+        )
+    if not campaign_has_annotator(campaign, user):
+        raise NotInPool()
+    if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
+        raise _outdated_form()
+    with transaction.atomic():
+        replay = _replay(idempotency_key=idempotency_key, user=user, task_id=task_id)
+        if replay is not None:
+            return SubmitResult(submission=replay, replayed=True)
+        assignment = (
+            Assignment.objects.select_for_update()
+            .select_related("task__turn", "campaign")
+            .filter(campaign=campaign, task_id=task_id, annotator=user)
+            .first()
+        )
+        if assignment is not None and assignment.status == AssignmentStatus.SUBMITTED:
+            # The same task sent twice with two keys (say, from two tabs): the first one counts.
+            return SubmitResult(submission=Submission.objects.get(assignment=assignment), replayed=True)
+        if assignment is None or assignment.status != AssignmentStatus.LEASED:
+            raise NotLeased()
+        candidates = task_candidates(assignment=assignment, user_id=user.pk)
+        scales = campaign_scales(campaign)
+        problems = _check_answer(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
+        if problems:
+            raise SubmissionInvalid(problems)
+        moment = now or timezone.now()
+        spent = max(0.0, (moment - assignment.leased_at).total_seconds()) if assignment.leased_at else 0.0
+        by_number = {c.number: c.response_id for c in candidates}
+        submission = Submission.objects.create(
+            assignment=assignment,
+            idempotency_key=idempotency_key,
+            preferred_response_id=by_number.get(answer.preference) if answer.preference else None,
+            none_appropriate=answer.none_appropriate and campaign.ask_preference,
+            rationale=answer.rationale.strip(),
+            comment=answer.comment.strip(),
+            seconds_spent=spent,
+        )
+        _ratings_store(
+            campaign=campaign,
+            user=user,
+            candidates=candidates,
+            scales=scales,
+            answer=answer,
+            submission=submission,
+        )
+        assignment.status = AssignmentStatus.SUBMITTED
+        assignment.submitted_at = moment
+        assignment.seconds_spent = spent
+        assignment.save(update_fields=["status", "submitted_at", "seconds_spent"])
+    return SubmitResult(submission=submission, replayed=False)
+
+
+def _outdated_form() -> SubmissionInvalid:
+    return SubmissionInvalid([FieldProblem("idempotency_key", _("The form is outdated; reload the page."))])
+
+
+def _already_rated() -> SubmissionInvalid:
+    return SubmissionInvalid(
+        [FieldProblem("ratings", _("You have already rated one of these answers in another campaign."))]
+    )
+
+
+# What submission_create needs to know before writing, read in one round trip without locks: the single
+# statement that writes re-checks all of it while holding the row lock.
+_SUBMIT_STATE_SQL = """
+SELECT EXISTS (
+           SELECT 1 FROM annotations_campaign_annotators member
+           JOIN annotations_campaign campaign ON campaign.id = member.campaign_id
+           WHERE member.campaign_id = %(campaign)s AND member.user_id = %(user)s AND campaign.is_active
+       ),
+       (SELECT used.assignment_id FROM annotations_submission used WHERE used.idempotency_key = %(key)s),
+       (SELECT rater.id FROM annotations_rater rater WHERE rater.dataset_id = %(dataset)s AND rater.user_id = %(user)s),
+       slot.id, slot.status, slot.leased_at,
+       ARRAY(SELECT shown.response_id FROM annotations_task_responses shown WHERE shown.task_id = slot.task_id)
+FROM (SELECT 1) AS one
+LEFT JOIN annotations_assignment slot
+       ON slot.campaign_id = %(campaign)s AND slot.task_id = %(task)s AND slot.annotator_id = %(user)s
+"""
+
+# The writes of submission_create in one statement. `finished` flips the lease to submitted only if it is still
+# this annotator's open lease and they are still in the pool of an active campaign; the submission and the
+# ratings are inserted only for the row it flipped, so a request that lost a race writes nothing. Positions put
+# app ratings after every earlier rating of the same answer and aspect, as _ratings_store does.
+_SUBMIT_SQL = """
+WITH finished AS (
+    UPDATE annotations_assignment SET status = 'submitted', submitted_at = %(now)s, seconds_spent = %(spent)s
+    WHERE id = %(assignment)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (
+        SELECT 1 FROM annotations_campaign_annotators member
+        JOIN annotations_campaign campaign ON campaign.id = member.campaign_id
+        WHERE member.campaign_id = %(campaign)s AND member.user_id = %(user)s AND campaign.is_active
+    )
+    RETURNING id
+),
+submission AS (
+    INSERT INTO annotations_submission
+        (assignment_id, idempotency_key, preferred_response_id, none_appropriate, rationale, comment,
+         seconds_spent, created_at)
+    SELECT id, %(key)s, %(preferred)s, %(none_appropriate)s, %(rationale)s, %(comment)s, %(spent)s, %(now)s
+    FROM finished
+    RETURNING id
+),
+rated AS (
+    INSERT INTO annotations_rating
+        (response_id, aspect_id, rater_id, position, raw, value, is_missing, rationale, comment, seconds_spent,
+         origin, created_at, updated_at)
+    SELECT entered.response_id, entered.aspect_id, %(rater)s,
+           COALESCE((SELECT MAX(earlier.position) + 1 FROM annotations_rating earlier
+                     WHERE earlier.response_id = entered.response_id AND earlier.aspect_id = entered.aspect_id), 0),
+           entered.raw::jsonb, entered.value, entered.is_missing, %(rationale)s, %(comment)s, %(spent)s,
+           %(origin)s, %(now)s, %(now)s
+    FROM finished
+    CROSS JOIN unnest(%(responses)s::bigint[], %(aspects)s::bigint[], %(raws)s::text[], %(values)s::float8[],
+                      %(missing)s::boolean[]) AS entered(response_id, aspect_id, raw, value, is_missing)
+    RETURNING 1
+)
+SELECT (SELECT id FROM submission), (SELECT count(*) FROM rated)
+"""
+
+
+@dataclass(frozen=True)
+class _SubmitState:
+    in_pool: bool
+    key_used_by: int | None  # the assignment whose submission already carries this idempotency key
+    rater_id: int | None
+    assignment_id: int | None  # this annotator's slot of the task, if any
+    status: str | None
+    leased_at: datetime | None
+    response_ids: list[int]
+
+
+def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_key: str) -> _SubmitState:
+    params: dict[str, Any] = {
+        "campaign": campaign.pk,
+        "dataset": campaign.dataset_id,
+        "task": task_id,
+        "user": user.pk,
+        "key": idempotency_key,
+    }
+    with statement_cursor() as cursor:
+        cursor.execute(_SUBMIT_STATE_SQL, params)
+        row = cursor.fetchone()
+    in_pool, key_used_by, rater_id, assignment_id, status, leased_at, response_ids = row
+    return _SubmitState(
+        in_pool=bool(in_pool),
+        key_used_by=key_used_by,
+        rater_id=rater_id,
+        assignment_id=assignment_id,
+        status=status,
+        leased_at=leased_at,
+        response_ids=list(response_ids or []),
+    )
+
+
+def _replayed(state: _SubmitState) -> SubmitResult | None:
+    """The earlier submission when this request repeats one (same key, or the same task again); NotLeased when the
+    key belongs to another task or person, or the task is not (or no longer) leased to the user."""
+    if state.key_used_by is not None and state.key_used_by != state.assignment_id:
+        raise NotLeased()
+    if state.assignment_id is not None and (
+        state.key_used_by is not None or state.status == AssignmentStatus.SUBMITTED
+    ):
+        # The same task sent twice, with the same key or from two tabs with two keys: the first one counts.
+        return SubmitResult(submission=Submission.objects.get(assignment_id=state.assignment_id), replayed=True)
+    if state.assignment_id is None or state.status != AssignmentStatus.LEASED:
+        raise NotLeased()
+    return None
+
+
+def _submit_in_one_statement(
+    *,
+    campaign: Campaign,
+    task_id: int,
+    user: User,
+    idempotency_key: str,
+    answer: TaskAnswer,
+    now: datetime | None,
+) -> SubmitResult:
+    state = _submit_state(campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key)
+    if not state.in_pool:
+        raise NotInPool()
+    if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
+        raise _outdated_form()
+    replay = _replayed(state)
+    if replay is not None:
+        return replay
+    assert state.assignment_id is not None  # _replayed refuses anything but the user's open lease
+    order = candidate_order(campaign=campaign, task=Task(pk=task_id), user_id=user.pk, response_ids=state.response_ids)
+    candidates = [Candidate(number=i + 1, response_id=pk, text="") for i, pk in enumerate(order)]
+    scales = campaign_scales(campaign)
+    problems = _check_answer(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
+    if problems:
+        raise SubmissionInvalid(problems)
+    entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
+    rater_id = state.rater_id or rater_for_user(dataset=campaign.dataset, user=user).pk
+    moment = now or timezone.now()
+    spent = max(0.0, (moment - state.leased_at).total_seconds()) if state.leased_at else 0.0
+    by_number = {c.number: c.response_id for c in candidates}
+    values = {
+        "campaign": campaign.pk,
+        "user": user.pk,
+        "assignment": state.assignment_id,
+        "key": idempotency_key,
+        "preferred": by_number.get(answer.preference) if answer.preference else None,
+        "none_appropriate": answer.none_appropriate and campaign.ask_preference,
+        "rationale": answer.rationale.strip(),
+        "comment": answer.comment.strip(),
+        "spent": spent,
+        "now": moment,
+        "rater": rater_id,
+        "origin": RatingOrigin.APP.value,
+        "responses": [row[0] for row in entered],
+        "aspects": [row[1] for row in entered],
+        "raws": [None if row[2] is None else json.dumps(row[2]) for row in entered],
+        "values": [row[3] for row in entered],
+        "missing": [row[4] for row in entered],
+    }
+    try:
+        ((submission_id, _rated),) = _statement_rows(_SUBMIT_SQL, values)
+    except IntegrityError as exc:
+        if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") == "one_rating_per_rater_answer_aspect":
+            raise _already_rated() from None
+        submission_id = None  # the key was taken meanwhile: decided below from what is stored now
+    if submission_id is None:
+        # Another request finished this lease first, or it was lost meanwhile: answer as if this came second.
+        again = _submit_state(campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key)
+        if not again.in_pool:
+            raise NotInPool()
+        replay = _replayed(again)
+        if replay is None:
+            raise NotLeased()
+        return replay
+    submission = instance_from_row(
+        Submission,
+        (
+            "id",
+            "assignment_id",
+            "idempotency_key",
+            "preferred_response_id",
+            "none_appropriate",
+            "rationale",
+            "comment",
+            "seconds_spent",
+            "created_at",
+        ),
+        (
+            submission_id,
+            state.assignment_id,
+            idempotency_key,
+            values["preferred"],
+            values["none_appropriate"],
+            values["rationale"],
+            values["comment"],
+            spent,
+            moment,
+        ),
+    )
+    return SubmitResult(submission=submission, replayed=False)
+
+
+def _rating_values(
+    *, candidates: list[Candidate], scales: list[Scale], answer: TaskAnswer
+) -> list[tuple[int, int, Any, float | None, bool]]:
+    """(response id, aspect id, raw token, value, is missing) per candidate and aspect, as Rating rows store them."""
+    rows = []
+    for candidate in candidates:
+        for scale in scales:
+            raw = _raw_token(scale, answer.ratings[(candidate.number, scale.index)])
+            try:
+                value, is_missing = rating_value_from_token(aspect=scale.aspect, raw=raw)
+            except RatingOutOfRange as exc:  # _check_answer already refused these; this guards the invariant
+                raise SubmissionInvalid(
+                    [FieldProblem(rating_field_id(candidate.number, scale.index), str(exc))]
+                ) from None
+            rows.append((candidate.response_id, scale.aspect.pk, raw, value, is_missing))
+    return rows
+
+
+def _ratings_store(
+    *,
+    campaign: Campaign,
+    user: User,
+    candidates: list[Candidate],
+    scales: list[Scale],
+    answer: TaskAnswer,
+    submission: Submission,
+) -> None:
+    entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
+    rater = rater_for_user(dataset=campaign.dataset, user=user)
+    response_ids = [c.response_id for c in candidates]
+    aspect_ids = [s.aspect.pk for s in scales]
+    # App ratings go after every existing rating of the same answer and aspect, as extra raters on export.
+    next_position = {
+        (row["response_id"], row["aspect_id"]): row["top"] + 1
+        for row in Rating.objects.filter(response_id__in=response_ids, aspect_id__in=aspect_ids)
+        .values("response_id", "aspect_id")
+        .annotate(top=Max("position"))
+    }
+    rows = [
+        Rating(
+            response_id=response_id,
+            aspect_id=aspect_id,
+            rater=rater,
+            position=next_position.get((response_id, aspect_id), 0),
+            raw=raw,
+            value=value,
+            is_missing=is_missing,
+            rationale=submission.rationale,
+            comment=submission.comment,
+            seconds_spent=submission.seconds_spent,
+            origin=RatingOrigin.APP,
+        )
+        for response_id, aspect_id, raw, value, is_missing in entered
+    ]
+    try:
+        # No savepoint: a failure here aborts the whole submission, which is what the caller's atomic block wants.
+        Rating.objects.bulk_create(rows)
+    except IntegrityError:
+        # The annotator already rated one of these answers (in another campaign on the same dataset).
+        raise _already_rated() from None

@@ -1,0 +1,48 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotations.errors import DatasetImportError, RubricError
+from annotations.importing import dataset_import
+from annotations.rubrics import PRESETS, load_rubric_file
+
+
+class Command(BaseCommand):
+    help = "Import a JSONL dataset (DESIGN §4.1) atomically: all lines or nothing."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", help="JSONL file, one item per line")
+        parser.add_argument("--name", required=True, help="dataset name (unique)")
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument("--rubric", help="rubric JSON file (DESIGN §4.2)")
+        group.add_argument("--preset", choices=sorted(PRESETS), help="built-in rubric")
+        parser.add_argument("--owner", help="username of the researcher who owns the dataset")
+
+    def handle(self, *args: object, **options: object) -> None:
+        owner = None
+        if options["owner"]:
+            owner = get_user_model().objects.filter(username=options["owner"]).first()
+            if owner is None:
+                raise CommandError(f"no user named {options['owner']!r}")
+        try:
+            rubric = load_rubric_file(str(options["rubric"])) if options["rubric"] else None
+            with open(str(options["path"]), "rb") as stream:
+                result = dataset_import(
+                    stream=stream,
+                    name=str(options["name"]),
+                    rubric=rubric,
+                    preset=str(options["preset"]) if options["preset"] else None,
+                    owner=owner,
+                )
+        except OSError as exc:
+            raise CommandError(f"cannot read {options['path']}: {exc.strerror}") from None
+        except (DatasetImportError, RubricError) as exc:
+            raise CommandError(f"{options['path']}: {exc} (nothing was imported)") from None
+        if result.notice:
+            self.stderr.write(self.style.WARNING(f"notice: {result.notice}"))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"imported dataset {result.dataset.name!r} (id {result.dataset.pk}): {result.items} items, "
+                f"{result.turns} turns, {result.responses} answers, {result.ratings} ratings, "
+                f"{result.judge_scores} judge scores"
+            )
+        )

@@ -1,0 +1,400 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+
+class MeasurementLevel(models.TextChoices):
+    NOMINAL = "nominal"
+    ORDINAL = "ordinal"
+    INTERVAL = "interval"
+    RATIO = "ratio"
+
+
+class Dataset(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="owned_datasets"
+    )
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_datasets")
+    notice = models.TextField(blank=True, help_text="What the import inferred or assumed, shown to researchers.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Rubric(models.Model):
+    dataset = models.OneToOneField(Dataset, on_delete=models.CASCADE, related_name="rubric")
+    source = models.CharField(max_length=100, help_text='"preset:<name>", "file" or "inferred"')
+    systems = models.JSONField(default=dict, blank=True)
+
+    def __str__(self) -> str:
+        return f"rubric of {self.dataset}"
+
+
+class Aspect(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="aspects")
+    name = models.CharField(max_length=200)
+    label = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    min_value = models.FloatField()
+    max_value = models.FloatField()
+    ideal = models.FloatField()
+    level = models.CharField(max_length=10, choices=MeasurementLevel.choices, default=MeasurementLevel.ORDINAL)
+    labels = models.JSONField(default=dict, blank=True)
+    missing = models.JSONField(default=list, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["dataset", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "name"], name="aspect_name_unique_per_dataset"),
+            models.CheckConstraint(condition=Q(min_value__lt=models.F("max_value")), name="aspect_min_below_max"),
+            models.CheckConstraint(
+                condition=Q(ideal__gte=models.F("min_value")) & Q(ideal__lte=models.F("max_value")),
+                name="aspect_ideal_within_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def display_label(self) -> str:
+        return self.label or self.name
+
+    @property
+    def span(self) -> float:
+        return self.max_value - self.min_value
+
+
+class System(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="systems")
+    key = models.CharField(max_length=200)
+    model_name = models.CharField(max_length=300, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["dataset", "position"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "key"], name="system_key_unique_per_dataset")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Item(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=500)
+    position = models.PositiveIntegerField()
+    # The item's own JSON minus "turns", kept verbatim so export reproduces every field, known or not.
+    source = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["dataset", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "external_id"], name="item_id_unique_per_dataset"),
+            models.UniqueConstraint(fields=["dataset", "position"], name="item_position_unique_per_dataset"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+    @property
+    def meta(self) -> object:
+        return self.source.get("meta")
+
+
+class Turn(models.Model):
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="turns")
+    index = models.PositiveIntegerField()
+    prompt = models.TextField()
+    reference = models.TextField(null=True, blank=True)
+    context = models.JSONField(null=True, blank=True)
+    # The turn's JSON minus "responses", kept verbatim for a lossless export.
+    source = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["item", "index"]
+        constraints = [models.UniqueConstraint(fields=["item", "index"], name="turn_index_unique_per_item")]
+
+    def __str__(self) -> str:
+        return f"{self.item.external_id} turn {self.index + 1}"
+
+    @property
+    def context_passages(self) -> list[str]:
+        if self.context is None:
+            return []
+        if isinstance(self.context, str):
+            return [self.context]
+        return [str(passage) for passage in self.context]
+
+
+class Response(models.Model):
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="responses")
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="responses")
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    # The answer's JSON minus "human_evals" (rebuilt from Rating rows on export).
+    source = models.JSONField(default=dict)
+    # Aspect names in the order the import listed them under human_evals, including empty lists.
+    eval_aspects = models.JSONField(default=list)
+    has_human_evals = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["turn", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "system"], name="response_unique_per_turn_and_system"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.turn} / {self.system.key}"
+
+
+class Rater(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="raters")
+    external_id = models.CharField(max_length=200, null=True, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="rater_profiles"
+    )
+    pseudonym = models.CharField(max_length=200)
+    # True when the import had no "raters" list: the id is a list position, not a person.
+    is_positional = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "external_id"], name="rater_external_id_unique_per_dataset"),
+            models.UniqueConstraint(fields=["dataset", "user"], name="rater_user_unique_per_dataset"),
+            models.UniqueConstraint(fields=["dataset", "pseudonym"], name="rater_pseudonym_unique_per_dataset"),
+            models.CheckConstraint(
+                condition=(Q(external_id__isnull=False) & Q(user__isnull=True))
+                | (Q(external_id__isnull=True) & Q(user__isnull=False)),
+                name="rater_is_imported_xor_app_user",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.pseudonym
+
+
+class RatingOrigin(models.TextChoices):
+    IMPORT = "import"
+    APP = "app"
+
+
+class Rating(models.Model):
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="ratings")
+    aspect = models.ForeignKey(Aspect, on_delete=models.CASCADE, related_name="ratings")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="ratings")
+    position = models.PositiveIntegerField(default=0)
+    raw = models.JSONField(null=True, blank=True, help_text="The token exactly as imported or entered.")
+    value = models.FloatField(null=True, blank=True)
+    is_missing = models.BooleanField(default=False)
+    rationale = models.TextField(blank=True)
+    comment = models.TextField(blank=True)
+    seconds_spent = models.FloatField(null=True, blank=True)
+    origin = models.CharField(max_length=10, choices=RatingOrigin.choices, default=RatingOrigin.IMPORT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["response", "aspect", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["response", "aspect", "rater"], name="one_rating_per_rater_answer_aspect"),
+            models.CheckConstraint(
+                condition=Q(is_missing=True) | Q(value__isnull=False), name="rating_value_present_unless_missing"
+            ),
+            models.CheckConstraint(
+                condition=Q(seconds_spent__isnull=True) | Q(seconds_spent__gte=0), name="rating_seconds_non_negative"
+            ),
+        ]
+        indexes = [models.Index(fields=["aspect", "response"])]
+
+    def __str__(self) -> str:
+        return f"{self.rater} on {self.response_id}/{self.aspect_id}: {self.raw!r}"
+
+
+class WorkerPing(models.Model):
+    """Written by a worker to prove a task made the round trip (used by health checks and tests)."""
+
+    token = models.CharField(max_length=64, unique=True)
+    answered_at = models.DateTimeField(auto_now_add=True)
+    worker_hostname = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return self.token
+
+
+# --- Annotation campaigns -------------------------------------------------------------------------------------------
+
+
+class Campaign(models.Model):
+    """An annotation campaign: blinded tasks built from one dataset, each rated by exactly N distinct annotators."""
+
+    name = models.CharField(max_length=200, unique=True)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="campaigns")
+    aspects = models.ManyToManyField(Aspect, related_name="campaigns", help_text="The rubric aspects shown.")
+    annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="annotation_campaigns")
+    raters_per_item = models.PositiveSmallIntegerField(default=3)
+    candidates_per_task = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Answers per task; empty means all answers of a turn."
+    )
+    guidelines = models.TextField(blank=True, help_text="Markdown; raw HTML is not rendered.")
+    show_reference = models.BooleanField(default=False)
+    show_context = models.BooleanField(default=True)
+    ask_preference = models.BooleanField(default=True)
+    rationale_required = models.BooleanField(default=True)
+    lease_minutes = models.PositiveIntegerField(default=30)
+    is_active = models.BooleanField(default=True)
+    # Secret per campaign so annotators cannot predict the candidate shuffle from ids.
+    shuffle_seed = models.CharField(max_length=64, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="created_campaigns"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(raters_per_item__gte=1) & Q(raters_per_item__lte=100), name="campaign_raters_1_to_100"
+            ),
+            models.CheckConstraint(
+                condition=Q(candidates_per_task__isnull=True) | Q(candidates_per_task__gte=1),
+                name="campaign_candidates_positive",
+            ),
+            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="campaign_lease_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Task(models.Model):
+    """One turn and a chunk of at most K of its answers; needs `raters_per_item` distinct annotators."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="tasks")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="campaign_tasks")
+    chunk = models.PositiveIntegerField(default=0)
+    # Hand-out order (see campaign_services.assignment_claim).
+    position = models.PositiveIntegerField()
+    responses = models.ManyToManyField(Response, related_name="campaign_tasks")
+
+    class Meta:
+        ordering = ["campaign", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "turn", "chunk"], name="task_chunk_unique_per_turn"),
+            models.UniqueConstraint(fields=["campaign", "position"], name="task_position_unique_per_campaign"),
+        ]
+
+    def __str__(self) -> str:
+        return f"task {self.position + 1} of {self.campaign}"
+
+
+class AssignmentStatus(models.TextChoices):
+    FREE = "free"
+    LEASED = "leased"
+    SUBMITTED = "submitted"
+
+
+class Assignment(models.Model):
+    """A rater slot of a task. Exactly N rows exist per task and they are only ever updated, never inserted later,
+    so a task cannot collect more than N raters; unique(task, annotator) keeps the raters distinct."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    # Copied from the task so the claim query can walk one partial index in hand-out order.
+    task_position = models.PositiveIntegerField()
+    slot = models.PositiveSmallIntegerField()
+    slot_limit = models.PositiveSmallIntegerField()
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="assignments"
+    )
+    status = models.CharField(max_length=10, choices=AssignmentStatus.choices, default=AssignmentStatus.FREE)
+    leased_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    seconds_spent = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["task_position", "slot"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "slot"], name="assignment_slot_unique_per_task"),
+            models.UniqueConstraint(fields=["task", "annotator"], name="assignment_annotator_once_per_task"),
+            models.CheckConstraint(
+                condition=Q(slot__gte=1) & Q(slot__lte=models.F("slot_limit")), name="assignment_slot_within_limit"
+            ),
+            # One open task per annotator and campaign: resuming is unambiguous and racing requests cannot hoard.
+            models.UniqueConstraint(
+                fields=["campaign", "annotator"],
+                condition=Q(status="leased"),
+                name="assignment_one_open_lease_per_annotator",
+            ),
+            models.CheckConstraint(
+                condition=(Q(status="free") & Q(annotator__isnull=True))
+                | (Q(status="leased") & Q(annotator__isnull=False) & Q(lease_expires_at__isnull=False))
+                | (Q(status="submitted") & Q(annotator__isnull=False) & Q(submitted_at__isnull=False)),
+                name="assignment_status_consistent",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["campaign", "task_position", "slot"],
+                condition=~Q(status="submitted"),
+                name="assignment_open_slots",
+            ),
+            models.Index(fields=["annotator", "status"], name="assignment_by_annotator"),
+        ]
+
+    def __str__(self) -> str:
+        return f"slot {self.slot} of {self.task}"
+
+
+class SkipReason(models.TextChoices):
+    NOT_QUALIFIED = "not_qualified", _("I cannot judge this topic")
+    UNREADABLE = "unreadable", _("The task does not display correctly")
+    OFFENSIVE = "offensive", _("The content is offensive or disturbing")
+    OTHER = "other", _("Other")
+
+
+class Skip(models.Model):
+    """An annotator declined a task; they are never offered it again and their slot goes back to the pool."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="skips")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="task_skips")
+    reason = models.CharField(max_length=20, choices=SkipReason.choices)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "annotator"], name="skip_once_per_task")]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} skipped {self.task}: {self.reason}"
+
+
+class Submission(models.Model):
+    """The task-level part of a completed assignment; per-answer scores are Rating rows of the annotator's Rater."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="submission")
+    idempotency_key = models.CharField(max_length=64, unique=True)
+    preferred_response = models.ForeignKey(
+        Response, null=True, blank=True, on_delete=models.SET_NULL, related_name="preferred_in"
+    )
+    # "No candidate is appropriate, but if I must choose one…" (seed 004).
+    none_appropriate = models.BooleanField(default=False)
+    rationale = models.TextField(blank=True)
+    comment = models.TextField(blank=True)
+    seconds_spent = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="submission_seconds_non_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"submission {self.idempotency_key}"

@@ -1,0 +1,83 @@
+import secrets
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+
+from annotations.errors import RatingOutOfRange
+from annotations.models import Aspect, Dataset, Rater, Rating, RatingOrigin, Response
+from annotations.rubrics import AspectSpec, is_json_number
+
+
+def aspect_spec(aspect: Aspect) -> AspectSpec:
+    return AspectSpec(
+        name=aspect.name,
+        min_value=aspect.min_value,
+        max_value=aspect.max_value,
+        ideal=aspect.ideal,
+        level=aspect.level,
+        label=aspect.label,
+        description=aspect.description,
+        labels=aspect.labels,
+        missing=aspect.missing,
+    )
+
+
+def rating_value_from_token(*, aspect: Aspect, raw: object) -> tuple[float | None, bool]:
+    """(value, is_missing) for a token, or RatingOutOfRange naming the aspect and its scale."""
+    spec = aspect_spec(aspect)
+    if spec.is_missing_token(raw):
+        return None, True
+    if is_json_number(raw) and spec.min_value <= raw <= spec.max_value:  # type: ignore[operator]
+        return float(raw), False  # type: ignore[arg-type]
+    raise RatingOutOfRange(f"{aspect.display_label}: expected {spec.describe_range()}, found {raw!r}")
+
+
+def rater_for_user(*, dataset: Dataset, user: User) -> Rater:
+    """The pseudonymous rater standing for an app user in one dataset; the pseudonym hides the account name."""
+    existing = Rater.objects.filter(dataset=dataset, user=user).first()
+    if existing is not None:
+        return existing
+    for _ in range(5):
+        pseudonym = f"annotator-{secrets.token_hex(4)}"
+        try:
+            with transaction.atomic():
+                return Rater.objects.create(dataset=dataset, user=user, pseudonym=pseudonym)
+        except IntegrityError:
+            existing = Rater.objects.filter(dataset=dataset, user=user).first()
+            if existing is not None:
+                return existing
+    raise RuntimeError("could not allocate a unique rater pseudonym")
+
+
+def rating_create(
+    *,
+    response: Response,
+    aspect: Aspect,
+    rater: Rater,
+    raw: object,
+    rationale: str = "",
+    comment: str = "",
+    seconds_spent: float | None = None,
+    origin: str = RatingOrigin.APP,
+) -> Rating:
+    if aspect.dataset_id != rater.dataset_id or response.system.dataset_id != aspect.dataset_id:
+        raise RatingOutOfRange("the answer, aspect and rater must belong to the same dataset")
+    value, is_missing = rating_value_from_token(aspect=aspect, raw=raw)
+    if seconds_spent is not None and seconds_spent < 0:
+        raise RatingOutOfRange("seconds spent cannot be negative")
+    position = 1 + max(
+        Rating.objects.filter(response=response, aspect=aspect).values_list("position", flat=True), default=-1
+    )
+    return Rating.objects.create(
+        response=response,
+        aspect=aspect,
+        rater=rater,
+        position=position,
+        raw=raw,
+        value=value,
+        is_missing=is_missing,
+        rationale=rationale,
+        comment=comment,
+        seconds_spent=seconds_spent,
+        origin=origin,
+    )

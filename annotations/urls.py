@@ -1,0 +1,13 @@
+from django.urls import path
+
+from annotations import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("annotate/<int:campaign_id>/", views.campaign_detail, name="annotate-campaign"),
+    path("annotate/<int:campaign_id>/next/", views.task_next, name="annotate-next"),
+    path("annotate/<int:campaign_id>/tasks/<int:task_id>/", views.task_page, name="annotate-task"),
+    path("annotate/<int:campaign_id>/tasks/<int:task_id>/submit/", views.task_submit, name="annotate-submit"),
+    path("annotate/<int:campaign_id>/tasks/<int:task_id>/skip/", views.task_skip, name="annotate-skip"),
+    path("campaigns/<int:campaign_id>/progress/", views.campaign_progress_page, name="campaign-progress"),
+]

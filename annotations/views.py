@@ -1,0 +1,322 @@
+"""Server-rendered pages: the home page, the annotator's campaign and task pages, and campaign progress.
+
+Views stay thin: they parse the request, call a selector or service, and pick a template (an htmx partial when
+htmx asked). Blinding is enforced by what the selectors load, not by what the templates leave out.
+"""
+
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+
+from annotations.campaign_selectors import (
+    NA_TOKEN,
+    Candidate,
+    Scale,
+    annotator_progress,
+    campaign_for_annotator,
+    campaign_for_researcher,
+    campaign_progress,
+    campaign_scales,
+    campaigns_for_annotator,
+    campaigns_for_researcher,
+    earlier_prompts,
+    leased_assignment,
+    task_candidates,
+)
+from annotations.campaign_services import (
+    MISSING,
+    CampaignError,
+    FieldProblem,
+    NotInPool,
+    NotLeased,
+    SubmissionInvalid,
+    TaskAnswer,
+    assignment_claim,
+    assignment_skip,
+    rating_field_id,
+    submission_create,
+)
+from annotations.models import Assignment, Campaign, SkipReason
+from annotations.selectors import datasets_for_user
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+RATING_FIELD = re.compile(r"^r-(\d{1,3})-(\d{1,3})$")
+
+
+@require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """Annotators see their campaigns with their own progress; researchers also see their datasets and campaigns."""
+    mine = [
+        (campaign, annotator_progress(campaign=campaign, user=request.user))
+        for campaign in campaigns_for_annotator(request.user)
+    ]
+    context: dict[str, Any] = {"annotator_campaigns": mine}
+    if request.user.is_staff:
+        context["datasets"] = datasets_for_user(request.user)
+        context["researcher_campaigns"] = campaigns_for_researcher(request.user)
+    return render(request, "home.html", context)
+
+
+# --- annotator pages --------------------------------------------------------------------------------------------
+
+
+def _task_url(campaign: Campaign, task_id: int) -> str:
+    return reverse("annotate-task", args=[campaign.pk, task_id])
+
+
+@require_GET
+@login_required
+def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = campaign_for_annotator(request.user, campaign_id)
+    return render(
+        request,
+        "annotate/campaign.html",
+        {
+            "campaign": campaign,
+            "progress": annotator_progress(campaign=campaign, user=request.user),
+            "scales": campaign_scales(campaign),
+        },
+    )
+
+
+def _redirect(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return HttpResponseRedirect(url, status=303)
+
+
+def _next_or_done(request: HtmxHttpRequest, campaign: Campaign) -> HttpResponse:
+    try:
+        assignment = assignment_claim(campaign=campaign, user=request.user)  # type: ignore[arg-type]
+    except NotInPool:
+        raise Http404("no such campaign") from None
+    if assignment is None:
+        messages.info(request, _("There are no more tasks for you in this campaign. Thank you!"))
+        return _redirect(request, reverse("annotate-campaign", args=[campaign.pk]))
+    return _redirect(request, _task_url(campaign, assignment.task_id))
+
+
+@require_POST
+@login_required
+def task_next(request: HtmxHttpRequest, campaign_id: int) -> HttpResponse:
+    """POST because it leases a task: GET requests never change anything."""
+    campaign = campaign_for_annotator(request.user, campaign_id)
+    return _next_or_done(request, campaign)
+
+
+@dataclass(frozen=True)
+class Cell:
+    scale: Scale
+    field_id: str
+    value: str
+    error: str
+    popover: str  # the scale's help, rendered once per page (annotate/_scale_popover.html)
+    blank_options: str  # the scale's options with none selected, rendered once per page
+
+
+def _scale_fragments(scales: list[Scale]) -> dict[int, tuple[str, str]]:
+    """Each scale's help and unselected options, rendered (and escaped) by their templates once per page instead of
+    once per candidate: they are most of the task page's markup and were most of its rendering time."""
+    return {
+        scale.index: (
+            render_to_string("annotate/_scale_popover.html", {"scale": scale}),
+            render_to_string("annotate/_scale_options.html", {"scale": scale, "value": "", "na_token": NA_TOKEN})
+            if scale.is_discrete
+            else "",
+        )
+        for scale in scales
+    }
+
+
+@dataclass(frozen=True)
+class SheetRow:
+    candidate: Candidate
+    cells: list[Cell]
+
+
+def _task_context(
+    request: HttpRequest,
+    *,
+    campaign: Campaign,
+    assignment: Assignment,
+    values: dict[str, str] | None = None,
+    problems: list[FieldProblem] | None = None,
+    idempotency_key: str = "",
+) -> dict[str, Any]:
+    values = values or {}
+    problems = problems or []
+    errors: dict[str, str] = {}
+    for problem in problems:
+        errors.setdefault(problem.field, problem.message)
+    scales = campaign_scales(campaign)
+    candidates = task_candidates(assignment=assignment, user_id=int(request.user.pk or 0))
+    fragments = _scale_fragments(scales)
+    sheet = [
+        SheetRow(
+            candidate=candidate,
+            cells=[
+                Cell(
+                    scale=scale,
+                    field_id=rating_field_id(candidate.number, scale.index),
+                    value=values.get(rating_field_id(candidate.number, scale.index), ""),
+                    error=errors.get(rating_field_id(candidate.number, scale.index), ""),
+                    popover=fragments[scale.index][0],
+                    blank_options=fragments[scale.index][1],
+                )
+                for scale in scales
+            ],
+        )
+        for candidate in candidates
+    ]
+    turn = assignment.task.turn
+    return {
+        "campaign": campaign,
+        "assignment": assignment,
+        "task": assignment.task,
+        "progress": annotator_progress(campaign=campaign, user=request.user),
+        "scales": scales,
+        "sheet": sheet,
+        "earlier_prompts": earlier_prompts(turn),
+        "prompt": turn.prompt,
+        "reference": turn.reference if campaign.show_reference else None,
+        "context_passages": turn.context_passages if campaign.show_context else [],
+        "values": values,
+        "problems": problems,
+        "errors": errors,
+        "idempotency_key": idempotency_key or uuid.uuid4().hex,
+        "submit_url": reverse("annotate-submit", args=[campaign.pk, assignment.task_id]),
+        "skip_url": reverse("annotate-skip", args=[campaign.pk, assignment.task_id]),
+        "skip_reasons": SkipReason.choices,
+        "na_token": NA_TOKEN,
+    }
+
+
+@require_GET
+@login_required
+def task_page(request: HttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
+    campaign = campaign_for_annotator(request.user, campaign_id)
+    assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
+    return render(request, "annotate/task.html", _task_context(request, campaign=campaign, assignment=assignment))
+
+
+def _parse_value(text: str) -> Any:
+    text = text.strip()
+    if not text:
+        return None
+    if text.lower() in {NA_TOKEN, "n/a"}:
+        return MISSING
+    try:
+        return float(text)
+    except ValueError:
+        return text  # refused by the service with a message naming the field
+
+
+def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
+    """The TaskAnswer in a POSTed form, and the raw values to put back into the form if it is refused.
+    Unknown fields are ignored; rating fields that name candidates not shown are refused by the service."""
+    ratings: dict[tuple[int, int], Any] = {}
+    values: dict[str, str] = {}
+    for key in data:
+        match = RATING_FIELD.match(key)
+        if match:
+            raw = str(data.get(key, ""))[:50]
+            values[key] = raw.strip()
+            ratings[(int(match[1]), int(match[2]))] = _parse_value(raw)
+    preference_text = str(data.get("preference", "")).strip()
+    preference: int | None = None
+    if preference_text:
+        preference = int(preference_text) if preference_text.isdigit() and len(preference_text) < 4 else -1
+    values["preference"] = preference_text
+    values["none_appropriate"] = "1" if data.get("none_appropriate") else ""
+    values["rationale"] = str(data.get("rationale", ""))
+    values["comment"] = str(data.get("comment", ""))
+    return (
+        TaskAnswer(
+            ratings=ratings,
+            preference=preference,
+            none_appropriate=bool(data.get("none_appropriate")),
+            rationale=values["rationale"],
+            comment=values["comment"],
+        ),
+        values,
+    )
+
+
+@require_POST
+@login_required
+def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
+    campaign = campaign_for_annotator(request.user, campaign_id)
+    answer, values = answer_from_form(request.POST)
+    key = str(request.POST.get("idempotency_key", ""))
+    user: User = request.user  # type: ignore[assignment]
+    try:
+        result = submission_create(campaign=campaign, task_id=task_id, user=user, idempotency_key=key, answer=answer)
+    except (NotLeased, NotInPool):
+        if not campaign.tasks.filter(pk=task_id).exists():
+            raise Http404("no such task") from None
+        raise PermissionDenied("this task is not leased to you") from None
+    except SubmissionInvalid as invalid:
+        assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
+        context = _task_context(
+            request,
+            campaign=campaign,
+            assignment=assignment,
+            values=values,
+            problems=invalid.problems,
+            idempotency_key=key if len(key) <= 64 else "",
+        )
+        template = "annotate/_task_form.html" if request.htmx else "annotate/task.html"
+        return render(request, template, context, status=422)
+    if not result.replayed:
+        messages.success(request, _("Saved. Here is your next task."))
+    return _next_or_done(request, campaign)
+
+
+@require_POST
+@login_required
+def task_skip(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
+    campaign = campaign_for_annotator(request.user, campaign_id)
+    assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
+    try:
+        assignment_skip(
+            assignment=assignment,
+            user=request.user,  # type: ignore[arg-type]
+            reason=str(request.POST.get("reason", "")),
+            note=str(request.POST.get("note", "")),
+        )
+    except CampaignError as exc:
+        messages.error(request, str(exc))
+        return _redirect(request, _task_url(campaign, task_id))
+    except NotLeased:
+        raise PermissionDenied("this task is not leased to you") from None
+    messages.info(request, _("Task skipped."))
+    return _next_or_done(request, campaign)
+
+
+# --- researcher pages -------------------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def campaign_progress_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    return render(request, "annotate/progress.html", {"campaign": campaign, "progress": campaign_progress(campaign)})
