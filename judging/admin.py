@@ -1,0 +1,299 @@
+"""Admin for judge configs and runs, and the "Launch judge run…" action on datasets.
+
+Researchers (staff) see configs and runs through the same scoped selectors as the API; every
+custom view re-checks the object through them, so a URL with a foreign id is a 404.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from annotations.admin import DatasetAdmin
+from annotations.models import Campaign, Dataset
+from annotations.selectors import datasets_for_user
+from judging import selectors, services
+from judging.config import ConfigError, validate_config
+from judging.models import JudgeConfig, JudgeRun
+
+
+def _staff(request: HttpRequest) -> bool:
+    return bool(request.user.is_active and request.user.is_staff)
+
+
+class JudgeConfigForm(forms.ModelForm):
+    config_json = forms.CharField(
+        label="Config (JSON)",
+        widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "spellcheck": "false"}),
+        help_text="The fields of DESIGN §4.4. Keys are never stored: name an environment variable in api_key_env.",
+    )
+
+    class Meta:
+        model = JudgeConfig
+        fields: list[str] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance and self.instance.pk:
+            self.fields["config_json"].initial = json.dumps(self.instance.config, indent=2, ensure_ascii=False)
+
+    def clean_config_json(self) -> dict[str, Any]:
+        try:
+            raw = json.loads(self.cleaned_data["config_json"])
+        except ValueError as exc:
+            raise forms.ValidationError(f"not valid JSON: {exc}") from None
+        try:
+            return validate_config(raw)
+        except ConfigError as exc:
+            raise forms.ValidationError(exc.errors) from None
+
+
+@admin.register(JudgeConfig)
+class JudgeConfigAdmin(admin.ModelAdmin):
+    form = JudgeConfigForm
+    list_display = ("name", "version", "method", "judge_model", "owner", "created_at")
+    search_fields = ("name",)
+
+    @admin.display(description="method")
+    def method(self, obj: JudgeConfig) -> str:
+        return str(obj.config.get("method", ""))
+
+    @admin.display(description="model")
+    def judge_model(self, obj: JudgeConfig) -> str:
+        return str(obj.config.get("model") or obj.config.get("metric") or "")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[JudgeConfig]:
+        return selectors.judge_configs_for_user(request.user)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _staff(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _staff(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return _staff(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Saving an edited config stores a new version; the old one stays for the runs that used it.
+        return _staff(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def save_model(self, request: HttpRequest, obj: JudgeConfig, form: Any, change: bool) -> None:
+        created = services.judge_config_create(raw=form.cleaned_data["config_json"], owner=request.user)  # type: ignore[arg-type]
+        obj.pk, obj.name, obj.version, obj.config = created.pk, created.name, created.version, created.config
+        obj._state.adding = False
+        if change:
+            messages.info(request, f"Saved as {created}; runs launched with earlier versions keep their snapshot.")
+
+
+class LaunchForm(forms.Form):
+    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), help_text="Latest versions first.")
+    campaign = forms.ModelChoiceField(
+        queryset=Campaign.objects.none(), required=False, empty_label="Whole dataset", label="Scope"
+    )
+    limit = forms.IntegerField(required=False, min_value=1, help_text="Judge at most this many answers.")
+    name = forms.CharField(
+        required=False, max_length=200, help_text="Run name; default: the config's name, with a suffix for repeats."
+    )
+
+    def __init__(self, *args: Any, request: HttpRequest, dataset: Dataset, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        config_field = self.fields["config"]
+        campaign_field = self.fields["campaign"]
+        assert isinstance(config_field, forms.ModelChoiceField) and isinstance(campaign_field, forms.ModelChoiceField)
+        config_field.queryset = selectors.judge_configs_for_user(request.user).order_by("name", "-version")
+        campaign_field.queryset = selectors.campaigns_of_dataset(dataset.pk)
+
+
+class DatasetWithJudgingAdmin(DatasetAdmin):
+    """The lead's DatasetAdmin, plus the judge-run launcher."""
+
+    actions = [*(getattr(DatasetAdmin, "actions", None) or []), "launch_judge_run"]
+
+    @admin.action(description="Launch judge run…", permissions=["view"])
+    def launch_judge_run(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> HttpResponse | None:
+        datasets = list(queryset[:2])
+        if len(datasets) != 1:
+            self.message_user(request, "Select exactly one dataset to judge.", level=messages.WARNING)
+            return None
+        return HttpResponseRedirect(reverse("admin:judging_dataset_launch", args=[datasets[0].pk]))
+
+    def get_urls(self) -> list:
+        return [
+            path(
+                "<int:pk>/launch-judge-run/",
+                self.admin_site.admin_view(self.launch_view),
+                name="judging_dataset_launch",
+            ),
+            *super().get_urls(),
+        ]
+
+    def launch_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        if request.method not in ("GET", "POST"):
+            return HttpResponse(status=405)
+        if not _staff(request):
+            raise PermissionDenied
+        dataset = datasets_for_user(request.user).filter(pk=pk).first()
+        if dataset is None:
+            raise Http404("no such dataset")
+        form = LaunchForm(request.POST or None, request=request, dataset=dataset)
+        estimate = None
+        error = ""
+        if request.method == "POST" and form.is_valid():
+            config = form.cleaned_data["config"]
+            campaign = form.cleaned_data["campaign"]
+            limit = form.cleaned_data["limit"]
+            try:
+                if request.POST.get("confirm") == "yes":
+                    run = services.judge_run_launch(
+                        dataset=dataset,
+                        config=config,
+                        launched_by=request.user,  # type: ignore[arg-type]
+                        campaign=campaign,
+                        limit=limit,
+                        name=form.cleaned_data["name"] or None,
+                    )
+                    messages.success(request, f"Launched judge run “{run.name}” ({run.total} units).")
+                    return HttpResponseRedirect(reverse("admin:judging_judgerun_change", args=[run.pk]))
+                estimate = services.estimate_run(
+                    dataset=dataset, cfg=validate_config(config.config), campaign=campaign, limit=limit
+                )
+            except (ConfigError, services.LaunchError) as exc:
+                error = str(exc)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": Dataset._meta,
+            "title": f"Launch a judge run on {dataset.name}",
+            "dataset": dataset,
+            "form": form,
+            "estimate": estimate,
+            "error": error,
+        }
+        return TemplateResponse(request, "judging/admin/launch.html", context)
+
+
+admin.site.unregister(Dataset)
+admin.site.register(Dataset, DatasetWithJudgingAdmin)
+
+
+@admin.register(JudgeRun)
+class JudgeRunAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "dataset", "method", "status", "done", "failed", "total", "created_at")
+    list_filter = ("status", "method")
+    search_fields = ("judge__name", "dataset__name")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[JudgeRun]:
+        return selectors.judge_runs_for_user(request.user)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _staff(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _staff(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # runs are launched from a dataset, the command line or the API
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def get_urls(self) -> list:
+        return [
+            path(
+                "<int:pk>/progress/", self.admin_site.admin_view(self.progress_view), name="judging_judgerun_progress"
+            ),
+            path("<int:pk>/cancel/", self.admin_site.admin_view(self.cancel_view), name="judging_judgerun_cancel"),
+            path(
+                "<int:pk>/retry-failed/",
+                self.admin_site.admin_view(self.retry_view),
+                name="judging_judgerun_retry_failed",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _run(self, request: HttpRequest, pk: Any) -> JudgeRun:
+        if not _staff(request):
+            raise PermissionDenied
+        try:
+            return selectors.judge_run_for_user_or_404(request.user, int(pk))
+        except (TypeError, ValueError):
+            raise Http404("no such run") from None
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if request.method != "GET":
+            return HttpResponse(status=405)
+        run = self._run(request, object_id)
+        services.judge_run_nudge_if_stalled(run=run)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": JudgeRun._meta,
+            "title": f"Judge run {run.name}",
+            "run": run,
+            "progress": selectors.judge_run_progress(run),
+            "config_json": json.dumps(run.config_snapshot, indent=2, ensure_ascii=False),
+            "recent_errors": selectors.judgments_of_run(run).exclude(error_kind="").order_by("-id")[:10],
+        }
+        return TemplateResponse(request, "judging/admin/run.html", context)
+
+    def progress_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return _progress(request, self._run(request, pk))
+
+    def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return _cancel(request, self._run(request, pk))
+
+    def retry_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return _retry(request, self._run(request, pk))
+
+
+@require_GET
+def _progress(request: HttpRequest, run: JudgeRun) -> HttpResponse:
+    progress = selectors.judge_run_progress(run)
+    context = {"run": run, "progress": progress}
+    response = TemplateResponse(request, "judging/admin/_progress.html", context)
+    if not progress.is_active and getattr(request, "htmx", False):
+        # 286 tells htmx to stop polling; the final state is still swapped in.
+        stop = HttpResponseStopPolling(response.rendered_content)
+        return stop
+    return response
+
+
+@require_POST
+def _cancel(request: HttpRequest, run: JudgeRun) -> HttpResponse:
+    if services.judge_run_cancel(run=run):
+        messages.success(request, "Cancelled: no new calls are sent; calls in flight are recorded.")
+    else:
+        messages.warning(request, "The run had already ended.")
+    return HttpResponseRedirect(reverse("admin:judging_judgerun_change", args=[run.pk]))
+
+
+@require_POST
+def _retry(request: HttpRequest, run: JudgeRun) -> HttpResponse:
+    try:
+        count = services.judge_run_retry_failed(run=run)
+    except services.LaunchError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Sending {count} failed unit(s) again (and any left pending).")
+    return HttpResponseRedirect(reverse("admin:judging_judgerun_change", args=[run.pk]))
+
+
+# FActScore (knowledge corpora, fact review campaigns, fact answers) keeps its admin in its own package.
+import judging.factscore.admin  # noqa: E402, F401

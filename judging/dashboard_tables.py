@@ -1,0 +1,292 @@
+"""Every dashboard table, built once from the report dicts and shown as HTML, CSV or JSON from the same rows.
+
+A table is {"name", "title", "columns", "rows", "display"}: ``rows`` hold raw values (numbers stay numbers
+for CSV/JSON; undefined statistics are None), ``display`` the same cells formatted for the page, with the
+reason of an undefined value in place of the number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from annotations.exporting import csv_safe
+from judging.stats.correlation import COEFFICIENTS, LEVELS
+
+DIGITS = 3
+
+
+def _value(cell: Any) -> Any:
+    if isinstance(cell, dict) and "undefined" in cell:
+        if "value" in cell:
+            return cell["value"]
+        if "low" in cell:
+            return None if cell["low"] is None else [cell["low"], cell["high"]]
+    return cell
+
+
+def _display(cell: Any) -> dict[str, str]:
+    """{"text": shown value, "why": reason when the statistic is undefined}."""
+    if isinstance(cell, dict) and "undefined" in cell:
+        if cell["undefined"]:
+            return {"text": "—", "why": str(cell["undefined"])}
+        if "value" in cell:
+            return {"text": f"{cell['value']:.{DIGITS}f}", "why": ""}
+        return {"text": f"[{cell['low']:.{DIGITS}f}, {cell['high']:.{DIGITS}f}]", "why": ""}
+    if isinstance(cell, bool):
+        return {"text": "yes" if cell else "no", "why": ""}
+    if isinstance(cell, float):
+        return {"text": f"{cell:.{DIGITS}f}", "why": ""}
+    if cell is None:
+        return {"text": "—", "why": ""}
+    return {"text": str(cell), "why": ""}
+
+
+def make_table(name: str, title: str, columns: list[str], cells: Iterable[list[Any]]) -> dict[str, Any]:
+    cell_rows = list(cells)
+    return {
+        "name": name,
+        "title": title,
+        "columns": columns,
+        "rows": [[_value(cell) for cell in row] for row in cell_rows],
+        "display": [[_display(cell) for cell in row] for row in cell_rows],
+    }
+
+
+def agreement_table(report: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for aspect, summary in report["aspects"].items():
+        primary = {"ratio": "interval"}.get(summary["level"], summary["level"])
+        icc = summary["icc"]
+        rows.append(
+            [
+                aspect,
+                summary["level"],
+                summary["n_items"],
+                summary["n_ratings"],
+                summary["alpha"][primary],
+                summary["alpha_ci95"],
+                summary["alpha"]["nominal"],
+                summary["alpha"]["ordinal"],
+                summary["alpha"]["interval"],
+                summary["fleiss_kappa"],
+                summary["gwet_ac1"],
+                icc["ICC1"],
+                icc["ICC1k"],
+                icc.get("ICC2"),
+                icc.get("ICC3"),
+                summary["percent_agreement"]["exact"],
+                summary["percent_agreement"]["within_1"],
+            ]
+        )
+    columns = ["aspect", "level", "answers", "ratings", "alpha (primary)", "alpha 95% CI", "alpha nominal"]
+    columns += ["alpha ordinal", "alpha interval", "Fleiss kappa", "Gwet AC1", "ICC1", "ICC1k", "ICC2", "ICC3"]
+    columns += ["exact agreement", "agreement ±1"]
+    return make_table("agreement", "Agreement per aspect", columns, rows)
+
+
+def judges_table(judges: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = [[judge["name"], judge["kind"], judge["n_scores"]] for judge in judges]
+    return make_table("judges", "Judges", ["judge", "kind", "scores"], rows)
+
+
+def raters_table(details: dict[str, Any]) -> dict[str, Any]:
+    rows = [
+        [
+            row["rater"],
+            row["count"],
+            row["mean"],
+            row["n_shared"],
+            row["correlation_with_others"],
+            row["mean_difference_from_others"],
+            row["outlier"],
+            ", ".join(row["flags"]),
+        ]
+        for row in details["raters"]
+    ]
+    columns = ["rater", "ratings", "mean", "shared answers", "r with others", "mean − others", "outlier", "flags"]
+    return make_table("raters", f"Raters on {details['aspect']}", columns, rows)
+
+
+def disagreements_table(details: dict[str, Any]) -> dict[str, Any]:
+    rows = [
+        [
+            row["item"],
+            row["turn"],
+            row["system"],
+            row["range"],
+            row["sd"],
+            row["mean"],
+            "; ".join(f"{rating['rater']}: {rating['value']:g}" for rating in row["ratings"]),
+            row["prompt"],
+            row["answer"],
+        ]
+        for row in details["disagreements"]
+    ]
+    columns = ["item", "turn", "system", "range", "sd", "mean", "ratings", "prompt", "answer"]
+    return make_table("disagreements", f"Most disagreed answers on {details['aspect']}", columns, rows)
+
+
+def distribution_table(details: dict[str, Any]) -> dict[str, Any]:
+    rows = [[dist["aspect"], bar["label"], bar["count"]] for dist in details["distributions"] for bar in dist["bars"]]
+    return make_table("distribution", "Rating distributions", ["aspect", "value", "ratings"], rows)
+
+
+def levels_table(details: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    ceiling = details.get("ceiling", {})
+    for level in LEVELS:
+        entry = details["levels"].get(level)
+        if not entry:
+            continue
+        row: list[Any] = [level, entry["n"], entry.get("n_groups"), entry.get("groups_skipped")]
+        for name in COEFFICIENTS:
+            row += [entry[name], entry["ci95"][name], ceiling.get(level, {}).get(name)]
+        rows.append(row)
+    columns = ["level", "n", "groups", "groups skipped"]
+    for name in COEFFICIENTS:
+        columns += [name, f"{name} 95% CI", f"{name} human ceiling"]
+    return make_table("levels", f"{details['judge']} vs humans on {details['aspect']}", columns, rows)
+
+
+def alternative_table(details: dict[str, Any]) -> dict[str, Any]:
+    alt = details["alternative_annotator"]
+    rows = [
+        [row["rater"], row["n"], row["human"], row["judge"], row["judge_at_least_as_good"]] for row in alt["per_rater"]
+    ]
+    columns = ["replaced rater", "answers", "r rater vs others", "r judge vs others", "judge at least as good"]
+    return make_table("alternative", "Alternative-annotator test", columns, rows)
+
+
+def systems_table(details: dict[str, Any]) -> dict[str, Any]:
+    rows = [
+        [row["system"], row["n"], row["human_mean"], row["human_rank"], row["judge_mean"], row["judge_rank"]]
+        for row in details["per_system"]
+    ]
+    columns = ["system", "answers", "human mean", "human rank", "judge mean", "judge rank"]
+    return make_table("systems", "Per-system means and ranks", columns, rows)
+
+
+def confusion_table(details: dict[str, Any]) -> dict[str, Any]:
+    confusion = details["confusion"]
+    if confusion["undefined"]:
+        return make_table(
+            "confusion", f"Confusion matrix: undefined ({confusion['undefined']})", ["human \\ judge"], []
+        )
+    labels = confusion["labels"]
+    rows = [[label, *counts] for label, counts in zip(labels, confusion["matrix"], strict=True)]
+    return make_table("confusion", "Confusion matrix (rows: rounded human mean)", ["human \\ judge", *labels], rows)
+
+
+def bias_table(details: dict[str, Any]) -> dict[str, Any]:
+    bias = details["bias"]
+    position = bias["position_consistency"]
+    self_pref = bias["self_preference"]
+    rows = [
+        ["Spearman(length, judge)", bias["length"]["judge"]],
+        ["Spearman(length, human)", bias["length"]["human"]],
+        ["length bias (judge − human)", bias["length"]["difference"]],
+        ["position consistency", position["rate"]],
+        [f"self-preference ({self_pref['family'] or 'unknown family'})", self_pref["value"]],
+    ]
+    return make_table("bias", "Bias diagnostics", ["diagnostic", "value"], rows)
+
+
+def scatter_table(details: dict[str, Any]) -> dict[str, Any]:
+    rows = [[point["system"], point["human"], point["judge"]] for point in details["scatter"]]
+    return make_table("scatter", "Judge vs human per answer", ["system", "human mean", "judge"], rows)
+
+
+def as_csv(table: dict[str, Any]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([csv_safe(column) for column in table["columns"]])
+    for row in table["rows"]:
+        writer.writerow([csv_safe(_csv_cell(cell)) for cell in row])
+    return buffer.getvalue()
+
+
+def _csv_cell(cell: Any) -> Any:
+    if isinstance(cell, list):
+        return " ".join(str(part) for part in cell)
+    return "" if cell is None else cell
+
+
+def as_json(table: dict[str, Any]) -> str:
+    payload = {"title": table["title"], "columns": table["columns"], "rows": table["rows"]}
+    return json.dumps(payload, ensure_ascii=False, allow_nan=False)
+
+
+# ---------------------------------------------------------------- FActScore (from factscore_report, unchanged values)
+
+
+def factscore_systems_table(report: dict[str, Any]) -> dict[str, Any]:
+    rows = [
+        [
+            row["system"],
+            row["factscore"],
+            row["pct_responding"],
+            row["facts_per_answer"],
+            row["n_prompts"],
+            row["n_responding"],
+            row["n_scored"],
+        ]
+        for row in report["systems"]
+    ]
+    columns = ["system", "FActScore", "% responding", "facts per answer", "prompts", "responding", "scored answers"]
+    return make_table("factscore-systems", f"FActScore per system ({report['judge']})", columns, rows)
+
+
+def factscore_estimator_table(report: dict[str, Any]) -> dict[str, Any]:
+    human = report["human"]
+    rows = [
+        [
+            row["system"],
+            row["n_answers"],
+            row["human"],
+            row["estimated"],
+            row["error_points"],
+            row["error_rate"],
+            row["mark"],
+            row["human_rank"],
+            row["estimated_rank"],
+        ]
+        for row in (human["estimator"]["systems"] if human else [])
+    ]
+    columns = ["system", "reviewed answers", "human FActScore", "estimated FActScore", "estimated − human (points)"]
+    columns += ["error rate (points)", "mark (±5 points)", "human rank", "estimated rank"]
+    return make_table("factscore-estimator", "Estimator against the human reviews", columns, rows)
+
+
+def factscore_human_table(report: dict[str, Any]) -> dict[str, Any]:
+    """Ranking agreement, mean error and the fact-label agreement (nominal alpha) in one row."""
+    human = report["human"]
+    rows = []
+    if human:
+        estimator, agreement = human["estimator"], human["agreement"]
+        ranking = estimator["ranking_equal"]
+        rows.append(
+            [
+                human["reviewed_answers"],
+                ranking if ranking is not None else {"value": None, "undefined": "fewer than two systems to rank"},
+                estimator["mean_error_rate"],
+                agreement["level"],
+                agreement["alpha"],
+                agreement["ci95"],
+                agreement["n_facts"],
+                agreement["n_labels"],
+            ]
+        )
+    columns = ["reviewed answers", "ranking equal", "mean error rate (points)", "level", "alpha on fact labels"]
+    columns += ["alpha 95% CI", "facts", "labels"]
+    return make_table("factscore-human", "Ranking and fact-label agreement", columns, rows)
+
+
+FACTSCORE_TABLES = {
+    "factscore-systems": factscore_systems_table,
+    "factscore-estimator": factscore_estimator_table,
+    "factscore-human": factscore_human_table,
+}

@@ -1,0 +1,282 @@
+"""Researcher dashboard: agreement (dataset page), judges versus humans (judges page), calibration.
+
+Views are thin: numbers come from ``judging.stats_service`` (the same code as the CLI and API), tables
+from ``judging.dashboard_tables`` and plot geometry from ``judging.dashboard_plots``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotations.models import Dataset
+from judging import dashboard_tables as tables
+from judging.dashboard_forms import CalibrationForm
+from judging.dashboard_plots import bar_chart, heat_cells, scatter_plot
+from judging.factscore.results import factscore_project
+from judging.factscore.selectors import factscore_report, factscore_runs_for_user
+from judging.models import JudgeKind, JudgeRun
+from judging.stats_selectors import dataset_for_stats_or_404, dataset_judges, researcher_datasets, stats_aspects
+from judging.stats_service import (
+    CalibrationError,
+    JudgeNotFound,
+    agreement_report,
+    dataset_details,
+    judge_calibrate,
+    judge_details,
+)
+
+DATASET_TABLES = {
+    "agreement": lambda report, details: tables.agreement_table(report),
+    "raters": lambda report, details: tables.raters_table(details),
+    "disagreements": lambda report, details: tables.disagreements_table(details),
+    "distribution": lambda report, details: tables.distribution_table(details),
+}
+JUDGE_TABLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "levels": tables.levels_table,
+    "alternative": tables.alternative_table,
+    "systems": tables.systems_table,
+    "confusion": tables.confusion_table,
+    "bias": tables.bias_table,
+    "scatter": tables.scatter_table,
+}
+FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+
+def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Anonymous users go to the login page; logged-in non-staff users get 403."""
+
+    @wraps(view)
+    @login_required
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_staff:
+            raise PermissionDenied
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _param(request: HttpRequest, name: str) -> str | None:
+    value = request.GET.get(name, "").strip()
+    return value or None
+
+
+def _query(**params: str | None) -> str:
+    present = {key: value for key, value in params.items() if value}
+    return "?" + urlencode(present) if present else ""
+
+
+def _download(table: dict[str, Any], fmt: str, filename: str) -> HttpResponse:
+    body = tables.as_csv(table) if fmt == "csv" else tables.as_json(table)
+    response = HttpResponse(body, content_type=FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@require_GET
+@researcher_required
+def dashboard_index(request: HttpRequest) -> HttpResponse:
+    context = {
+        "datasets": researcher_datasets(request.user),
+        "factscore_runs": factscore_runs_for_user(request.user),
+    }
+    return render(request, "dashboard/index.html", context)
+
+
+def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
+    aspect = _param(request, "aspect")
+    system = _param(request, "system")
+    report = agreement_report(dataset)
+    details = dataset_details(dataset, aspect, system)
+    charts = [
+        {"aspect": dist["aspect"], "label": dist["label"], "n": dist["n"], "chart": bar_chart(dist["bars"])}
+        for dist in details["distributions"]
+    ]
+    return {
+        "dataset": dataset,
+        "report": report,
+        "details": details,
+        "charts": charts,
+        "aspect": details["aspect"],
+        "system": details["system"],
+        "aspects": list(report["aspects"]),
+        "agreement": tables.agreement_table(report),
+        "raters": tables.raters_table(details),
+        "disagreements": details["disagreements"],
+        "distribution_table": tables.distribution_table(details),
+        "download_query": _query(aspect=details["aspect"], system=details["system"]),
+    }
+
+
+@require_GET
+@researcher_required
+def dataset_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    context = _dataset_context(request, dataset)
+    template = "dashboard/_dataset_panels.html" if request.htmx else "dashboard/dataset.html"  # type: ignore[attr-defined]
+    return render(request, template, context)
+
+
+@require_GET
+@researcher_required
+def dataset_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    if fmt not in FORMATS:
+        raise Http404("no such table")
+    if table == "judges":
+        return _download(tables.judges_table(dataset_judges(dataset)), fmt, f"dataset-{dataset.pk}-judges")
+    if table not in DATASET_TABLES:
+        raise Http404("no such table")
+    aspect, system = _param(request, "aspect"), _param(request, "system")
+    details = dataset_details(dataset, aspect, system) if table != "agreement" else {}
+    built = DATASET_TABLES[table](agreement_report(dataset) if table == "agreement" else {}, details)
+    return _download(built, fmt, f"dataset-{dataset.pk}-{table}")
+
+
+def _factscore_run(request: HttpRequest, dataset: Dataset, judge_name: str) -> JudgeRun | None:
+    """The selected judge's run when it is a FActScore run (Judge kind "run", method "factscore")."""
+    return (
+        factscore_runs_for_user(request.user)
+        .filter(dataset=dataset, judge__name=judge_name, judge__kind=JudgeKind.RUN)
+        .first()
+    )
+
+
+def _factscore_report(run: JudgeRun) -> dict[str, Any]:
+    # Same order as the FActScore report page: project finished judgments first, so both show the same numbers.
+    factscore_project(run=run)
+    return factscore_report(run)
+
+
+def _factscore_context(run: JudgeRun) -> dict[str, Any]:
+    report = factscore_report(run)
+    return {
+        "run": run,
+        "report": report,
+        "report_url": reverse("factscore:report", args=[run.pk]),
+        **{name.replace("-", "_"): build(report) for name, build in tables.FACTSCORE_TABLES.items()},
+    }
+
+
+def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
+    judges = dataset_judges(dataset)
+    judge_name = _param(request, "judge") or (judges[0]["name"] if judges else None)
+    factscore_runs = factscore_runs_for_user(request.user).filter(dataset=dataset, judge__kind=JudgeKind.RUN)
+    context: dict[str, Any] = {
+        "dataset": dataset,
+        "judges": judges,
+        "judge": judge_name,
+        "details": None,
+        "factscore_judges": set(factscore_runs.values_list("judge__name", flat=True)),
+        "factscore": None,
+    }
+    if judge_name is None:
+        return context
+    run = _factscore_run(request, dataset, judge_name) if judge_name in context["factscore_judges"] else None
+    if run is not None:
+        # Before judge_details: projecting writes the run's judge scores, which the statistics cache keys on.
+        factscore_project(run=run)
+    try:
+        details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"))
+    except JudgeNotFound:
+        raise Http404("no such judge") from None
+    context["details"] = details
+    context["download_query"] = _query(judge=details["judge"], aspect=details["aspect"], system=details["system"])
+    if run is not None:
+        context["factscore"] = _factscore_context(run)
+    if details["aspect"] is None:
+        return context
+    scale = (details["scale"]["min"], details["scale"]["max"])
+    confusion = details["confusion"]
+    context.update(
+        {
+            "levels": tables.levels_table(details),
+            "alternative": tables.alternative_table(details),
+            "systems_table": tables.systems_table(details),
+            "bias": tables.bias_table(details),
+            "scatter": scatter_plot(details["scatter"], x_range=scale, y_range=scale),
+            "confusion": confusion,
+            "confusion_cells": (
+                list(zip(confusion["labels"], heat_cells(confusion["labels"], confusion["matrix"]), strict=True))
+                if not confusion["undefined"]
+                else []
+            ),
+        }
+    )
+    return context
+
+
+@require_GET
+@researcher_required
+def judges_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    context = _judge_context(request, dataset)
+    template = "dashboard/_judge_panels.html" if request.htmx else "dashboard/judges.html"  # type: ignore[attr-defined]
+    return render(request, template, context)
+
+
+@require_GET
+@researcher_required
+def judge_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    judge_name = _param(request, "judge")
+    if table in tables.FACTSCORE_TABLES and fmt in FORMATS and judge_name is not None:
+        run = _factscore_run(request, dataset, judge_name)
+        if run is None:
+            raise Http404("no such FActScore run")
+        built = tables.FACTSCORE_TABLES[table](_factscore_report(run))
+        return _download(built, fmt, f"dataset-{dataset.pk}-judge-{table}")
+    if table not in JUDGE_TABLES or fmt not in FORMATS or judge_name is None:
+        raise Http404("no such table")
+    try:
+        details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"))
+    except JudgeNotFound:
+        raise Http404("no such judge") from None
+    if details["aspect"] is None:
+        raise Http404("the judge shares no aspect with the rubric")
+    return _download(JUDGE_TABLES[table](details), fmt, f"dataset-{dataset.pk}-judge-{table}")
+
+
+@require_http_methods(["GET", "POST"])
+@researcher_required
+def calibrate(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    judges = [judge["name"] for judge in dataset_judges(dataset)]
+    aspects = [aspect.name for aspect in stats_aspects(dataset)]
+    form = CalibrationForm(request.POST or None, judges=judges, aspects=aspects)
+    result = None
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                result = judge_calibrate(
+                    dataset=dataset,
+                    judge_name=data["judge"],
+                    target=data["target"],
+                    inputs=data["inputs"],
+                    name=data["name"] or None,
+                    seed=data["seed"],
+                )
+            except (CalibrationError, JudgeNotFound) as exc:
+                form.add_error(None, str(exc))
+                status = 400
+        else:
+            status = 400
+    judges_url = reverse("dashboard-judges", args=[dataset.pk])
+    return render(
+        request,
+        "dashboard/calibrate.html",
+        {"dataset": dataset, "form": form, "result": result, "judges_url": judges_url},
+        status=status,
+    )

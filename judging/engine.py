@@ -1,0 +1,537 @@
+"""Executes one slice of a run inside a Celery task.
+
+Threads: the task's own thread does all database work (claims, cache reads, writes); a second
+thread runs an asyncio loop that makes the provider calls through the gateway. Results come back
+through a queue and are written within a fraction of a second, together with their cache entries,
+so a worker killed at any moment loses at most the calls that were in flight.
+
+Claims: units are claimed with a conditional UPDATE (status pending, or claimed with an expired
+lease) under a per-slice token and a lease that this slice keeps renewing. Writes only land where
+the token still matches, so a slice that lost its lease can never overwrite another's result.
+Claims are ordered by the first request's cache key, so identical requests arrive in the same
+batch and are sent once (the others wait on the same in-flight call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import os
+import queue
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from judging.gateway import CallResult, CallSpec, Gateway
+from judging.methods import FLOWS, Flow, Outcome, UnitContext
+from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, RunStatus
+from judging.ratelimit import Limits, make_limiter
+from judging.units import UnitKey, aspect_infos, build_contexts
+
+log = logging.getLogger(__name__)
+
+
+def settings_number(name: str, default: float) -> float:
+    return float(getattr(settings, name, default) or default)
+
+
+def lease_seconds() -> float:
+    return settings_number("JUDGE_LEASE_S", 60.0)
+
+
+def claimable_q() -> Q:
+    return Q(status=JudgmentStatus.PENDING) | Q(status=JudgmentStatus.CLAIMED, lease_until__lt=timezone.now())
+
+
+@dataclass
+class UnitState:
+    ctx: UnitContext
+    flow: Flow
+    calls: int = 0
+    served_from_cache: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    unpriced: int = 0
+    attempts: int = 0
+    latency: float = 0.0
+    current: CallSpec | None = None
+    errors_seen: list[str] = field(default_factory=list)
+
+    def absorb(self, result: CallResult, *, from_cache: bool) -> None:
+        self.calls += 1
+        if from_cache:
+            self.served_from_cache += 1
+            return
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
+        self.attempts += result.attempts
+        self.latency += result.latency_s
+        self.errors_seen.extend(result.errors_seen)
+        if result.ok:
+            if result.cost is None:
+                self.unpriced += 1
+            else:
+                self.cost += result.cost
+
+
+@dataclass
+class SliceReport:
+    state: str  # "more" | "idle" | "stopped"
+    finished: int = 0
+    released: int = 0
+    provider_calls: int = 0
+
+
+_LOOP_LOCK = threading.Lock()
+_LOOP: tuple[int, asyncio.AbstractEventLoop] | None = None
+
+
+def shared_loop() -> asyncio.AbstractEventLoop:
+    """One asyncio loop per worker process, in its own thread, shared by every slice.
+
+    litellm keeps process-global async state (its logging worker) bound to one loop, so slices
+    running side by side in a threaded worker must not each bring their own loop."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is not None and _LOOP[0] == os.getpid() and _LOOP[1].is_running():
+            return _LOOP[1]
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        loop.call_soon(ready.set)
+        threading.Thread(target=loop.run_forever, name="judge-calls", daemon=True).start()
+        ready.wait(10)
+        _LOOP = (os.getpid(), loop)
+        return loop
+
+
+class _LoopThread:
+    """A slice's gateway and limiter, living on the process's shared loop."""
+
+    def __init__(self, cfg: dict[str, Any], scope: str, stop: threading.Event) -> None:
+        self.loop = shared_loop()
+        self.limits = Limits(
+            max_concurrency=int(cfg.get("max_concurrency", 32)),
+            rpm=cfg.get("rpm"),
+            tpm=cfg.get("tpm"),
+            slot_ttl_s=float(cfg.get("timeout_s", 60)) + 30.0,
+        )
+        self.scope = scope
+        self.stop = stop
+        self.gateway: Gateway | None = None
+
+    def start(self) -> None:
+        self.gateway = asyncio.run_coroutine_threadsafe(self._make(), self.loop).result(30)
+
+    async def _make(self) -> Gateway:
+        return Gateway(limiter=make_limiter(self.limits, self.scope), should_stop=self.stop.is_set)
+
+    def submit(self, spec: CallSpec) -> Future[CallResult]:
+        assert self.gateway is not None
+        return asyncio.run_coroutine_threadsafe(self.gateway.call(spec), self.loop)
+
+    def close(self) -> None:
+        async def shutdown() -> None:
+            if self.gateway is not None:
+                await self.gateway.close()
+                await self.gateway.limiter.close()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(30)
+
+
+class SliceExecutor:
+    def __init__(self, run: JudgeRun, *, time_slice_s: float | None = None, batch_size: int | None = None) -> None:
+        self.run = run
+        self.cfg: dict[str, Any] = dict(run.config_snapshot)
+        self.token = uuid.uuid4().hex
+        self.time_slice_s = float(time_slice_s or settings_number("JUDGE_TIME_SLICE_S", 120.0))
+        max_conc = int(self.cfg.get("max_concurrency", 32))
+        self.batch_size = int(batch_size or settings_number("JUDGE_CLAIM_BATCH", max(16, max_conc)))
+        self.target_active = max(2 * max_conc, self.batch_size)
+        self.use_cache = bool(self.cfg.get("cache", True))
+        self.stop = threading.Event()
+        self.results: queue.Queue[tuple[str, CallResult]] = queue.Queue()
+        self.active: dict[int, UnitState] = {}
+        self.waiting: dict[str, list[int]] = {}  # cache key -> units waiting on that in-flight call
+        self.memo: dict[str, dict[str, Any]] = {}  # cache entries seen in this slice
+        self.finished: list[tuple[int, UnitState, Outcome]] = []
+        self.released: list[int] = []
+        self.new_cache: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.aspects = aspect_infos(run.dataset_id)
+        self.report = SliceReport(state="idle")
+        self.lease = lease_seconds()
+        self.stop_reason = ""
+
+    # -- claims ---------------------------------------------------------------------------------
+    def _claim(self, limit: int) -> list[Judgment]:
+        now = timezone.now()
+        with transaction.atomic():
+            candidates = Judgment.objects.filter(run_id=self.run.pk).filter(claimable_q())
+            if connection.features.has_select_for_update_skip_locked:
+                candidates = candidates.select_for_update(skip_locked=True)
+            ids = list(candidates.order_by("request_key", "id").values_list("id", flat=True)[:limit])
+            if not ids:
+                return []
+            Judgment.objects.filter(pk__in=ids).filter(claimable_q()).update(
+                status=JudgmentStatus.CLAIMED, claim_token=self.token, lease_until=now + timedelta(seconds=self.lease)
+            )
+        return list(
+            Judgment.objects.filter(pk__in=ids, claim_token=self.token, status=JudgmentStatus.CLAIMED).only(
+                "id", "response_id", "other_response_id", "aspect_name", "sample", "pair_order"
+            )
+        )
+
+    def _renew_leases(self) -> None:
+        Judgment.objects.filter(claim_token=self.token, status=JudgmentStatus.CLAIMED).update(
+            lease_until=timezone.now() + timedelta(seconds=self.lease)
+        )
+
+    # -- flows ------------------------------------------------------------------------------------
+    def _start_units(self, judgments: list[Judgment]) -> None:
+        keys = [
+            UnitKey(j.pk, j.response_id, j.other_response_id, j.aspect_name, j.sample, j.pair_order) for j in judgments
+        ]
+        contexts = build_contexts(keys, cfg=self.cfg, aspects=self.aspects)
+        flow_factory = FLOWS[self.cfg["method"]]
+        first: list[tuple[int, CallSpec | None]] = []
+        for key in keys:
+            state = UnitState(ctx=contexts[key.judgment_id], flow=flow_factory(contexts[key.judgment_id]))
+            self.active[key.judgment_id] = state
+            first.append((key.judgment_id, self._step(key.judgment_id, None, first_step=True)))
+        if self.use_cache:
+            wanted = {spec.cache_key() for _, spec in first if spec is not None} - set(self.memo)
+            if wanted:
+                for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
+                    self.memo[key_] = payload
+        for judgment_id, spec in first:
+            if spec is not None:
+                self._dispatch(judgment_id, spec)
+
+    def _step(self, judgment_id: int, result: CallResult | None, *, first_step: bool = False) -> CallSpec | None:
+        """Advance a unit's flow; returns its next request, or None when it finished."""
+        state = self.active[judgment_id]
+        try:
+            spec = next(state.flow) if first_step else state.flow.send(result)  # type: ignore[arg-type]
+        except StopIteration as done:
+            self._finish(judgment_id, done.value)
+            return None
+        except Exception as exc:  # a bug in a method must not take the slice down
+            log.exception("judge flow failed for judgment %s", judgment_id)
+            self._finish(judgment_id, Outcome(ok=False, error_kind="internal", error=f"{type(exc).__name__}: {exc}"))
+            return None
+        state.current = spec
+        return spec
+
+    def _dispatch(self, judgment_id: int, spec: CallSpec) -> None:
+        while True:
+            key = spec.cache_key()
+            cached = self._cached(key)
+            if cached is None:
+                break
+            state = self.active[judgment_id]
+            state.absorb(CallResult.from_cache(cached), from_cache=True)
+            next_spec = self._step(judgment_id, CallResult.from_cache(cached))
+            if next_spec is None:
+                return
+            spec = next_spec
+        waiters = self.waiting.get(key)
+        if waiters is not None:
+            waiters.append(judgment_id)
+            return
+        self.waiting[key] = [judgment_id]
+        if self.stop.is_set():
+            self.results.put((key, CallResult(stopped=True)))
+            return
+        self.report.provider_calls += 1
+        future = self.loop.submit(spec)
+        future.add_done_callback(functools.partial(self._deliver, key))
+
+    def _deliver(self, key: str, future: Future[CallResult]) -> None:
+        self.results.put((key, _result_of(future)))
+
+    def _cached(self, key: str) -> dict[str, Any] | None:
+        if not self.use_cache:
+            return None
+        if key in self.memo:
+            return self.memo[key]
+        payload = CachedCompletion.objects.filter(key=key).values_list("payload", flat=True).first()
+        if payload is not None:
+            self.memo[key] = payload
+        return payload
+
+    def _on_result(self, key: str, result: CallResult) -> None:
+        waiters = self.waiting.pop(key, [])
+        if result.ok and self.use_cache:
+            payload = result.to_cache()
+            self.memo[key] = payload
+            spec = self.active[waiters[0]].current if waiters else None
+            self.new_cache[key] = (spec.model if spec else "", payload)
+        for index, judgment_id in enumerate(waiters):
+            state = self.active[judgment_id]
+            if result.stopped:
+                self._release(judgment_id)
+                continue
+            # The first waiter paid for the call; the others shared it like a cache hit.
+            state.absorb(result, from_cache=index > 0 and result.ok)
+            next_spec = self._step(judgment_id, result)
+            if next_spec is not None:
+                if self.stop.is_set():
+                    self._release(judgment_id)
+                else:
+                    self._dispatch(judgment_id, next_spec)
+
+    def _finish(self, judgment_id: int, outcome: Outcome) -> None:
+        state = self.active.pop(judgment_id)
+        self.finished.append((judgment_id, state, outcome))
+
+    def _release(self, judgment_id: int) -> None:
+        state = self.active.pop(judgment_id, None)
+        if state is not None:
+            state.flow.close()
+        self.released.append(judgment_id)
+
+    # -- writes -----------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        if not (self.finished or self.released or self.new_cache):
+            return
+        finished, self.finished = self.finished, []
+        released, self.released = self.released, []
+        new_cache, self.new_cache = self.new_cache, {}
+        now = timezone.now()
+        counts: Counter[str] = Counter()
+        with transaction.atomic():
+            if new_cache:
+                CachedCompletion.objects.bulk_create(
+                    [CachedCompletion(key=k, model=m[:200], payload=p) for k, (m, p) in new_cache.items()],
+                    ignore_conflicts=True,
+                )
+            rows = [_result_row(judgment_id, state, outcome, now) for judgment_id, state, outcome in finished]
+            written = self._write_results(rows)
+            for judgment_id, state, outcome in finished:
+                if judgment_id not in written:
+                    continue  # our lease was taken over; the other slice's write is the one that counts
+                counts["done" if outcome.ok else "failed"] += 1
+                if outcome.ok and outcome.score is None:
+                    counts["parse_errors"] += 1
+                if state.calls > 0 and state.served_from_cache == state.calls:
+                    counts["cache_hits"] += 1
+                counts["calls"] += state.attempts
+                counts["prompt_tokens"] += state.prompt_tokens
+                counts["completion_tokens"] += state.completion_tokens
+                counts["unpriced_calls"] += state.unpriced
+                counts["logprob_fallbacks"] += int(outcome.logprob_fallback)
+                counts["cost_micro"] += round(state.cost * 1_000_000_000)
+            if released:
+                Judgment.objects.filter(pk__in=released, claim_token=self.token).update(
+                    status=JudgmentStatus.PENDING, claim_token="", lease_until=None
+                )
+            updates: dict[str, Any] = {
+                name: F(name) + counts[name]
+                for name in (
+                    "done",
+                    "failed",
+                    "parse_errors",
+                    "cache_hits",
+                    "calls",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "unpriced_calls",
+                    "logprob_fallbacks",
+                )
+                if counts[name]
+            }
+            if counts["cost_micro"]:
+                updates["cost_usd"] = F("cost_usd") + counts["cost_micro"] / 1_000_000_000
+            updates["heartbeat_at"] = now
+            JudgeRun.objects.filter(pk=self.run.pk).update(**updates)
+        if counts["cost_micro"] and self.cfg.get("budget_usd") is not None:
+            # Check the budget the moment money was spent, not on the next periodic check, so
+            # the overshoot is bounded by the calls already in flight.
+            self._check_run()
+        self.report.finished += sum(counts[k] for k in ("done", "failed"))
+        self.report.released += len(released)
+
+    def _write_results(self, rows: list[dict[str, Any]]) -> set[int]:
+        """Store finished units still claimed by this slice; returns the ids written.
+
+        On PostgreSQL one UPDATE ... FROM (VALUES ...) writes the whole batch (the per-row ORM
+        update cost more CPU than the provider call itself); elsewhere one UPDATE per row."""
+        if not rows:
+            return set()
+        if connection.vendor == "postgresql":
+            return _write_results_postgres(rows, self.token)
+        written = set()
+        for row in rows:
+            values = {k: v for k, v in row.items() if k != "id"}
+            if Judgment.objects.filter(pk=row["id"], claim_token=self.token, status=JudgmentStatus.CLAIMED).update(
+                lease_until=None, **values
+            ):
+                written.add(row["id"])
+        return written
+
+    # -- control ----------------------------------------------------------------------------------
+    def _stop_everywhere(self) -> None:
+        self.stop.set()
+        loop = getattr(self, "loop", None)
+        if loop is not None and loop.gateway is not None:
+            asyncio.run_coroutine_threadsafe(loop.gateway.limiter.stop_all(), loop.loop).result(10)
+
+    def _check_run(self) -> None:
+        row = JudgeRun.objects.filter(pk=self.run.pk).values("status", "cost_usd").first()
+        if row is None or row["status"] != RunStatus.RUNNING:
+            self.stop_reason = row["status"] if row else "deleted"
+            self._stop_everywhere()
+            return
+        budget = self.cfg.get("budget_usd")
+        if budget is not None and row["cost_usd"] >= float(budget):
+            JudgeRun.objects.filter(pk=self.run.pk, status=RunStatus.RUNNING).update(
+                status=RunStatus.STOPPED_BUDGET, finished_at=timezone.now(), notes=_budget_note(budget)
+            )
+            self.stop_reason = RunStatus.STOPPED_BUDGET
+            self._stop_everywhere()
+
+    def execute(self) -> SliceReport:
+        self._check_run()
+        if self.stop.is_set():
+            return SliceReport(state="stopped")
+        self.loop = _LoopThread(self.cfg, scope=f"run{self.run.pk}", stop=self.stop)
+        self.loop.start()
+        started = last_check = last_renew = time.monotonic()
+        exhausted = False
+        try:
+            while True:
+                now = time.monotonic()
+                if now - last_check >= 0.5:
+                    self._check_run()
+                    last_check = now
+                if now - last_renew >= self.lease / 3:
+                    self._renew_leases()
+                    last_renew = now
+                slice_over = now - started >= self.time_slice_s
+                if not (self.stop.is_set() or slice_over or exhausted) and len(self.active) < self.target_active:
+                    claimed = self._claim(min(self.batch_size, self.target_active - len(self.active)))
+                    if claimed:
+                        self._start_units(claimed)
+                    else:
+                        exhausted = True
+                try:
+                    key, result = self.results.get(timeout=0.05 if self.active else 0.0)
+                    self._on_result(key, result)
+                    while True:
+                        key, result = self.results.get_nowait()
+                        self._on_result(key, result)
+                except queue.Empty:
+                    pass
+                # Write as soon as anything arrived: the batch is whatever came in meanwhile, so under
+                # load writes group themselves and a crash loses only calls still in flight. New cache
+                # entries count too: a multi-step unit (factscore: one check per fact) killed mid-way
+                # then resumes from the cache.
+                if self.finished or self.released or self.new_cache:
+                    self._flush()
+                if not self.active and (self.stop.is_set() or slice_over or exhausted):
+                    break
+        finally:
+            for judgment_id in list(self.active):
+                self._release(judgment_id)
+            self._flush()
+            self.loop.close()
+        if self.stop.is_set():
+            self.report.state = "stopped"
+        elif exhausted:
+            self.report.state = "idle"
+        else:
+            self.report.state = "more"
+        return self.report
+
+
+def _budget_note(budget: float) -> str:
+    return f"Stopped: the cost reached the budget of ${budget:g}. Calls in flight were completed and recorded."
+
+
+def _result_of(future: Future[CallResult]) -> CallResult:
+    try:
+        return future.result()
+    except Exception as exc:
+        log.exception("gateway call crashed")
+        return CallResult(error_kind="internal", error=f"{type(exc).__name__}: {exc}")
+
+
+_RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("status", "varchar"),
+    ("prompt_hash", "varchar"),
+    ("raw_output", "text"),
+    ("score", "double precision"),
+    ("verdict", "varchar"),
+    ("reasoning", "text"),
+    ("summary", "text"),
+    ("distribution", "jsonb"),
+    ("logprob_fallback", "boolean"),
+    ("prompt_tokens", "integer"),
+    ("completion_tokens", "integer"),
+    ("cost_usd", "double precision"),
+    ("latency_s", "double precision"),
+    ("attempts", "smallint"),
+    ("cache_hit", "boolean"),
+    ("error_kind", "varchar"),
+    ("error", "text"),
+    ("finished_at", "timestamptz"),
+)
+
+
+def _result_row(judgment_id: int, state: UnitState, outcome: Outcome, now: Any) -> dict[str, Any]:
+    return {
+        "id": judgment_id,
+        "status": JudgmentStatus.DONE if outcome.ok else JudgmentStatus.FAILED,
+        "prompt_hash": outcome.prompt_hash,
+        "raw_output": outcome.raw_output,
+        "score": outcome.score,
+        "verdict": outcome.verdict,
+        "reasoning": outcome.reasoning,
+        "summary": outcome.summary,
+        "distribution": outcome.distribution,
+        "logprob_fallback": outcome.logprob_fallback,
+        "prompt_tokens": state.prompt_tokens,
+        "completion_tokens": state.completion_tokens,
+        "cost_usd": None if state.unpriced else state.cost,
+        "latency_s": state.latency,
+        "attempts": state.attempts,
+        "cache_hit": state.calls > 0 and state.served_from_cache == state.calls,
+        "error_kind": outcome.error_kind,
+        "error": outcome.error,
+        "finished_at": now,
+    }
+
+
+def _write_results_postgres(rows: list[dict[str, Any]], token: str) -> set[int]:
+    table = Judgment._meta.db_table
+    placeholders = "(" + ", ".join(["%s::bigint"] + [f"%s::{kind}" for _, kind in _RESULT_COLUMNS]) + ")"
+    params: list[Any] = []
+    for row in rows:
+        params.append(row["id"])
+        for name, kind in _RESULT_COLUMNS:
+            value = row[name]
+            if kind == "jsonb" and value is not None:
+                value = json.dumps(value)
+            params.append(value)
+    names = ", ".join(["id"] + [name for name, _ in _RESULT_COLUMNS])
+    assignments = ", ".join(f"{name} = v.{name}" for name, _ in _RESULT_COLUMNS)
+    sql = (
+        f"UPDATE {table} AS j SET lease_until = NULL, {assignments} "  # noqa: S608  # nosec B608 - table and column names are constants, values are parameters
+        f"FROM (VALUES {', '.join([placeholders] * len(rows))}) AS v({names}) "
+        "WHERE j.id = v.id AND j.claim_token = %s AND j.status = %s RETURNING j.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, token, JudgmentStatus.CLAIMED])
+        return {int(r[0]) for r in cursor.fetchall()}

@@ -1,0 +1,496 @@
+"""Writes for FActScore: corpus upload, the retrieval index cache, projecting run results into rows.
+
+Index cache: a built BM25 index is kept per process (keyed by corpus id and fingerprint) and saved
+under VAR_DIR/factscore/index/, so a new worker loads arrays instead of re-tokenising the corpus.
+A re-upload changes the fingerprint, so a stale index is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from django.conf import settings
+from django.db import transaction
+
+from judging.factscore import corpus as corpus_lib
+from judging.factscore.models import KnowledgeCorpus, Passage
+
+logger = logging.getLogger(__name__)
+
+MAX_CORPUS_PASSAGES = 2_000_000
+
+
+class CorpusError(ValueError):
+    pass
+
+
+def knowledge_corpus_upload(
+    *,
+    dataset: Any,
+    name: str,
+    stream: IO[bytes] | IO[str] | Iterable[bytes | str],
+    uploaded_by: Any = None,
+    passage_tokens: int = corpus_lib.PASSAGE_TOKENS,
+    replace: bool = False,
+) -> KnowledgeCorpus:
+    """Parse, split and store a corpus atomically: on any bad line nothing is written.
+
+    With `replace`, an existing corpus of that name is replaced in the same transaction.
+    """
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise CorpusError("a corpus needs a name of 1 to 200 characters")
+    if not 16 <= passage_tokens <= 4096:
+        raise CorpusError("passage_tokens must be between 16 and 4096")
+    rows: list[Passage] = []
+    digest = hashlib.sha256()
+    seen_ids: set[str] = set()
+    n_documents = 0
+    try:
+        for document in corpus_lib.iter_documents(stream):
+            if document.id in seen_ids:
+                raise CorpusError(f"document id {document.id!r} appears twice")
+            seen_ids.add(document.id)
+            n_documents += 1
+            for chunk, text in enumerate(corpus_lib.split_passages(document.text, max_tokens=passage_tokens)):
+                rows.append(
+                    Passage(position=len(rows), document_id=document.id, title=document.title, chunk=chunk, text=text)
+                )
+                digest.update(f"{document.id}\0{document.title}\0{chunk}\0{text}\0".encode())
+                if len(rows) > MAX_CORPUS_PASSAGES:
+                    raise CorpusError(f"a corpus may have at most {MAX_CORPUS_PASSAGES} passages")
+    except corpus_lib.CorpusFormatError as exc:
+        raise CorpusError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise CorpusError("the corpus must be UTF-8 encoded JSONL") from None
+    if not rows:
+        raise CorpusError("the corpus has no documents")
+    digest.update(f"tokens={passage_tokens}".encode())
+    with transaction.atomic():
+        existing = KnowledgeCorpus.objects.select_for_update().filter(dataset=dataset, name=name).first()
+        if existing is not None:
+            if not replace:
+                raise CorpusError(f"dataset already has a corpus named {name!r}")
+            existing.delete()
+        knowledge = KnowledgeCorpus.objects.create(
+            dataset=dataset,
+            name=name,
+            passage_tokens=passage_tokens,
+            n_documents=n_documents,
+            n_passages=len(rows),
+            fingerprint=digest.hexdigest(),
+            uploaded_by=uploaded_by,
+        )
+        for row in rows:
+            row.corpus = knowledge
+        Passage.objects.bulk_create(rows, batch_size=2000)
+    # Build and save the index now: a worker then only loads arrays, instead of tokenising the
+    # whole corpus inside a judge slice (where it would hold up the slice's lease renewals).
+    knowledge_corpus_index(knowledge)
+    return knowledge
+
+
+# --- index cache ---------------------------------------------------------------------------------
+
+_indexes: dict[tuple[int, str], corpus_lib.PassageIndex] = {}
+_lock = threading.Lock()
+
+
+def _index_dir(knowledge: KnowledgeCorpus) -> Path:
+    return Path(settings.VAR_DIR) / "factscore" / "index" / f"{knowledge.pk}-{knowledge.fingerprint[:24]}"
+
+
+def knowledge_corpus_index(knowledge: KnowledgeCorpus) -> corpus_lib.PassageIndex:
+    """The corpus's BM25 index: from this process's cache, else from disk, else built and saved."""
+    key = (knowledge.pk, knowledge.fingerprint)
+    cached = _indexes.get(key)
+    if cached is not None:
+        return cached
+    with _lock:
+        cached = _indexes.get(key)
+        if cached is not None:
+            return cached
+        rows = list(Passage.objects.filter(corpus=knowledge).order_by("position").values_list("pk", "title", "text"))
+        directory = _index_dir(knowledge)
+        index: corpus_lib.PassageIndex | None = None
+        if (directory / "passages.json").exists():
+            try:
+                index = corpus_lib.PassageIndex.load(directory, {pk: text for pk, _title, text in rows})
+                if len(index) != len(rows):
+                    index = None
+            except Exception:  # a half-written or foreign directory: rebuild rather than fail the run
+                logger.warning("rebuilding unreadable factscore index at %s", directory, exc_info=True)
+                index = None
+        if index is None:
+            index = corpus_lib.PassageIndex(
+                [corpus_lib.PassageRecord(key=pk, title=title, text=text) for pk, title, text in rows]
+            )
+            _save_index(index, directory)
+        # Drop indexes of older versions of the same corpus.
+        for stale in [k for k in _indexes if k[0] == knowledge.pk]:
+            del _indexes[stale]
+        _indexes[key] = index
+        return index
+
+
+def _save_index(index: corpus_lib.PassageIndex, directory: Path) -> None:
+    temporary = directory.with_name(directory.name + f".tmp-{threading.get_ident()}")
+    try:
+        index.save(temporary)
+        if directory.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+        temporary.rename(directory)
+    except OSError:
+        logger.warning("could not save the factscore index to %s", directory, exc_info=True)
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+def forget_cached_indexes() -> None:
+    """For tests and after a corpus is deleted."""
+    with _lock:
+        _indexes.clear()
+
+
+# --- human fact review ---------------------------------------------------------------------------
+#
+# Same assignment rules as the annotation campaigns (annotations.campaign_services): every answer
+# gets exactly N rater slots created up front and only updated afterwards, so an answer can never
+# collect more than N reviewers; unique(task, annotator) keeps them distinct; one open lease per
+# annotator; tasks are handed out in one seeded random order, lowest free slot first, so a stopped
+# campaign leaves whole answers with N reviews. Reviewers never see system names, the estimator's
+# verdicts or each other's labels and edits.
+
+CLAIM_ATTEMPTS = 5
+MAX_FACT_TEXT = 1000
+MAX_OWN_FACTS = 100
+
+
+class ReviewError(ValueError):
+    pass
+
+
+class NotInReviewPool(Exception):
+    pass
+
+
+class ReviewNotLeased(Exception):
+    pass
+
+
+def _seeded_order(seed: str, n: int) -> list[int]:
+    import random
+
+    order = list(range(n))
+    digest = hashlib.sha256(f"{seed}:order".encode()).digest()
+    random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
+    return order
+
+
+def fact_review_campaign_create(
+    *,
+    name: str,
+    run: Any,
+    raters_per_answer: int = 3,
+    annotators: Iterable[Any] = (),
+    created_by: Any = None,
+    lease_minutes: int = 30,
+    show_evidence: bool = True,
+    guidelines: str = "",
+) -> Any:
+    """Open a review of a factscore run: one task per answer that has facts, N slots each."""
+    import secrets
+
+    from judging.factscore.models import (
+        FactAnswer,
+        FactReviewAssignment,
+        FactReviewCampaign,
+        FactReviewTask,
+    )
+    from judging.factscore.results import factscore_project
+
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise ReviewError("a review campaign needs a name of 1 to 200 characters")
+    if run.method != "factscore":
+        raise ReviewError("only a factscore run has facts to review")
+    if not 1 <= raters_per_answer <= 100:
+        raise ReviewError("raters per answer must be between 1 and 100")
+    if lease_minutes < 1:
+        raise ReviewError("the lease must be at least one minute")
+    if FactReviewCampaign.objects.filter(name=name).exists():
+        raise ReviewError(f"a review campaign named {name!r} already exists")
+    factscore_project(run=run)
+    answer_ids = list(
+        FactAnswer.objects.filter(run=run, is_refusal=False, facts__origin="model")
+        .distinct()
+        .order_by("response__turn__item__position", "response__turn__index", "response__position", "id")
+        .values_list("pk", flat=True)
+    )
+    if not answer_ids:
+        raise ReviewError("the run has no answers with facts yet")
+    users = list(annotators)
+    with transaction.atomic():
+        campaign = FactReviewCampaign.objects.create(
+            name=name,
+            run=run,
+            raters_per_answer=raters_per_answer,
+            lease_minutes=lease_minutes,
+            show_evidence=show_evidence,
+            guidelines=guidelines,
+            created_by=created_by,
+            shuffle_seed=secrets.token_hex(16),
+        )
+        campaign.annotators.set(users)
+        order = _seeded_order(campaign.shuffle_seed, len(answer_ids))
+        tasks = FactReviewTask.objects.bulk_create(
+            [FactReviewTask(campaign=campaign, answer_id=aid, position=order[i]) for i, aid in enumerate(answer_ids)]
+        )
+        FactReviewAssignment.objects.bulk_create(
+            [
+                FactReviewAssignment(
+                    campaign=campaign,
+                    task=task,
+                    task_position=task.position,
+                    slot=slot,
+                    slot_limit=raters_per_answer,
+                )
+                for task in tasks
+                for slot in range(1, raters_per_answer + 1)
+            ],
+            batch_size=5000,
+        )
+    return campaign
+
+
+def review_has_annotator(campaign: Any, user: Any) -> bool:
+    return bool(campaign.is_active and campaign.annotators.filter(pk=user.pk).exists())
+
+
+def fact_review_claim(*, campaign: Any, user: Any, now: Any = None) -> Any:
+    """The annotator's open review (lease extended), else the first free slot they may take, else None."""
+    from datetime import timedelta
+
+    from django.db import IntegrityError, connection
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from judging.factscore.models import FactReviewAssignment, FactReviewSkip, FactReviewStatus
+
+    if not review_has_annotator(campaign, user):
+        raise NotInReviewPool()
+    lease = timedelta(minutes=campaign.lease_minutes)
+    for _attempt in range(CLAIM_ATTEMPTS):
+        moment = now or timezone.now()
+        claimable = Q(status=FactReviewStatus.FREE) | Q(status=FactReviewStatus.LEASED, lease_expires_at__lt=moment)
+        try:
+            with transaction.atomic():
+                current = (
+                    FactReviewAssignment.objects.select_for_update()
+                    .filter(campaign=campaign, annotator=user, status=FactReviewStatus.LEASED)
+                    .first()
+                )
+                if current is not None:
+                    current.lease_expires_at = moment + lease
+                    current.save(update_fields=["lease_expires_at"])
+                    return current
+                candidates = FactReviewAssignment.objects.filter(campaign=campaign).filter(claimable)
+                if connection.features.has_select_for_update_skip_locked:
+                    candidates = candidates.select_for_update(skip_locked=True)
+                slot_id = (
+                    candidates.exclude(
+                        task__in=FactReviewAssignment.objects.filter(campaign=campaign, annotator=user).values("task")
+                    )
+                    .exclude(task__in=FactReviewSkip.objects.filter(annotator=user).values("task"))
+                    .order_by("task_position", "slot")
+                    .values_list("pk", flat=True)
+                    .first()
+                )
+                if slot_id is None:
+                    return None
+                taken = (
+                    FactReviewAssignment.objects.filter(pk=slot_id)
+                    .filter(claimable)
+                    .update(
+                        annotator=user,
+                        status=FactReviewStatus.LEASED,
+                        leased_at=moment,
+                        lease_expires_at=moment + lease,
+                        submitted_at=None,
+                    )
+                )
+                if taken == 1:
+                    # A lease taken over from someone whose lease expired starts clean.
+                    assignment = FactReviewAssignment.objects.select_related("task").get(pk=slot_id)
+                    assignment.labels.all().delete()
+                    assignment.own_facts.all().delete()
+                    return assignment
+        except IntegrityError:
+            continue
+    return None
+
+
+def fact_review_skip(*, assignment: Any, user: Any, reason: str = "") -> None:
+    from judging.factscore.models import FactReviewAssignment, FactReviewSkip, FactReviewStatus
+
+    with transaction.atomic():
+        released = FactReviewAssignment.objects.filter(
+            pk=assignment.pk, annotator=user, status=FactReviewStatus.LEASED
+        ).update(status=FactReviewStatus.FREE, annotator=None, leased_at=None, lease_expires_at=None)
+        if released != 1:
+            raise ReviewNotLeased()
+        assignment.labels.all().delete()
+        assignment.own_facts.all().delete()
+        FactReviewSkip.objects.get_or_create(
+            task_id=assignment.task_id, annotator=user, defaults={"reason": reason[:200]}
+        )
+
+
+def _clean_fact_text(text: str) -> str:
+    text = " ".join((text or "").split())
+    if not text:
+        raise ReviewError("a fact cannot be empty")
+    if len(text) > MAX_FACT_TEXT:
+        raise ReviewError(f"a fact has at most {MAX_FACT_TEXT} characters")
+    return text
+
+
+def fact_review_edit(
+    *, assignment: Any, user: Any, operation: str, fact_id: int | None = None, text: str = ""
+) -> list[Any]:
+    """A reviewer's own version of the fact list: split or reword a model fact, add one, or undo.
+
+    The model fact is never changed; the new rows point at it and belong to this assignment only.
+    Returns the facts created (empty for undo).
+    """
+    from judging.factscore.models import AtomicFact, FactOrigin, FactReviewStatus
+
+    assignment.refresh_from_db(fields=["annotator", "status"])  # a lease may have passed to someone else
+    if assignment.annotator_id != user.pk or assignment.status != FactReviewStatus.LEASED:
+        raise ReviewNotLeased()
+    answer_id = assignment.task.answer_id
+    parent = None
+    if operation in ("split", "reword", "undo"):
+        parent = (
+            AtomicFact.objects.filter(pk=fact_id, answer_id=answer_id, origin=FactOrigin.MODEL).first()
+            if fact_id is not None
+            else None
+        )
+        if parent is None:
+            raise ReviewError("no such fact in this answer")
+    with transaction.atomic():
+        if operation == "undo":
+            assert parent is not None
+            AtomicFact.objects.filter(review_assignment=assignment, parent=parent).delete()
+            assignment.labels.filter(fact__parent=parent).delete()
+            return []
+        if operation == "remove_added":
+            AtomicFact.objects.filter(review_assignment=assignment, origin=FactOrigin.ADDED, pk=fact_id or 0).delete()
+            return []
+        if AtomicFact.objects.filter(review_assignment=assignment).count() >= MAX_OWN_FACTS:
+            raise ReviewError(f"at most {MAX_OWN_FACTS} edited or added facts per answer")
+        if operation == "split":
+            assert parent is not None
+            parts = [_clean_fact_text(line) for line in (text or "").splitlines() if line.strip()]
+            if len(parts) < 2:
+                raise ReviewError("a split needs at least two facts, one per line")
+            AtomicFact.objects.filter(review_assignment=assignment, parent=parent).delete()
+            assignment.labels.filter(fact=parent).delete()
+            return [
+                AtomicFact.objects.create(
+                    answer_id=answer_id,
+                    position=parent.position,
+                    text=part,
+                    origin=FactOrigin.SPLIT,
+                    parent=parent,
+                    review_assignment=assignment,
+                )
+                for part in parts
+            ]
+        if operation == "reword":
+            assert parent is not None
+            new_text = _clean_fact_text(text)
+            AtomicFact.objects.filter(review_assignment=assignment, parent=parent).delete()
+            assignment.labels.filter(fact=parent).delete()
+            return [
+                AtomicFact.objects.create(
+                    answer_id=answer_id,
+                    position=parent.position,
+                    text=new_text,
+                    origin=FactOrigin.REWORD,
+                    parent=parent,
+                    review_assignment=assignment,
+                )
+            ]
+        if operation == "add":
+            new_text = _clean_fact_text(text)
+            return [
+                AtomicFact.objects.create(
+                    answer_id=answer_id,
+                    position=100_000,
+                    text=new_text,
+                    origin=FactOrigin.ADDED,
+                    review_assignment=assignment,
+                )
+            ]
+    raise ReviewError("unknown operation")
+
+
+def reviewer_facts(assignment: Any) -> list[Any]:
+    """The facts this reviewer labels: model facts they did not replace, then their own, in answer order."""
+    from judging.factscore.models import AtomicFact, FactOrigin
+
+    own = list(AtomicFact.objects.filter(review_assignment=assignment).order_by("position", "id"))
+    replaced = {fact.parent_id for fact in own if fact.parent_id}
+    model = [
+        fact
+        for fact in AtomicFact.objects.filter(answer_id=assignment.task.answer_id, origin=FactOrigin.MODEL).order_by(
+            "position", "id"
+        )
+        if fact.pk not in replaced
+    ]
+    return sorted(model + own, key=lambda f: (f.position, f.origin != FactOrigin.MODEL, f.pk))
+
+
+def fact_review_submit(
+    *, assignment: Any, user: Any, labels: dict[int, str], seconds_spent: float | None = None, comment: str = ""
+) -> None:
+    """Store one label per fact of the reviewer's list; every fact must be labelled, no foreign ids."""
+    from django.utils import timezone
+
+    from judging.factscore.models import FactLabel, FactReviewAssignment, FactReviewStatus, HumanFactLabel
+
+    assignment.refresh_from_db(fields=["annotator", "status"])
+    if assignment.annotator_id != user.pk or assignment.status != FactReviewStatus.LEASED:
+        raise ReviewNotLeased()
+    facts = reviewer_facts(assignment)
+    wanted = {fact.pk for fact in facts}
+    foreign = set(labels) - wanted
+    if foreign:
+        raise ReviewError("labels for facts that are not part of this task")
+    missing = [fact for fact in facts if fact.pk not in labels]
+    if missing:
+        raise ReviewError(f"{len(missing)} fact(s) have no label yet")
+    if any(value not in HumanFactLabel.values for value in labels.values()):
+        raise ReviewError("a label must be supported, not_supported or irrelevant")
+    if len(comment) > 10_000:
+        raise ReviewError("the comment is too long")
+    with transaction.atomic():
+        locked = FactReviewAssignment.objects.select_for_update().get(pk=assignment.pk)
+        if locked.annotator_id != user.pk or locked.status != FactReviewStatus.LEASED:
+            raise ReviewNotLeased()
+        FactLabel.objects.filter(assignment=locked).delete()
+        FactLabel.objects.bulk_create(
+            [FactLabel(assignment=locked, fact_id=fact_id, label=label) for fact_id, label in labels.items()]
+        )
+        locked.status = FactReviewStatus.SUBMITTED
+        locked.submitted_at = timezone.now()
+        locked.lease_expires_at = None
+        locked.seconds_spent = max(0.0, float(seconds_spent)) if seconds_spent is not None else None
+        locked.comment = comment
+        locked.save(update_fields=["status", "submitted_at", "lease_expires_at", "seconds_spent", "comment"])

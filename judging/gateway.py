@@ -1,0 +1,514 @@
+"""The LLM gateway: the only module that imports litellm.
+
+One async call = limits (concurrency/rpm/tpm slot per attempt), the host check, litellm, and a
+classification of failures. Temporary failures (timeouts, connection errors, 429, 5xx) are retried
+with exponential backoff, full jitter and the provider's Retry-After; permanent ones (400, 401/403,
+404, context length, refused host, redirects) fail at once. The slot is released while waiting
+between attempts so a backing-off call never blocks others.
+
+Keys: only the environment variable named by the config is ever read, and it is always passed
+explicitly, so litellm never falls back to some other key from the environment (e.g. sending
+OPENAI_API_KEY to an api_base a researcher typed in). A key goes to a custom api_base only when
+the operator's JUDGE_API_KEY_HOSTS binds that variable to that host.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import asyncio
+import email.utils
+import functools
+import hashlib
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import litellm
+from django.conf import settings
+
+from judging import netguard
+from judging.ratelimit import Lease, Limiter, Limits, LocalLimiter
+
+litellm.telemetry = False
+for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+litellm.suppress_debug_info = True
+litellm.drop_params = True  # e.g. logprobs on a provider without them: dropped, and we fall back visibly
+
+TEMPORARY = frozenset({"timeout", "connection", "rate_limit", "server", "malformed"})
+PERMANENT = frozenset(
+    {"bad_request", "auth", "not_found", "context_length", "refused_host", "redirect", "key_not_allowed"}
+)
+NO_KEY = "sk-not-configured"
+# Well-known provider hosts each standard key variable may be sent to without any operator setting.
+_DEFAULT_KEY_HOSTS: dict[str, tuple[str, ...]] = {
+    "OPENAI_API_KEY": ("api.openai.com",),
+    "ANTHROPIC_API_KEY": ("api.anthropic.com",),
+    "GEMINI_API_KEY": ("generativelanguage.googleapis.com",),
+    "MISTRAL_API_KEY": ("api.mistral.ai",),
+    "GROQ_API_KEY": ("api.groq.com",),
+    "DEEPSEEK_API_KEY": ("api.deepseek.com",),
+}
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    model: str
+    messages: list[dict[str, str]]
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    logprobs: bool = False
+    top_logprobs: int = 5
+    api_base: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 6
+    variant: int = 0  # sample index: k samples are k distinct requests, each cached on its own
+
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"temperature": self.temperature}
+        if self.max_tokens:
+            params["max_tokens"] = self.max_tokens
+        if self.logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = self.top_logprobs
+        return params
+
+    def cache_key(self) -> str:
+        material = {
+            "model": self.model,
+            "api_base": self.api_base or "",
+            "messages": self.messages,
+            "params": self.params(),
+            "variant": self.variant,
+        }
+        return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def estimated_tokens(self) -> int:
+        text_chars = sum(len(m.get("content") or "") for m in self.messages)
+        return max(1, math.ceil(text_chars / 3)) + (self.max_tokens or 512)
+
+
+@dataclass
+class CallResult:
+    content: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    latency_s: float = 0.0
+    attempts: int = 0
+    error_kind: str = ""
+    error: str = ""
+    logprobs: list[dict[str, Any]] | None = None
+    stopped: bool = False  # never sent because the run was cancelled or hit its budget
+    errors_seen: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.error_kind and not self.stopped
+
+    def to_cache(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "logprobs": self.logprobs,
+        }
+
+    @classmethod
+    def from_cache(cls, data: dict[str, Any]) -> CallResult:
+        return cls(
+            content=data.get("content"),
+            prompt_tokens=int(data.get("prompt_tokens") or 0),
+            completion_tokens=int(data.get("completion_tokens") or 0),
+            cost=data.get("cost"),
+            logprobs=data.get("logprobs"),
+        )
+
+
+class KeyNotAllowed(ValueError):
+    pass
+
+
+def _key_hosts() -> dict[str, set[str]]:
+    hosts = {name: set(values) for name, values in _DEFAULT_KEY_HOSTS.items()}
+    configured = getattr(settings, "JUDGE_API_KEY_HOSTS", {}) or {}
+    for name, values in dict(configured).items():
+        if isinstance(values, str):
+            values = [v for v in values.replace("|", " ").replace(",", " ").split() if v]
+        hosts.setdefault(str(name), set()).update(str(v).lower() for v in values)
+    return hosts
+
+
+# Where a provider's requests go when a config gives no api_base (litellm's built-in endpoint).
+_PROVIDER_HOSTS = {
+    "openai": "api.openai.com",
+    "anthropic": "api.anthropic.com",
+    "gemini": "generativelanguage.googleapis.com",
+    "mistral": "api.mistral.ai",
+    "groq": "api.groq.com",
+    "deepseek": "api.deepseek.com",
+}
+
+
+def default_api_base(model: str) -> str | None:
+    """The base URL litellm picks for a model without api_base, when it has one (ollama: http://localhost:11434)."""
+    try:
+        return litellm.get_llm_provider(model)[3] or None
+    except Exception:
+        return None
+
+
+def destination_host(model: str | None, api_base: str | None) -> str | None:
+    if api_base:
+        return netguard.url_host(api_base)
+    if not model:
+        return None
+    base = default_api_base(model)
+    return netguard.url_host(base) if base else _PROVIDER_HOSTS.get(provider_of(model))
+
+
+def check_default_destination(model: str, api_base: str | None) -> None:
+    """Without api_base, litellm's own default endpoint must pass the same address check as a typed one."""
+    if not api_base:
+        base = default_api_base(model)
+        if base:
+            netguard.validate_api_base(base)
+
+
+def check_key_destination(api_key_env: str | None, api_base: str | None, model: str | None = None) -> None:
+    """A key goes only to its own provider: its default host, or a host the operator bound to it.
+
+    Without api_base the destination is the model's provider endpoint, so OPENAI_API_KEY cannot ride along to
+    api.anthropic.com, nor an unrelated secret such as SECRET_KEY to any provider."""
+    if not api_key_env or (not api_base and not model):
+        return
+    host = destination_host(model, api_base)
+    if host is None or host not in _key_hosts().get(api_key_env, set()):
+        raise KeyNotAllowed(
+            f"the key in {api_key_env} may not be sent to {host!r}; an operator can allow it with "
+            f"JUDGE_API_KEY_HOSTS ({api_key_env}={host})"
+        )
+
+
+def api_key_for(api_key_env: str | None) -> str:
+    if api_key_env:
+        return os.environ.get(api_key_env, "") or NO_KEY
+    return NO_KEY
+
+
+@functools.lru_cache(maxsize=256)
+def provider_of(model: str) -> str:
+    try:
+        return str(litellm.get_llm_provider(model)[1])
+    except Exception:
+        return ""
+
+
+@functools.lru_cache(maxsize=256)
+def model_known(model: str) -> bool:
+    """Whether litellm has prices for this model (else costs are unknown, never 0)."""
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:
+        return False
+    return bool(info.get("input_cost_per_token") is not None or info.get("output_cost_per_token") is not None)
+
+
+def price_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    if not model_known(model):
+        return None
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:
+        return None
+    return float(prompt_cost + completion_cost)
+
+
+def count_tokens(model: str, messages: list[dict[str, str]]) -> int:
+    try:
+        return int(litellm.token_counter(model=model, messages=messages))
+    except Exception:
+        return max(1, sum(len(m.get("content") or "") for m in messages) // 3)
+
+
+def _response_cost(response: Any, model: str) -> float | None:
+    if not model_known(model):
+        return None
+    # litellm has already priced the response while logging it; pricing it again costs CPU.
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if isinstance(hidden.get("response_cost"), int | float):
+        return float(hidden["response_cost"])
+    try:
+        return float(litellm.completion_cost(completion_response=response, model=model))
+    except Exception:
+        return None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers: Any = None
+    response = getattr(exc, "response", None)
+    if response is not None:
+        headers = getattr(response, "headers", None)
+    candidates = [headers, getattr(exc, "litellm_response_headers", None), getattr(exc, "headers", None)]
+    for source in candidates:
+        if not source:
+            continue
+        try:
+            value = source.get("retry-after") or source.get("Retry-After")
+        except Exception:
+            value = None
+        if value is None:
+            continue
+        value = str(value).strip()
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value) if value else None
+            if parsed is not None:
+                return max(0.0, parsed.timestamp() - time.time())
+    return None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 10:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def classify(exc: BaseException) -> str:
+    chain = _chain(exc)
+    if any(isinstance(e, netguard.ApiBaseRefused) for e in chain):
+        return "refused_host"
+    if any(isinstance(e, KeyNotAllowed) for e in chain):
+        return "key_not_allowed"
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return "context_length"
+    if isinstance(exc, litellm.Timeout) or any(isinstance(e, asyncio.TimeoutError | TimeoutError) for e in chain):
+        return "timeout"
+    if isinstance(exc, litellm.RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
+        return "auth"
+    if isinstance(exc, litellm.NotFoundError):
+        return "not_found"
+    if isinstance(exc, litellm.BadRequestError | litellm.UnprocessableEntityError):
+        text = str(exc).lower()
+        if "context length" in text or "context_length" in text or "maximum context" in text:
+            return "context_length"
+        return "bad_request"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        if 300 <= status < 400:
+            return "redirect"
+        if status == 408:
+            return "timeout"
+        if status == 429:
+            return "rate_limit"
+        if status >= 500 and not isinstance(exc, litellm.APIConnectionError):
+            return "server"
+        if 400 <= status < 500:
+            return "bad_request"
+    if isinstance(exc, litellm.APIConnectionError):
+        text = str(exc).lower()
+        if "expecting value" in text or ("json" in text and "decode" in text):
+            return "malformed"
+        return "connection"
+    if isinstance(exc, ValueError | json.JSONDecodeError):
+        return "malformed"
+    return "connection"
+
+
+def _extract_logprobs(response: Any) -> list[dict[str, Any]] | None:
+    try:
+        logprobs = response.choices[0].logprobs
+    except (AttributeError, IndexError):
+        return None
+    if logprobs is None:
+        return None
+    content = getattr(logprobs, "content", None)
+    if content is None and isinstance(logprobs, dict):
+        content = logprobs.get("content")
+    if not content:
+        return None
+    tokens = []
+    for entry in content:
+        item = entry if isinstance(entry, dict) else entry.model_dump()
+        tokens.append(
+            {
+                "token": item.get("token"),
+                "logprob": item.get("logprob"),
+                "top_logprobs": [
+                    {"token": t.get("token"), "logprob": t.get("logprob")}
+                    for t in (item.get("top_logprobs") or [])
+                    if isinstance(t, dict)
+                ]
+                or [
+                    {"token": getattr(t, "token", None), "logprob": getattr(t, "logprob", None)}
+                    for t in (item.get("top_logprobs") or [])
+                    if not isinstance(t, dict)
+                ],
+            }
+        )
+    return tokens
+
+
+def _fast_transport() -> Any:
+    try:
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+        return AsyncHTTPHandler.create_async_transport()
+    except Exception:  # an older or newer litellm without it: plain httpx still works
+        return None
+
+
+def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -> float:
+    base = float(getattr(settings, "JUDGE_RETRY_BASE_S", 1.0))
+    cap = float(getattr(settings, "JUDGE_RETRY_CAP_S", 60.0))
+    # Full jitter spreads the retries of many concurrent calls instead of synchronising them.
+    delay = rng.uniform(0, min(cap, base * (2 ** (attempt - 1))))
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, float(getattr(settings, "JUDGE_RETRY_AFTER_CAP_S", 300.0))))
+    return delay
+
+
+class Gateway:
+    """Makes provider calls for one event loop. Create inside the loop, close when done."""
+
+    def __init__(
+        self,
+        limiter: Limiter | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.limiter: Limiter = limiter or LocalLimiter(Limits(max_concurrency=32))
+        self.should_stop = should_stop or (lambda: False)
+        self.rng = rng or random.Random()
+        self._clients: dict[tuple[str, float, str], Any] = {}
+        self._http: list[Any] = []
+
+    def _client_for(self, spec: CallSpec) -> Any:
+        """Our own OpenAI client for OpenAI-compatible endpoints: no SDK retries, no redirects."""
+        if provider_of(spec.model) != "openai":
+            return None
+        api_key = api_key_for(spec.api_key_env)
+        key = (spec.api_base or "", spec.timeout_s, api_key)
+        client = self._clients.get(key)
+        if client is None:
+            from openai import AsyncOpenAI
+
+            # litellm's aiohttp-based transport costs a third of the CPU per call of httpcore's pool,
+            # which rescans every pooled connection per request; redirects stay off either way.
+            http = netguard.guarded_async_client(spec.timeout_s, inner=_fast_transport())
+            self._http.append(http)
+            client = AsyncOpenAI(
+                api_key=api_key,
+                base_url=spec.api_base or None,
+                http_client=http,
+                max_retries=0,
+                timeout=spec.timeout_s,
+            )
+            self._clients[key] = client
+        return client
+
+    async def close(self) -> None:
+        for http in self._http:
+            await http.aclose()
+        self._http.clear()
+        self._clients.clear()
+
+    async def _attempt(self, spec: CallSpec) -> Any:
+        if spec.api_base:
+            netguard.validate_api_base(spec.api_base)
+        else:
+            check_default_destination(spec.model, spec.api_base)
+        check_key_destination(spec.api_key_env, spec.api_base, spec.model)
+        kwargs: dict[str, Any] = dict(spec.params())
+        client = self._client_for(spec)
+        if client is not None:
+            kwargs["client"] = client
+        return await litellm.acompletion(
+            model=spec.model,
+            messages=spec.messages,
+            api_base=spec.api_base or None,
+            api_key=api_key_for(spec.api_key_env),
+            timeout=spec.timeout_s,
+            max_retries=0,
+            num_retries=0,
+            **kwargs,
+        )
+
+    async def call(self, spec: CallSpec) -> CallResult:
+        result = CallResult()
+        started = time.monotonic()
+        max_attempts = max(1, spec.max_retries + 1)
+        while result.attempts < max_attempts:
+            if self.should_stop():
+                result.stopped = True
+                break
+            lease: Lease | None = await self.limiter.acquire(spec.estimated_tokens(), self.should_stop)
+            if lease is None:
+                result.stopped = True
+                break
+            result.attempts += 1
+            actual_tokens: int | None = None
+            try:
+                response = await asyncio.wait_for(self._attempt(spec), timeout=spec.timeout_s + 5)
+            except Exception as exc:
+                kind = classify(exc)
+                result.errors_seen.append(kind)
+                result.error_kind, result.error = kind, _safe_message(exc, spec)
+                retry_after = _retry_after(exc)
+                await self.limiter.release(lease, 0 if kind in ("rate_limit", "refused_host") else None)
+                if kind not in TEMPORARY or result.attempts >= max_attempts:
+                    break
+                await self._sleep(backoff_delay(result.attempts, retry_after, self.rng))
+                continue
+            else:
+                usage = getattr(response, "usage", None)
+                result.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+                result.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+                actual_tokens = result.prompt_tokens + result.completion_tokens or None
+                await self.limiter.release(lease, actual_tokens)
+                try:
+                    result.content = response.choices[0].message.content or ""
+                except (AttributeError, IndexError):
+                    result.content = ""
+                result.cost = _response_cost(response, spec.model)
+                result.logprobs = _extract_logprobs(response) if spec.logprobs else None
+                result.error_kind, result.error = "", ""
+                break
+        result.latency_s = time.monotonic() - started
+        return result
+
+    async def _sleep(self, seconds: float) -> None:
+        # Sleep in short steps so a cancelled run stops waiting quickly.
+        deadline = time.monotonic() + seconds
+        while not self.should_stop():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            await asyncio.sleep(min(remaining, 0.25))
+
+
+def _safe_message(exc: BaseException, spec: CallSpec) -> str:
+    """The error text with any configured key removed (keys never reach storage or logs)."""
+    message = f"{type(exc).__name__}: {exc}"[:2000]
+    key = os.environ.get(spec.api_key_env or "", "") if spec.api_key_env else ""
+    if key and len(key) >= 4:
+        message = message.replace(key, "[redacted]")
+    return message

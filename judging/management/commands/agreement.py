@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotations.models import Dataset
+from judging.stats_selectors import dataset_by_name
+from judging.stats_service import agreement_report
+
+
+def dataset_or_error(name: str) -> Dataset:
+    dataset = dataset_by_name(name)
+    if dataset is None:
+        raise CommandError(f"no dataset named {name!r}")
+    return dataset
+
+
+def as_json(report: dict[str, Any]) -> str:
+    # Unicode names stay readable; allow_nan=False guarantees the output never carries NaN.
+    return json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False)
+
+
+def number(stat: dict[str, Any] | None, digits: int = 3) -> str:
+    value = (stat or {}).get("value")
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def interval_text(interval: dict[str, Any] | None, digits: int = 3) -> str:
+    if not interval or interval.get("low") is None:
+        return "-"
+    return f"[{interval['low']:.{digits}f}, {interval['high']:.{digits}f}]"
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+class Command(BaseCommand):
+    help = (
+        "Agreement between raters per aspect (DESIGN §6.1): Krippendorff's alpha (nominal, ordinal, interval) with "
+        "a bootstrap 95% CI for the rubric's level, Fleiss' kappa, Gwet's AC1, ICCs and percent agreement."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name", help="dataset name (quote names with spaces)")
+        parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
+
+    def handle(self, *args: object, **options: Any) -> None:
+        dataset = dataset_or_error(str(options["name"]))
+        report = agreement_report(dataset)
+        if options["json"]:
+            self.stdout.write(as_json(report))
+            return
+        rows = []
+        reasons: dict[str, str] = {}
+        for aspect, summary in report["aspects"].items():
+            primary = {"ratio": "interval"}.get(summary["level"], summary["level"])
+            for key in ("fleiss_kappa", "gwet_ac1"):
+                if summary[key]["undefined"]:
+                    reasons[f"{aspect} {key}"] = summary[key]["undefined"]
+            rows.append(
+                [
+                    aspect,
+                    summary["level"],
+                    str(summary["n_items"]),
+                    str(summary["n_ratings"]),
+                    number(summary["alpha"][primary]),
+                    interval_text(summary["alpha_ci95"]),
+                    number(summary["alpha"]["nominal"]),
+                    number(summary["alpha"]["ordinal"]),
+                    number(summary["alpha"]["interval"]),
+                    number(summary["fleiss_kappa"]),
+                    number(summary["gwet_ac1"]),
+                    number(summary["icc"]["ICC1"]),
+                    number(summary["percent_agreement"]["exact"]),
+                    number(summary["percent_agreement"]["within_1"]),
+                ]
+            )
+        header = ["aspect", "level", "items", "ratings", "alpha", "95% CI", "nominal", "ordinal", "interval"]
+        header += ["fleiss", "AC1", "ICC1", "exact", "±1"]
+        self.stdout.write(f"Agreement for dataset {report['dataset']}")
+        self.stdout.write(text_table(header, rows))
+        for where, reason in reasons.items():
+            self.stdout.write(f"  {where}: undefined ({reason})")

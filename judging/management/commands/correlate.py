@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from judging.management.commands.agreement import as_json, dataset_or_error, interval_text, number, text_table
+from judging.stats.correlation import LEVELS
+from judging.stats_service import JudgeNotFound, correlation_report
+
+
+class Command(BaseCommand):
+    help = (
+        "Judge versus humans per aspect (DESIGN §6.2) at four levels (response, per_prompt, per_system, system): "
+        "Pearson, Spearman, Kendall tau-b, n and bootstrap 95% CIs (prompts resampled)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, help="dataset name")
+        parser.add_argument("--judge", required=True, help="judge name: a run, an imported auto_evals name, or derived")
+        parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
+
+    def handle(self, *args: object, **options: Any) -> None:
+        dataset = dataset_or_error(str(options["dataset"]))
+        try:
+            report = correlation_report(dataset, str(options["judge"]))
+        except JudgeNotFound as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            self.stdout.write(as_json(report))
+            return
+        self.stdout.write(f"Judge {report['judge']} versus humans on dataset {report['dataset']}")
+        if not report["aspects"]:
+            self.stdout.write("The judge has no scores for any aspect of the dataset's rubric.")
+        for aspect, levels in report["aspects"].items():
+            rows = []
+            for level in LEVELS:
+                entry = levels[level]
+                rows.append(
+                    [
+                        level,
+                        str(entry["n"]),
+                        str(entry.get("n_groups", "")),
+                        number(entry["pearson"]),
+                        interval_text(entry["ci95"]["pearson"]),
+                        number(entry["spearman"]),
+                        interval_text(entry["ci95"]["spearman"]),
+                        number(entry["kendall"]),
+                        interval_text(entry["ci95"]["kendall"]),
+                    ]
+                )
+            self.stdout.write("")
+            self.stdout.write(f"aspect {aspect}")
+            header = ["level", "n", "groups", "pearson", "95% CI", "spearman", "95% CI", "kendall", "95% CI"]
+            self.stdout.write(text_table(header, rows))

@@ -1,0 +1,106 @@
+import json
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotations.models import Campaign, Dataset
+from annotations.selectors import dataset_by_name
+from judging import services
+from judging.config import ConfigError
+from judging.models import RunStatus
+from judging.selectors import RunProgress, judge_run_progress
+
+BAR_WIDTH = 30
+
+
+def progress_line(progress: RunProgress) -> str:
+    filled = int(BAR_WIDTH * progress.percent / 100)
+    bar = "#" * filled + "." * (BAR_WIDTH - filled)
+    parts = [f"[{bar}] {progress.percent:5.1f}% {progress.finished}/{progress.total}"]
+    if progress.calls_per_s is not None:
+        parts.append(f"{progress.calls_per_s:.1f} calls/s")
+    if progress.eta_s is not None:
+        parts.append(f"ETA {progress.eta_s}s")
+    if progress.cost_usd is not None:
+        parts.append(f"${progress.cost_usd:.4f}" + ("+" if progress.cost_partial else ""))
+    else:
+        parts.append("cost unknown")
+    if progress.failed:
+        parts.append(f"failed {progress.failed}")
+    if progress.parse_errors:
+        parts.append(f"parse errors {progress.parse_errors}")
+    return " ".join(parts)
+
+
+class Command(BaseCommand):
+    help = (
+        "Launch a judge run on a dataset from a judge config (JSON, DESIGN §4.4). With --wait, show a "
+        "progress bar until it ends and exit non-zero unless it succeeded."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, help="dataset name")
+        parser.add_argument("--config", required=True, help="judge config JSON file")
+        parser.add_argument("--name", help="run name (default: the config's name, with a suffix for repeats)")
+        parser.add_argument("--limit", type=int, help="judge at most this many answers")
+        parser.add_argument("--campaign", help="only the answers of this annotation campaign")
+        parser.add_argument("--wait", action="store_true", help="wait for the run, showing progress")
+        parser.add_argument("--poll", type=float, default=0.5, help=argparse_hidden())
+
+    def handle(self, *args: object, **options: object) -> None:
+        try:
+            dataset = dataset_by_name(str(options["dataset"]))
+        except Dataset.DoesNotExist:
+            raise CommandError(f"no dataset named {options['dataset']!r}") from None
+        try:
+            raw = json.loads(Path(str(options["config"])).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise CommandError(f"cannot read the config: {exc}") from None
+        except ValueError as exc:
+            raise CommandError(f"the config is not valid JSON: {exc}") from None
+        campaign = None
+        if options["campaign"]:
+            campaign = Campaign.objects.filter(dataset=dataset, name=str(options["campaign"])).first()
+            if campaign is None:
+                raise CommandError(f"no campaign named {options['campaign']!r} on this dataset")
+        limit = options["limit"]
+        try:
+            run = services.judge_run_launch(
+                dataset=dataset,
+                config=raw,
+                launched_by=None,
+                campaign=campaign,
+                limit=int(limit) if isinstance(limit, int) else None,
+                name=str(options["name"]) if options["name"] else None,
+            )
+        except ConfigError as exc:
+            raise CommandError("invalid judge config:\n  " + "\n  ".join(exc.errors)) from None
+        except services.LaunchError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"launched judge run {run.name!r} (id {run.pk}): {run.total} unit(s)")
+        if not options["wait"]:
+            return
+        poll = max(0.05, float(options["poll"]))  # type: ignore[arg-type]
+        while True:
+            progress = judge_run_progress(run)
+            self.stdout.write("\r" + progress_line(progress), ending="")
+            self.stdout.flush()
+            if not progress.is_active:
+                break
+            services.judge_run_nudge_if_stalled(run=run)
+            time.sleep(poll)
+        self.stdout.write("")
+        self.stdout.write(f"run {run.name!r} {progress.status}")
+        if progress.notes:
+            self.stdout.write(progress.notes)
+        if progress.errors_by_kind:
+            self.stdout.write("errors: " + ", ".join(f"{k}={v}" for k, v in progress.errors_by_kind.items()))
+        if progress.status != RunStatus.SUCCEEDED:
+            raise CommandError(f"judge run {run.name!r} ended with status {progress.status}")
+
+
+def argparse_hidden() -> str:
+    import argparse
+
+    return argparse.SUPPRESS

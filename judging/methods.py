@@ -1,0 +1,356 @@
+"""Judge methods (DESIGN §5) as small state machines, plus the pure arithmetic around them.
+
+A method is a generator: it yields the CallSpec it needs next, receives the CallResult, and finally
+returns an Outcome. The engine decides where a result comes from (cache or provider) and when it
+is written; methods never touch the database or the network, so each is testable on its own and
+multi-step methods (summarize, then judge; re-ask after a parse error) cost nothing extra to
+resume: every finished step is in the cache.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections import defaultdict
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from judging import metrics, prompts
+from judging.gateway import CallResult, CallSpec
+from judging.parsing import ParseResult, parse_score, parse_verdict
+
+
+@dataclass(frozen=True)
+class AspectInfo:
+    name: str
+    label: str = ""
+    description: str = ""
+    min_value: float = 1.0
+    max_value: float = 5.0
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UnitContext:
+    judgment_id: int
+    cfg: dict[str, Any]
+    aspect: AspectInfo
+    question: str
+    answer: str
+    reference: str | None = None
+    context: str | None = None
+    other_answer: str | None = None
+    pair_order: int = 0
+    sample: int = 0
+
+    @property
+    def language(self) -> str:
+        chosen = self.cfg.get("language", "auto")
+        if chosen in ("en", "ja"):
+            return str(chosen)
+        return prompts.detect_language(self.question, self.answer)
+
+
+@dataclass
+class Outcome:
+    ok: bool = True
+    score: float | None = None
+    verdict: str = ""
+    reasoning: str = ""
+    summary: str = ""
+    raw_output: str = ""
+    distribution: dict[str, float] | None = None
+    logprob_fallback: bool = False
+    error_kind: str = ""
+    error: str = ""
+    prompt_hash: str = ""
+
+
+Flow = Generator[CallSpec, CallResult, Outcome]
+
+
+def _values(ctx: UnitContext, **extra: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "question": ctx.question,
+        "answer": ctx.answer,
+        "reference": ctx.reference or "",
+        "context": ctx.context or "",
+        "aspect": ctx.aspect.label or ctx.aspect.name,
+        "aspect_description": ctx.aspect.description or ctx.aspect.label or ctx.aspect.name,
+        "scale_min": float(ctx.aspect.min_value),
+        "scale_max": float(ctx.aspect.max_value),
+        "scale_labels": prompts.scale_labels_text(ctx.aspect.labels, ctx.language),
+    }
+    values.update(extra)
+    return values
+
+
+def _template(ctx: UnitContext, method: str) -> str:
+    custom = ctx.cfg.get("prompt")
+    if custom and method == ctx.cfg["method"]:
+        return str(custom)
+    if method == "summarize" and ctx.cfg.get("summarizer_prompt"):
+        return str(ctx.cfg["summarizer_prompt"])
+    return prompts.builtin_template(method, ctx.language)
+
+
+def _spec(
+    ctx: UnitContext, rendered: prompts.RenderedPrompt, *, model: str | None = None, logprobs: bool = False
+) -> CallSpec:
+    cfg = ctx.cfg
+    return CallSpec(
+        model=model or cfg["model"],
+        messages=rendered.messages,
+        temperature=float(cfg.get("temperature", 0.0)),
+        max_tokens=cfg.get("max_tokens"),
+        logprobs=logprobs,
+        top_logprobs=int(cfg.get("top_logprobs", 5)),
+        api_base=cfg.get("api_base"),
+        api_key_env=cfg.get("api_key_env"),
+        timeout_s=float(cfg.get("timeout_s", 60)),
+        max_retries=int(cfg.get("max_retries", 6)),
+        variant=ctx.sample,
+    )
+
+
+def _scale(ctx: UnitContext) -> tuple[float, float]:
+    return (float(ctx.aspect.min_value), float(ctx.aspect.max_value))
+
+
+def _call_failed(result: CallResult, prompt_hash: str) -> Outcome:
+    return Outcome(ok=False, error_kind=result.error_kind, error=result.error, prompt_hash=prompt_hash)
+
+
+_REASK = {
+    "en": "Your reply did not end with a score I could read. Reply again with only one line: "
+    "Score: <number from {lo:g} to {hi:g}>",
+    "ja": "点数を読み取れませんでした。次の 1 行だけで答え直してください。スコア: <{lo:g} から {hi:g} の数>",
+}
+
+
+def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> Flow:
+    """Parse a scoring reply; on a parse error optionally re-ask, keeping the raw output either way."""
+    result = first
+    parsed: ParseResult = parse_score(result.content, ctx.cfg.get("output"), _scale(ctx))
+    raw = result.content or ""
+    messages = list(spec.messages)
+    for _ in range(int(ctx.cfg.get("parse_retries", 0))):
+        if parsed.ok:
+            break
+        lo, hi = _scale(ctx)
+        messages = [
+            *messages,
+            {"role": "assistant", "content": result.content or ""},
+            {"role": "user", "content": _REASK[ctx.language].format(lo=lo, hi=hi)},
+        ]
+        result = yield replace(spec, messages=messages, logprobs=False)
+        if not result.ok:
+            break
+        raw = f"{raw}\n\n--- re-ask ---\n{result.content or ''}"
+        parsed = parse_score(result.content, ctx.cfg.get("output"), _scale(ctx))
+    outcome = Outcome(raw_output=raw, reasoning=parsed.reasoning)
+    if not parsed.ok:
+        outcome.error_kind = f"parse:{parsed.error_kind}"
+        outcome.error = parsed.error
+        return outcome
+    outcome.score = parsed.score
+    if spec.logprobs:
+        weighted = logprob_weighted_score(first.logprobs, _scale(ctx), parsed.score)
+        if weighted is None:
+            outcome.logprob_fallback = True
+        else:
+            outcome.score, outcome.distribution = weighted
+    return outcome
+
+
+def single_flow(ctx: UnitContext) -> Flow:
+    method = "reference" if ctx.cfg["method"] == "reference" else "single"
+    rendered = prompts.render(_template(ctx, method), _values(ctx))
+    spec = _spec(ctx, rendered, logprobs=bool(ctx.cfg.get("logprobs")))
+    result = yield spec
+    if not result.ok:
+        return _call_failed(result, rendered.prompt_hash)
+    outcome = yield from _score_with_reasks(ctx, spec, result)
+    outcome.prompt_hash = rendered.prompt_hash
+    return outcome
+
+
+def summarize_then_judge_flow(ctx: UnitContext) -> Flow:
+    summary_prompt = prompts.render(_template(ctx, "summarize"), _values(ctx))
+    summary_spec = _spec(ctx, summary_prompt, model=ctx.cfg.get("summarizer_model") or ctx.cfg["model"])
+    summary_result = yield summary_spec
+    if not summary_result.ok:
+        return _call_failed(summary_result, summary_prompt.prompt_hash)
+    summary = (summary_result.content or "").strip()
+    if not summary:
+        return Outcome(ok=True, error_kind="parse:empty_summary", error="the summarizer returned nothing")
+    rendered = prompts.render(_template(ctx, "summarize_then_judge"), _values(ctx, summary=summary))
+    spec = _spec(ctx, rendered, logprobs=bool(ctx.cfg.get("logprobs")))
+    result = yield spec
+    if not result.ok:
+        failed = _call_failed(result, rendered.prompt_hash)
+        failed.summary = summary
+        return failed
+    outcome = yield from _score_with_reasks(ctx, spec, result)
+    outcome.summary = summary
+    outcome.prompt_hash = rendered.prompt_hash
+    return outcome
+
+
+def pairwise_flow(ctx: UnitContext) -> Flow:
+    first, second = (
+        (ctx.answer, ctx.other_answer or "") if ctx.pair_order == 0 else (ctx.other_answer or "", ctx.answer)
+    )
+    rendered = prompts.render(_template(ctx, "pairwise"), _values(ctx, answer_a=first, answer_b=second))
+    result = yield _spec(ctx, rendered)
+    if not result.ok:
+        return _call_failed(result, rendered.prompt_hash)
+    parsed = parse_verdict(result.content)
+    outcome = Outcome(raw_output=result.content or "", reasoning=parsed.reasoning, prompt_hash=rendered.prompt_hash)
+    if not parsed.ok or parsed.verdict is None:
+        outcome.error_kind, outcome.error = f"parse:{parsed.error_kind}", parsed.error
+        return outcome
+    outcome.verdict = parsed.verdict
+    outcome.score = verdict_score_for_response(parsed.verdict, ctx.pair_order)
+    return outcome
+
+
+def metric_flow(ctx: UnitContext) -> Flow:
+    name = str(ctx.cfg["metric"])
+    value = metrics.compute(name, ctx.answer, ctx.reference)
+    if value is None:
+        return Outcome(ok=True, error_kind="parse:no_reference", error=f"{name} needs a reference answer")
+    return Outcome(ok=True, score=value, raw_output=f"{name}={value:.6g}")
+    yield  # pragma: no cover - makes this a generator like the other flows
+
+
+FLOWS: dict[str, Callable[[UnitContext], Flow]] = {
+    "single": single_flow,
+    "reference": single_flow,
+    "summarize_then_judge": summarize_then_judge_flow,
+    "pairwise": pairwise_flow,
+    "metric": metric_flow,
+}
+
+
+def register_flow(method: str, flow: Callable[[UnitContext], Flow]) -> None:
+    """Extension point for methods implemented elsewhere (FActScore)."""
+    FLOWS[method] = flow
+
+
+def calls_per_unit(cfg: dict[str, Any]) -> int:
+    # factscore: one decomposition plus one check per fact; ~11 facts is a guess, the run records the real count.
+    return {"metric": 0, "summarize_then_judge": 2, "factscore": 12}.get(cfg["method"], 1)
+
+
+def first_spec(ctx: UnitContext) -> CallSpec | None:
+    """The first request a unit will make (its cache key groups identical work together)."""
+    flow = FLOWS[ctx.cfg["method"]](ctx)
+    try:
+        return next(flow)
+    except StopIteration:
+        return None
+    finally:
+        flow.close()
+
+
+# --- pure arithmetic ------------------------------------------------------------------------------
+
+
+def logprob_weighted_score(
+    tokens: list[dict[str, Any]] | None, scale: tuple[float, float], parsed: float | None
+) -> tuple[float, dict[str, float]] | None:
+    """G-Eval: the probability-weighted mean over the scale's values at the score token.
+
+    The score token is the last output token that reads as the parsed score. Its alternatives
+    that are valid scale values are renormalised; other alternatives are ignored. None when the
+    provider gave no usable log-probabilities (the caller then falls back visibly)."""
+    if not tokens or parsed is None:
+        return None
+    lo, hi = scale
+    for entry in reversed(tokens):
+        value = _as_scale_value(entry.get("token"), lo, hi)
+        if value is None or value != parsed:
+            continue
+        mass: dict[float, float] = defaultdict(float)
+        for alt in entry.get("top_logprobs") or []:
+            alt_value = _as_scale_value(alt.get("token"), lo, hi)
+            logprob = alt.get("logprob")
+            if alt_value is None or logprob is None:
+                continue
+            mass[alt_value] += math.exp(float(logprob))
+        total = sum(mass.values())
+        if total <= 0:
+            return None
+        distribution = {f"{v:g}": p / total for v, p in sorted(mass.items())}
+        score = sum(v * p / total for v, p in mass.items())
+        return score, distribution
+    return None
+
+
+def _as_scale_value(token: Any, lo: float, hi: float) -> float | None:
+    if not isinstance(token, str):
+        return None
+    text = unicodedata.normalize("NFKC", token).strip()
+    if not text or not text.lstrip("-").isdigit():
+        return None
+    value = float(text)
+    return value if lo <= value <= hi else None
+
+
+def verdict_score_for_response(verdict: str, pair_order: int) -> float:
+    """The shown-first answer is A in order 0 and B in order 1; 1 = the judged answer won."""
+    if verdict == "tie":
+        return 0.5
+    response_label = "A" if pair_order == 0 else "B"
+    return 1.0 if verdict == response_label else 0.0
+
+
+def mean_scores(rows: Iterable[tuple[int, str, float | None]]) -> dict[tuple[int, str], float]:
+    """Per (answer, aspect): the mean over samples of the scores that parsed."""
+    sums: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for response_id, aspect, score in rows:
+        if score is not None and math.isfinite(score):
+            sums[(response_id, aspect)].append(score)
+    return {key: sum(values) / len(values) for key, values in sums.items()}
+
+
+@dataclass
+class PairwiseSummary:
+    scores: dict[tuple[int, str], float]
+    consistency_rate: float | None
+    consistent_pairs: int
+    compared_pairs: int
+
+
+def pairwise_scores(rows: Iterable[tuple[int, int, str, int, int, float | None]]) -> PairwiseSummary:
+    """Rows: (response, other, aspect, sample, order, score for response).
+
+    A pair judged in both orders is consistent when both orders agree; an inconsistent pair counts
+    as a tie. Each answer's score is its mean result (win 1, tie 0.5, loss 0) over its pairs."""
+    by_pair: dict[tuple[int, int, str, int], dict[int, float]] = defaultdict(dict)
+    for response_id, other_id, aspect, sample, order, score in rows:
+        if score is not None:
+            by_pair[(response_id, other_id, aspect, sample)][order] = score
+    results: dict[tuple[int, str], list[float]] = defaultdict(list)
+    consistent = compared = 0
+    for (response_id, other_id, aspect, _sample), orders in by_pair.items():
+        if len(orders) == 2:
+            compared += 1
+            if orders[0] == orders[1]:
+                consistent += 1
+                outcome = orders[0]
+            else:
+                outcome = 0.5
+        else:
+            outcome = next(iter(orders.values()))
+        results[(response_id, aspect)].append(outcome)
+        results[(other_id, aspect)].append(1.0 - outcome)
+    scores = {key: sum(v) / len(v) for key, v in results.items()}
+    rate = consistent / compared if compared else None
+    return PairwiseSummary(scores, rate, consistent, compared)
+
+
+# FActScore lives in its own package and registers its flow when imported (see register_flow).
+import judging.factscore.method  # noqa: E402, F401

@@ -1,0 +1,123 @@
+"""Reference metrics: BLEU, ROUGE-1/2/L, chrF, keyword score and length.
+
+Japanese has no spaces between words, so word-level metrics tokenize it morphologically with
+fugashi (MeCab) and unidic-lite; splitting by characters or whitespace would make BLEU and ROUGE
+meaningless there. chrF is character-based by definition and needs no tokenizer.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any
+
+import sacrebleu
+from rouge_score import rouge_scorer
+
+from judging.prompts import detect_language
+
+METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "chrf", "keyword", "length")
+# Metrics whose value is not bounded by a rubric scale; stored as is.
+UNBOUNDED = frozenset({"length"})
+
+_EN_STOPWORDS = frozenset(
+    """
+a an the and or but if then else of to in on at by for with from as is are was were be been being it its
+this that these those there here i you he she we they me him her us them my your our their not no do does
+did done have has had can could will would shall should may might must so such than too very just also
+only about into over under again further once what which who whom whose when where why how all any both
+each few more most other some own same
+""".split()  # noqa: SIM905
+)
+# Content-word parts of speech in UniDic: nouns, proper nouns, verbs, adjectives, adjectival nouns.
+_JA_CONTENT_POS = ("名詞", "固有名詞", "動詞", "形容詞", "形状詞")
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
+@lru_cache(maxsize=1)
+def _tagger() -> Any:
+    import fugashi
+
+    return fugashi.Tagger()
+
+
+def tokenize(text: str, language: str | None = None) -> list[str]:
+    text = unicodedata.normalize("NFKC", text or "")
+    language = language or detect_language(text)
+    if language == "ja":
+        return [word.surface for word in _tagger()(text) if word.surface.strip()]
+    return [tok.lower() for tok in _WORD_RE.findall(text)]
+
+
+def keywords(text: str, language: str | None = None) -> set[str]:
+    """Unique content words: POS-filtered morphemes for Japanese, non-stopwords for English."""
+    text = unicodedata.normalize("NFKC", text or "")
+    language = language or detect_language(text)
+    if language == "ja":
+        found = set()
+        for word in _tagger()(text):
+            pos1 = getattr(word.feature, "pos1", "") or ""
+            if pos1 in _JA_CONTENT_POS and not _is_punct(word.surface):
+                found.add(str(getattr(word.feature, "orthBase", None) or word.surface))
+        return found
+    return {tok for tok in tokenize(text, "en") if tok not in _EN_STOPWORDS and not tok.isdigit()}
+
+
+def _is_punct(token: str) -> bool:
+    return all(unicodedata.category(ch).startswith(("P", "S")) for ch in token)
+
+
+class _Tokenizer:
+    def __init__(self, language: str) -> None:
+        self.language = language
+
+    def tokenize(self, text: str) -> list[str]:
+        return tokenize(text, self.language)
+
+
+def bleu(answer: str, reference: str, language: str) -> float:
+    hyp = " ".join(tokenize(answer, language))
+    ref = " ".join(tokenize(reference, language))
+    return float(sacrebleu.sentence_bleu(hyp, [ref], tokenize="none", smooth_method="exp").score) / 100.0
+
+
+def chrf(answer: str, reference: str) -> float:
+    return float(sacrebleu.sentence_chrf(answer, [reference]).score) / 100.0
+
+
+def rouge(answer: str, reference: str, variant: str, language: str) -> float:
+    # rouge_score's default tokenizer drops every non-ASCII character, so Japanese needs ours.
+    scorer = rouge_scorer.RougeScorer([variant], tokenizer=_Tokenizer(language))
+    return float(scorer.score(reference, answer)[variant].fmeasure)
+
+
+def keyword_score(answer: str, reference: str, language: str) -> float | None:
+    wanted = keywords(reference, language)
+    if not wanted:
+        return None
+    present = keywords(answer, language) | set(tokenize(answer, language))
+    return len(wanted & present) / len(wanted)
+
+
+def length(answer: str) -> float:
+    """Answer length in characters (Unicode code points, whitespace excluded)."""
+    return float(sum(1 for ch in unicodedata.normalize("NFKC", answer or "") if not ch.isspace()))
+
+
+def compute(metric: str, answer: str, reference: str | None) -> float | None:
+    """One metric for one answer. None when the metric needs a reference the item lacks."""
+    if metric == "length":
+        return length(answer)
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}")
+    if not reference:
+        return None
+    language = detect_language(reference, answer)
+    if metric == "bleu":
+        return bleu(answer, reference, language)
+    if metric == "chrf":
+        return chrf(answer, reference)
+    if metric == "keyword":
+        return keyword_score(answer, reference, language)
+    return rouge(answer, reference, metric, language)

@@ -1,0 +1,272 @@
+"""Per-run limits (max_concurrency, rpm, tpm) that hold across every worker of the run.
+
+With a Redis broker the counters live in Redis and are changed by Lua scripts, so the check and
+the update are one atomic step whichever machine runs them, and Redis's own clock is used. Slots
+are leases with an expiry: a worker killed mid-call frees its slot when the lease runs out.
+On the embedded (SQLAlchemy) broker there is no shared server, so limits are process-local.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from django.conf import settings
+
+WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_concurrency: int = 32
+    rpm: int | None = None
+    tpm: int | None = None
+    slot_ttl_s: float = 90.0
+
+
+@dataclass
+class Lease:
+    lease_id: str
+    tokens: int
+
+
+class Limiter(Protocol):
+    async def acquire(self, tokens: int, should_stop: Any = None) -> Lease | None: ...
+
+    async def release(self, lease: Lease, actual_tokens: int | None = None) -> None: ...
+
+    async def stop_all(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+_LOCAL_STOPPED: set[str] = set()
+
+
+class LocalLimiter:
+    """Process-local limits for the embedded broker (one machine, usually one worker)."""
+
+    def __init__(self, limits: Limits, scope: str = "") -> None:
+        self.limits = limits
+        self.scope = scope
+        self._slots = asyncio.Semaphore(max(1, limits.max_concurrency))
+        self._requests: collections.deque[float] = collections.deque()
+        self._tokens: collections.deque[tuple[float, int, str]] = collections.deque()
+        self._lock = asyncio.Lock()
+
+    def _window_wait(self, tokens: int) -> float:
+        now = time.monotonic()
+        while self._requests and self._requests[0] <= now - WINDOW_S:
+            self._requests.popleft()
+        while self._tokens and self._tokens[0][0] <= now - WINDOW_S:
+            self._tokens.popleft()
+        wait = 0.0
+        if self.limits.rpm and len(self._requests) >= self.limits.rpm:
+            wait = max(wait, self._requests[0] + WINDOW_S - now)
+        if self.limits.tpm and self._tokens:
+            used = sum(t for _, t, _ in self._tokens)
+            if used + tokens > self.limits.tpm:
+                wait = max(wait, self._tokens[0][0] + WINDOW_S - now)
+        return wait
+
+    async def acquire(self, tokens: int, should_stop: Any = None) -> Lease | None:
+        tokens = min(tokens, self.limits.tpm) if self.limits.tpm else tokens
+        await self._slots.acquire()
+        try:
+            while True:
+                if (should_stop is not None and should_stop()) or (self.scope and self.scope in _LOCAL_STOPPED):
+                    self._slots.release()
+                    return None
+                async with self._lock:
+                    wait = self._window_wait(tokens)
+                    if wait <= 0:
+                        lease = Lease(uuid.uuid4().hex, tokens)
+                        now = time.monotonic()
+                        self._requests.append(now)
+                        self._tokens.append((now, tokens, lease.lease_id))
+                        return lease
+                await asyncio.sleep(min(wait, 0.5))
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def release(self, lease: Lease, actual_tokens: int | None = None) -> None:
+        if actual_tokens is not None and actual_tokens != lease.tokens:
+            async with self._lock:
+                for index, (at, _tokens, lease_id) in enumerate(self._tokens):
+                    if lease_id == lease.lease_id:
+                        self._tokens[index] = (at, actual_tokens, lease_id)
+                        break
+        self._slots.release()
+
+    async def stop_all(self) -> None:
+        if self.scope:
+            _LOCAL_STOPPED.add(self.scope)
+
+    async def close(self) -> None:
+        return None
+
+
+# KEYS: inflight zset, rpm zset, tpm zset, stop flag
+# ARGV: max_concurrency, rpm (0 = none), tpm (0 = none), lease id, tokens, slot ttl seconds
+# Returns {granted (1 / 0 / -1 = the run was stopped), wait seconds as string}
+_ACQUIRE_LUA = """
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return {-1, '0'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local maxc = tonumber(ARGV[1])
+local rpm = tonumber(ARGV[2])
+local tpm = tonumber(ARGV[3])
+local id = ARGV[4]
+local tokens = tonumber(ARGV[5])
+local ttl = tonumber(ARGV[6])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= maxc then
+  return {0, '0.02'}
+end
+local wait = 0
+if rpm > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60)
+  if redis.call('ZCARD', KEYS[2]) >= rpm then
+    local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    wait = math.max(wait, tonumber(oldest[2]) + 60 - now)
+  end
+end
+if tpm > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - 60)
+  local entries = redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
+  local used = 0
+  for i = 1, #entries, 2 do
+    local n = string.match(entries[i], ':(%d+)$')
+    used = used + tonumber(n or '0')
+  end
+  if used + tokens > tpm and #entries > 0 then
+    wait = math.max(wait, tonumber(entries[2]) + 60 - now)
+  end
+end
+if wait > 0 then
+  return {0, tostring(wait)}
+end
+redis.call('ZADD', KEYS[1], now + ttl, id)
+redis.call('EXPIRE', KEYS[1], math.ceil(ttl) + 120)
+if rpm > 0 then
+  redis.call('ZADD', KEYS[2], now, id)
+  redis.call('EXPIRE', KEYS[2], 180)
+end
+if tpm > 0 then
+  redis.call('ZADD', KEYS[3], now, id .. ':' .. tokens)
+  redis.call('EXPIRE', KEYS[3], 180)
+end
+return {1, '0'}
+"""
+
+# KEYS: inflight zset, tpm zset; ARGV: lease id, estimated tokens, actual tokens (-1 = unchanged)
+_RELEASE_LUA = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+local actual = tonumber(ARGV[3])
+if actual >= 0 then
+  local old = ARGV[1] .. ':' .. ARGV[2]
+  local score = redis.call('ZSCORE', KEYS[2], old)
+  if score then
+    redis.call('ZREM', KEYS[2], old)
+    redis.call('ZADD', KEYS[2], score, ARGV[1] .. ':' .. ARGV[3])
+  end
+end
+return 1
+"""
+
+
+class RedisLimiter:
+    """Limits shared by every worker of one run, through Redis."""
+
+    def __init__(self, limits: Limits, scope: str, url: str) -> None:
+        import redis.asyncio as aioredis
+
+        self.limits = limits
+        self.keys = [f"evalsite:judge:{scope}:{part}" for part in ("inflight", "rpm", "tpm", "stop")]
+        self.client = aioredis.Redis.from_url(url)
+        self._acquire = self.client.register_script(_ACQUIRE_LUA)
+        self._release = self.client.register_script(_RELEASE_LUA)
+        # A local cap as well, so waiting coroutines of this process do not all poll Redis.
+        self._local = asyncio.Semaphore(max(1, limits.max_concurrency))
+
+    async def acquire(self, tokens: int, should_stop: Any = None) -> Lease | None:
+        tokens = min(tokens, self.limits.tpm) if self.limits.tpm else tokens
+        await self._local.acquire()
+        lease = Lease(uuid.uuid4().hex, tokens)
+        try:
+            while True:
+                if should_stop is not None and should_stop():
+                    self._local.release()
+                    return None
+                granted, wait = await self._acquire(
+                    keys=self.keys,
+                    args=[
+                        self.limits.max_concurrency,
+                        self.limits.rpm or 0,
+                        self.limits.tpm or 0,
+                        lease.lease_id,
+                        tokens,
+                        self.limits.slot_ttl_s,
+                    ],
+                )
+                if int(granted) == 1:
+                    return lease
+                if int(granted) == -1:
+                    self._local.release()
+                    return None
+                delay = float(wait)
+                await asyncio.sleep(min(max(delay, 0.005), 0.5) * (0.5 + random.random()))
+        except BaseException:
+            self._local.release()
+            raise
+
+    async def release(self, lease: Lease, actual_tokens: int | None = None) -> None:
+        try:
+            await self._release(
+                keys=[self.keys[0], self.keys[2]],
+                args=[lease.lease_id, lease.tokens, -1 if actual_tokens is None else int(actual_tokens)],
+            )
+        finally:
+            self._local.release()
+
+    async def stop_all(self) -> None:
+        """Every worker of the run stops sending at its next acquire (cancel, budget)."""
+        await self.client.set(self.keys[3], "1", ex=86_400)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def redis_url() -> str:
+    return str(getattr(settings, "REDIS_URL", "") or "")
+
+
+def uses_redis() -> bool:
+    return bool(redis_url() and getattr(settings, "BROKER_IS_REDIS", False))
+
+
+def make_limiter(limits: Limits, scope: str) -> LocalLimiter | RedisLimiter:
+    if uses_redis():
+        return RedisLimiter(limits, scope, redis_url())
+    return LocalLimiter(limits, scope)
+
+
+def clear_stop(scope: str) -> None:
+    """A run that starts again (retry failed) may send calls again."""
+    _LOCAL_STOPPED.discard(scope)
+    if uses_redis():
+        import redis
+
+        client = redis.Redis.from_url(redis_url())
+        try:
+            client.delete(f"evalsite:judge:{scope}:stop")
+        finally:
+            client.close()

@@ -1,0 +1,117 @@
+"""Reads of the judge engine, always scoped by the requesting user's datasets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from annotations.models import Campaign
+from annotations.selectors import datasets_for_user
+from judging.models import JudgeConfig, JudgeRun, Judgment, JudgmentStatus
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def judge_configs_for_user(user: User) -> QuerySet[JudgeConfig]:
+    """Researchers see their own configs and those without an owner (made from the command line)."""
+    if not user.is_authenticated or not getattr(user, "is_staff", False):
+        return JudgeConfig.objects.none()
+    if getattr(user, "is_superuser", False):
+        return JudgeConfig.objects.all()
+    return JudgeConfig.objects.filter(Q(owner=user) | Q(owner__isnull=True))
+
+
+def judge_config_for_user_or_404(user: User, pk: int) -> JudgeConfig:
+    return get_object_or_404(judge_configs_for_user(user), pk=pk)
+
+
+def judge_runs_for_user(user: User) -> QuerySet[JudgeRun]:
+    return JudgeRun.objects.filter(dataset__in=datasets_for_user(user)).select_related("judge", "dataset")
+
+
+def judge_run_for_user_or_404(user: User, pk: int) -> JudgeRun:
+    return get_object_or_404(judge_runs_for_user(user), pk=pk)
+
+
+def campaigns_of_dataset(dataset_id: int) -> QuerySet[Campaign]:
+    return Campaign.objects.filter(dataset_id=dataset_id).order_by("name")
+
+
+def judge_run_by_name(dataset_id: int, name: str) -> JudgeRun:
+    """For management commands, which run with operator rights."""
+    return JudgeRun.objects.select_related("judge").get(dataset_id=dataset_id, judge__name=name)
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    status: str
+    total: int
+    finished: int
+    done: int
+    failed: int
+    parse_errors: int
+    cache_hits: int
+    in_flight: int
+    calls: int
+    percent: float
+    calls_per_s: float | None
+    eta_s: float | None
+    cost_usd: float | None
+    cost_partial: bool
+    tokens: int
+    errors_by_kind: dict[str, int]
+    is_active: bool
+    notes: str
+    position_consistency: float | None
+    logprob_fallbacks: int
+
+
+def judge_run_progress(run: JudgeRun) -> RunProgress:
+    run.refresh_from_db()
+    finished = run.done + run.failed
+    in_flight = Judgment.objects.filter(run=run, status=JudgmentStatus.CLAIMED).count()
+    errors: dict[str, Any] = dict(
+        Judgment.objects.filter(run=run)
+        .exclude(error_kind="")
+        .values_list("error_kind")
+        .annotate(n=Count("id"))
+        .values_list("error_kind", "n")
+    )
+    end = run.finished_at or timezone.now()
+    elapsed = (end - run.started_at).total_seconds() if run.started_at else 0.0
+    rate = finished / elapsed if elapsed > 0 and finished else None
+    remaining = max(0, run.total - finished)
+    eta = remaining / rate if rate and run.is_active else None
+    calls_rate = run.calls / elapsed if elapsed > 0 and run.calls else None
+    known = run.cost_usd if run.unpriced_calls == 0 else (run.cost_usd or None)
+    return RunProgress(
+        status=run.status,
+        total=run.total,
+        finished=finished,
+        done=run.done,
+        failed=run.failed,
+        parse_errors=run.parse_errors,
+        cache_hits=run.cache_hits,
+        in_flight=in_flight,
+        calls=run.calls,
+        percent=round(100.0 * finished / run.total, 1) if run.total else 100.0,
+        calls_per_s=round(calls_rate, 2) if calls_rate else None,
+        eta_s=round(eta) if eta is not None else None,
+        cost_usd=known,
+        cost_partial=run.unpriced_calls > 0,
+        tokens=run.prompt_tokens + run.completion_tokens,
+        errors_by_kind={str(k): int(v) for k, v in sorted(errors.items())},
+        is_active=run.is_active,
+        notes=run.notes,
+        position_consistency=run.position_consistency,
+        logprob_fallbacks=run.logprob_fallbacks,
+    )
+
+
+def judgments_of_run(run: JudgeRun) -> QuerySet[Judgment]:
+    return Judgment.objects.filter(run=run).select_related("response__system", "response__turn__item")

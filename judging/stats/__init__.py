@@ -1,0 +1,1 @@
+"""Pure judge-versus-human statistics (no ORM): fed by selectors, shared by CLI, API and dashboard."""

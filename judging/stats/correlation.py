@@ -1,0 +1,740 @@
+"""Judge versus humans for one aspect (DESIGN.md section 6.2), as pure numpy/scipy functions.
+
+Inputs are per-answer arrays: the human score (mean of the non-missing ratings), the judge score,
+the prompt (turn) and the system of each answer. Missing scores are NaN and drop the answer.
+
+Bootstrap CIs resample prompts (turns) with replacement, because prompts are the sampled units of
+an evaluation while systems are chosen; all answers of a drawn prompt come along. Within a resample
+every coefficient is computed exactly as on a materialised resample (duplicated answers are tied
+in both scores), but from weights, so 1,000 resamples cost a few array passes instead of 1,000
+scipy calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import sparse, stats
+
+from annotations.stats.results import (
+    Interval,
+    Stat,
+    defined,
+    interval,
+    round_significant,
+    undefined,
+    undefined_interval,
+)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+COEFFICIENTS = ("pearson", "spearman", "kendall")
+LEVELS = ("response", "per_prompt", "per_system", "system")
+MIN_PAIRS = 3
+
+_CELLS_PER_CHUNK = 4_000_000
+# Above this many (x value, y value) cells the weighted Kendall falls back to materialised resamples.
+_MAX_CONTINGENCY_CELLS = 100_000
+_PAIRWISE_MAX_GROUP = 48
+
+
+def _round_array(values: FloatArray, digits: int = 12) -> FloatArray:
+    """Vectorised ``round_significant``: equal-in-exact-arithmetic means must compare equal."""
+    out = np.array(values, dtype=np.float64, copy=True)
+    finite = np.isfinite(out) & (out != 0)
+    if finite.any():
+        magnitude = np.floor(np.log10(np.abs(out[finite])))
+        scale = 10.0 ** (digits - 1 - magnitude)
+        out[finite] = np.round(out[finite] * scale) / scale
+    return out
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Answers that have both a human and a judge score."""
+
+    human: FloatArray
+    judge: FloatArray
+    prompt: IntArray
+    system: IntArray
+    system_labels: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return int(self.human.size)
+
+
+def paired_scores(
+    human: Sequence[float] | FloatArray,
+    judge: Sequence[float] | FloatArray,
+    prompt: Sequence[Any],
+    system: Sequence[Any],
+) -> Paired:
+    """Align per-answer scores, drop answers missing either score and round to 12 significant digits."""
+    human_a = np.asarray(human, dtype=np.float64)
+    judge_a = np.asarray(judge, dtype=np.float64)
+    if not (human_a.shape == judge_a.shape == (len(prompt),) == (len(system),)):
+        raise ValueError("human, judge, prompt and system must have the same length")
+    keep = np.isfinite(human_a) & np.isfinite(judge_a)
+    prompt_codes = _codes([p for p, k in zip(prompt, keep, strict=True) if k])
+    system_keys = [s for s, k in zip(system, keep, strict=True) if k]
+    labels = tuple(dict.fromkeys(str(s) for s in system_keys))
+    index = {label: i for i, label in enumerate(labels)}
+    return Paired(
+        human=_round_array(human_a[keep]),
+        judge=_round_array(judge_a[keep]),
+        prompt=prompt_codes,
+        system=np.asarray([index[str(s)] for s in system_keys], dtype=np.int64),
+        system_labels=labels,
+    )
+
+
+def _codes(keys: Sequence[Any]) -> IntArray:
+    index: dict[Any, int] = {}
+    return np.asarray([index.setdefault(key, len(index)) for key in keys], dtype=np.int64)
+
+
+# ---------------------------------------------------------------- point estimates
+
+
+def coefficients(x: FloatArray, y: FloatArray) -> dict[str, Stat]:
+    """Pearson, Spearman and Kendall tau-b (scipy), or the reason they are undefined."""
+    reason = _undefined_reason(x, y)
+    if reason:
+        return {name: undefined(reason) for name in COEFFICIENTS}
+    return {
+        "pearson": defined(stats.pearsonr(x, y).statistic),
+        "spearman": defined(stats.spearmanr(x, y).statistic),
+        "kendall": defined(stats.kendalltau(x, y, variant="b").statistic),
+    }
+
+
+def _undefined_reason(x: FloatArray, y: FloatArray) -> str | None:
+    if x.size < MIN_PAIRS:
+        return f"fewer than {MIN_PAIRS} pairs"
+    if np.all(x == x[0]) or np.all(y == y[0]):
+        return "constant input"
+    return None
+
+
+def _group_coefficients(x: FloatArray, y: FloatArray, group: IntArray) -> tuple[IntArray, FloatArray, IntArray]:
+    """Per group: (group ids, coefficients [groups x 3] with NaN where undefined, sizes).
+
+    Groups are padded into (groups x size) blocks and compared pairwise, which equals scipy's
+    tie-corrected definitions (average ranks; tau-b) and avoids one scipy call per group.
+    """
+    groups, inverse, sizes = np.unique(group, return_inverse=True, return_counts=True)
+    result = np.full((groups.size, 3), np.nan)
+    order = np.argsort(inverse, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    # Large groups (e.g. one system's answers) are cheaper through scipy than through pairwise blocks.
+    large = np.flatnonzero(sizes > _PAIRWISE_MAX_GROUP)
+    for g in large:
+        members = order[starts[g] : starts[g + 1]]
+        result[g] = _large_group_coefficients(x[members], y[members])
+    by_size = np.argsort(sizes, kind="stable")
+    by_size = by_size[sizes[by_size] <= _PAIRWISE_MAX_GROUP]
+    position = 0
+    while position < by_size.size:
+        width = int(sizes[by_size[min(by_size.size - 1, position)]])
+        chunk_limit = max(1, _CELLS_PER_CHUNK // max(width * width, 1))
+        chunk = by_size[position : position + chunk_limit]
+        width = int(sizes[chunk].max())
+        xs = np.full((chunk.size, width), np.nan)
+        ys = np.full((chunk.size, width), np.nan)
+        for row, g in enumerate(chunk):
+            members = order[starts[g] : starts[g + 1]]
+            xs[row, : members.size] = x[members]
+            ys[row, : members.size] = y[members]
+        result[chunk] = _padded_coefficients(xs, ys)
+        position += chunk.size
+    return groups.astype(np.int64), result, sizes.astype(np.int64)
+
+
+def _plain_pearson(x: FloatArray, y: FloatArray) -> float:
+    dx = x - x.mean()
+    dy = y - y.mean()
+    denominator = np.sqrt(np.dot(dx, dx) * np.dot(dy, dy))
+    return float(np.clip(np.dot(dx, dy) / denominator, -1.0, 1.0)) if denominator > 0 else math.nan
+
+
+def _large_group_coefficients(x: FloatArray, y: FloatArray) -> list[float]:
+    """Same values as ``coefficients`` without scipy's per-call overhead for Pearson and Spearman."""
+    if _undefined_reason(x, y):
+        return [math.nan] * 3
+    return [
+        _plain_pearson(x, y),
+        _plain_pearson(stats.rankdata(x), stats.rankdata(y)),
+        float(stats.kendalltau(x, y, variant="b").statistic),
+    ]
+
+
+def _padded_pearson(xs: FloatArray, ys: FloatArray, mask: npt.NDArray[np.bool_]) -> FloatArray:
+    count = mask.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.where(mask, xs, 0.0).sum(axis=1) / count
+        my = np.where(mask, ys, 0.0).sum(axis=1) / count
+        dx = np.where(mask, xs - mx[:, None], 0.0)
+        dy = np.where(mask, ys - my[:, None], 0.0)
+        sxx = np.sum(dx * dx, axis=1)
+        syy = np.sum(dy * dy, axis=1)
+        r = np.sum(dx * dy, axis=1) / np.sqrt(sxx * syy)
+    r[~((sxx > 0) & (syy > 0))] = np.nan
+    return np.clip(r, -1.0, 1.0)
+
+
+def _padded_coefficients(xs: FloatArray, ys: FloatArray) -> FloatArray:
+    mask = ~np.isnan(xs) & ~np.isnan(ys)
+    xs = np.where(mask, xs, np.nan)
+    ys = np.where(mask, ys, np.nan)
+    count = mask.sum(axis=1)
+    pair_mask = mask[:, :, None] & mask[:, None, :]
+    diff_x = np.sign(xs[:, :, None] - xs[:, None, :])
+    diff_y = np.sign(ys[:, :, None] - ys[:, None, :])
+    diff_x[~pair_mask] = 0.0
+    diff_y[~pair_mask] = 0.0
+    equal_x = (diff_x == 0) & pair_mask
+    equal_y = (diff_y == 0) & pair_mask
+    # Average rank: values below plus the mean position among equal values (self included).
+    rank_x = np.where(mask, (diff_x > 0).sum(axis=2) + (equal_x.sum(axis=2) + 1) / 2.0, np.nan)
+    rank_y = np.where(mask, (diff_y > 0).sum(axis=2) + (equal_y.sum(axis=2) + 1) / 2.0, np.nan)
+    all_pairs = count * (count - 1) / 2.0
+    ties_x = (equal_x.sum(axis=(1, 2)) - count) / 2.0
+    ties_y = (equal_y.sum(axis=(1, 2)) - count) / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kendall = (np.sum(diff_x * diff_y, axis=(1, 2)) / 2.0) / np.sqrt((all_pairs - ties_x) * (all_pairs - ties_y))
+    out = np.column_stack(
+        [_padded_pearson(xs, ys, mask), _padded_pearson(rank_x, rank_y, mask), np.clip(kendall, -1.0, 1.0)]
+    )
+    invalid = (count < MIN_PAIRS) | (ties_x >= all_pairs) | (ties_y >= all_pairs)
+    out[invalid] = np.nan
+    return out
+
+
+# ---------------------------------------------------------------- weighted (bootstrap) estimates
+
+
+def _prompt_weights(rng: np.random.Generator, n_resamples: int, n_prompts: int) -> FloatArray:
+    draws = rng.integers(0, n_prompts, size=(n_resamples, n_prompts))
+    offsets = (np.arange(n_resamples, dtype=np.int64) * n_prompts)[:, None]
+    flat = np.bincount((draws + offsets).ravel(), minlength=n_resamples * n_prompts)
+    return flat.reshape(n_resamples, n_prompts).astype(np.float64)
+
+
+def _sum_by_class(weights: FloatArray, classes: IntArray, n_classes: int) -> FloatArray:
+    """(rows x classes) total weight of each class; one gather and one segmented sum."""
+    order = np.argsort(classes, kind="stable")
+    present, starts = np.unique(classes[order], return_index=True)
+    out = np.zeros((weights.shape[0], n_classes))
+    out[:, present] = np.add.reduceat(weights[:, order], starts, axis=1)
+    return out
+
+
+def _class_midranks(class_weight: FloatArray) -> FloatArray:
+    """Average rank of each class (last axis) in each weighted resample, centred on the mean rank."""
+    below = np.cumsum(class_weight, axis=-1) - class_weight
+    total = class_weight.sum(axis=-1, keepdims=True)
+    return below + (class_weight + 1.0) / 2.0 - (total + 1.0) / 2.0
+
+
+def _spearman_from_classes(
+    rank_x: FloatArray, rank_y: FloatArray, weight_x: FloatArray, weight_y: FloatArray, cross: FloatArray
+) -> FloatArray:
+    sxx = np.sum(weight_x * rank_x * rank_x, axis=-1)
+    syy = np.sum(weight_y * rank_y * rank_y, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(cross / np.sqrt(sxx * syy), -1.0, 1.0)
+
+
+def _kendall_from_table(table: FloatArray) -> FloatArray:
+    """Kendall tau-b from weighted (x value, y value) contingency tables in the last two axes."""
+    # score = sum over pairs of x classes i < i' of T[i] . sign(j' - j) . T[i']: rows below each row, once
+    # accumulated, meet the y-order signs through one small matrix product.
+    n_y = table.shape[-1]
+    signs = np.sign(np.arange(n_y)[None, :] - np.arange(n_y)[:, None]).astype(np.float64)
+    after_x = np.flip(np.cumsum(np.flip(table, axis=-2), axis=-2), axis=-2) - table
+    score = np.sum((table @ signs) * after_x, axis=(-2, -1))
+    total = table.sum(axis=(-2, -1))
+    row = table.sum(axis=-1)
+    col = table.sum(axis=-2)
+    all_pairs = total * (total - 1.0) / 2.0
+    ties_x = np.sum(row * (row - 1.0), axis=-1) / 2.0
+    ties_y = np.sum(col * (col - 1.0), axis=-1) / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(score / np.sqrt((all_pairs - ties_x) * (all_pairs - ties_y)), -1.0, 1.0)
+
+
+def _materialised_kendall(x: FloatArray, y: FloatArray, weights: FloatArray) -> FloatArray:
+    out = np.full(weights.shape[0], np.nan)
+    for row in range(weights.shape[0]):
+        counts = weights[row].astype(np.int64)
+        xs = np.repeat(x, counts)
+        ys = np.repeat(y, counts)
+        if _undefined_reason(xs, ys) is None:
+            out[row] = stats.kendalltau(xs, ys, variant="b").statistic
+    return out
+
+
+def _weighted_coefficients(
+    x: FloatArray, y: FloatArray, prompt: IntArray, prompt_weights: FloatArray, group: IntArray | None = None
+) -> FloatArray:
+    """(rows x groups x 3) Pearson, Spearman, Kendall within each group for each row of prompt weights; NaN
+    where undefined. Without ``group`` every answer is in one group.
+
+    Everything is aggregated per (prompt, group) first, so a resample costs (prompts x moments) for Pearson and
+    (prompts -> value-pair cells) for the rank statistics, never (resamples x answers): Spearman and Kendall
+    come from the per-resample contingency table of (x value, y value), which holds all that rank statistics
+    need. When the scores take too many distinct values for a table, Spearman gathers per-answer ranks and
+    Kendall falls back to materialised resamples.
+    """
+    group_codes = np.zeros(x.size, dtype=np.int64) if group is None else np.asarray(group, dtype=np.int64)
+    n_groups = int(group_codes.max()) + 1 if x.size else 1
+    n_rows = prompt_weights.shape[0]
+    out = np.full((n_rows, n_groups, 3), np.nan)
+    if x.size == 0:
+        return out
+    used, local = np.unique(prompt, return_inverse=True)
+    weights = prompt_weights[:, used]
+    n_prompts = used.size
+    slot = local * n_groups + group_codes
+    ux, cx = np.unique(x, return_inverse=True)
+    uy, cy = np.unique(y, return_inverse=True)
+    xc = x - x.mean()
+    yc = y - y.mean()
+    moments = np.stack(
+        [
+            np.bincount(slot, weights=column, minlength=n_prompts * n_groups).reshape(n_prompts, n_groups)
+            for column in (np.ones_like(xc), xc, yc, xc * xc, yc * yc, xc * yc)
+        ],
+        axis=-1,
+    )
+    summed = (weights @ moments.reshape(n_prompts, n_groups * 6)).reshape(n_rows, n_groups, 6)
+    total, sx, sy, sxx, syy, sxy = np.moveaxis(summed, -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out[..., 0] = np.clip(
+            (sxy - sx * sy / total) / np.sqrt((sxx - sx * sx / total) * (syy - sy * sy / total)), -1.0, 1.0
+        )
+    n_cells = ux.size * uy.size
+    if n_groups * n_cells <= _MAX_CONTINGENCY_CELLS:
+        cell = (group_codes * ux.size + cx) * uy.size + cy
+        cells = sparse.csr_matrix((np.ones(x.size), (local, cell)), shape=(n_prompts, n_groups * n_cells))
+        chunk = max(1, _CELLS_PER_CHUNK // (n_groups * n_cells))
+        for start in range(0, n_rows, chunk):
+            block = weights[start : start + chunk]
+            table = np.asarray((cells.T @ block.T).T).reshape(block.shape[0], n_groups, ux.size, uy.size)
+            weight_x = table.sum(axis=-1)
+            weight_y = table.sum(axis=-2)
+            rank_x = _class_midranks(weight_x)
+            rank_y = _class_midranks(weight_y)
+            cross = np.sum(rank_x * (table @ rank_y[..., None])[..., 0], axis=-1)
+            rows = out[start : start + chunk]
+            rows[..., 1] = _spearman_from_classes(rank_x, rank_y, weight_x, weight_y, cross)
+            rows[..., 2] = _kendall_from_table(table)
+            constant = (
+                ((weight_x > 0).sum(axis=-1) < 2)
+                | ((weight_y > 0).sum(axis=-1) < 2)
+                | (total[start : start + chunk] < MIN_PAIRS)
+            )
+            rows[constant] = np.nan
+    else:
+        for code in range(n_groups):
+            members = group_codes == code
+            out[:, code, 1:] = _answer_weighted_ranks(x[members], y[members], weights[:, local[members]])
+            constant = (total[:, code] < MIN_PAIRS) | ~np.isfinite(out[:, code, 1])
+            out[constant, code, :] = np.nan
+    return out
+
+
+def _answer_weighted_ranks(x: FloatArray, y: FloatArray, answer_weights: FloatArray) -> FloatArray:
+    """(rows x 2) Spearman and Kendall from per-answer weights, for scores with too many distinct values."""
+    out = np.full((answer_weights.shape[0], 2), np.nan)
+    if x.size == 0:
+        return out
+    ux, cx = np.unique(x, return_inverse=True)
+    uy, cy = np.unique(y, return_inverse=True)
+    chunk = max(1, _CELLS_PER_CHUNK // x.size)
+    for start in range(0, answer_weights.shape[0], chunk):
+        block = answer_weights[start : start + chunk]
+        weight_x = _sum_by_class(block, cx, ux.size)
+        weight_y = _sum_by_class(block, cy, uy.size)
+        rank_x = _class_midranks(weight_x)
+        rank_y = _class_midranks(weight_y)
+        cross = np.einsum("bi,bi,bi->b", block, rank_x[:, cx], rank_y[:, cy])
+        rows = out[start : start + chunk]
+        rows[:, 0] = _spearman_from_classes(rank_x, rank_y, weight_x, weight_y, cross)
+        rows[:, 1] = _materialised_kendall(x, y, block)
+        constant = ((weight_x > 0).sum(axis=1) < 2) | ((weight_y > 0).sum(axis=1) < 2)
+        rows[constant] = np.nan
+    return out
+
+
+def _percentile_intervals(samples: FloatArray, confidence: float = 0.95) -> dict[str, Interval]:
+    result: dict[str, Interval] = {}
+    tail = (1.0 - confidence) / 2.0
+    for column, name in enumerate(COEFFICIENTS):
+        finite = samples[:, column][np.isfinite(samples[:, column])]
+        if finite.size == 0:
+            result[name] = undefined_interval("no bootstrap resample was defined")
+        else:
+            low, high = np.quantile(finite, [tail, 1.0 - tail])
+            result[name] = interval(low, high)
+    return result
+
+
+# ---------------------------------------------------------------- the four levels
+
+
+def _stats_from_row(values: FloatArray, reason: str) -> dict[str, Stat]:
+    return {
+        name: defined(values[i]) if np.isfinite(values[i]) else undefined(reason) for i, name in enumerate(COEFFICIENTS)
+    }
+
+
+def _response_level(paired: Paired, weights: FloatArray) -> dict[str, Any]:
+    return {
+        **coefficients(paired.human, paired.judge),
+        "n": paired.n,
+        "ci95": _percentile_intervals(
+            _weighted_coefficients(paired.human, paired.judge, paired.prompt, weights)[:, 0, :]
+        ),
+    }
+
+
+def _grouped_level(paired: Paired, group: IntArray, weights: FloatArray, *, resample_groups: bool) -> dict[str, Any]:
+    """Correlate within each group, then average the defined groups."""
+    groups, per_group, sizes = _group_coefficients(paired.human, paired.judge, group)
+    usable = np.all(np.isfinite(per_group), axis=1)
+    n_groups = int(usable.sum())
+    skipped = int(groups.size - n_groups)
+    level: dict[str, Any]
+    if n_groups == 0:
+        reason = "no group has at least 3 answers with varying scores" if groups.size else "no answers"
+        level = {name: undefined(reason) for name in COEFFICIENTS}
+        level.update({"n": 0, "ci95": {name: undefined_interval(reason) for name in COEFFICIENTS}})
+    else:
+        level = dict(_stats_from_row(per_group[usable].mean(axis=0), "undefined"))
+        level["n"] = int(sizes[usable].sum())
+        if resample_groups:
+            # Here groups are prompts: drawing prompts is drawing groups.
+            group_weights = weights[:, groups[usable]]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                samples = (group_weights @ per_group[usable]) / group_weights.sum(axis=1)[:, None]
+        else:
+            samples = _per_system_bootstrap(paired, groups[usable], weights)
+        level["ci95"] = _percentile_intervals(samples)
+    level["n_groups"] = n_groups
+    level["groups_skipped"] = skipped
+    return level
+
+
+def _per_system_bootstrap(paired: Paired, systems: IntArray, weights: FloatArray) -> FloatArray:
+    """Mean over systems of within-system coefficients, recomputed on each prompt resample."""
+    code_of_system = np.full(len(paired.system_labels), -1, dtype=np.int64)
+    code_of_system[systems] = np.arange(systems.size)
+    members = np.flatnonzero(code_of_system[paired.system] >= 0)
+    per_system = _weighted_coefficients(
+        paired.human[members],
+        paired.judge[members],
+        paired.prompt[members],
+        weights,
+        code_of_system[paired.system[members]],
+    )
+    # A system undefined in a resample (e.g. all drawn answers tie) is left out of that resample's mean.
+    finite = np.isfinite(per_system)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(finite, per_system, 0.0).sum(axis=1) / finite.sum(axis=1)
+
+
+def _system_means(paired: Paired, prompt_weights: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """(rows x systems) human and judge means under prompt weights, rounded for tie safety."""
+    n_prompts = int(paired.prompt.max()) + 1
+    n_systems = len(paired.system_labels)
+    cell = paired.prompt * n_systems + paired.system
+    indicator = sparse.csr_matrix(
+        (np.ones(paired.n), (cell, np.arange(paired.n))), shape=(n_prompts * n_systems, paired.n)
+    )
+    count = np.asarray(indicator.sum(axis=1)).reshape(n_prompts, n_systems)
+    human = np.asarray(indicator @ paired.human).reshape(n_prompts, n_systems)
+    judge = np.asarray(indicator @ paired.judge).reshape(n_prompts, n_systems)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weighted_count = prompt_weights @ count
+        return _round_array((prompt_weights @ human) / weighted_count), _round_array(
+            (prompt_weights @ judge) / weighted_count
+        )
+
+
+def _rows_coefficients(xs: FloatArray, ys: FloatArray) -> FloatArray:
+    """Coefficients for each row of (rows x items) matrices; a NaN in either drops that item."""
+    chunk = max(1, _CELLS_PER_CHUNK // max(xs.shape[1] ** 2, 1))
+    return np.vstack([_padded_coefficients(xs[i : i + chunk], ys[i : i + chunk]) for i in range(0, xs.shape[0], chunk)])
+
+
+def _system_level(paired: Paired, weights: FloatArray) -> dict[str, Any]:
+    n_prompts = int(paired.prompt.max()) + 1
+    human, judge = _system_means(paired, np.ones((1, n_prompts)))
+    level: dict[str, Any] = {**coefficients(human[0], judge[0]), "n": int(human.shape[1])}
+    boot_human, boot_judge = _system_means(paired, weights)
+    level["ci95"] = _percentile_intervals(_rows_coefficients(boot_human, boot_judge))
+    return level
+
+
+def correlation_levels(paired: Paired, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """The four levels of DESIGN 6.2, each with Pearson, Spearman, Kendall tau-b, n and 95% CIs.
+
+    Grouped levels also give ``n_groups`` (groups averaged) and ``groups_skipped`` (fewer than 3
+    answers, or constant human or judge scores inside the group).
+    """
+    if paired.n == 0:
+        reason = "no answer has both a human and a judge score"
+        empty: dict[str, Any] = {name: undefined(reason) for name in COEFFICIENTS}
+        empty.update({"n": 0, "ci95": {name: undefined_interval(reason) for name in COEFFICIENTS}})
+        return {
+            "response": dict(empty),
+            "per_prompt": {**empty, "n_groups": 0, "groups_skipped": 0},
+            "per_system": {**empty, "n_groups": 0, "groups_skipped": 0},
+            "system": dict(empty),
+        }
+    rng = np.random.default_rng(seed)
+    weights = _prompt_weights(rng, n_resamples, int(paired.prompt.max()) + 1)
+    return {
+        "response": _response_level(paired, weights),
+        "per_prompt": _grouped_level(paired, paired.prompt, weights, resample_groups=True),
+        "per_system": _grouped_level(paired, paired.system, weights, resample_groups=False),
+        "system": _system_level(paired, weights),
+    }
+
+
+def correlation_point_estimates(paired: Paired) -> dict[str, dict[str, Any]]:
+    """The four levels without CIs (for the human ceiling, where CIs are not reported)."""
+    if paired.n == 0:
+        reason = "no shared answers"
+        return {level: {name: undefined(reason) for name in COEFFICIENTS} for level in LEVELS}
+    result: dict[str, dict[str, Any]] = {"response": coefficients(paired.human, paired.judge)}
+    for level, group in (("per_prompt", paired.prompt), ("per_system", paired.system)):
+        _, per_group, _ = _group_coefficients(paired.human, paired.judge, group)
+        usable = np.all(np.isfinite(per_group), axis=1)
+        if usable.any():
+            result[level] = _stats_from_row(per_group[usable].mean(axis=0), "undefined")
+        else:
+            result[level] = {
+                name: undefined("no group has at least 3 answers with varying scores") for name in COEFFICIENTS
+            }
+    human, judge = _system_means(paired, np.ones((1, int(paired.prompt.max()) + 1)))
+    result["system"] = coefficients(human[0], judge[0])
+    return result
+
+
+# ---------------------------------------------------------------- human baselines
+
+
+@dataclass(frozen=True)
+class RaterScores:
+    """Individual non-missing ratings of the answers of one aspect (answer = index into the
+    per-answer arrays the caller also passes to ``paired_scores``)."""
+
+    answer: IntArray
+    rater: IntArray
+    value: FloatArray
+    rater_labels: tuple[str, ...]
+
+
+def _leave_one_out(ratings: RaterScores, n_answers: int) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    count = np.bincount(ratings.answer, minlength=n_answers).astype(np.float64)
+    total = np.bincount(ratings.answer, weights=ratings.value, minlength=n_answers)
+    shared = count[ratings.answer] >= 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        others = (total[ratings.answer] - ratings.value) / (count[ratings.answer] - 1.0)
+    return others, shared
+
+
+def human_ceiling(
+    ratings: RaterScores,
+    prompt: Sequence[Any],
+    system: Sequence[Any],
+) -> dict[str, Any]:
+    """Each rater against the mean of the other raters on the same answers, at the four levels,
+    averaged over raters (the best a judge compared with one human's peers can expect)."""
+    n_answers = len(prompt)
+    others, shared = _leave_one_out(ratings, n_answers)
+    prompt_a = np.asarray(list(prompt), dtype=object)
+    system_a = np.asarray(list(system), dtype=object)
+    per_rater: list[dict[str, dict[str, Any]]] = []
+    for rater in np.unique(ratings.rater):
+        rows = np.flatnonzero((ratings.rater == rater) & shared)
+        if rows.size == 0:
+            continue
+        answers = ratings.answer[rows]
+        paired = paired_scores(ratings.value[rows], others[rows], list(prompt_a[answers]), list(system_a[answers]))
+        per_rater.append(correlation_point_estimates(paired))
+    result: dict[str, Any] = {"n_raters": len(per_rater)}
+    for level in LEVELS:
+        result[level] = {}
+        for name in COEFFICIENTS:
+            values = [row[level][name]["value"] for row in per_rater if row[level][name]["value"] is not None]
+            result[level][name] = (
+                defined(float(np.mean(values))) if values else undefined("no rater shares enough answers with others")
+            )
+    return result
+
+
+def alternative_annotator_test(ratings: RaterScores, judge: Sequence[float] | FloatArray) -> dict[str, Any]:
+    """The judge replaces one rater in turn: on that rater's answers, compare Pearson(judge, mean
+    of the remaining raters) with Pearson(replaced rater, same mean). Reports how often the judge
+    is at least as close."""
+    judge_a = np.asarray(judge, dtype=np.float64)
+    others, shared = _leave_one_out(ratings, judge_a.size)
+    rows_out: list[dict[str, Any]] = []
+    for rater in np.unique(ratings.rater):
+        rows = np.flatnonzero((ratings.rater == rater) & shared)
+        rows = rows[np.isfinite(judge_a[ratings.answer[rows]])]
+        if rows.size == 0:
+            continue
+        peers = _round_array(others[rows])
+        human_stat = coefficients(_round_array(ratings.value[rows]), peers)["pearson"]
+        judge_stat = coefficients(_round_array(judge_a[ratings.answer[rows]]), peers)["pearson"]
+        wins: bool | None = None
+        if human_stat["value"] is not None and judge_stat["value"] is not None:
+            wins = judge_stat["value"] >= human_stat["value"]
+        rows_out.append(
+            {
+                "rater": ratings.rater_labels[int(rater)],
+                "n": int(rows.size),
+                "human": human_stat,
+                "judge": judge_stat,
+                "judge_at_least_as_good": wins,
+            }
+        )
+    compared = [row for row in rows_out if row["judge_at_least_as_good"] is not None]
+    wins_count = sum(1 for row in compared if row["judge_at_least_as_good"])
+    return {
+        "raters_compared": len(compared),
+        "judge_at_least_as_good": wins_count,
+        "winning_rate": defined(wins_count / len(compared))
+        if compared
+        else undefined("no rater shares answers with others"),
+        "per_rater": rows_out,
+    }
+
+
+# ---------------------------------------------------------------- tables and bias
+
+
+def competition_ranks(values: Sequence[float]) -> list[int]:
+    """1 = highest; equal values (after rounding to 12 significant digits) share the best rank."""
+    rounded = [round_significant(float(v)) for v in values]
+    return [1 + sum(1 for other in rounded if other > value) for value in rounded]
+
+
+def per_system_table(paired: Paired) -> list[dict[str, Any]]:
+    """Human mean and judge mean per system (answers with both scores) and their ranks."""
+    rows: list[dict[str, Any]] = []
+    for code, label in enumerate(paired.system_labels):
+        members = paired.system == code
+        rows.append(
+            {
+                "system": label,
+                "n": int(members.sum()),
+                "human_mean": round_significant(float(paired.human[members].mean())),
+                "judge_mean": round_significant(float(paired.judge[members].mean())),
+            }
+        )
+    human_ranks = competition_ranks([row["human_mean"] for row in rows])
+    judge_ranks = competition_ranks([row["judge_mean"] for row in rows])
+    for row, human_rank, judge_rank in zip(rows, human_ranks, judge_ranks, strict=True):
+        row["human_rank"] = human_rank
+        row["judge_rank"] = judge_rank
+    return rows
+
+
+def confusion_matrix(paired: Paired, scale_min: float, scale_max: float) -> dict[str, Any]:
+    """Rows: human mean rounded half up; columns: judge score rounded half up; integer scales only."""
+    if not (float(scale_min).is_integer() and float(scale_max).is_integer()) or scale_max <= scale_min:
+        return {"labels": None, "matrix": None, "undefined": "not an integer scale"}
+    if paired.n == 0:
+        return {"labels": None, "matrix": None, "undefined": "no answer has both scores"}
+    low, high = int(scale_min), int(scale_max)
+    human = np.floor(paired.human + 0.5).astype(np.int64)
+    judge = np.floor(paired.judge + 0.5).astype(np.int64)
+    if judge.min() < low or judge.max() > high:
+        return {"labels": None, "matrix": None, "undefined": "judge scores lie outside the aspect's scale"}
+    human = np.clip(human, low, high)
+    size = high - low + 1
+    matrix = np.bincount((human - low) * size + (judge - low), minlength=size * size).reshape(size, size)
+    return {"labels": list(range(low, high + 1)), "matrix": matrix.tolist(), "undefined": None}
+
+
+def length_bias(lengths: Sequence[float] | FloatArray, human: FloatArray, judge: FloatArray) -> dict[str, Stat]:
+    """Spearman(answer length, judge score) next to Spearman(answer length, human score)."""
+    length_a = np.asarray(lengths, dtype=np.float64)
+    judge_stat = coefficients(length_a, judge)["spearman"]
+    human_stat = coefficients(length_a, human)["spearman"]
+    if judge_stat["value"] is None or human_stat["value"] is None:
+        difference = undefined(judge_stat["undefined"] or human_stat["undefined"] or "undefined")
+    else:
+        difference = defined(judge_stat["value"] - human_stat["value"])
+    return {"judge": judge_stat, "human": human_stat, "difference": difference}
+
+
+def position_consistency(consistent: Sequence[bool] | None) -> dict[str, Any]:
+    """Share of pairwise comparisons whose verdict survives swapping the two answers."""
+    if consistent is None:
+        return {"rate": undefined("not a pairwise judge"), "n": 0}
+    flags = list(consistent)
+    if not flags:
+        return {"rate": undefined("no pairwise comparison judged in both orders"), "n": 0}
+    return {"rate": defined(sum(1 for flag in flags if flag) / len(flags)), "n": len(flags)}
+
+
+_FAMILY_ALIASES = {"chatgpt": "gpt", "o1": "gpt", "o3": "gpt", "o4": "gpt", "meta": "llama", "codellama": "llama"}
+
+
+def model_family(model: str | None) -> str | None:
+    """Family of a model string: 'openai/gpt-4o-mini' -> 'gpt', 'meta-llama/Llama-2-7b' -> 'llama'."""
+    if not model:
+        return None
+    name = model.strip().split("/")[-1].lower()
+    word = ""
+    for char in name:
+        if char.isalpha():
+            word += char
+        elif word:
+            break
+    if not word:
+        return None
+    return _FAMILY_ALIASES.get(word, word)
+
+
+def self_preference(paired: Paired, judge_model: str | None, system_models: dict[str, str]) -> dict[str, Any]:
+    """Mean (z judge - z human) on systems of the judge's family minus the same on other systems.
+
+    Positive values mean the judge favours its own family more than the humans do. Scores are
+    standardised over all answers so that judge and human scales are comparable.
+    """
+    family = model_family(judge_model)
+    base: dict[str, Any] = {"family": family, "systems": []}
+    if family is None:
+        return {**base, "value": undefined("the judge's model is unknown")}
+    own = [label for label in paired.system_labels if model_family(system_models.get(label)) == family]
+    base["systems"] = own
+    if not own:
+        return {**base, "value": undefined(f"no system of the judge's family ({family})")}
+    if len(own) == len(paired.system_labels):
+        return {**base, "value": undefined("every system is of the judge's family")}
+    human_sd = paired.human.std()
+    judge_sd = paired.judge.std()
+    if human_sd == 0 or judge_sd == 0:
+        return {**base, "value": undefined("constant input")}
+    gap = (paired.judge - paired.judge.mean()) / judge_sd - (paired.human - paired.human.mean()) / human_sd
+    own_codes = [paired.system_labels.index(label) for label in own]
+    is_own = np.isin(paired.system, own_codes)
+    return {**base, "value": defined(float(gap[is_own].mean() - gap[~is_own].mean()))}
+
+
+def finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,543 @@
+"""One function per statistics report, used identically by the CLI, the API and the dashboard.
+
+``agreement_report`` and ``correlation_report`` produce the stable JSON documented in the README
+(``agreement N --json`` and ``correlate --dataset N --judge J --json``). Results are cached in the
+Django cache under a key that includes ``stats_version``, so any change to ratings, judge scores,
+judges or aspects makes the next request recompute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any, TypeVar
+
+import numpy as np
+from django.core.cache import cache
+from django.db import transaction
+from threadpoolctl import threadpool_limits
+
+from annotations.models import Dataset
+from annotations.stats.agreement import OUTLIER_RULE as RATER_OUTLIER_RULE
+from annotations.stats.agreement import Ratings, agreement_summary, rater_statistics
+from annotations.stats.results import defined
+from judging.models import Judge, JudgeKind, JudgeScore
+from judging.stats.calibration import AspectScale, apply_mate, fit_mate
+from judging.stats.correlation import (
+    Paired,
+    RaterScores,
+    alternative_annotator_test,
+    confusion_matrix,
+    correlation_levels,
+    human_ceiling,
+    length_bias,
+    paired_scores,
+    per_system_table,
+    position_consistency,
+    self_preference,
+)
+from judging.stats_selectors import (
+    Answers,
+    AspectInfo,
+    RatingRows,
+    answer_details,
+    judge_by_name,
+    judge_scores,
+    stats_answers,
+    stats_aspects,
+    stats_ratings,
+    stats_version,
+    system_models,
+)
+
+# Bump when a statistic's definition changes so cached reports are not reused.
+STATS_CODE_VERSION = "1"
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+CACHE_SECONDS = 24 * 3600
+DISAGREEMENT_ROWS = 20
+HISTOGRAM_MAX_BARS = 20
+EXCERPT_CHARS = 400
+
+T = TypeVar("T")
+
+
+def single_threaded_blas(function: Callable[..., T]) -> Callable[..., T]:
+    """The statistics multiply many small matrices; on a shared 2-core machine OpenBLAS threads spin and make
+    them 2-3x slower than one thread, so each report runs with a single BLAS thread."""
+
+    @wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
+class JudgeNotFound(LookupError):
+    pass
+
+
+class CalibrationError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class DatasetData:
+    aspects: list[AspectInfo]
+    answers: Answers
+    ratings: RatingRows
+
+
+def load_dataset_data(dataset: Dataset) -> DatasetData:
+    answers = stats_answers(dataset)
+    return DatasetData(aspects=stats_aspects(dataset), answers=answers, ratings=stats_ratings(dataset, answers))
+
+
+# The last few datasets' arrays, keyed by (dataset, data version): one page computes several reports from the
+# same ratings, and this keeps it to one round of queries. Entries of an old version are never read again.
+_DATA_MEMO: dict[tuple[int, str], DatasetData] = {}
+_DATA_MEMO_SIZE = 4
+_DATA_MEMO_LOCK = threading.Lock()
+
+
+def _dataset_data(dataset: Dataset, version: str) -> DatasetData:
+    key = (dataset.pk, version)
+    with _DATA_MEMO_LOCK:
+        found = _DATA_MEMO.get(key)
+    if found is not None:
+        return found
+    data = load_dataset_data(dataset)
+    with _DATA_MEMO_LOCK:
+        _DATA_MEMO[key] = data
+        while len(_DATA_MEMO) > _DATA_MEMO_SIZE:
+            _DATA_MEMO.pop(next(iter(_DATA_MEMO)))
+    return data
+
+
+def _cached(dataset: Dataset, parts: Sequence[Any], compute: Callable[[DatasetData], T]) -> T:
+    version = stats_version(dataset)
+    raw = json.dumps([STATS_CODE_VERSION, dataset.pk, version, *parts], ensure_ascii=True)
+    key = "evalsite:stats:" + hashlib.sha256(raw.encode()).hexdigest()
+    found = cache.get(key)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    value = compute(_dataset_data(dataset, version))
+    cache.set(key, value, CACHE_SECONDS)
+    return value
+
+
+def _aspect_rows(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray | None = None) -> np.ndarray:
+    rows = data.ratings.aspect_id == aspect.id
+    if answer_mask is not None:
+        rows &= answer_mask[data.ratings.answer]
+    return np.flatnonzero(rows)
+
+
+def aspect_ratings(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray | None = None) -> Ratings:
+    """The aspect's non-missing ratings as pure-statistics input (unit = answer row)."""
+    rows = _aspect_rows(data, aspect, answer_mask)
+    rater_ids, rater_codes = np.unique(data.ratings.rater_id[rows], return_inverse=True)
+    return Ratings(
+        unit=data.ratings.answer[rows],
+        rater=rater_codes.astype(np.int64),
+        value=data.ratings.value[rows],
+        n_units=int(data.answers.response_ids.size),
+        rater_labels=tuple(data.ratings.rater_pseudonyms.get(int(r), str(r)) for r in rater_ids),
+        raters_consistent=not any(int(r) in data.ratings.positional_raters for r in rater_ids),
+    )
+
+
+def human_means(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
+    """Mean of the non-missing ratings of each answer row (NaN when it has none)."""
+    rows = _aspect_rows(data, aspect)
+    size = data.answers.response_ids.size
+    count = np.bincount(data.ratings.answer[rows], minlength=size).astype(np.float64)
+    total = np.bincount(data.ratings.answer[rows], weights=data.ratings.value[rows], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / count
+
+
+# ---------------------------------------------------------------- agreement
+
+
+@single_threaded_blas
+def compute_agreement_report(
+    dataset: Dataset,
+    data: DatasetData | None = None,
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    data = data or load_dataset_data(dataset)
+    return {
+        "dataset": dataset.name,
+        "aspects": {
+            aspect.name: agreement_summary(
+                aspect_ratings(data, aspect), aspect.level, n_resamples=n_resamples, seed=seed
+            )
+            for aspect in data.aspects
+        },
+    }
+
+
+def agreement_report(dataset: Dataset) -> dict[str, Any]:
+    """``agreement N --json``: {"dataset": N, "aspects": {A: {...}}} (see README)."""
+    return _cached(dataset, ["agreement"], lambda data: compute_agreement_report(dataset, data))
+
+
+def _histogram(values: np.ndarray, aspect: AspectInfo) -> list[dict[str, Any]]:
+    if values.size == 0:
+        return []
+    distinct, counts = np.unique(values, return_counts=True)
+    if distinct.size <= HISTOGRAM_MAX_BARS:
+        return [{"label": _format_value(v), "count": int(c)} for v, c in zip(distinct, counts, strict=True)]
+    counts_binned, edges = np.histogram(values, bins=HISTOGRAM_MAX_BARS, range=(aspect.min_value, aspect.max_value))
+    return [
+        {"label": f"{_format_value(edges[i])}–{_format_value(edges[i + 1])}", "count": int(counts_binned[i])}
+        for i in range(counts_binned.size)
+    ]
+
+
+def _format_value(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
+
+
+def _system_mask(data: DatasetData, system_key: str | None) -> np.ndarray | None:
+    if not system_key:
+        return None
+    return np.asarray([key == system_key for key in data.answers.system_keys], dtype=bool)
+
+
+def _excerpt(text: str | None) -> str:
+    text = text or ""
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "…"
+
+
+def _disagreements(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray | None) -> list[dict[str, Any]]:
+    """Answers whose ratings spread most (range, then standard deviation), with every rating side by side."""
+    rows = _aspect_rows(data, aspect, answer_mask)
+    if rows.size == 0:
+        return []
+    answers = data.ratings.answer[rows]
+    values = data.ratings.value[rows]
+    size = data.answers.response_ids.size
+    count = np.bincount(answers, minlength=size)
+    total = np.bincount(answers, weights=values, minlength=size)
+    square = np.bincount(answers, weights=values * values, minlength=size)
+    highest = np.full(size, -np.inf)
+    lowest = np.full(size, np.inf)
+    np.maximum.at(highest, answers, values)
+    np.minimum.at(lowest, answers, values)
+    candidates = np.flatnonzero(count >= 2)
+    if candidates.size == 0:
+        return []
+    mean = total[candidates] / count[candidates]
+    spread = np.sqrt(np.maximum(square[candidates] / count[candidates] - mean * mean, 0.0))
+    value_range = highest[candidates] - lowest[candidates]
+    order = np.lexsort((candidates, -np.round(spread, 12), -value_range))[:DISAGREEMENT_ROWS]
+    chosen = candidates[order]
+    response_ids = [int(data.answers.response_ids[row]) for row in chosen]
+    details = answer_details(response_ids)
+    result = []
+    for rank, row in enumerate(chosen):
+        members = rows[answers == row]
+        detail = details.get(int(data.answers.response_ids[row]), {})
+        result.append(
+            {
+                "response_id": int(data.answers.response_ids[row]),
+                "item": detail.get("item", ""),
+                "turn": int(detail.get("turn", 0)) + 1,
+                "system": data.answers.system_keys[row],
+                "mean": float(mean[order[rank]]),
+                "sd": float(spread[order[rank]]),
+                "range": float(value_range[order[rank]]),
+                "ratings": [
+                    {
+                        "rater": data.ratings.rater_pseudonyms.get(int(data.ratings.rater_id[m]), ""),
+                        "value": float(data.ratings.value[m]),
+                    }
+                    for m in members
+                ],
+                "prompt": _excerpt(detail.get("prompt")),
+                "answer": _excerpt(detail.get("text")),
+            }
+        )
+    return result
+
+
+@single_threaded_blas
+def compute_dataset_details(
+    dataset: Dataset, aspect_name: str | None, system_key: str | None, data: DatasetData | None = None
+) -> dict[str, Any]:
+    data = data or load_dataset_data(dataset)
+    mask = _system_mask(data, system_key)
+    aspect = _pick_aspect(data.aspects, aspect_name)
+    distributions = []
+    for info in data.aspects:
+        rows = _aspect_rows(data, info, mask)
+        distributions.append(
+            {
+                "aspect": info.name,
+                "label": info.label or info.name,
+                "n": int(rows.size),
+                "bars": _histogram(data.ratings.value[rows], info),
+            }
+        )
+    return {
+        "aspect": aspect.name if aspect else None,
+        "system": system_key or None,
+        "systems": sorted(set(data.answers.system_keys)),
+        "distributions": distributions,
+        "raters": rater_statistics(aspect_ratings(data, aspect, mask)) if aspect else [],
+        "raters_positional": bool(aspect and not aspect_ratings(data, aspect).raters_consistent),
+        "outlier_rule": RATER_OUTLIER_RULE,
+        "disagreements": _disagreements(data, aspect, mask) if aspect else [],
+    }
+
+
+def dataset_details(dataset: Dataset, aspect_name: str | None = None, system_key: str | None = None) -> dict[str, Any]:
+    """Distributions (per aspect), per-rater table and most-disagreed answers for the dataset page."""
+    return _cached(
+        dataset,
+        ["details", aspect_name or "", system_key or ""],
+        lambda data: compute_dataset_details(dataset, aspect_name, system_key, data),
+    )
+
+
+def _pick_aspect(aspects: list[AspectInfo], name: str | None) -> AspectInfo | None:
+    for aspect in aspects:
+        if aspect.name == name:
+            return aspect
+    return aspects[0] if aspects else None
+
+
+# ---------------------------------------------------------------- judge versus humans
+
+
+def _paired_for(data: DatasetData, human: np.ndarray, judge: np.ndarray, mask: np.ndarray | None = None) -> Paired:
+    keep = np.isfinite(human) & np.isfinite(judge)
+    if mask is not None:
+        keep &= mask
+    rows = np.flatnonzero(keep)
+    return paired_scores(
+        human[rows], judge[rows], list(data.answers.turn_ids[rows]), [data.answers.system_keys[r] for r in rows]
+    )
+
+
+@single_threaded_blas
+def compute_correlation_report(
+    dataset: Dataset,
+    judge: Judge,
+    data: DatasetData | None = None,
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    data = data or load_dataset_data(dataset)
+    scores = judge_scores(judge, data.answers)
+    aspects = {}
+    for aspect in data.aspects:
+        if aspect.name not in scores:
+            continue
+        paired = _paired_for(data, human_means(data, aspect), scores[aspect.name])
+        aspects[aspect.name] = correlation_levels(paired, n_resamples=n_resamples, seed=seed)
+    return {"dataset": dataset.name, "judge": judge.name, "aspects": aspects}
+
+
+def _judge_or_raise(dataset: Dataset, judge_name: str) -> Judge:
+    judge = judge_by_name(dataset, judge_name)
+    if judge is None:
+        raise JudgeNotFound(f"dataset {dataset.name!r} has no judge named {judge_name!r}")
+    return judge
+
+
+def correlation_report(dataset: Dataset, judge_name: str) -> dict[str, Any]:
+    """``correlate --dataset N --judge J --json``: {"dataset", "judge", "aspects": {A: {level: {...}}}}."""
+    judge = _judge_or_raise(dataset, judge_name)
+    return _cached(dataset, ["correlation", judge.pk], lambda data: compute_correlation_report(dataset, judge, data))
+
+
+def _position_consistency(judge: Judge) -> dict[str, Any]:
+    """From the pairwise run's recorded rate, or Judge.params {"position_consistency": {"consistent": k, "n": n}}
+    for imported pairwise results; anything else is not a pairwise judge."""
+    run = getattr(judge, "run", None)  # the reverse one-to-one raises an AttributeError subclass when absent
+    rate = getattr(run, "position_consistency", None)
+    if isinstance(rate, float) and 0.0 <= rate <= 1.0:
+        return {"rate": defined(rate), "n": None}
+    record = (judge.params or {}).get("position_consistency")
+    if isinstance(record, dict):
+        consistent, total = record.get("consistent"), record.get("n")
+        if isinstance(consistent, int) and isinstance(total, int) and 0 <= consistent <= total:
+            return position_consistency([True] * consistent + [False] * (total - consistent))
+    return position_consistency(None)
+
+
+def _judge_model(judge: Judge) -> str | None:
+    """The judging model: a run's config snapshot, else Judge.params["model"] (imported or derived judges)."""
+    run = getattr(judge, "run", None)
+    snapshot = getattr(run, "config_snapshot", None)
+    if isinstance(snapshot, dict) and isinstance(snapshot.get("model"), str):
+        return str(snapshot["model"])
+    model = (judge.params or {}).get("model")
+    return model if isinstance(model, str) else None
+
+
+@single_threaded_blas
+def compute_judge_details(
+    dataset: Dataset, judge: Judge, aspect_name: str | None, system_key: str | None, data: DatasetData | None = None
+) -> dict[str, Any]:
+    data = data or load_dataset_data(dataset)
+    scores = judge_scores(judge, data.answers)
+    shared = [aspect for aspect in data.aspects if aspect.name in scores]
+    result: dict[str, Any] = {
+        "judge": judge.name,
+        "kind": judge.kind,
+        "aspects": [aspect.name for aspect in shared],
+        "unmatched_aspects": sorted(set(scores) - {aspect.name for aspect in data.aspects}),
+        "systems": sorted(set(data.answers.system_keys)),
+        "system": system_key or None,
+    }
+    aspect = _pick_aspect(shared, aspect_name)
+    result["aspect"] = aspect.name if aspect else None
+    if aspect is None:
+        return result
+    judge_values = scores[aspect.name]
+    human = human_means(data, aspect)
+    paired = _paired_for(data, human, judge_values)
+    mask = _system_mask(data, system_key)
+    shown = _paired_for(data, human, judge_values, mask)
+    judged = np.isfinite(judge_values)
+    rows = _aspect_rows(data, aspect, judged)
+    rater_ids, rater_codes = np.unique(data.ratings.rater_id[rows], return_inverse=True)
+    rater_scores = RaterScores(
+        answer=data.ratings.answer[rows],
+        rater=rater_codes.astype(np.int64),
+        value=data.ratings.value[rows],
+        rater_labels=tuple(data.ratings.rater_pseudonyms.get(int(r), str(r)) for r in rater_ids),
+    )
+    keep = np.isfinite(human) & judged
+    lengths = data.answers.lengths[np.flatnonzero(keep)].astype(np.float64)
+    result.update(
+        {
+            "scale": {"min": aspect.min_value, "max": aspect.max_value},
+            # Only the shown aspect, from the same inputs and function as correlation_report's entry for it.
+            "levels": correlation_levels(paired, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED),
+            "ceiling": human_ceiling(rater_scores, list(data.answers.turn_ids), list(data.answers.system_keys)),
+            "alternative_annotator": alternative_annotator_test(rater_scores, judge_values),
+            "scatter": [
+                {"human": float(h), "judge": float(j), "system": shown.system_labels[s]}
+                for h, j, s in zip(shown.human, shown.judge, shown.system, strict=True)
+            ],
+            "confusion": confusion_matrix(shown, aspect.min_value, aspect.max_value),
+            "per_system": per_system_table(paired),
+            "bias": {
+                "length": length_bias(lengths, paired.human, paired.judge),
+                "position_consistency": _position_consistency(judge),
+                "self_preference": self_preference(paired, _judge_model(judge), system_models(dataset)),
+            },
+        }
+    )
+    return result
+
+
+def judge_details(
+    dataset: Dataset, judge_name: str, aspect_name: str | None = None, system_key: str | None = None
+) -> dict[str, Any]:
+    """Everything the judges page shows for one judge and aspect."""
+    judge = _judge_or_raise(dataset, judge_name)
+    return _cached(
+        dataset,
+        ["judge", judge.pk, aspect_name or "", system_key or ""],
+        lambda data: compute_judge_details(dataset, judge, aspect_name, system_key, data),
+    )
+
+
+# ---------------------------------------------------------------- calibration (a write: a derived judge)
+
+
+def _scale(aspect: AspectInfo) -> AspectScale:
+    return AspectScale(aspect.name, aspect.min_value, aspect.max_value, aspect.ideal)
+
+
+@single_threaded_blas
+def judge_calibrate(
+    *,
+    dataset: Dataset,
+    judge_name: str,
+    target: str,
+    inputs: Sequence[str],
+    name: str | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Fit LLM-MATE weights on the humans' per-aspect means and save the judge's calibrated scores
+    for ``target`` as a derived judge (created, or replaced if a derived judge of that name exists)."""
+    judge = _judge_or_raise(dataset, judge_name)
+    data = load_dataset_data(dataset)
+    by_name = {aspect.name: aspect for aspect in data.aspects}
+    unknown = [aspect for aspect in [target, *inputs] if aspect not in by_name]
+    if unknown:
+        raise CalibrationError(f"unknown aspect(s): {', '.join(unknown)}")
+    if not inputs or target in inputs or len(set(inputs)) != len(inputs):
+        raise CalibrationError("choose one or more distinct input aspects, different from the target")
+    scores = judge_scores(judge, data.answers)
+    missing = [aspect for aspect in inputs if aspect not in scores]
+    if missing:
+        raise CalibrationError(f"judge {judge.name!r} has no scores for: {', '.join(missing)}")
+    input_scales = [_scale(by_name[aspect]) for aspect in inputs]
+    target_scale = _scale(by_name[target])
+    fit = fit_mate(
+        {aspect: human_means(data, by_name[aspect]) for aspect in inputs},
+        human_means(data, by_name[target]),
+        input_scales=input_scales,
+        target_scale=target_scale,
+        seed=seed,
+    )
+    if fit["undefined"]:
+        raise CalibrationError(fit["undefined"])
+    derived_values = apply_mate(
+        fit["weights"],
+        {aspect: scores[aspect] for aspect in inputs},
+        input_scales=input_scales,
+        target_scale=target_scale,
+    )
+    derived_name = name or f"{judge.name} MATE {target}"
+    params = {
+        "source_judge": judge.name,
+        "method": "llm-mate",
+        "target": target,
+        "inputs": list(inputs),
+        "weights": fit["weights"],
+        "heldout_pearson": fit["heldout_pearson"],
+        "n_train": fit["n_train"],
+        "n_test": fit["n_test"],
+        "seed": seed,
+    }
+    with transaction.atomic():
+        derived, created = Judge.objects.select_for_update().get_or_create(
+            dataset=dataset, name=derived_name, defaults={"kind": JudgeKind.DERIVED, "params": params}
+        )
+        if not created:
+            if derived.kind != JudgeKind.DERIVED:
+                raise CalibrationError(f"a {derived.kind} judge is already named {derived_name!r}")
+            derived.params = params
+            derived.save(update_fields=["params"])
+            JudgeScore.objects.filter(judge=derived).delete()
+        rows = np.flatnonzero(np.isfinite(derived_values))
+        JudgeScore.objects.bulk_create(
+            [
+                JudgeScore(
+                    judge=derived,
+                    response_id=int(data.answers.response_ids[row]),
+                    aspect_name=target,
+                    value=float(derived_values[row]),
+                )
+                for row in rows
+            ],
+            batch_size=5000,
+        )
+    return {"judge": derived_name, "created": created, "n_scores": int(rows.size), **fit}

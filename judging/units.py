@@ -1,0 +1,115 @@
+"""Turning judgments (or planned units) into the pure UnitContext the methods work on.
+
+Everything is loaded in a handful of bulk queries per batch: answers, their turns and items, the
+earlier turns of each conversation (for `{question}`), and the dataset's aspects.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from annotations.models import Aspect, Response, Turn
+from judging.methods import AspectInfo, UnitContext
+
+
+@dataclass(frozen=True)
+class UnitKey:
+    judgment_id: int
+    response_id: int
+    other_response_id: int | None
+    aspect_name: str
+    sample: int
+    pair_order: int
+
+
+def aspect_infos(dataset_id: int) -> dict[str, AspectInfo]:
+    return {
+        a.name: AspectInfo(
+            name=a.name,
+            label=a.label,
+            description=a.description,
+            min_value=a.min_value,
+            max_value=a.max_value,
+            labels={str(k): str(v) for k, v in (a.labels or {}).items()},
+        )
+        for a in Aspect.objects.filter(dataset_id=dataset_id).order_by("position", "id")
+    }
+
+
+def context_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return "\n\n".join(str(v) for v in value if v is not None)
+    return str(value)
+
+
+def build_contexts(
+    keys: Iterable[UnitKey], *, cfg: dict[str, Any], aspects: dict[str, AspectInfo]
+) -> dict[int, UnitContext]:
+    keys = list(keys)
+    response_ids = {k.response_id for k in keys} | {k.other_response_id for k in keys if k.other_response_id}
+    responses = {
+        r.id: r
+        for r in Response.objects.filter(id__in=response_ids)
+        .select_related("turn", "turn__item")
+        .only(
+            "id",
+            "text",
+            "system_id",
+            "turn__id",
+            "turn__index",
+            "turn__prompt",
+            "turn__reference",
+            "turn__context",
+            "turn__item__id",
+        )
+    }
+    # Earlier turns of multi-turn conversations: the question shows the same system's earlier answers.
+    later = {r.turn.item_id for r in responses.values() if r.turn.index > 0}
+    history: dict[int, list[Turn]] = defaultdict(list)
+    earlier_answers: dict[tuple[int, int], str] = {}
+    if later:
+        for turn in Turn.objects.filter(item_id__in=later).order_by("item_id", "index"):
+            history[turn.item_id].append(turn)
+        for turn_id, system_id, text in Response.objects.filter(turn__item_id__in=later).values_list(
+            "turn_id", "system_id", "text"
+        ):
+            earlier_answers[(turn_id, system_id)] = text
+
+    def question_for(response: Response) -> str:
+        turn = response.turn
+        if turn.index == 0:
+            return turn.prompt
+        parts = []
+        for earlier in history[turn.item_id]:
+            if earlier.index >= turn.index:
+                break
+            parts.append(f"User: {earlier.prompt}")
+            answer = earlier_answers.get((earlier.id, response.system_id))
+            if answer is not None:
+                parts.append(f"Assistant: {answer}")
+        parts.append(f"User: {turn.prompt}")
+        return "\n\n".join(parts)
+
+    contexts = {}
+    for key in keys:
+        response = responses[key.response_id]
+        other = responses.get(key.other_response_id) if key.other_response_id else None
+        aspect = aspects.get(key.aspect_name) or AspectInfo(name=key.aspect_name)
+        contexts[key.judgment_id] = UnitContext(
+            judgment_id=key.judgment_id,
+            cfg=cfg,
+            aspect=aspect,
+            question=question_for(response),
+            answer=response.text,
+            reference=response.turn.reference,
+            context=context_text(response.turn.context),
+            other_answer=other.text if other is not None else None,
+            pair_order=key.pair_order,
+            sample=key.sample,
+        )
+    return contexts
