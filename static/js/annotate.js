@@ -1,0 +1,163 @@
+// Keyboard-first rating on the task page. Lives in a file because the CSP forbids inline script.
+// The server re-validates everything; this only makes the form fast to fill without a mouse.
+(() => {
+  "use strict";
+
+  const form = () => document.querySelector("form[data-task-form]");
+  const controls = () => Array.from(document.querySelectorAll("form[data-task-form] [data-aspect-control]"));
+  const isControl = (el) => el instanceof HTMLElement && el.hasAttribute("data-aspect-control");
+
+  function focusControl(el) {
+    if (!el) return false;
+    el.focus();
+    return true;
+  }
+
+  function controlAt(row, col) {
+    return document.querySelector(`form[data-task-form] [data-aspect-control][data-row="${row}"][data-col="${col}"]`);
+  }
+
+  // After the last score, keyboard users continue with the preference, then the reason.
+  function afterLastControl() {
+    const checked = document.querySelector("form[data-task-form] input[data-preference]:checked");
+    const firstChoice = document.querySelector("form[data-task-form] input[data-preference]");
+    return checked || firstChoice || document.getElementById("rationale");
+  }
+
+  function moveLinear(el, step) {
+    const all = controls();
+    const index = all.indexOf(el);
+    const next = all[index + step];
+    if (next) return focusControl(next);
+    if (step > 0) return focusControl(afterLastControl());
+    return false;
+  }
+
+  function moveAcross(el, step) {
+    const row = Number(el.dataset.row) + step;
+    return focusControl(controlAt(row, el.dataset.col));
+  }
+
+  function isEmpty(el) {
+    return !el.value || !el.value.trim();
+  }
+
+  function firstMissing(theForm) {
+    const emptyControl = controls().find(isEmpty);
+    if (emptyControl) return emptyControl;
+    const preference = theForm.querySelector("fieldset.preference[data-required]");
+    if (preference && !preference.querySelector("input[data-preference]:checked")) {
+      return preference.querySelector("input[data-preference]");
+    }
+    const rationale = theForm.querySelector("textarea[data-required]");
+    if (rationale && isEmpty(rationale)) return rationale;
+    return null;
+  }
+
+  function submitIfComplete(theForm) {
+    const missing = firstMissing(theForm);
+    if (!missing) {
+      theForm.requestSubmit();
+      return;
+    }
+    const hint = document.getElementById("incomplete-hint");
+    if (hint) hint.textContent = hint.dataset.message || "";
+    missing.focus();
+  }
+
+  function setByKey(select, key) {
+    const option = Array.from(select.options).find((o) => o.dataset.key === key);
+    if (!option) return false;
+    select.value = option.value;
+    select.dispatchEvent(new Event("change", { bubbles: true }));
+    return true;
+  }
+
+  function toggleHelp(el) {
+    const help = document.getElementById(`help-${el.id}`);
+    if (help && typeof help.togglePopover === "function") help.togglePopover();
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const theForm = form();
+    if (!theForm || event.altKey || event.metaKey || event.isComposing) return;
+    const target = event.target;
+    if (!(target instanceof HTMLElement) || !theForm.contains(target)) return;
+
+    if (event.key === "Enter") {
+      if (event.ctrlKey) {
+        event.preventDefault();
+        theForm.requestSubmit();
+        return;
+      }
+      // Newlines in text boxes and native button activation stay as they are.
+      if (target instanceof HTMLTextAreaElement || target instanceof HTMLButtonElement) return;
+      event.preventDefault();
+      submitIfComplete(theForm);
+      return;
+    }
+    if (event.ctrlKey) return;
+
+    if (isControl(target)) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        moveLinear(target, event.key === "ArrowDown" ? 1 : -1);
+        return;
+      }
+      if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
+        if (target instanceof HTMLInputElement) return; // the caret needs them in a number box
+        event.preventDefault();
+        moveAcross(target, event.key === "ArrowRight" ? 1 : -1);
+        return;
+      }
+      if (event.key === "h" || event.key === "?") {
+        event.preventDefault();
+        toggleHelp(target);
+        return;
+      }
+      if (target instanceof HTMLSelectElement && /^[0-9n]$/.test(event.key)) {
+        event.preventDefault();
+        if (setByKey(target, event.key)) moveLinear(target, 1);
+        return;
+      }
+      return;
+    }
+
+    if (target instanceof HTMLInputElement && target.hasAttribute("data-preference") && /^[1-9]$/.test(event.key)) {
+      const choice = theForm.querySelector(`input[data-preference][value="${event.key}"]`);
+      if (choice) {
+        event.preventDefault();
+        choice.checked = true;
+        choice.dispatchEvent(new Event("change", { bubbles: true }));
+        focusControl(document.getElementById("rationale"));
+      }
+    }
+  });
+
+  function focusStart() {
+    const summary = document.getElementById("error-summary");
+    if (summary) {
+      summary.focus();
+      return;
+    }
+    const first = controls().find(isEmpty);
+    if (first) first.focus({ preventScroll: true });
+  }
+
+  document.addEventListener("DOMContentLoaded", focusStart);
+  // A refused submit comes back as a new form: put the focus on the list of problems.
+  document.addEventListener("htmx:afterSettle", () => {
+    if (form()) focusStart();
+  });
+  // An error link moves focus to the field itself, not just the scroll position.
+  document.addEventListener("click", (event) => {
+    const link = event.target instanceof Element ? event.target.closest(".error-summary a[href^='#']") : null;
+    if (!link) return;
+    const field = document.getElementById(link.getAttribute("href").slice(1));
+    if (field) {
+      event.preventDefault();
+      const focusable = field.matches("fieldset") ? field.querySelector("input") || field : field;
+      focusable.focus();
+    }
+  });
+})();
