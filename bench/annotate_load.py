@@ -1,0 +1,442 @@
+"""Load test of the annotation hand-out: simulated annotators loop "next task -> submit" over real HTTP.
+
+    .venv/bin/python bench/annotate_load.py [--annotators 30] [--seconds 60]
+
+It creates its own Postgres database (evalsite_bench_annotate, dropped first), migrates it, imports a generated
+dataset and opens a campaign with N raters per task, refreshes the planner statistics (ANALYZE, as autovacuum
+would on a live database), starts gunicorn on it, and runs one thread per annotator, each with its own keep-alive
+HTTP connection and API token. The annotator threads run in --client-processes separate processes (default 2),
+so the load generator's own interpreter lock does not queue the clients and inflate the latencies it measures;
+each latency is taken around one request in the thread that sent it. A few submits are sent twice on purpose
+(same idempotency key) to exercise the double-submit path. Afterwards it checks the database:
+
+- lost: submits the server acknowledged (201) whose Submission row or ratings are missing;
+- duplicated: ratings beyond one per (answer, aspect, annotator) and submissions acknowledged as new twice;
+- over_assigned: tasks holding more than N distinct annotators (submitted or leased), or one annotator twice.
+
+The line before it reports throughput, the CPU seconds the server (gunicorn) and the load generator used per
+request, and the load average, because on a shared machine latency alone cannot be compared between runs.
+The last line printed is JSON: {"p50_ms", "p95_ms", "submitted", "lost", "duplicated", "over_assigned"}, with the
+latencies over every next/submit request.
+"""
+
+import argparse
+import io
+import json
+import multiprocessing
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DB = "evalsite_bench_annotate"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _recreate_database(server_url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(f"{server_url}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+    return f"{server_url}/{BENCH_DB}"
+
+
+def _generated_jsonl(items: int, systems: int) -> bytes:
+    rng = random.Random(0)
+    words = [
+        "voice",
+        "bone",
+        "air",
+        "skull",
+        "sound",
+        "frequency",
+        "recording",
+        "ear",
+        "speaker",
+        "listener",
+        "pitch",
+        "resonance",
+    ]
+    lines = []
+    for i in range(items):
+        responses = {
+            f"llm_{chr(97 + s)}": {"response": " ".join(rng.choice(words) for _ in range(rng.randint(40, 160)))}
+            for s in range(systems)
+        }
+        lines.append(json.dumps({"id": f"q{i}", "turns": [{"prompt": f"Question {i}?", "responses": responses}]}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _setup(database_url: str, *, items: int, systems: int, annotators: int, raters: int) -> tuple[int, list[str]]:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from rest_framework.authtoken.models import Token
+
+    from annotations.campaign_services import campaign_create
+    from annotations.importing import dataset_import
+
+    call_command("migrate", verbosity=0)
+    dataset = dataset_import(
+        stream=io.BytesIO(_generated_jsonl(items, systems)), name="bench", preset="lfqa-multiaspect"
+    ).dataset
+    users = [User.objects.create_user(f"bench{i}") for i in range(annotators)]
+    campaign = campaign_create(
+        name="bench", dataset=dataset, raters_per_item=raters, annotators=users, lease_minutes=30
+    )
+    tokens = [Token.objects.create(user=user).key for user in users]
+    from django.db import connection, connections
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    connections.close_all()
+    return campaign.pk, tokens
+
+
+def _warm_up(base: str, token: str) -> None:
+    """Waits until every worker has booted and answers fast, so start-up time is not counted as latency."""
+    import httpx
+
+    with httpx.Client(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=60) as client:
+        fast = 0
+        deadline = time.monotonic() + 120
+        while fast < 20 and time.monotonic() < deadline:
+            started = time.perf_counter()
+            ok = client.get("/api/annotate/campaigns/").status_code == 200
+            fast = fast + 1 if ok and time.perf_counter() - started < 0.5 else 0
+
+
+def _start_gunicorn(database_url: str, port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env.update({"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "false"})
+    env.pop("CELERY_BROKER_URL", None)
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "evalsite.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            str(threads),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("gunicorn did not start")
+
+
+class Annotator(threading.Thread):
+    def __init__(self, base: str, campaign_id: int, token: str, deadline: float, seed: int, think_ms: float) -> None:
+        """deadline is wall-clock time (time.time()), shared by every client process."""
+        super().__init__(daemon=True)
+        self.think_s = think_ms / 1000
+        self.base = base
+        self.campaign_id = campaign_id
+        self.token = token
+        self.deadline = deadline
+        self.rng = random.Random(seed)
+        self.latencies: list[float] = []
+        self.acknowledged: list[str] = []  # keys answered 201 (new submission)
+        self.errors: list[str] = []
+        self.replays = 0
+
+    def _think(self) -> None:
+        # Reading and rating time between requests (0 = back-to-back requests, the harshest case).
+        if self.think_s > 0:
+            time.sleep(self.think_s * self.rng.uniform(0.5, 1.5))
+
+    def _post(self, client, url: str, body: dict | None = None):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        response = client.post(url, json=body) if body is not None else client.post(url)
+        self.latencies.append((time.perf_counter() - started) * 1000)
+        return response
+
+    def run(self) -> None:
+        import httpx
+
+        headers = {"Authorization": f"Token {self.token}"}
+        with httpx.Client(base_url=self.base, headers=headers, timeout=30) as client:
+            while time.time() < self.deadline:
+                response = self._post(client, f"/api/annotate/campaigns/{self.campaign_id}/next/")
+                if response.status_code == 204:
+                    return
+                if response.status_code != 200:
+                    self.errors.append(f"next {response.status_code}: {response.text[:200]}")
+                    return
+                task = response.json()
+                self._think()
+                ratings = {
+                    str(c["number"]): {
+                        a["name"]: self.rng.choice([o["value"] for o in a["options"]]) for a in task["aspects"]
+                    }
+                    for c in task["candidates"]
+                }
+                key = uuid.uuid4().hex
+                body: dict[str, Any] = {
+                    "idempotency_key": key,
+                    "ratings": ratings,
+                    "preference": self.rng.randint(1, len(task["candidates"])),
+                    "none_appropriate": self.rng.random() < 0.1,
+                    "rationale": "simulated reason",
+                }
+                url = f"/api/annotate/campaigns/{self.campaign_id}/tasks/{task['task']}/submit/"
+                response = self._post(client, url, body)
+                if response.status_code == 201:
+                    self.acknowledged.append(key)
+                else:
+                    self.errors.append(f"submit {response.status_code}: {response.text[:200]}")
+                self._think()
+                if self.rng.random() < 0.03:  # a double click
+                    again = self._post(client, url, body)
+                    if again.status_code == 201:
+                        self.acknowledged.append(key)
+                    elif again.status_code == 200:
+                        self.replays += 1
+                    else:
+                        self.errors.append(f"resubmit {again.status_code}")
+
+
+def _check_database(acknowledged: list[str], raters: int) -> dict[str, int]:
+    from django.db.models import Count, F, Q, Sum
+
+    from annotations.models import Assignment, AssignmentStatus, Campaign, Rating, RatingOrigin, Submission, Task
+
+    keys = set(Submission.objects.values_list("idempotency_key", flat=True))
+    submitted = len(keys)
+    lost = sum(1 for key in set(acknowledged) if key not in keys)
+    aspects = Campaign.objects.get(name="bench").aspects.count()
+    candidates = (
+        Task.objects.filter(assignments__submission__isnull=False)
+        .annotate(n=Count("responses", distinct=True), done=Count("assignments__submission", distinct=True))
+        .aggregate(total=Sum(F("n") * F("done")))["total"]
+        or 0
+    )
+    expected_ratings = candidates * aspects
+    app_ratings = Rating.objects.filter(origin=RatingOrigin.APP).count()
+    lost += max(0, expected_ratings - app_ratings)
+    duplicated = max(0, app_ratings - expected_ratings) + (len(acknowledged) - len(set(acknowledged)))
+    duplicated += Rating.objects.values("response", "aspect", "rater").annotate(n=Count("pk")).filter(n__gt=1).count()
+    held = Q(assignments__status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.LEASED])
+    over_assigned = (
+        Task.objects.annotate(
+            people=Count("assignments__annotator", filter=held, distinct=True),
+            slots=Count("assignments", filter=held),
+        )
+        .filter(Q(people__gt=raters) | Q(slots__gt=raters) | ~Q(slots=F("people")))
+        .count()
+    )
+    over_assigned += (
+        Assignment.objects.filter(annotator__isnull=False)
+        .values("task", "annotator")
+        .annotate(n=Count("pk"))
+        .filter(n__gt=1)
+        .count()
+    )
+    return {"submitted": submitted, "lost": lost, "duplicated": duplicated, "over_assigned": over_assigned}
+
+
+def _client_process(
+    base: str,
+    campaign_id: int,
+    tokens: list[tuple[int, str]],
+    start: float,
+    seconds: float,
+    think_ms: float,
+    results: "multiprocessing.Queue[dict[str, Any]]",
+) -> None:
+    """Runs some of the annotators as threads of this process and sends back what they measured."""
+    clients = [Annotator(base, campaign_id, token, start + seconds, seed, think_ms) for seed, token in tokens]
+    time.sleep(max(0.0, start - time.time()))
+    cpu_before = time.process_time()
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join(seconds + 60)
+    results.put(
+        {
+            "latencies": [ms for client in clients for ms in client.latencies],
+            "acknowledged": [key for client in clients for key in client.acknowledged],
+            "errors": [error for client in clients for error in client.errors],
+            "replays": sum(client.replays for client in clients),
+            "cpu_s": time.process_time() - cpu_before,
+        }
+    )
+
+
+def _run_clients(
+    base: str, campaign_id: int, tokens: list[str], seconds: float, think_ms: float, processes: int
+) -> tuple[list[dict[str, Any]], float]:
+    # spawn, not fork: the children must not inherit this process's Django state and database connections.
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    seeded = list(enumerate(tokens))
+    start = time.time() + 3  # time for the children to import httpx before the common start
+    children = [
+        context.Process(
+            target=_client_process,
+            args=(base, campaign_id, seeded[i::processes], start, seconds, think_ms, queue),
+        )
+        for i in range(max(1, processes))
+    ]
+    for child in children:
+        child.start()
+    results = [queue.get(timeout=seconds + 180) for _ in children]
+    for child in children:
+        child.join(30)
+    return results, time.time() - start
+
+
+def _process_tree_cpu(pid: int) -> float:
+    """User+system CPU seconds of a process and its children (the gunicorn master and its workers), from /proc."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+            with open(f"/proc/{current}/task/{current}/children") as children:
+                pending.extend(int(child) for child in children.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def _database_cpu(postgres_url: str) -> dict[int, float]:
+    """CPU seconds so far of each Postgres backend serving the bench database, by process id (same host only)."""
+    import psycopg
+
+    with psycopg.connect(f"{postgres_url}/postgres", autocommit=True) as conn:
+        pids = [row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [BENCH_DB])]
+    ticks = os.sysconf("SC_CLK_TCK")
+    usage = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, PermissionError):
+            continue
+        usage[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    return usage
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--annotators", type=int, default=30)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--items", type=int, default=2000, help="prompts in the generated dataset")
+    parser.add_argument("--systems", type=int, default=4, help="answers per prompt = candidates per task")
+    parser.add_argument("--raters", type=int, default=3, help="raters per task N")
+    parser.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 2)), help="gunicorn workers")
+    parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn worker")
+    parser.add_argument(
+        "--client-processes", type=int, default=2, help="processes the annotator threads are spread over"
+    )
+    parser.add_argument(
+        "--think-ms", type=float, default=0, help="mean pause after each response (reading/rating); 0 = back to back"
+    )
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432"),
+        help="server URL without a database name",
+    )
+    args = parser.parse_args()
+
+    database_url = _recreate_database(args.postgres)
+    campaign_id, tokens = _setup(
+        database_url, items=args.items, systems=args.systems, annotators=args.annotators, raters=args.raters
+    )
+    port = _free_port()
+    server = _start_gunicorn(database_url, port, args.workers, args.threads)
+    try:
+        _warm_up(f"http://127.0.0.1:{port}", tokens[0])
+        load_before = os.getloadavg()
+        server_cpu_before = _process_tree_cpu(server.pid)
+        database_cpu_before = _database_cpu(args.postgres)
+        results, elapsed = _run_clients(
+            f"http://127.0.0.1:{port}", campaign_id, tokens, args.seconds, args.think_ms, args.client_processes
+        )
+        server_cpu = _process_tree_cpu(server.pid) - server_cpu_before
+        database_cpu = sum(
+            seconds - database_cpu_before.get(pid, 0.0) for pid, seconds in _database_cpu(args.postgres).items()
+        )
+        load_after = os.getloadavg()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    latencies = [ms for result in results for ms in result["latencies"]]
+    acknowledged = [key for result in results for key in result["acknowledged"]]
+    errors = [error for result in results for error in result["errors"]]
+    client_cpu = sum(result["cpu_s"] for result in results)
+    checks = _check_database(acknowledged, args.raters)
+    requests = max(len(latencies), 1)
+    print(
+        f"{len(latencies)} requests in {elapsed:.1f}s ({len(latencies) / max(elapsed, 1e-9):.0f}/s) from "
+        f"{args.annotators} annotators in {args.client_processes} client processes (think {args.think_ms:.0f} ms); "
+        f"gunicorn {args.workers}x{args.threads}; mean {statistics.fmean(latencies) if latencies else 0:.1f} ms; "
+        f"CPU per request: server {server_cpu / requests * 1000:.2f} ms, "
+        f"database {database_cpu / requests * 1000:.2f} ms, clients {client_cpu / requests * 1000:.2f} ms; "
+        f"load average {load_before[0]:.2f} -> {load_after[0]:.2f} on {os.cpu_count()} CPUs; "
+        f"acknowledged {len(acknowledged)}, replayed {sum(r['replays'] for r in results)}, errors {len(errors)}"
+    )
+    for error in errors[:10]:
+        print("error:", error)
+    result = {
+        "p50_ms": round(_percentile(latencies, 0.50), 1),
+        "p95_ms": round(_percentile(latencies, 0.95), 1),
+        **checks,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
