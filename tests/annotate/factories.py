@@ -1,0 +1,97 @@
+"""Datasets and campaigns for annotation tests, imported through the real JSONL importer."""
+
+import io
+import json
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from annotations.campaign_services import campaign_create
+from annotations.importing import dataset_import
+from annotations.models import Campaign, Dataset
+
+SYSTEM_NAMES = {
+    "sys_alpha": "secretvendor/zeta-model-7b",
+    "sys_beta": "othervendor/omega-chat-70b",
+    "sys_gamma": "thirdvendor/kappa-instruct",
+    "sys_delta": "fourthvendor/sigma-large",
+}
+
+
+def lfqa_lines(items: int = 4, *, systems: int = 4, turns: int = 1, answer: str | None = None) -> list[dict]:
+    keys = list(SYSTEM_NAMES)[:systems]
+    lines = []
+    for i in range(items):
+        lines.append(
+            {
+                "id": f"q{i}",
+                "turns": [
+                    {
+                        "prompt": f"Question {i} turn {t}: why does my recorded voice sound odd?",
+                        "reference": f"Reference answer {i}/{t}",
+                        "context": [f"Passage A for {i}", f"Passage B for {i}"],
+                        "responses": {
+                            key: {
+                                "response": answer if answer is not None else f"Answer number {k} to {i}/{t}.",
+                                "auto_evals": {"unieval": {"factuality": 0.5}},
+                            }
+                            for k, key in enumerate(keys)
+                        },
+                    }
+                    for t in range(turns)
+                ],
+            }
+        )
+    return lines
+
+
+def make_dataset(
+    name: str = "lfqa",
+    *,
+    owner: User | None = None,
+    items: int = 4,
+    systems: int = 4,
+    turns: int = 1,
+    answer: str | None = None,
+    lines: list[dict[str, Any]] | None = None,
+) -> Dataset:
+    body = "\n".join(
+        json.dumps(line, ensure_ascii=False)
+        for line in (lines or lfqa_lines(items, systems=systems, turns=turns, answer=answer))
+    )
+    rubric = {
+        "aspects": [
+            {
+                "name": "factuality",
+                "label": "Factuality",
+                "min": 0,
+                "max": 3,
+                "ideal": 3,
+                "description": "How accurate are the claims?",
+                "labels": {"0": "inaccurate", "3": "accurate"},
+                "missing": [],
+            },
+            {
+                "name": "amount_info",
+                "label": "Amount Info",
+                "min": -1,
+                "max": 1,
+                "ideal": 0,
+                "description": "Too little, right or too much?",
+                "labels": {"-1": "too little", "0": "just right", "1": "too much"},
+                "missing": ["NA", None],
+            },
+        ],
+        "systems": SYSTEM_NAMES,
+    }
+    from annotations.rubrics import parse_rubric
+
+    result = dataset_import(
+        stream=io.BytesIO(body.encode()), name=name, rubric=parse_rubric(rubric, source="file"), owner=owner
+    )
+    return result.dataset
+
+
+def make_campaign(dataset: Dataset, annotators: list[User], *, name: str = "campaign", **kwargs: Any) -> Campaign:
+    kwargs.setdefault("raters_per_item", 2)
+    return campaign_create(name=name, dataset=dataset, annotators=annotators, **kwargs)

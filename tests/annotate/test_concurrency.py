@@ -1,0 +1,135 @@
+"""Many annotators, real threads, one database connection each: no task may ever get more than N raters."""
+
+import threading
+from collections import Counter
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection, connections
+
+from annotations.campaign_services import assignment_claim, submission_create
+from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
+from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.test_services import full_answer
+
+# Runs against Postgres (DATABASE_URL), as in CI: the point is row locking between real connections.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+THREADS = 16
+
+
+def _run_threads(target, count: int) -> list[BaseException]:  # type: ignore[no-untyped-def]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(count)
+
+    def wrapper(index: int) -> None:
+        try:
+            barrier.wait()
+            target(index)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=wrapper, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return errors
+
+
+def test_concurrent_annotators_fill_every_task_exactly_n_times():
+    assert connection.vendor == "postgresql"
+    owner = User.objects.create_user("owner", is_staff=True)
+    people = [User.objects.create_user(f"worker{i}") for i in range(THREADS)]
+    campaign = make_campaign(make_dataset(owner=owner, items=6, systems=2), people, raters_per_item=3)
+    submitted: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    def annotate(index: int) -> None:
+        user = people[index]
+        while True:
+            assignment = assignment_claim(campaign=campaign, user=user)
+            if assignment is None:
+                return
+            submission_create(
+                campaign=campaign,
+                task_id=assignment.task_id,
+                user=user,
+                idempotency_key=f"task{assignment.task_id}-user{user.pk}",
+                answer=full_answer(assignment, user, preference=1),
+            )
+            with lock:
+                submitted[assignment.task_id] += 1
+
+    errors = _run_threads(annotate, THREADS)
+    assert errors == []
+    assert sum(submitted.values()) == 6 * 3
+    for task in campaign.tasks.all():
+        raters = list(task.assignments.filter(status=AssignmentStatus.SUBMITTED).values_list("annotator", flat=True))
+        assert len(raters) == 3 and len(set(raters)) == 3
+    assert Submission.objects.count() == 18
+    assert Rating.objects.filter(origin=RatingOrigin.APP).count() == 18 * 2 * 2
+
+
+def test_racing_claims_for_one_remaining_slot_give_it_to_exactly_one():
+    owner = User.objects.create_user("owner", is_staff=True)
+    people = [User.objects.create_user(f"racer{i}") for i in range(THREADS)]
+    campaign = make_campaign(make_dataset(owner=owner, items=1, systems=2), people, raters_per_item=1)
+    winners: list[int] = []
+    lock = threading.Lock()
+
+    def claim(index: int) -> None:
+        assignment = assignment_claim(campaign=campaign, user=people[index])
+        if assignment is not None:
+            with lock:
+                winners.append(people[index].pk)
+
+    assert _run_threads(claim, THREADS) == []
+    assert len(winners) == 1
+    slot = Assignment.objects.get(campaign=campaign)
+    assert slot.annotator_id == winners[0] and slot.status == AssignmentStatus.LEASED
+
+
+def test_one_annotator_hammering_next_gets_a_single_lease():
+    owner = User.objects.create_user("owner", is_staff=True)
+    user = User.objects.create_user("eager")
+    campaign = make_campaign(make_dataset(owner=owner, items=5, systems=2), [user], raters_per_item=2)
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def claim(_index: int) -> None:
+        assignment = assignment_claim(campaign=campaign, user=User.objects.get(pk=user.pk))
+        with lock:
+            got.append(assignment.pk if assignment else -1)
+
+    assert _run_threads(claim, 8) == []
+    assert len(set(got)) == 1 and got[0] != -1
+    assert Assignment.objects.filter(annotator=user, status=AssignmentStatus.LEASED).count() == 1
+
+
+def test_concurrent_double_submit_writes_once():
+    owner = User.objects.create_user("owner", is_staff=True)
+    user = User.objects.create_user("doubleclicker")
+    campaign = make_campaign(make_dataset(owner=owner, items=1, systems=2), [user], raters_per_item=1)
+    assignment = assignment_claim(campaign=campaign, user=user)
+    replays: list[bool] = []
+    lock = threading.Lock()
+
+    def submit(_index: int) -> None:
+        result = submission_create(
+            campaign=campaign,
+            task_id=assignment.task_id,
+            user=user,
+            idempotency_key="double-click-key",
+            answer=full_answer(assignment, user),
+        )
+        with lock:
+            replays.append(result.replayed)
+
+    errors = _run_threads(submit, 6)
+    assert errors == []
+    assert sorted(replays) == [False, True, True, True, True, True]
+    assert Submission.objects.count() == 1
+    assert Rating.objects.filter(origin=RatingOrigin.APP).count() == 2 * 2

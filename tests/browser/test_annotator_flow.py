@@ -1,0 +1,219 @@
+"""An annotator in real Chromium: keyboard-only rating, validation that keeps values, blinding, Japanese, layout.
+
+Screenshots go to tests/artifacts/ (gitignored)."""
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from annotations.campaign_services import campaign_create
+from annotations.models import Submission
+from tests.annotate.factories import SYSTEM_NAMES, lfqa_lines, make_dataset
+from tests.chromium import launch_chromium
+from tests.conftest import CAST_PASSWORD
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+LONG_MARKDOWN = (
+    "## Why your recorded voice sounds strange\n\n"
+    + "When you speak, **bone conduction** carries low frequencies to your inner ear. " * 40
+    + "\n\n```python\n"
+    + "\n".join(f"def frequency_response_{i}(signal, sample_rate=48000):  # {'x' * 90}" for i in range(30))
+    + "\n```\n\n| source | path |\n|---|---|\n| air | outside the head |\n| bone | through the skull |\n\n"
+    + "- "
+    + "\n- ".join(f"point {i}: " + "a fairly long sentence about acoustics " * 4 for i in range(40))
+    + "\n\n"
+    + "unbroken" * 200
+    + "\n\n"
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        instance = launch_chromium(playwright)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page = context.new_page()
+    page.problems = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
+    page.on(
+        "console",
+        # The refused submit is an expected 422; every other console error is a failure.
+        lambda msg: (
+            page.problems.append(f"console {msg.type}: {msg.text}")  # type: ignore[attr-defined]
+            if msg.type == "error" and "status of 422" not in msg.text
+            else None
+        ),
+    )
+    page.on("dialog", lambda dialog: (page.problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"annotator-{name}.png"), full_page=True)
+
+
+def log_in(page: Page, base: str, username: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(CAST_PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{base}/")
+
+
+def assert_blind(page: Page) -> None:
+    html = page.content()
+    text = page.inner_text("body")
+    for key, model in SYSTEM_NAMES.items():
+        assert key not in html and model not in html and model not in text
+    assert "unieval" not in html
+
+
+def assert_no_horizontal_scroll(page: Page) -> None:
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"page scrolls sideways by {overflow}px"
+
+
+def type_scores(page: Page, keys: list[str]) -> None:
+    for key in keys:
+        page.keyboard.press(key)
+
+
+@pytest.fixture
+def campaign(live_server, researcher, annotator1):  # type: ignore[no-untyped-def]
+    lines = lfqa_lines(2, systems=3)
+    for line in lines:
+        line["turns"][0]["responses"]["sys_alpha"]["response"] = LONG_MARKDOWN
+    dataset = make_dataset("browser set", owner=researcher, lines=lines)
+    return campaign_create(
+        name="Browser study",
+        dataset=dataset,
+        raters_per_item=1,
+        annotators=[annotator1],
+        guidelines="Rate **every** candidate.",
+    )
+
+
+def test_keyboard_only_two_tasks_with_validation_and_japanese(page: Page, live_server, campaign, annotator1):
+    base = live_server.url
+    log_in(page, base, annotator1.username)
+    expect(page.get_by_text("0 of 2 tasks done")).to_be_visible()
+    shot(page, "home")
+
+    page.goto(f"{base}/annotate/{campaign.pk}/")
+    # autofocus lands after the load event; pressing Enter before it would go nowhere
+    expect(page.locator("form button.primary[autofocus]")).to_be_focused()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    first_task_url = page.url
+    expect(page.locator("#r-1-1")).to_be_focused()
+    assert_blind(page)
+    assert_no_horizontal_scroll(page)
+    shot(page, "task1-1280x720")
+
+    # 3 candidates x (factuality 0-3 typed as the value, amount info -1..1 typed as position 1-3 or n)
+    type_scores(page, ["3", "2", "2", "n", "1", "1"])
+    expect(page.locator("input[data-preference]").first).to_be_focused()
+    page.keyboard.press("2")  # prefer Candidate 2 and move on to the reason
+    expect(page.locator("#rationale")).to_be_focused()
+    page.keyboard.type("Candidate 2 is accurate and just long enough.")
+    page.keyboard.press("Tab")
+    page.keyboard.type("no comment")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(lambda url: url != first_task_url and "/tasks/" in url)
+    expect(page.get_by_text("Saved. Here is your next task.")).to_be_visible()
+    assert Submission.objects.count() == 1
+
+    # second task: submit too early, find the problems listed and the values kept, then finish by keyboard
+    second_task_url = page.url
+    expect(page.locator("#r-1-1")).to_be_focused()
+    page.keyboard.press("3")
+    page.keyboard.press("Control+Enter")
+    summary = page.locator("#error-summary")
+    expect(summary).to_be_visible()
+    expect(summary).to_be_focused()
+    expect(summary).to_contain_text("Candidate 1: choose a value for Amount Info.")
+    expect(summary).to_contain_text("Preference: choose the candidate you prefer.")
+    expect(summary).to_contain_text("Reason: explain your ratings")
+    expect(page.locator("#r-1-1")).to_have_value("3")
+    expect(page.locator("#r-1-2")).to_have_attribute("aria-invalid", "true")
+    shot(page, "task2-validation")
+    assert page.url == second_task_url
+    page.keyboard.press("Tab")  # the first problem link
+    page.keyboard.press("Enter")
+    expect(page.locator("#r-1-2")).to_be_focused()
+    type_scores(page, ["2", "1", "3", "0", "2"])
+    page.keyboard.press("1")
+    page.keyboard.type("Only the first one answers the question.")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(re.compile(rf".*/annotate/{campaign.pk}/$"))
+    expect(page.get_by_text("no more tasks for you")).to_be_visible()
+    assert Submission.objects.count() == 2
+    assert set(Submission.objects.values_list("assignment__annotator", flat=True)) == {annotator1.pk}
+
+    # switch to Japanese with the keyboard-operable language menu
+    page.locator("#lang-select").select_option("ja")
+    page.wait_for_load_state("load")
+    expect(page.locator("html")).to_have_attribute("lang", "ja")
+    expect(page.get_by_text("担当できるタスクはもうありません。ありがとうございました！")).to_be_visible()
+    shot(page, "done-ja")
+    assert page.problems == []  # type: ignore[attr-defined]
+
+
+def test_long_markdown_answer_at_200_percent_zoom_in_japanese(browser: Browser, live_server, campaign, annotator1):
+    # 200% zoom of a 1280x720 window = a 640x360 CSS-pixel viewport at device scale 2.
+    context = browser.new_context(viewport={"width": 640, "height": 360}, device_scale_factor=2, locale="ja-JP")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    try:
+        log_in_ja(page, live_server.url, annotator1.username)
+        page.goto(f"{live_server.url}/annotate/{campaign.pk}/")
+        expect(page.locator("form button.primary[autofocus]")).to_be_focused()
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+        expect(page.get_by_role("heading", name="候補 1")).to_be_visible()
+        expect(page.locator("html")).to_have_attribute("lang", "ja")
+        assert_blind(page)
+        expect(page.get_by_role("heading", name="Why your recorded voice sounds strange")).to_be_visible()
+        assert page.locator(".answer pre code").count() == 1 and page.locator(".answer table").count() == 1
+        assert_no_horizontal_scroll(page)
+        assert page.evaluate("document.querySelectorAll('script:not([src])').length") == 0
+        shot(page, "task-200pct-ja")
+        labelled = page.evaluate(
+            "Array.from(document.querySelectorAll('select, textarea, input:not([type=hidden])'))"
+            ".filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')).map(el => el.name)"
+        )
+        assert labelled == []
+        assert errors == []
+    finally:
+        context.close()
+
+
+def log_in_ja(page: Page, base: str, username: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.locator("#id_username").fill(username)
+    page.locator("#id_password").fill(CAST_PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{base}/")

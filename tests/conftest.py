@@ -1,0 +1,161 @@
+"""Shared fixtures: the fixed cast of users, and a real Celery worker bound to the test database."""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CAST_PASSWORD = "correct-horse-battery-staple-42"
+
+
+def _make_user(username: str, *, staff: bool = False) -> User:
+    return User.objects.create_user(
+        username=username, password=CAST_PASSWORD, is_staff=staff, email=f"{username}@example.test"
+    )
+
+
+@pytest.fixture
+def researcher(db: None) -> User:
+    return _make_user("researcher", staff=True)
+
+
+@pytest.fixture
+def annotator1(db: None) -> User:
+    return _make_user("annotator1")
+
+
+@pytest.fixture
+def annotator2(db: None) -> User:
+    return _make_user("annotator2")
+
+
+@pytest.fixture
+def annotator3(db: None) -> User:
+    return _make_user("annotator3")
+
+
+@pytest.fixture
+def annotators(annotator1: User, annotator2: User, annotator3: User) -> list[User]:
+    return [annotator1, annotator2, annotator3]
+
+
+@pytest.fixture
+def outsider(db: None) -> User:
+    return _make_user("outsider")
+
+
+def database_url_for_subprocess() -> str:
+    """A DATABASE_URL pointing a child process at the database pytest-django created for this run."""
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    user = db.get("USER") or "postgres"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    host = db.get("HOST") or "127.0.0.1"
+    port = db.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+
+
+class WorkerProcess:
+    def __init__(self, broker_url: str, extra_env: dict[str, str] | None = None, concurrency: int = 4) -> None:
+        self.broker_url = broker_url
+        self.extra_env = extra_env or {}
+        self.concurrency = concurrency
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = PROJECT_ROOT / "tests" / "artifacts" / f"worker-{uuid.uuid4().hex[:8]}.log"
+
+    def start(self) -> "WorkerProcess":
+        env = dict(os.environ)
+        env.update(
+            {
+                "DATABASE_URL": database_url_for_subprocess(),
+                "CELERY_BROKER_URL": self.broker_url,
+                "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            }
+        )
+        env.update(self.extra_env)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:  # the child keeps its own copy of the descriptor
+            self.process = self._spawn(env, log)
+        return self
+
+    def _spawn(self, env: dict[str, str], log: IO[bytes]) -> "subprocess.Popen[bytes]":
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "evalsite",
+                "worker",
+                "--loglevel=INFO",
+                "--pool=threads",
+                f"--concurrency={self.concurrency}",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def kill(self) -> None:
+        """SIGKILL: the worker gets no chance to clean up, as in a crash."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@pytest.fixture
+def celery_worker_factory(transactional_db: None) -> Iterator:
+    started: list[WorkerProcess] = []
+
+    def start(
+        *, broker_url: str | None = None, extra_env: dict[str, str] | None = None, concurrency: int = 4
+    ) -> WorkerProcess:
+        worker = WorkerProcess(broker_url or settings.CELERY_BROKER_URL, extra_env, concurrency).start()
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def celery_worker(celery_worker_factory) -> WorkerProcess:  # type: ignore[no-untyped-def]
+    return celery_worker_factory()
+
+
+def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.1, message: str = "condition") -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")

@@ -1,0 +1,76 @@
+"""Real Chromium renders both dashboard pages (plots included) under the strict CSP and saves screenshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from playwright.sync_api import sync_playwright
+
+from annotations.models import Dataset
+from tests.chromium import launch_chromium
+from tests.dashboard.conftest import JUDGE_NAME
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_dashboard_pages_render_in_chromium(live_server: Any, stats_dataset: Dataset, researcher: User) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    client = Client()
+    client.force_login(researcher)
+    session = client.cookies["sessionid"].value
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
+            page = context.new_page()
+            # CSP violations and script errors surface as console errors; failed loads are checked by URL below
+            # because browsers also ask for /favicon.ico, which the site does not serve.
+            page.on(
+                "console",
+                lambda message: (
+                    problems.append(message.text)
+                    if message.type == "error" and not message.text.startswith("Failed to load resource")
+                    else None
+                ),
+            )
+            page.on(
+                "response",
+                lambda response: (
+                    problems.append(f"{response.status} {response.url}")
+                    if response.status >= 400 and not response.url.endswith("/favicon.ico")
+                    else None
+                ),
+            )
+            page.on("pageerror", lambda error: problems.append(str(error)))
+
+            page.goto(live_server.url + reverse("dashboard-dataset", args=[stats_dataset.pk]) + "?aspect=overall")
+            page.wait_for_selector("svg.plot rect")
+            assert page.locator("#table-agreement tbody tr").count() == 5
+            # The htmx filter swaps the panels in place and pushes the URL.
+            page.select_option("select[name=system]", "llm_b")
+            page.wait_for_url("**system=llm_b**")
+            page.wait_for_selector("#dataset-panels h2:has-text('llm_b')")
+            page.screenshot(path=str(ARTIFACTS / "dashboard-dataset.png"), full_page=True)
+
+            judges_url = reverse("dashboard-judges", args=[stats_dataset.pk])
+            page.goto(live_server.url + judges_url + f"?judge={JUDGE_NAME}&aspect=overall")
+            page.wait_for_selector("svg.plot circle")
+            assert page.locator("svg.plot circle").count() > 50
+            assert page.locator("table.confusion td").count() == 25
+            page.select_option("select[name=aspect]", "fluency")
+            page.wait_for_selector("h2:has-text('fluency')")
+            page.screenshot(path=str(ARTIFACTS / "dashboard-judges.png"), full_page=True)
+        finally:
+            browser.close()
+    assert not problems, problems
+    assert (ARTIFACTS / "dashboard-dataset.png").stat().st_size > 10_000
+    assert (ARTIFACTS / "dashboard-judges.png").stat().st_size > 10_000

@@ -1,0 +1,45 @@
+from collections.abc import Iterator
+
+import pytest
+
+from judging.factscore import services
+from tests.factscore.fakeworld import FactWorld, FactWorldProvider
+
+
+@pytest.fixture(scope="session")
+def _world_server() -> Iterator[FactWorldProvider]:
+    provider = FactWorldProvider().start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture
+def world_provider(_world_server: FactWorldProvider, settings, tmp_path) -> Iterator[FactWorldProvider]:  # type: ignore[no-untyped-def]
+    """The local OpenAI-compatible server scripted as a FActScore world, reset for each test."""
+    _world_server.reset()
+    _world_server.world = None
+    settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1"]
+    settings.JUDGE_RETRY_BASE_S = 0.02
+    settings.JUDGE_RETRY_CAP_S = 0.2
+    settings.VAR_DIR = tmp_path
+    services.forget_cached_indexes()
+    yield _world_server
+    _world_server.reset()
+    services.forget_cached_indexes()
+
+
+@pytest.fixture
+def world(world_provider: FactWorldProvider) -> FactWorld:
+    scripted = FactWorld()
+    scripted.install(world_provider)
+    return scripted
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    from evalsite.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous

@@ -1,0 +1,379 @@
+"""A local OpenAI-compatible chat-completions server on a real socket, scriptable per test.
+
+Used by tests (in a background thread, via `FakeProvider().start()`) and by bench/ (as a separate
+process: `python tests/fakeprovider.py --port 8001 --latency 0.3`, scripted and inspected over
+`/_control/*`). Behaviours are plain JSON so both ways of driving it share one vocabulary:
+
+    latency       seconds to wait before answering (default 0)
+    status        HTTP error status to return (400, 401, 404, 429, 500, 503 ...)
+    retry_after   value of the Retry-After header (with status 429/503)
+    hang          seconds to sleep before answering (longer than the client timeout = a timeout)
+    error         "context_length" gives the body OpenAI sends for too-long prompts
+    content       fixed assistant text
+    score         {"min": 1, "max": 5}: a deterministic "reasoning + Score: N" reply per request
+    malformed     true: a 200 response whose body is not JSON
+    empty         true: a 200 response with empty assistant content
+    logprobs      {"4": 0.6, "5": 0.3, "3": 0.1}: top_logprobs offered on the score token when the
+                  request asks for logprobs
+    usage         {"prompt_tokens": 10, "completion_tokens": 5}
+    redirect_to   URL for a 307 redirect
+
+Rules (`match` = substring of the request's messages) apply before the default, optionally a
+limited number of `times`. `faults` injects transient failures on the first attempt of a
+deterministic fraction of distinct requests, so tests can check that every request succeeded
+exactly once despite them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+Behaviour = dict[str, Any]
+
+
+def request_key(body: dict[str, Any]) -> str:
+    """Identity of a request as the provider sees it (model, messages and sampling params)."""
+    material = {k: v for k, v in body.items() if k not in ("stream",)}
+    return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Rule:
+    match: str
+    behaviour: Behaviour
+    times: int | None = None
+    used: int = 0
+
+
+@dataclass
+class Stats:
+    calls: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    attempts_by_key: Counter[str] = field(default_factory=Counter)
+    successes_by_key: Counter[str] = field(default_factory=Counter)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    started_at: list[float] = field(default_factory=list)
+
+
+class FakeProvider:
+    def __init__(self, host: str = "127.0.0.1", port: int | None = None, record_limit: int = 20000) -> None:
+        self.host = host
+        self.port = port or free_port()
+        self.record_limit = record_limit
+        self._lock = threading.Lock()
+        self.default: Behaviour = {}
+        self.rules: list[Rule] = []
+        self.faults: dict[str, Any] | None = None
+        self.content_fn: Callable[[dict[str, Any]], str] | None = None
+        self.stats = Stats()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._started = threading.Event()
+
+    # -- scripting -------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def script(
+        self,
+        default: Behaviour | None = None,
+        rules: list[dict[str, Any]] | None = None,
+        faults: dict[str, Any] | None = None,
+    ) -> None:
+        with self._lock:
+            self.default = dict(default or {})
+            self.rules = [Rule(r["match"], dict(r["behaviour"]), r.get("times")) for r in (rules or [])]
+            self.faults = dict(faults) if faults else None
+
+    def reset(self) -> None:
+        with self._lock:
+            self.stats = Stats()
+            self.default = {}
+            self.rules = []
+            self.faults = None
+            self.content_fn = None
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            s = self.stats
+            return {
+                "calls": s.calls,
+                "in_flight": s.in_flight,
+                "max_in_flight": s.max_in_flight,
+                "statuses": {str(k): v for k, v in s.statuses.items()},
+                "distinct_requests": len(s.attempts_by_key),
+                "max_successes_per_request": max(s.successes_by_key.values(), default=0),
+                "successes": sum(s.successes_by_key.values()),
+            }
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> FakeProvider:
+        self._thread = threading.Thread(target=self._serve_forever, name="fakeprovider", daemon=True)
+        self._thread.start()
+        if not self._started.wait(10):
+            raise RuntimeError("fake provider did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        loop = self._loop
+        fut = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+        fut.result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread:
+            self._thread.join(10)
+        self._loop = None
+
+    async def _shutdown(self) -> None:
+        if self._runner:
+            await self._runner.cleanup()
+
+    def _serve_forever(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(self._start_site())
+        self._started.set()
+        loop.run_forever()
+        loop.close()
+
+    async def _start_site(self) -> None:
+        app = self.make_app()
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, backlog=1024, reuse_address=True)
+        await site.start()
+
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=32 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/chat/completions", self._chat)
+        app.router.add_post("/_control/script", self._control_script)
+        app.router.add_post("/_control/reset", self._control_reset)
+        app.router.add_get("/_control/stats", self._control_stats)
+        return app
+
+    # -- control endpoints (for out-of-process use) ---------------------------------------
+    async def _control_script(self, request: web.Request) -> web.Response:
+        data = await request.json()
+        self.script(data.get("default"), data.get("rules"), data.get("faults"))
+        return web.json_response({"ok": True})
+
+    async def _control_reset(self, request: web.Request) -> web.Response:
+        self.reset()
+        return web.json_response({"ok": True})
+
+    async def _control_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.snapshot())
+
+    # -- the provider ----------------------------------------------------------------------
+    def _choose(self, body: dict[str, Any], key: str, attempt: int) -> Behaviour:
+        text = json.dumps(body.get("messages", []), ensure_ascii=False)
+        with self._lock:
+            behaviour = dict(self.default)
+            for rule in self.rules:
+                if rule.match in text and (rule.times is None or rule.used < rule.times):
+                    rule.used += 1
+                    behaviour.update(rule.behaviour)
+                    break
+            faults = self.faults
+        if faults and attempt <= int(faults.get("attempts", 1)):
+            digest = int(key[:8], 16)
+            rate = float(faults.get("rate", 0.1))
+            if (digest % 10000) / 10000 < rate:
+                kinds = faults.get("kinds", [429, 500, 503, "timeout"])
+                kind = kinds[(digest // 7 + attempt) % len(kinds)]
+                if kind == "timeout":
+                    behaviour.update({"hang": float(faults.get("hang", 5.0))})
+                else:
+                    behaviour.update({"status": int(kind), "retry_after": faults.get("retry_after")})
+        return behaviour
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return web.json_response({"error": {"message": "bad json"}}, status=400)
+        key = request_key(body)
+        with self._lock:
+            s = self.stats
+            s.calls += 1
+            s.in_flight += 1
+            s.max_in_flight = max(s.max_in_flight, s.in_flight)
+            s.attempts_by_key[key] += 1
+            attempt = s.attempts_by_key[key]
+            if len(s.headers) < self.record_limit:
+                s.headers.append({k.lower(): v for k, v in request.headers.items()})
+                s.bodies.append(body)
+                s.started_at.append(time.monotonic())
+        status = 0  # stays 0 if the client goes away first (the handler is cancelled)
+        try:
+            behaviour = self._choose(body, key, attempt)
+            if behaviour.get("hang"):
+                # Hanging past the client's timeout: whatever is sent afterwards reaches nobody,
+                # so it must not count as a delivered success.
+                await asyncio.sleep(float(behaviour["hang"]))
+                status = 504
+                return web.json_response({"error": {"message": "hung"}}, status=504)
+            if behaviour.get("latency"):
+                await asyncio.sleep(float(behaviour["latency"]))
+            response = self._render(body, key, behaviour)
+            status = response.status
+            return response
+        finally:
+            with self._lock:
+                self.stats.in_flight -= 1
+                self.stats.statuses[status] += 1
+                if status == 200:
+                    self.stats.successes_by_key[key] += 1
+
+    def _render(self, body: dict[str, Any], key: str, behaviour: Behaviour) -> web.Response:
+        if behaviour.get("redirect_to"):
+            return web.Response(status=307, headers={"Location": str(behaviour["redirect_to"])})
+        status = behaviour.get("status")
+        if behaviour.get("error") == "context_length":
+            return web.json_response(
+                {
+                    "error": {
+                        "message": "This model's maximum context length is 8192 tokens. However, your messages "
+                        "resulted in 9000 tokens. Please reduce the length of the messages.",
+                        "type": "invalid_request_error",
+                        "param": "messages",
+                        "code": "context_length_exceeded",
+                    }
+                },
+                status=400,
+            )
+        if status:
+            headers = {}
+            if behaviour.get("retry_after") is not None:
+                headers["Retry-After"] = str(behaviour["retry_after"])
+            return web.json_response(
+                {"error": {"message": f"scripted error {status}", "type": "scripted", "code": str(status)}},
+                status=int(status),
+                headers=headers,
+            )
+        if behaviour.get("malformed"):
+            return web.Response(status=200, text="<html>not json", content_type="text/html")
+        content = self._content(body, key, behaviour)
+        usage = behaviour.get("usage") or {
+            "prompt_tokens": max(1, len(json.dumps(body.get("messages", []), ensure_ascii=False)) // 4),
+            "completion_tokens": max(1, len(content) // 4),
+        }
+        usage = dict(usage)
+        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }
+        if body.get("logprobs") and behaviour.get("logprobs"):
+            choice["logprobs"] = {"content": self._logprobs(content, behaviour["logprobs"], body)}
+        payload = {
+            "id": "chatcmpl-" + key[:24],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [choice],
+            "usage": usage,
+        }
+        return web.json_response(payload)
+
+    def _content(self, body: dict[str, Any], key: str, behaviour: Behaviour) -> str:
+        if behaviour.get("empty"):
+            return ""
+        if self.content_fn is not None and "content" not in behaviour and "score" not in behaviour:
+            return self.content_fn(body)
+        if "content" in behaviour:
+            return str(behaviour["content"])
+        scale = behaviour.get("score") or {"min": 1, "max": 5}
+        lo, hi = int(scale["min"]), int(scale["max"])
+        value = lo + int(key[8:16], 16) % (hi - lo + 1)
+        return f"The answer addresses the question with some gaps.\nScore: {value}"
+
+    @staticmethod
+    def _logprobs(content: str, distribution: dict[str, float], body: dict[str, Any]) -> list[dict[str, Any]]:
+        """Split the content into tokens; the last digit token carries the scripted distribution."""
+        import math
+        import re
+
+        tokens = re.findall(r"\d|\s+|[^\d\s]+", content)
+        top_n = int(body.get("top_logprobs") or 5)
+        digit_positions = [i for i, t in enumerate(tokens) if t.isdigit()]
+        score_at = digit_positions[-1] if digit_positions else -1
+        out = []
+        for i, tok in enumerate(tokens):
+            if i == score_at:
+                top = sorted(distribution.items(), key=lambda kv: -kv[1])[:top_n]
+                out.append(
+                    {
+                        "token": tok,
+                        "logprob": math.log(max(distribution.get(tok, 1e-9), 1e-9)),
+                        "bytes": list(tok.encode()),
+                        "top_logprobs": [
+                            {"token": t, "logprob": math.log(max(p, 1e-9)), "bytes": list(t.encode())} for t, p in top
+                        ],
+                    }
+                )
+            else:
+                out.append({"token": tok, "logprob": -0.01, "bytes": list(tok.encode()), "top_logprobs": []})
+        return out
+
+    # -- helpers for assertions ------------------------------------------------------------
+    def successes_per_request(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.stats.successes_by_key)
+
+    def attempts_per_request(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.stats.attempts_by_key)
+
+    def recorded_headers(self) -> list[dict[str, str]]:
+        with self._lock:
+            return list(self.stats.headers)
+
+    def recorded_bodies(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.stats.bodies)
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description="Run the fake OpenAI-compatible provider.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument("--latency", type=float, default=0.0)
+    args = parser.parse_args()
+    provider = FakeProvider(args.host, args.port)
+    provider.script(default={"latency": args.latency})
+    app = provider.make_app()
+    web.run_app(app, host=args.host, port=args.port, access_log=None, print=None, backlog=1024)
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,45 @@
+"""Small datasets for judge tests, built from the shared factories."""
+
+from typing import Any
+
+from annotations.models import Dataset
+from tests.factories import AspectFactory, DatasetFactory, ItemFactory, ResponseFactory, SystemFactory, TurnFactory
+
+
+def make_dataset(
+    *,
+    items: int = 3,
+    systems: int = 2,
+    aspects: tuple[tuple[str, float, float], ...] = (("overall", 1, 5),),
+    owner: Any = None,
+    reference: bool = True,
+    japanese: bool = False,
+    name: str | None = None,
+) -> Dataset:
+    kwargs: dict[str, Any] = {"owner": owner}
+    if name:
+        kwargs["name"] = name
+    dataset = DatasetFactory(**kwargs)
+    for position, (aspect, lo, hi) in enumerate(aspects):
+        AspectFactory(
+            dataset=dataset,
+            name=aspect,
+            label=aspect.title(),
+            description=f"How good the answer is on {aspect}.",
+            min_value=lo,
+            max_value=hi,
+            ideal=hi,
+            position=position,
+        )
+    system_rows = [SystemFactory(dataset=dataset, key=f"llm_{chr(97 + s)}", position=s) for s in range(systems)]
+    for i in range(items):
+        item = ItemFactory(dataset=dataset, external_id=f"item-{i}", position=i)
+        prompt = f"日本の首都について説明してください。({i})" if japanese else f"Explain topic number {i}."
+        ref = ("東京は日本の首都です。" if japanese else f"Topic {i} is explained like this.") if reference else None
+        turn = TurnFactory(item=item, index=0, prompt=prompt, reference=ref)
+        for s, system in enumerate(system_rows):
+            text = (
+                f"東京が首都です。回答{i}-{s}" if japanese else f"Answer {i} from system {s}: topic {i} is explained."
+            )
+            ResponseFactory(turn=turn, system=system, position=s, text=text)
+    return dataset

@@ -1,0 +1,101 @@
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from judging.models import JudgeRun, RunStatus
+from tests.fakeprovider import FakeProvider
+from tests.judging.factories import make_dataset
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    from evalsite.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+def write_config(tmp_path: Path, fake: FakeProvider, **extra: object) -> str:
+    path = tmp_path / "judge.json"
+    path.write_text(
+        json.dumps(
+            {"name": "cli-judge", "method": "single", "model": "openai/gpt-4o-mini", "api_base": fake.base_url, **extra}
+        )
+    )
+    return str(path)
+
+
+@pytest.mark.django_db(transaction=True)  # --wait needs the launch committed (and its task sent) at once
+def test_judge_wait_shows_progress_and_succeeds(tmp_path: Path, fake_provider: FakeProvider, eager: None) -> None:
+    dataset = make_dataset(items=2, systems=2, name="BLEU Ξ§ data")
+    out = io.StringIO()
+    call_command(
+        "judge",
+        "--dataset",
+        dataset.name,
+        "--config",
+        write_config(tmp_path, fake_provider),
+        "--name",
+        "Maintains Context",
+        "--limit",
+        "3",
+        "--wait",
+        stdout=out,
+    )
+    text = out.getvalue()
+    assert "launched judge run 'Maintains Context'" in text
+    assert "[##############################] 100.0% 3/3" in text and "calls/s" in text
+    assert "run 'Maintains Context' succeeded" in text
+    assert JudgeRun.objects.get().total == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_judge_wait_fails_non_zero_when_the_run_fails(tmp_path: Path, fake_provider: FakeProvider, eager: None) -> None:
+    fake_provider.script(default={"status": 401})
+    dataset = make_dataset(items=1, systems=1)
+    with pytest.raises(CommandError, match="status failed"):
+        call_command(
+            "judge",
+            "--dataset",
+            dataset.name,
+            "--config",
+            write_config(tmp_path, fake_provider),
+            "--wait",
+            stdout=io.StringIO(),
+        )
+    assert JudgeRun.objects.get().status == RunStatus.FAILED
+
+
+def test_judge_without_wait_only_launches(tmp_path: Path, fake_provider: FakeProvider) -> None:
+    dataset = make_dataset(items=1, systems=1)
+    out = io.StringIO()
+    call_command("judge", "--dataset", dataset.name, "--config", write_config(tmp_path, fake_provider), stdout=out)
+    assert "1 unit(s)" in out.getvalue()
+    assert JudgeRun.objects.get().status == RunStatus.QUEUED
+
+
+def test_judge_bad_inputs(tmp_path: Path, fake_provider: FakeProvider) -> None:
+    dataset = make_dataset(items=1, systems=1)
+    with pytest.raises(CommandError, match="no dataset"):
+        call_command("judge", "--dataset", "nope", "--config", write_config(tmp_path, fake_provider))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x", "method": "single", "model": "openai/m", "samples": 0, "api_key": "k"}')
+    with pytest.raises(CommandError) as info:
+        call_command("judge", "--dataset", dataset.name, "--config", str(bad))
+    assert "samples" in str(info.value) and "unknown field" in str(info.value)
+    bad.write_text("{not json")
+    with pytest.raises(CommandError, match="not valid JSON"):
+        call_command("judge", "--dataset", dataset.name, "--config", str(bad))
+    with pytest.raises(CommandError, match="aspect"):
+        call_command(
+            "judge", "--dataset", dataset.name, "--config", write_config(tmp_path, fake_provider, aspects=["nope"])
+        )
+    assert not JudgeRun.objects.exists()

@@ -1,0 +1,71 @@
+import httpx
+import pytest
+
+from judging import netguard
+from judging.netguard import ApiBaseRefused, validate_api_base
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data",
+        "http://[fd00:ec2::254]/v1",
+        "http://127.0.0.1:8000/v1",
+        "http://localhost:8000/v1",
+        "http://10.0.0.5/v1",
+        "http://192.168.1.1/v1",
+        "http://[::1]/v1",
+        "http://[::ffff:127.0.0.1]/v1",
+        "http://100.100.100.200/v1",
+        "http://0.0.0.0/v1",
+        "http://metadata.google.internal/computeMetadata/v1",
+        "ftp://example.com/v1",
+        "file:///etc/passwd",
+        "http://user:pass@8.8.8.8/v1",
+        "http://8.8.8.8/v1?next=1",
+    ],
+)
+def test_private_and_odd_urls_are_refused(url: str, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    with pytest.raises(ApiBaseRefused):
+        validate_api_base(url)
+
+
+def test_public_literal_address_is_accepted(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    assert validate_api_base("https://8.8.8.8/v1/") == "https://8.8.8.8/v1"
+
+
+def test_allowlist_by_address_network_and_host(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1"]
+    assert validate_api_base("http://127.0.0.1:9/v1")
+    with pytest.raises(ApiBaseRefused):
+        validate_api_base("http://10.1.2.3/v1")
+    settings.JUDGE_API_BASE_ALLOWLIST = ["10.0.0.0/8"]
+    assert validate_api_base("http://10.1.2.3/v1")
+    settings.JUDGE_API_BASE_ALLOWLIST = "localhost, 127.0.0.1"
+    assert validate_api_base("http://localhost:8001/v1")
+
+
+def test_unresolvable_host_is_refused(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    with pytest.raises(ApiBaseRefused):
+        validate_api_base("http://no-such-host.invalid/v1")
+
+
+def test_guarded_client_checks_at_connect_time_and_never_follows_redirects(settings) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+
+    async def fetch() -> None:
+        client = netguard.guarded_async_client(timeout=1)
+        assert client.follow_redirects is False
+        try:
+            await client.get("http://127.0.0.1:9/")
+        finally:
+            await client.aclose()
+
+    with pytest.raises(ApiBaseRefused):
+        asyncio.run(fetch())
+    assert isinstance(netguard.guarded_async_client(1), httpx.AsyncClient)

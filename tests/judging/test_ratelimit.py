@@ -1,0 +1,177 @@
+import asyncio
+import os
+import threading
+import time
+import uuid
+
+from judging.ratelimit import Limits, LocalLimiter, RedisLimiter, make_limiter
+
+REDIS_URL = os.environ.get("JUDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/3")
+
+
+def _hammer(limits: Limits, scope: str, calls: int, hold_s: float, shared: dict) -> None:
+    """One 'worker': its own event loop and Redis connection, like a separate Celery process."""
+
+    async def run() -> None:
+        limiter = RedisLimiter(limits, scope, REDIS_URL)
+
+        async def one() -> None:
+            lease = await limiter.acquire(10)
+            assert lease is not None
+            with shared["lock"]:
+                shared["now"] += 1
+                shared["max"] = max(shared["max"], shared["now"])
+            await asyncio.sleep(hold_s)
+            with shared["lock"]:
+                shared["now"] -= 1
+            await limiter.release(lease, 10)
+
+        await asyncio.gather(*(one() for _ in range(calls)))
+        await limiter.close()
+
+    asyncio.run(run())
+
+
+def test_concurrency_holds_across_workers() -> None:
+    scope = uuid.uuid4().hex
+    shared = {"lock": threading.Lock(), "now": 0, "max": 0}
+    limits = Limits(max_concurrency=5)
+    threads = [threading.Thread(target=_hammer, args=(limits, scope, 25, 0.03, shared)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert shared["max"] == 5
+
+
+def test_rpm_window_is_shared_and_never_exceeded() -> None:
+    scope = uuid.uuid4().hex
+    limits = Limits(max_concurrency=50, rpm=7)
+    granted = []
+
+    async def run() -> None:
+        first, second = RedisLimiter(limits, scope, REDIS_URL), RedisLimiter(limits, scope, REDIS_URL)
+
+        async def one(limiter: RedisLimiter) -> None:
+            lease = await limiter.acquire(1)
+            granted.append(time.monotonic())
+            await limiter.release(lease)
+
+        tasks = [asyncio.create_task(one(first if i % 2 else second)) for i in range(10)]
+        await asyncio.sleep(1.5)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await first.close()
+        await second.close()
+
+    asyncio.run(run())
+    assert len(granted) == 7
+
+
+def test_tpm_window_counts_tokens() -> None:
+    scope = uuid.uuid4().hex
+    limits = Limits(max_concurrency=50, tpm=1000)
+
+    async def run() -> int:
+        limiter = RedisLimiter(limits, scope, REDIS_URL)
+        count = 0
+
+        async def one() -> None:
+            nonlocal count
+            lease = await limiter.acquire(300)
+            count += 1
+            await limiter.release(lease, 300)
+
+        tasks = [asyncio.create_task(one()) for _ in range(5)]
+        await asyncio.sleep(1.0)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await limiter.close()
+        return count
+
+    assert asyncio.run(run()) == 3
+
+
+def test_slot_of_a_dead_worker_expires() -> None:
+    scope = uuid.uuid4().hex
+    limits = Limits(max_concurrency=1, slot_ttl_s=0.5)
+
+    async def run() -> float:
+        dead = RedisLimiter(limits, scope, REDIS_URL)
+        assert await dead.acquire(1) is not None  # never released: the worker "died"
+        alive = RedisLimiter(limits, scope, REDIS_URL)
+        started = time.monotonic()
+        lease = await alive.acquire(1)
+        waited = time.monotonic() - started
+        await alive.release(lease)
+        await dead.close()
+        await alive.close()
+        return waited
+
+    waited = asyncio.run(run())
+    assert 0.3 <= waited < 3
+
+
+def test_local_limiter_rpm_and_stop() -> None:
+    async def run() -> tuple[int, object]:
+        limiter = LocalLimiter(Limits(max_concurrency=10, rpm=3))
+        got = 0
+
+        async def one() -> None:
+            nonlocal got
+            lease = await limiter.acquire(1)
+            got += 1
+            await limiter.release(lease)
+
+        tasks = [asyncio.create_task(one()) for _ in range(5)]
+        await asyncio.sleep(0.3)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        stopped = await limiter.acquire(1, should_stop=lambda: True)
+        return got, stopped
+
+    got, stopped = asyncio.run(run())
+    assert got == 3
+    assert stopped is None
+
+
+def test_make_limiter_follows_the_broker(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.BROKER_IS_REDIS = False
+    assert isinstance(make_limiter(Limits(), "x"), LocalLimiter)
+    settings.BROKER_IS_REDIS = True
+    settings.REDIS_URL = REDIS_URL
+    assert isinstance(make_limiter(Limits(), "x"), RedisLimiter)
+
+
+def test_stop_all_reaches_every_worker_of_the_run_until_cleared(settings) -> None:  # type: ignore[no-untyped-def]
+    from judging.ratelimit import clear_stop
+
+    settings.BROKER_IS_REDIS = True
+    settings.REDIS_URL = REDIS_URL
+    scope = uuid.uuid4().hex
+    limits = Limits(max_concurrency=5)
+
+    async def run() -> tuple[object, object]:
+        one, other = RedisLimiter(limits, scope, REDIS_URL), RedisLimiter(limits, scope, REDIS_URL)
+        await one.stop_all()
+        refused = await other.acquire(1)
+        clear_stop(scope)
+        granted = await other.acquire(1)
+        await one.close()
+        await other.close()
+        return refused, granted
+
+    refused, granted = asyncio.run(run())
+    assert refused is None and granted is not None
+
+    local = LocalLimiter(limits, scope="local-" + scope)
+
+    async def local_run() -> object:
+        await local.stop_all()
+        return await LocalLimiter(limits, scope="local-" + scope).acquire(1)
+
+    assert asyncio.run(local_run()) is None
+    clear_stop("local-" + scope)

@@ -1,0 +1,399 @@
+"""A small two-tenant world for sweeps: two researchers with one dataset and one campaign each, annotators in the
+pools, an outsider, a superuser. Optional features (judge runs, FActScore) are added when their modules exist.
+
+    world = build_world(researcher=..., annotators=[...], outsider=...)
+    world.params_a  # URL parameter values that point into tenant A
+"""
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from annotations.importing import dataset_import
+from annotations.models import Dataset
+from tests.conftest import CAST_PASSWORD
+
+SAMPLE = Path(__file__).resolve().parents[2] / "annotations" / "sample_data" / "llm_jp_sample.jsonl"
+
+
+@dataclass
+class World:
+    researcher: User
+    researcher_b: User
+    annotator: User  # in campaign A's pool, holds a lease
+    annotator_b: User  # in campaign B's pool only
+    outsider: User
+    superuser: User
+    dataset_a: Dataset
+    dataset_b: Dataset
+    campaign_a: Any = None
+    campaign_b: Any = None
+    task_a: Any = None
+    task_b: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def roles(self) -> dict[str, User | None]:
+        return {
+            "anonymous": None,
+            "annotator": self.annotator,
+            "researcher": self.researcher,
+            "outsider": self.outsider,
+            "superuser": self.superuser,
+        }
+
+    @property
+    def params_a(self) -> dict[str, str]:
+        values = {"pk": str(self.dataset_a.pk), "dataset_id": str(self.dataset_a.pk)}
+        if self.campaign_a is not None:
+            values["campaign_id"] = str(self.campaign_a.pk)
+        if self.task_a is not None:
+            values["task_id"] = str(self.task_a.pk)
+        values.update({k: str(v) for k, v in self.extra.get("params_a", {}).items()})
+        return values
+
+    @property
+    def params_b(self) -> dict[str, str]:
+        values = {"pk": str(self.dataset_b.pk), "dataset_id": str(self.dataset_b.pk)}
+        if self.campaign_b is not None:
+            values["campaign_id"] = str(self.campaign_b.pk)
+        if self.task_b is not None:
+            values["task_id"] = str(self.task_b.pk)
+        values.update({k: str(v) for k, v in self.extra.get("params_b", {}).items()})
+        return values
+
+
+def _user(username: str, **flags: bool) -> User:
+    return User.objects.create_user(
+        username=username, password=CAST_PASSWORD, email=f"{username}@example.test", **flags
+    )
+
+
+def build_world(
+    *,
+    researcher: User,
+    annotator: User,
+    annotator_b: User,
+    outsider: User,
+    dataset_a_bytes: bytes | None = None,
+    dataset_a_rubric: Any = None,
+) -> World:
+    researcher_b = _user("researcher_b", is_staff=True)
+    superuser = _user("root", is_staff=True, is_superuser=True)
+    data_a = dataset_a_bytes if dataset_a_bytes is not None else SAMPLE.read_bytes()
+    preset = None if dataset_a_rubric is not None else "llm-human-eval-jp"
+    dataset_a = dataset_import(
+        stream=io.BytesIO(data_a), name="tenant-a", preset=preset, rubric=dataset_a_rubric, owner=researcher
+    ).dataset
+    dataset_b = dataset_import(
+        stream=io.BytesIO(SAMPLE.read_bytes()), name="tenant-b", preset="llm-human-eval-jp", owner=researcher_b
+    ).dataset
+    world = World(
+        researcher=researcher,
+        researcher_b=researcher_b,
+        annotator=annotator,
+        annotator_b=annotator_b,
+        outsider=outsider,
+        superuser=superuser,
+        dataset_a=dataset_a,
+        dataset_b=dataset_b,
+    )
+    try:
+        from annotations.campaign_services import assignment_claim, campaign_create
+    except ImportError:
+        return world
+    world.campaign_a = campaign_create(
+        name="campaign-a", dataset=dataset_a, raters_per_item=2, annotators=[annotator], created_by=researcher
+    )
+    world.campaign_b = campaign_create(
+        name="campaign-b", dataset=dataset_b, raters_per_item=2, annotators=[annotator_b], created_by=researcher_b
+    )
+    claimed_a = assignment_claim(campaign=world.campaign_a, user=annotator)
+    claimed_b = assignment_claim(campaign=world.campaign_b, user=annotator_b)
+    world.task_a = claimed_a.task if claimed_a else None
+    world.task_b = claimed_b.task if claimed_b else None
+    return world
+
+
+# --- the full world: every feature, tenant A full of hostile data ------------------------------------------------
+
+TENANT_PATHS = [
+    "dataset",
+    "item__dataset",
+    "turn__item__dataset",
+    "system__dataset",
+    "aspect__dataset",
+    "response__turn__item__dataset",
+    "run__dataset",
+    "judge__dataset",
+    "campaign__dataset",
+    "task__campaign__dataset",
+    "corpus__dataset",
+    "answer__run__dataset",
+    "campaign__run__dataset",
+    "task__campaign__run__dataset",
+    "assignment__campaign__run__dataset",
+    "fact__answer__run__dataset",
+]
+
+
+@dataclass
+class FullWorld:
+    researcher: User  # owns dataset A, fact dataset A and their runs
+    researcher_b: User  # owns dataset B only
+    annotator: User  # in campaign A's pool and fact review A's pool, with leases in both
+    annotator_b: User  # in campaign B's pool only
+    outsider: User
+    superuser: User
+    dataset: Dataset  # A: the hostile dataset
+    dataset_b: Dataset
+    fact_dataset: Dataset
+    campaign: Any
+    task: Any
+    campaign_b: Any  # on dataset B, whose system keys, model names, raters, judges and a co-rater's rationale
+    task_b: Any  # all contain SECRET: annotators must never see it
+    run: Any  # judge run on A whose provider output carries the corpus
+    run_b: Any
+    fact_run: Any
+    fact_answer: Any
+    review_campaign: Any
+    review_task: Any
+    secrets: dict[str, list[str]] = field(default_factory=dict)  # names annotators must never see
+
+    @property
+    def roles(self) -> dict[str, User | None]:
+        return {
+            "anonymous": None,
+            "annotator": self.annotator,
+            "annotator_b": self.annotator_b,
+            "outsider": self.outsider,
+            "researcher": self.researcher,
+            "researcher_b": self.researcher_b,
+            "superuser": self.superuser,
+        }
+
+    def params_for(self, route: str) -> dict[str, str]:
+        """URL parameter values that point into tenant A, by what the route is about."""
+        values: dict[str, str] = {"table": "agreement", "fmt": "csv"}
+        if "judges/tables" in route:
+            values["table"] = "levels"
+        if route.startswith("factscore/review/"):
+            values["campaign_id"] = str(self.review_campaign.pk)
+            values["task_id"] = str(self.review_task.pk)
+        else:
+            values["campaign_id"] = str(self.campaign.pk)
+            values["task_id"] = str(self.task.pk)
+        if "judging/runs/" in route or "judgerun/" in route:
+            values["pk"] = str(self.run.pk)
+        else:
+            values["pk"] = str(self.dataset.pk)
+        values["run_id"] = str(self.fact_run.pk)
+        values["answer_id"] = str(self.fact_answer.pk)
+        values["dataset_id"] = str(self.fact_dataset.pk if route.startswith("factscore/") else self.dataset.pk)
+        return values
+
+    def params_for_b(self, route: str) -> dict[str, str]:
+        """The same, pointing into tenant B where B has such an object (FActScore objects exist in A only)."""
+        values = self.params_for(route)
+        if not route.startswith("factscore/"):
+            values["campaign_id"] = str(self.campaign_b.pk)
+            values["task_id"] = str(self.task_b.pk)
+            values["dataset_id"] = str(self.dataset_b.pk)
+            values["pk"] = str(
+                self.run_b.pk if ("judging/runs/" in route or "judgerun/" in route) else self.dataset_b.pk
+            )
+        return values
+
+    def query_for(self, route: str) -> dict[str, str]:
+        if route.startswith("dashboard/") and "judges" in route:
+            return {"judge": self.run.name}
+        return {}
+
+    def admin_object_id(self, model: Any) -> str | None:
+        """The id of a tenant-A row of an admin model, or any row for models without a tenant."""
+        from django.core.exceptions import FieldError
+
+        manager = model._default_manager
+        for path in TENANT_PATHS:
+            for dataset in (self.dataset, self.fact_dataset):
+                try:
+                    row = manager.filter(**{path: dataset}).order_by("pk").first()
+                except (FieldError, ValueError, TypeError):
+                    break
+                if row is not None:
+                    return str(row.pk)
+        if model is Dataset:
+            return str(self.dataset.pk)
+        row = manager.order_by("pk").first()
+        return str(row.pk) if row else None
+
+
+SECRET = "ZQSECRET"
+
+
+def _secret_dataset(*, owner: User) -> Dataset:
+    """Tenant B: the sample with every name an annotator must not see marked with SECRET."""
+    from annotations.rubrics import PRESETS, parse_rubric
+
+    text = SAMPLE.read_text(encoding="utf-8")
+    text = text.replace('"sys_', f'"{SECRET}-sys-').replace("synth-rater-", f"{SECRET}-rater-")
+    text = text.replace("demo-judge", f"{SECRET}-judge")
+    keys = sorted({key for key in re.findall(rf'"({SECRET}-sys-[a-z])"', text)})
+    rubric = parse_rubric(
+        {**PRESETS["llm-human-eval-jp"], "systems": {key: f"{SECRET}-model/{key}" for key in keys}}, source="file"
+    )
+    return dataset_import(stream=io.BytesIO(text.encode()), name="tenant-b", rubric=rubric, owner=owner).dataset
+
+
+def _submit_secret_rating(campaign: Any, user: User) -> None:
+    """A co-rater in campaign B submits a rating whose rationale carries SECRET."""
+    from annotations.campaign_selectors import campaign_scales, task_candidates
+    from annotations.campaign_services import TaskAnswer, assignment_claim, submission_create
+
+    assignment = assignment_claim(campaign=campaign, user=user)
+    assert assignment is not None
+    candidates = task_candidates(assignment=assignment, user_id=user.pk)
+    scales = campaign_scales(campaign)
+    answer = TaskAnswer(
+        ratings={(c.number, s.index): 3.0 for c in candidates for s in scales},
+        preference=candidates[0].number,
+        rationale=f"{SECRET}-rationale of another rater",
+        comment=f"{SECRET}-comment of another rater",
+    )
+    submission_create(
+        campaign=campaign, task_id=assignment.task_id, user=user, idempotency_key="secret-submit-1", answer=answer
+    )
+
+
+def build_full_world(
+    *,
+    researcher: User,
+    annotator: User,
+    annotator_b: User,
+    outsider: User,
+    provider: Any,
+    fact_provider: Any,
+    capture: Any,
+) -> FullWorld:
+    """Needs Celery eager, `provider` (tests/security/recorder.RecordingServer, allowlisted) and `fact_provider`
+    (tests/factscore/fakeworld.FactWorldProvider scripted with script_world), and django_capture_on_commit_callbacks
+    as `capture`."""
+    from annotations.campaign_services import assignment_claim, campaign_create
+    from judging import services as engine
+    from judging.factscore import services as fact_services
+    from judging.factscore.models import FactAnswer
+    from judging.factscore.results import factscore_project
+    from tests.factscore.factories import factscore_config, make_fact_dataset
+    from tests.security.hostile import (
+        CORPUS,
+        MARKDOWN_PAYLOADS,
+        MARKUP_PAYLOADS,
+        NAME_CORPUS,
+        hostile_judge_output,
+        import_hostile_dataset,
+    )
+
+    researcher_b = _user("researcher_b", is_staff=True)
+    superuser = _user("root", is_staff=True, is_superuser=True)
+    # Researchers work in the admin, so an operator gives them the model permissions of our apps; scoping must
+    # hold with every permission granted, not only because the admin refuses permission-less staff.
+    from django.contrib.auth.models import Permission
+
+    ours = Permission.objects.filter(content_type__app_label__in=["annotations", "judging"])
+    researcher.user_permissions.add(*ours)
+    researcher_b.user_permissions.add(*ours)
+    dataset = import_hostile_dataset(name="hostile " + MARKUP_PAYLOADS[1][:150], owner=researcher).dataset
+    dataset_b = _secret_dataset(owner=researcher_b)
+    guidelines = "\n\n".join(MARKDOWN_PAYLOADS + MARKUP_PAYLOADS[:5])
+    campaign = campaign_create(
+        name="campaign " + MARKUP_PAYLOADS[0][:150],
+        dataset=dataset,
+        raters_per_item=2,
+        annotators=[annotator],
+        created_by=researcher,
+        guidelines=guidelines,
+        show_reference=True,
+        show_context=True,
+    )
+    annotator_c = _user("annotator_c")
+    campaign_b = campaign_create(
+        name="campaign-b",
+        dataset=dataset_b,
+        raters_per_item=2,
+        annotators=[annotator_b, annotator_c],
+        created_by=researcher_b,
+    )
+    lease = assignment_claim(campaign=campaign, user=annotator)
+    assert lease is not None
+    _submit_secret_rating(campaign_b, annotator_c)
+    lease_b = assignment_claim(campaign=campaign_b, user=annotator_b)
+    assert lease_b is not None
+
+    provider.content = hostile_judge_output("\n".join(CORPUS[:20]), score=3)
+    config = {
+        "name": "judge " + MARKUP_PAYLOADS[4][:100],
+        "method": "single",
+        "model": "openai/gpt-4o-mini",
+        "api_base": provider.base_url,
+        "aspects": [NAME_CORPUS[0]],
+        "max_retries": 0,
+        "timeout_s": 5,
+        "cache": False,
+    }
+    with capture(execute=True):
+        run = engine.judge_run_launch(dataset=dataset, config=config, launched_by=researcher, limit=12)
+    with capture(execute=True):
+        run_b = engine.judge_run_launch(
+            dataset=dataset_b,
+            config={**config, "name": f"{SECRET}-run-b", "aspects": None},
+            launched_by=researcher_b,
+            limit=4,
+        )
+    run.refresh_from_db()
+    run_b.refresh_from_db()
+
+    fact_dataset = make_fact_dataset(owner=researcher)
+    with capture(execute=True):
+        fact_run = engine.judge_run_launch(
+            dataset=fact_dataset, config=factscore_config(fact_provider), launched_by=researcher
+        )
+    fact_run.refresh_from_db()
+    factscore_project(run=fact_run)
+    review_campaign = fact_services.fact_review_campaign_create(
+        name="review " + MARKUP_PAYLOADS[0][:100], run=fact_run, raters_per_answer=2, annotators=[annotator]
+    )
+    review_lease = fact_services.fact_review_claim(campaign=review_campaign, user=annotator)
+    assert review_lease is not None
+
+    secrets = {
+        "system keys": list(dataset.systems.values_list("key", flat=True)),
+        "model names": [name for name in dataset.systems.values_list("model_name", flat=True) if name],
+        "judge names": list(dataset.judges.values_list("name", flat=True)),
+        "rater ids": list(dataset.raters.values_list("external_id", flat=True).exclude(external_id=None)),
+    }
+    return FullWorld(
+        researcher=researcher,
+        researcher_b=researcher_b,
+        annotator=annotator,
+        annotator_b=annotator_b,
+        outsider=outsider,
+        superuser=superuser,
+        dataset=dataset,
+        dataset_b=dataset_b,
+        fact_dataset=fact_dataset,
+        campaign=campaign,
+        task=lease.task,
+        campaign_b=campaign_b,
+        task_b=lease_b.task,
+        run=run,
+        run_b=run_b,
+        fact_run=fact_run,
+        fact_answer=FactAnswer.objects.filter(run=fact_run).order_by("pk").first(),
+        review_campaign=review_campaign,
+        review_task=review_lease.task,
+        secrets=secrets,
+    )
