@@ -37,7 +37,7 @@ from django.utils import timezone
 from judging.gateway import CallResult, CallSpec, Gateway
 from judging.methods import FLOWS, Flow, Outcome, UnitContext
 from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, RunStatus
-from judging.ratelimit import Limits, make_limiter
+from judging.ratelimit import Limits, shared_limiter, shared_limiter_done
 from judging.units import UnitKey, aspect_infos, build_contexts
 
 log = logging.getLogger(__name__)
@@ -136,7 +136,7 @@ class _LoopThread:
         self.gateway = asyncio.run_coroutine_threadsafe(self._make(), self.loop).result(30)
 
     async def _make(self) -> Gateway:
-        return Gateway(limiter=make_limiter(self.limits, self.scope), should_stop=self.stop.is_set)
+        return Gateway(limiter=shared_limiter(self.limits, self.scope), should_stop=self.stop.is_set)
 
     def submit(self, spec: CallSpec) -> Future[CallResult]:
         assert self.gateway is not None
@@ -146,7 +146,7 @@ class _LoopThread:
         async def shutdown() -> None:
             if self.gateway is not None:
                 await self.gateway.close()
-                await self.gateway.limiter.close()
+                await shared_limiter_done(self.gateway.limiter)
 
         asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(30)
 

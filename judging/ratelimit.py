@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import random
 import time
 import uuid
@@ -96,7 +97,8 @@ class LocalLimiter:
             raise
 
     async def release(self, lease: Lease, actual_tokens: int | None = None) -> None:
-        if actual_tokens is not None and actual_tokens != lease.tokens:
+        # Only a tpm limit reads the token log, and the scan is linear in a minute of calls.
+        if self.limits.tpm and actual_tokens is not None and actual_tokens != lease.tokens:
             async with self._lock:
                 for index, (at, _tokens, lease_id) in enumerate(self._tokens):
                     if lease_id == lease.lease_id:
@@ -194,36 +196,45 @@ class RedisLimiter:
         self.client = aioredis.Redis.from_url(url)
         self._acquire = self.client.register_script(_ACQUIRE_LUA)
         self._release = self.client.register_script(_RELEASE_LUA)
-        # A local cap as well, so waiting coroutines of this process do not all poll Redis.
+        # A local cap as well, so this process never holds more slots than the run allows.
         self._local = asyncio.Semaphore(max(1, limits.max_concurrency))
+        # While the run is full, only the coroutine holding this lock asks Redis again: without it every waiting
+        # call polled Redis, and with 64 waiters the polling alone cost more CPU than the provider calls.
+        self._turn = asyncio.Lock()
+        # Set when this process gives a slot back, so the waiting coroutine retries at once instead of
+        # sleeping out its poll interval; slots freed by other processes are seen at the next poll.
+        self._slot_freed = asyncio.Event()
 
     async def acquire(self, tokens: int, should_stop: Any = None) -> Lease | None:
         tokens = min(tokens, self.limits.tpm) if self.limits.tpm else tokens
         await self._local.acquire()
         lease = Lease(uuid.uuid4().hex, tokens)
         try:
-            while True:
-                if should_stop is not None and should_stop():
-                    self._local.release()
-                    return None
-                granted, wait = await self._acquire(
-                    keys=self.keys,
-                    args=[
-                        self.limits.max_concurrency,
-                        self.limits.rpm or 0,
-                        self.limits.tpm or 0,
-                        lease.lease_id,
-                        tokens,
-                        self.limits.slot_ttl_s,
-                    ],
-                )
-                if int(granted) == 1:
-                    return lease
-                if int(granted) == -1:
-                    self._local.release()
-                    return None
-                delay = float(wait)
-                await asyncio.sleep(min(max(delay, 0.005), 0.5) * (0.5 + random.random()))
+            async with self._turn:
+                while True:
+                    if should_stop is not None and should_stop():
+                        self._local.release()
+                        return None
+                    self._slot_freed.clear()
+                    granted, wait = await self._acquire(
+                        keys=self.keys,
+                        args=[
+                            self.limits.max_concurrency,
+                            self.limits.rpm or 0,
+                            self.limits.tpm or 0,
+                            lease.lease_id,
+                            tokens,
+                            self.limits.slot_ttl_s,
+                        ],
+                    )
+                    if int(granted) == 1:
+                        return lease
+                    if int(granted) == -1:
+                        self._local.release()
+                        return None
+                    delay = min(max(float(wait), 0.005), 0.5) * (0.5 + random.random())
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._slot_freed.wait(), timeout=delay)
         except BaseException:
             self._local.release()
             raise
@@ -236,6 +247,7 @@ class RedisLimiter:
             )
         finally:
             self._local.release()
+            self._slot_freed.set()
 
     async def stop_all(self) -> None:
         """Every worker of the run stops sending at its next acquire (cancel, budget)."""
@@ -257,6 +269,32 @@ def make_limiter(limits: Limits, scope: str) -> LocalLimiter | RedisLimiter:
     if uses_redis():
         return RedisLimiter(limits, scope, redis_url())
     return LocalLimiter(limits, scope)
+
+
+# Slices of one run in one worker process share one limiter (and so one Redis poller and one local cap):
+# (event loop, scope, limits) -> [limiter, slices using it]. Touched only from that event loop.
+_SHARED: dict[tuple[int, str, Limits], list[Any]] = {}
+
+
+def shared_limiter(limits: Limits, scope: str) -> LocalLimiter | RedisLimiter:
+    """The run's limiter for the running event loop; pair every call with `shared_limiter_done`."""
+    key = (id(asyncio.get_running_loop()), scope, limits)
+    entry = _SHARED.get(key)
+    if entry is None:
+        entry = _SHARED[key] = [make_limiter(limits, scope), 0]
+    entry[1] += 1
+    return entry[0]  # type: ignore[no-any-return]
+
+
+async def shared_limiter_done(limiter: Limiter) -> None:
+    for key, entry in list(_SHARED.items()):
+        if entry[0] is limiter:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del _SHARED[key]
+                await limiter.close()
+            return
+    await limiter.close()
 
 
 def clear_stop(scope: str) -> None:

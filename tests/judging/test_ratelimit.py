@@ -175,3 +175,76 @@ def test_stop_all_reaches_every_worker_of_the_run_until_cleared(settings) -> Non
 
     assert asyncio.run(local_run()) is None
     clear_stop("local-" + scope)
+
+
+def test_waiting_calls_of_one_process_do_not_all_poll_redis() -> None:
+    """Two workers (two limiters) share 8 slots: while the run is full, each used to poll Redis with every call it
+    had waiting, every ~20 ms; now one call per worker asks, and a slot this worker frees wakes it at once."""
+    scope = uuid.uuid4().hex
+    limits = Limits(max_concurrency=8)
+    in_flight = {"now": 0, "max": 0}
+    asks = 0
+
+    def counting(limiter: RedisLimiter) -> RedisLimiter:
+        script = limiter._acquire
+
+        async def counted(**kwargs):  # type: ignore[no-untyped-def]
+            nonlocal asks
+            asks += 1
+            return await script(**kwargs)
+
+        limiter._acquire = counted  # type: ignore[assignment]
+        return limiter
+
+    async def run() -> float:
+        workers = [counting(RedisLimiter(limits, scope, REDIS_URL)) for _ in range(2)]
+
+        async def one(limiter: RedisLimiter) -> None:
+            lease = await limiter.acquire(1)
+            assert lease is not None
+            in_flight["now"] += 1
+            in_flight["max"] = max(in_flight["max"], in_flight["now"])
+            await asyncio.sleep(0.05)
+            in_flight["now"] -= 1
+            await limiter.release(lease)
+
+        started = time.monotonic()
+        await asyncio.gather(*(one(workers[i % 2]) for i in range(160)))
+        elapsed = time.monotonic() - started
+        for limiter in workers:
+            await limiter.close()
+        return elapsed
+
+    elapsed = asyncio.run(run())
+    assert in_flight["max"] == 8
+    # 160 grants, plus at most one waiting asker per worker at a time (a 10-40 ms poll, or sooner when woken).
+    # Before, up to 8 callers per worker polled at once: several times this bound.
+    assert asks <= 160 + 2 * elapsed / 0.01
+
+
+def test_slices_of_one_run_in_one_process_share_one_limiter(settings) -> None:  # type: ignore[no-untyped-def]
+    from judging.ratelimit import shared_limiter, shared_limiter_done
+
+    settings.BROKER_IS_REDIS = False
+    limits = Limits(max_concurrency=3)
+
+    async def run() -> None:
+        first = shared_limiter(limits, "run-a")
+        second = shared_limiter(limits, "run-a")
+        other_run = shared_limiter(limits, "run-b")
+        assert first is second and other_run is not first
+        leases = [await first.acquire(1) for _ in range(3)]
+        # The two slices together hold the run's three slots, not three each.
+        blocked = asyncio.create_task(second.acquire(1))
+        await asyncio.sleep(0.05)
+        assert not blocked.done()
+        await first.release(leases[0])  # type: ignore[arg-type]
+        assert await asyncio.wait_for(blocked, 1) is not None
+        await shared_limiter_done(first)
+        assert shared_limiter(limits, "run-a") is second  # still in use by the other slice
+        await shared_limiter_done(second)
+        await shared_limiter_done(second)
+        assert shared_limiter(limits, "run-a") is not first  # the last slice closed it
+        await shared_limiter_done(other_run)
+
+    asyncio.run(run())
