@@ -160,12 +160,14 @@ class SliceExecutor:
         max_conc = int(self.cfg.get("max_concurrency", 32))
         self.batch_size = int(batch_size or settings_number("JUDGE_CLAIM_BATCH", max(16, max_conc)))
         self.target_active = max(2 * max_conc, self.batch_size)
+        self.refill_at = max(1, min(self.batch_size, self.target_active // 4))
         self.use_cache = bool(self.cfg.get("cache", True))
         self.stop = threading.Event()
         self.results: queue.Queue[tuple[str, CallResult]] = queue.Queue()
         self.active: dict[int, UnitState] = {}
         self.waiting: dict[str, list[int]] = {}  # cache key -> units waiting on that in-flight call
         self.memo: dict[str, dict[str, Any]] = {}  # cache entries seen in this slice
+        self.absent: set[str] = set()  # first requests the batch lookup did not find in the cache
         self.finished: list[tuple[int, UnitState, Outcome]] = []
         self.released: list[int] = []
         self.new_cache: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -215,6 +217,8 @@ class SliceExecutor:
             if wanted:
                 for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
                     self.memo[key_] = payload
+                # Remembered so dispatching these units does not look each one up again, one query per unit.
+                self.absent = (wanted - set(self.memo)) | (self.absent if len(self.absent) < 100_000 else set())
         for judgment_id, spec in first:
             if spec is not None:
                 self._dispatch(judgment_id, spec)
@@ -266,6 +270,8 @@ class SliceExecutor:
             return None
         if key in self.memo:
             return self.memo[key]
+        if key in self.absent:
+            return None
         payload = CachedCompletion.objects.filter(key=key).values_list("payload", flat=True).first()
         if payload is not None:
             self.memo[key] = payload
@@ -420,8 +426,11 @@ class SliceExecutor:
                     self._renew_leases()
                     last_renew = now
                 slice_over = now - started >= self.time_slice_s
-                if not (self.stop.is_set() or slice_over or exhausted) and len(self.active) < self.target_active:
-                    claimed = self._claim(min(self.batch_size, self.target_active - len(self.active)))
+                room = self.target_active - len(self.active)
+                # Claim in batches: topping up one or two units as each result arrives cost a claim and a
+                # context load per unit, and the units claimed already keep every slot busy meanwhile.
+                if not (self.stop.is_set() or slice_over or exhausted) and room >= self.refill_at:
+                    claimed = self._claim(min(self.batch_size, room))
                     if claimed:
                         self._start_units(claimed)
                     else:
