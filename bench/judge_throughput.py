@@ -43,8 +43,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--baseline-calls", type=int, default=50)
     parser.add_argument("--baseline-sleep", type=float, default=1.0)
-    parser.add_argument("--workers", type=int, default=1, help="Celery worker processes")
-    parser.add_argument("--tasks-per-run", type=int, default=2, help="parallel work tasks per run")
+    # One worker process per core, as Celery's own default concurrency is: one process runs its provider calls
+    # and database work under one interpreter lock, so a second core is only used by a second process.
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="Celery worker processes")
+    parser.add_argument(
+        "--tasks-per-run", type=int, default=None, help="parallel work tasks per run (default: 2 per worker)"
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=900.0, help="give up on the judge run after this long")
     return parser.parse_args()
@@ -135,7 +139,9 @@ def start_workers(count: int, tasks_per_run: int, concurrency: int) -> list[subp
                     "evalsite",
                     "worker",
                     "--pool=threads",
-                    f"--concurrency={max(2, tasks_per_run)}",
+                    # Threads per worker = its share of the work tasks, so with prefetch 1 one worker cannot
+                    # reserve the whole run while the other idles.
+                    f"--concurrency={max(2, -(-tasks_per_run // count))}",
                     "--loglevel=WARNING",
                     "--without-gossip",
                     "--without-mingle",
@@ -258,6 +264,8 @@ def notebook_baseline(base_url: str, calls: int, sleep_s: float) -> dict:
 
 def main() -> int:
     args = parse_args()
+    if args.tasks_per_run is None:
+        args.tasks_per_run = 2 * args.workers
     port = args.port or free_port()
     provider = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "fakeprovider.py"), "--port", str(port), "--latency", str(args.latency)],
@@ -288,6 +296,7 @@ def main() -> int:
         "latency_s": args.latency,
         "max_concurrency": args.concurrency,
         "workers": args.workers,
+        "tasks_per_run": args.tasks_per_run,
         "ours": ours,
         "bare_asyncio_httpx": {**bare, "max_in_flight": bare_in_flight},
         "ratio_ours_to_bare": ratio,
