@@ -13,9 +13,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
-from rest_framework.decorators import api_view, authentication_classes
+from rest_framework.decorators import api_view, authentication_classes, renderer_classes
 from rest_framework.exceptions import AuthenticationFailed, NotFound
 from rest_framework.exceptions import PermissionDenied as ApiPermissionDenied
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -88,6 +89,9 @@ class AnnotatorTokenAuthentication(TokenAuthentication):
 # The project's default authentication classes (settings.REST_FRAMEWORK), with the token lookup above; a test keeps
 # the two lists in step.
 ANNOTATOR_AUTHENTICATION = [SessionAuthentication, AnnotatorTokenAuthentication]
+# JSON only, in development too: annotator clients are programs, and negotiating against the browsable API's
+# renderer cost more CPU per request than the assignment query itself.
+ANNOTATOR_RENDERERS = [JSONRenderer]
 
 
 class CampaignOutput(serializers.Serializer):
@@ -219,6 +223,7 @@ def _task_payload(request: Request, campaign: Campaign, assignment: Assignment) 
 @extend_schema(responses=CampaignOutput(many=True))
 @api_view(["GET"])
 @authentication_classes(ANNOTATOR_AUTHENTICATION)
+@renderer_classes(ANNOTATOR_RENDERERS)
 def my_campaigns(request: Request) -> Response:
     rows = []
     for campaign in campaigns_for_annotator(request.user):
@@ -238,6 +243,7 @@ def my_campaigns(request: Request) -> Response:
 @extend_schema(request=None, responses={200: TaskOutput, 204: None})
 @api_view(["POST"])
 @authentication_classes(ANNOTATOR_AUTHENTICATION)
+@renderer_classes(ANNOTATOR_RENDERERS)
 def next_task(request: Request, campaign_id: int) -> Response:
     """Leases the next task (or resumes the open one); 204 when nothing is left for this annotator."""
     campaign = _campaign(request, campaign_id)
@@ -253,6 +259,7 @@ def next_task(request: Request, campaign_id: int) -> Response:
 @extend_schema(responses=TaskOutput)
 @api_view(["GET"])
 @authentication_classes(ANNOTATOR_AUTHENTICATION)
+@renderer_classes(ANNOTATOR_RENDERERS)
 def task_detail(request: Request, campaign_id: int, task_id: int) -> Response:
     campaign = _campaign(request, campaign_id)
     assignment = _lease(request, campaign, task_id)
@@ -289,6 +296,7 @@ def _answer_from_payload(campaign: Campaign, data: dict[str, Any]) -> TaskAnswer
 @extend_schema(request=SubmitInput, responses={201: SubmitOutput, 200: SubmitOutput, 400: ProblemOutput(many=True)})
 @api_view(["POST"])
 @authentication_classes(ANNOTATOR_AUTHENTICATION)
+@renderer_classes(ANNOTATOR_RENDERERS)
 def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
     campaign = _campaign(request, campaign_id)
     unexpected = sorted(set(request.data) - SUBMIT_FIELDS)
@@ -321,6 +329,7 @@ def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
 @extend_schema(request=SkipInput, responses={204: None})
 @api_view(["POST"])
 @authentication_classes(ANNOTATOR_AUTHENTICATION)
+@renderer_classes(ANNOTATOR_RENDERERS)
 def skip_task(request: Request, campaign_id: int, task_id: int) -> Response:
     campaign = _campaign(request, campaign_id)
     assignment = _lease(request, campaign, task_id)

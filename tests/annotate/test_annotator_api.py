@@ -127,3 +127,12 @@ def test_session_post_needs_csrf(campaign, annotator1):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(annotator1)
     assert client.post(next_url(campaign)).status_code == 403
+
+
+def test_annotator_api_answers_json_whatever_the_client_prefers(campaign, annotator1):
+    client = token_client(annotator1)
+    for accept in ("text/html,application/xhtml+xml,*/*;q=0.8", "application/json", "*/*"):
+        response = client.get(reverse("api-annotate-campaigns"), HTTP_ACCEPT=accept)
+        assert response.status_code == 200 and response["Content-Type"] == "application/json"
+        assert "<html" not in response.content.decode()
+    assert client.get(reverse("api-annotate-campaigns"), HTTP_ACCEPT="text/html").status_code == 406
