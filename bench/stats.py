@@ -32,6 +32,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import django  # noqa: E402
 
+from bench.database import ensure_postgres_database  # noqa: E402
+
+ensure_postgres_database()
 django.setup()
 
 import krippendorff  # noqa: E402
