@@ -38,21 +38,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DB = "evalsite_bench_annotate"
+sys.path.insert(0, str(ROOT))
+
+from bench.database import recreate_database  # noqa: E402
 
 
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _recreate_database(server_url: str) -> str:
-    import psycopg
-
-    with psycopg.connect(f"{server_url}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    return f"{server_url}/{BENCH_DB}"
 
 
 def _generated_jsonl(items: int, systems: int) -> bytes:
@@ -436,7 +430,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    database_url = _recreate_database(args.postgres)
+    database_url = recreate_database(args.postgres, BENCH_DB)
     campaign_id, tokens = _setup(
         database_url, items=args.items, systems=args.systems, annotators=args.annotators, raters=args.raters
     )

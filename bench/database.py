@@ -1,23 +1,44 @@
-"""Benchmarks name their own Postgres database in DATABASE_URL; on a fresh server it does not exist yet."""
+"""The Postgres databases the benchmarks run in: created fresh, or created when missing."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+
+def _admin_connection(server_url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(f"{server_url.rstrip('/')}/postgres", autocommit=True)
+
+
+def drop_database(server_url: str, name: str) -> None:
+    from psycopg import sql
+
+    with _admin_connection(server_url) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def recreate_database(server_url: str, name: str) -> str:
+    """An empty database `name` on the server; returns its URL."""
+    from psycopg import sql
+
+    drop_database(server_url, name)
+    with _admin_connection(server_url) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return f"{server_url.rstrip('/')}/{name}"
 
 
 def ensure_postgres_database() -> None:
     """Create the database DATABASE_URL names when it is a Postgres URL and the database is missing."""
-    url = os.environ.get("DATABASE_URL", "")
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgres", "postgresql") or not parts.path.strip("/"):
+    parts = urlsplit(os.environ.get("DATABASE_URL", ""))
+    name = parts.path.strip("/")
+    if parts.scheme not in ("postgres", "postgresql") or not name:
         return
-    import psycopg
     from psycopg import sql
 
-    name = parts.path.strip("/")
-    server = urlunsplit((parts.scheme, parts.netloc, "/postgres", parts.query, ""))
-    with psycopg.connect(server, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        if exists is None:
+    server_url = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    with _admin_connection(server_url) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

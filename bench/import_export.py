@@ -32,6 +32,8 @@ from typing import Any
 
 import psutil
 
+from bench.database import drop_database, recreate_database
+
 BENCH_DB = "evalsite_bench_io"
 SERVER_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
 TARGETS = {"import": 15.0, "export": 10.0}
@@ -74,23 +76,6 @@ def timed(label: str, action: Callable[[], Any], results: dict[str, dict[str, fl
         seconds = time.perf_counter() - started
     results[label] = {"seconds": seconds, "rss": float(sampler.peak)}
     return value
-
-
-def _admin_connection() -> Any:
-    import psycopg
-
-    return psycopg.connect(f"{SERVER_URL}/postgres", autocommit=True)
-
-
-def create_database() -> None:
-    with _admin_connection() as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-
-
-def drop_database() -> None:
-    with _admin_connection() as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
 
 
 def setup_django() -> None:
@@ -227,7 +212,7 @@ def main() -> int:
         f"{counts['ratings']} ratings, {counts['bytes'] / 1e6:.1f} MB ({data_path})"
     )
 
-    create_database()
+    recreate_database(SERVER_URL, BENCH_DB)
     try:
         setup_django()
         baseline_rss = psutil.Process().memory_info().rss
@@ -282,7 +267,7 @@ def main() -> int:
             from django.db import connections
 
             connections.close_all()
-            drop_database()
+            drop_database(SERVER_URL, BENCH_DB)
 
     floor_import = results["floor: json parse"]["seconds"] + results["floor: COPY in"]["seconds"]
     floor_export = results["floor: COPY out"]["seconds"] + results["floor: json dumps"]["seconds"]

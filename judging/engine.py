@@ -167,7 +167,7 @@ class SliceExecutor:
         self.active: dict[int, UnitState] = {}
         self.waiting: dict[str, list[int]] = {}  # cache key -> units waiting on that in-flight call
         self.memo: dict[str, dict[str, Any]] = {}  # cache entries seen in this slice
-        self.absent: set[str] = set()  # first requests the batch lookup did not find in the cache
+        self.absent: set[str] = set()  # this batch's first requests that the cache lookup did not find
         self.finished: list[tuple[int, UnitState, Outcome]] = []
         self.released: list[int] = []
         self.new_cache: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -217,8 +217,8 @@ class SliceExecutor:
             if wanted:
                 for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
                     self.memo[key_] = payload
-                # Remembered so dispatching these units does not look each one up again, one query per unit.
-                self.absent = (wanted - set(self.memo)) | (self.absent if len(self.absent) < 100_000 else set())
+            # Remembered so dispatching this batch does not look each unit up again, one query per unit.
+            self.absent = wanted - set(self.memo)
         for judgment_id, spec in first:
             if spec is not None:
                 self._dispatch(judgment_id, spec)
