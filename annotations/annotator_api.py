@@ -4,6 +4,7 @@ One view per operation with its own input and output serializers. Outputs carry 
 candidate numbers and texts, never response ids, system keys, model names, other ratings or judge scores.
 """
 
+import re
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -13,9 +14,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
-from rest_framework.decorators import api_view, authentication_classes, renderer_classes
+from rest_framework.decorators import api_view, authentication_classes, content_negotiation_class, renderer_classes
 from rest_framework.exceptions import AuthenticationFailed, NotFound
 from rest_framework.exceptions import PermissionDenied as ApiPermissionDenied
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -94,6 +96,31 @@ ANNOTATOR_AUTHENTICATION = [SessionAuthentication, AnnotatorTokenAuthentication]
 ANNOTATOR_RENDERERS = [JSONRenderer]
 
 
+class PlainJsonNegotiation(DefaultContentNegotiation):
+    """Skips parsing the Accept header in the common cases (none, */*, application/json), which all get the one
+    JSON renderer; anything else is negotiated as usual (text/html alone still gets 406)."""
+
+    plain_accepts = frozenset({"", "*/*", "application/json"})
+
+    def select_renderer(self, request: Request, renderers: list[Any], format_suffix: str | None = None) -> tuple:  # type: ignore[override]
+        meta = request.META
+        if format_suffix is None and not meta.get("QUERY_STRING") and meta.get("HTTP_ACCEPT", "") in self.plain_accepts:
+            return renderers[0], renderers[0].media_type
+        return super().select_renderer(request, renderers, format_suffix)
+
+
+def annotator_endpoint(methods: list[str]) -> Any:
+    """api_view with the annotator API's authentication, renderer and negotiation."""
+
+    def decorate(view: Any) -> Any:
+        view = content_negotiation_class(PlainJsonNegotiation)(view)
+        view = renderer_classes(ANNOTATOR_RENDERERS)(view)
+        view = authentication_classes(ANNOTATOR_AUTHENTICATION)(view)
+        return api_view(methods)(view)
+
+    return decorate
+
+
 class CampaignOutput(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -137,6 +164,9 @@ class TaskOutput(serializers.Serializer):
     rationale_required = serializers.BooleanField()
 
 
+_TEXT_LIMIT = 10_000
+
+
 class SubmitInput(serializers.Serializer):
     idempotency_key = serializers.RegexField(r"^[A-Za-z0-9_-]{8,64}$")
     ratings = serializers.DictField(
@@ -145,11 +175,66 @@ class SubmitInput(serializers.Serializer):
     )
     preference = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=999)
     none_appropriate = serializers.BooleanField(default=False)
-    rationale = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
+    rationale = serializers.CharField(required=False, allow_blank=True, max_length=_TEXT_LIMIT, default="")
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=_TEXT_LIMIT, default="")
 
 
 SUBMIT_FIELDS = frozenset(SubmitInput._declared_fields)
+_IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{8,64}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _plain_text(value: Any) -> str | None:
+    """What SubmitInput's rationale and comment fields make of a well-formed string (stripped), else None."""
+    if type(value) is not str:
+        return None
+    text = value.strip()
+    if len(text) > _TEXT_LIMIT or "\x00" in text or (not text.isascii() and _SURROGATE.search(text)):
+        return None
+    return text
+
+
+def _well_formed_submit(data: Any) -> dict[str, Any] | None:
+    """SubmitInput's validated data for a body it accepts without converting anything, or None to let the
+    serializer decide (and name the problems). Building the serializer's fields costs more than a submit's whole
+    database work, and clients send well-formed bodies; the parity test feeds both paths the same bodies."""
+    if type(data) is not dict:
+        return None
+    key = data.get("idempotency_key")
+    ratings = data.get("ratings")
+    if type(key) is not str or not _IDEMPOTENCY_KEY.fullmatch(key) or type(ratings) is not dict:
+        return None
+    for by_aspect in ratings.values():
+        if type(by_aspect) is not dict or not by_aspect:
+            return None
+        if any(type(value) not in (int, float, str, bool) for value in by_aspect.values()):
+            return None
+    validated: dict[str, Any] = {"idempotency_key": key, "ratings": {k: dict(v) for k, v in ratings.items()}}
+    if "preference" in data:
+        preference = data["preference"]
+        if preference is not None and (type(preference) is not int or not 1 <= preference <= 999):
+            return None
+        validated["preference"] = preference
+    none_appropriate = data.get("none_appropriate", False)
+    if type(none_appropriate) is not bool:
+        return None
+    validated["none_appropriate"] = none_appropriate
+    for name in ("rationale", "comment"):
+        text = _plain_text(data.get(name, ""))
+        if text is None:
+            return None
+        validated[name] = text
+    return validated
+
+
+def submit_input(data: Any) -> dict[str, Any]:
+    """The validated submit body; raises the serializer's ValidationError (a 400 naming each field) otherwise."""
+    validated = _well_formed_submit(data)
+    if validated is None:
+        form = SubmitInput(data=data)
+        form.is_valid(raise_exception=True)
+        validated = dict(form.validated_data)
+    return validated
 
 
 class SubmitOutput(serializers.Serializer):
@@ -221,9 +306,7 @@ def _task_payload(request: Request, campaign: Campaign, assignment: Assignment) 
 
 
 @extend_schema(responses=CampaignOutput(many=True))
-@api_view(["GET"])
-@authentication_classes(ANNOTATOR_AUTHENTICATION)
-@renderer_classes(ANNOTATOR_RENDERERS)
+@annotator_endpoint(["GET"])
 def my_campaigns(request: Request) -> Response:
     rows = []
     for campaign in campaigns_for_annotator(request.user):
@@ -241,9 +324,7 @@ def my_campaigns(request: Request) -> Response:
 
 
 @extend_schema(request=None, responses={200: TaskOutput, 204: None})
-@api_view(["POST"])
-@authentication_classes(ANNOTATOR_AUTHENTICATION)
-@renderer_classes(ANNOTATOR_RENDERERS)
+@annotator_endpoint(["POST"])
 def next_task(request: Request, campaign_id: int) -> Response:
     """Leases the next task (or resumes the open one); 204 when nothing is left for this annotator."""
     campaign = _campaign(request, campaign_id)
@@ -257,9 +338,7 @@ def next_task(request: Request, campaign_id: int) -> Response:
 
 
 @extend_schema(responses=TaskOutput)
-@api_view(["GET"])
-@authentication_classes(ANNOTATOR_AUTHENTICATION)
-@renderer_classes(ANNOTATOR_RENDERERS)
+@annotator_endpoint(["GET"])
 def task_detail(request: Request, campaign_id: int, task_id: int) -> Response:
     campaign = _campaign(request, campaign_id)
     assignment = _lease(request, campaign, task_id)
@@ -294,17 +373,14 @@ def _answer_from_payload(campaign: Campaign, data: dict[str, Any]) -> TaskAnswer
 
 
 @extend_schema(request=SubmitInput, responses={201: SubmitOutput, 200: SubmitOutput, 400: ProblemOutput(many=True)})
-@api_view(["POST"])
-@authentication_classes(ANNOTATOR_AUTHENTICATION)
-@renderer_classes(ANNOTATOR_RENDERERS)
+@annotator_endpoint(["POST"])
 def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
     campaign = _campaign(request, campaign_id)
     unexpected = sorted(set(request.data) - SUBMIT_FIELDS)
     if unexpected:
         return Response({"detail": f"unexpected fields: {', '.join(unexpected)}"}, status=400)
-    form = SubmitInput(data=request.data)
-    form.is_valid(raise_exception=True)
-    answer = _answer_from_payload(campaign, form.validated_data)
+    validated = submit_input(request.data)
+    answer = _answer_from_payload(campaign, validated)
     if isinstance(answer, list):
         return Response({"problems": answer}, status=status.HTTP_400_BAD_REQUEST)
     try:
@@ -312,7 +388,7 @@ def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
             campaign=campaign,
             task_id=task_id,
             user=request.user,  # type: ignore[arg-type]
-            idempotency_key=form.validated_data["idempotency_key"],
+            idempotency_key=validated["idempotency_key"],
             answer=answer,
         )
     except (NotLeased, NotInPool):
@@ -327,9 +403,7 @@ def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
 
 
 @extend_schema(request=SkipInput, responses={204: None})
-@api_view(["POST"])
-@authentication_classes(ANNOTATOR_AUTHENTICATION)
-@renderer_classes(ANNOTATOR_RENDERERS)
+@annotator_endpoint(["POST"])
 def skip_task(request: Request, campaign_id: int, task_id: int) -> Response:
     campaign = _campaign(request, campaign_id)
     assignment = _lease(request, campaign, task_id)

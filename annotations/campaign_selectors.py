@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.core.exceptions import PermissionDenied
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Count, Max, Model, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -58,17 +58,19 @@ def statement_cursor() -> Any:
     values. Django's own cursors bind on the client and never prepare (it keeps poolers such as PgBouncer in
     transaction mode working; with such a pooler, it needs prepared-statement support, PgBouncer 1.21+). The cursor
     is wrapped like any Django cursor: errors become django.db errors and queries are logged and counted."""
-    if connection.vendor != "postgresql":
-        return connection.cursor()
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    database = connection.connection
+    # One lookup of this thread's connection: each attribute read through django.db.connection repeats it.
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    if wrapper.vendor != "postgresql":
+        return wrapper.cursor()
+    wrapper.close_if_health_check_failed()
+    wrapper.ensure_connection()
+    database = wrapper.connection
     if database.prepare_threshold is None:
         # Django turns preparing off for the whole connection; allow it for cursors that ask for it (only this one:
         # Django's client-binding cursors cannot prepare, so the very high threshold never triggers for them).
         database.prepare_threshold = 2**31 - 1
-    with connection.wrap_database_errors:
-        return connection._prepare_cursor(_preparing_cursor_class()(database))  # type: ignore[attr-defined]
+    with wrapper.wrap_database_errors:
+        return wrapper._prepare_cursor(_preparing_cursor_class()(database))  # type: ignore[attr-defined]
 
 
 @functools.cache
@@ -91,14 +93,15 @@ def _row_loader(
 
 def instance_from_row(model: type[ModelT], names: Sequence[str], values: Sequence[Any]) -> ModelT:
     """A model instance from columns read with SQL, as the ORM would have loaded it; other fields stay deferred."""
-    order, plan = _row_loader(model, tuple(names), connection.vendor)
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    order, plan = _row_loader(model, tuple(names), wrapper.vendor)
     converted = []
     for index, (_name, converters, column) in zip(order, plan, strict=True):
         value = values[index]
         for convert in converters:
-            value = convert(value, column, connection)
+            value = convert(value, column, wrapper)
         converted.append(value)
-    return model.from_db(connection.alias, [name for name, _, _ in plan], converted)  # type: ignore[return-value]
+    return model.from_db(DEFAULT_DB_ALIAS, [name for name, _, _ in plan], converted)  # type: ignore[return-value]
 
 
 # --- campaigns --------------------------------------------------------------------------------------------------
@@ -174,9 +177,19 @@ def campaign_for_annotator(user: AnyUser, pk: int) -> Campaign:
     if not user.is_authenticated or not (campaign.is_active and first[width]):
         # Outside the pool the campaign is outside the user's scope: 404, so its existence is not revealed.
         raise Http404("no such campaign")
-    aspects = [instance_from_row(Aspect, ASPECT_COLUMNS, row[width + 1 :]) for row in rows if row[width + 1]]
-    campaign._scales_cache = [aspect_scale(aspect, i) for i, aspect in enumerate(aspects, start=1)]  # type: ignore[attr-defined]
+    aspect_rows = tuple(tuple(row[width + 1 :]) for row in rows if row[width + 1])
+    campaign._scales_cache = list(_scales_of_rows(aspect_rows, connection.vendor))  # type: ignore[attr-defined]
     return campaign
+
+
+@functools.lru_cache(maxsize=512)
+def _scales_of_rows(aspect_rows: tuple[tuple[Any, ...], ...], vendor: str) -> "tuple[Scale, ...]":
+    """Every annotator request reads its campaign's aspects, and building their instances and scales again cost a
+    tenth of the request. Keyed on the rows exactly as read, so an edited aspect is a new key, never a stale hit;
+    the scales are shared between requests and only read."""
+    del vendor  # part of the key: the converters differ between database backends
+    aspects = [instance_from_row(Aspect, ASPECT_COLUMNS, row) for row in aspect_rows]
+    return tuple(aspect_scale(aspect, i) for i, aspect in enumerate(aspects, start=1))
 
 
 def campaign_has_annotator(campaign: Campaign, user: User) -> bool:
@@ -261,9 +274,12 @@ WHERE shown.task_id = %(task)s
 def task_candidates(*, assignment: Assignment, user_id: int) -> list[Candidate]:
     """Blinded candidates: only ids (never shown) and texts. System keys stay in the database."""
     task = assignment.task
-    with statement_cursor() as cursor:
-        cursor.execute(_TASK_TEXTS_SQL, {"task": task.pk})
-        texts = dict(cursor.fetchall())
+    # The claim statement reads them along with the task it hands out.
+    texts: dict[int, str] | None = getattr(task, "candidate_texts", None)
+    if texts is None:
+        with statement_cursor() as cursor:
+            cursor.execute(_TASK_TEXTS_SQL, {"task": task.pk})
+            texts = dict(cursor.fetchall())
     order = candidate_order(campaign=assignment.campaign, task=task, user_id=user_id, response_ids=list(texts))
     earlier: dict[int, list[str]] = {pk: [] for pk in order}
     if task.turn.index > 0:

@@ -54,7 +54,7 @@ def test_rpm_window_is_shared_and_never_exceeded() -> None:
 
         async def one(limiter: RedisLimiter) -> None:
             lease = await limiter.acquire(1)
-            granted.append(time.monotonic())
+            granted.append(time.time())  # the wall clock, as Redis's TIME that the window is measured on
             await limiter.release(lease)
 
         tasks = [asyncio.create_task(one(first if i % 2 else second)) for i in range(10)]
@@ -66,7 +66,12 @@ def test_rpm_window_is_shared_and_never_exceeded() -> None:
         await second.close()
 
     asyncio.run(run())
-    assert len(granted) == 7
+    assert len(granted) >= 7
+    # Normally exactly 7 in the 1.5 s. Should the machine stall for a minute meanwhile (a paused virtual machine),
+    # the window really has moved on and an 8th grant is right: the contract is at most 7 per 60 s of Redis's
+    # clock, give or take the moment between a grant and its record here.
+    granted.sort()
+    assert all(later - first > 59 for first, later in zip(granted, granted[7:], strict=False))
 
 
 def test_tpm_window_counts_tokens() -> None:
