@@ -217,6 +217,7 @@ class Annotator(threading.Thread):
         self.deadline = deadline
         self.rng = random.Random(seed)
         self.latencies: list[float] = []
+        self.submit_latencies: list[float] = []  # the submits among them
         self.acknowledged: list[str] = []  # keys answered 201 (new submission)
         self.errors: list[str] = []
         self.replays = 0
@@ -230,6 +231,8 @@ class Annotator(threading.Thread):
         started = time.perf_counter()
         response = client.post(url, body)
         self.latencies.append((time.perf_counter() - started) * 1000)
+        if body is not None:
+            self.submit_latencies.append(self.latencies[-1])
         return response
 
     def run(self) -> None:
@@ -333,6 +336,7 @@ def _client_process(
     results.put(
         {
             "latencies": [ms for client in clients for ms in client.latencies],
+            "submit_latencies": [ms for client in clients for ms in client.submit_latencies],
             "acknowledged": [key for client in clients for key in client.acknowledged],
             "errors": [error for client in clients for error in client.errors],
             "replays": sum(client.replays for client in clients),
@@ -456,6 +460,7 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             server.kill()
     latencies = [ms for result in results for ms in result["latencies"]]
+    submit_latencies = [ms for result in results for ms in result["submit_latencies"]]
     acknowledged = [key for result in results for key in result["acknowledged"]]
     errors = [error for result in results for error in result["errors"]]
     client_cpu = sum(result["cpu_s"] for result in results)
@@ -465,6 +470,7 @@ def main() -> None:
         f"{len(latencies)} requests in {elapsed:.1f}s ({len(latencies) / max(elapsed, 1e-9):.0f}/s) from "
         f"{args.annotators} annotators in {args.client_processes} client processes (think {args.think_ms:.0f} ms); "
         f"gunicorn {args.workers}x{args.threads}; mean {statistics.fmean(latencies) if latencies else 0:.1f} ms; "
+        f"submits p50 {_percentile(submit_latencies, 0.5):.1f} / p95 {_percentile(submit_latencies, 0.95):.1f} ms; "
         f"CPU per request: server {server_cpu / requests * 1000:.2f} ms, "
         f"database {database_cpu / requests * 1000:.2f} ms, clients {client_cpu / requests * 1000:.2f} ms; "
         f"load average {load_before[0]:.2f} -> {load_after[0]:.2f} on {os.cpu_count()} CPUs; "
