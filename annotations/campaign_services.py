@@ -712,11 +712,11 @@ rated AS (
     SELECT entered.response_id, entered.aspect_id, %(rater)s,
            COALESCE((SELECT MAX(earlier.position) + 1 FROM annotations_rating earlier
                      WHERE earlier.response_id = entered.response_id AND earlier.aspect_id = entered.aspect_id), 0),
-           entered.raw::jsonb, entered.value, entered.is_missing, %(rationale)s, %(comment)s, %(spent)s,
+           entered.raw, entered.value, entered.is_missing, %(rationale)s, %(comment)s, %(spent)s,
            %(origin)s, %(now)s, %(now)s
     FROM finished
-    CROSS JOIN unnest(%(responses)s::bigint[], %(aspects)s::bigint[], %(raws)s::text[], %(values)s::float8[],
-                      %(missing)s::boolean[]) AS entered(response_id, aspect_id, raw, value, is_missing)
+    CROSS JOIN jsonb_to_recordset(%(entered)s::jsonb)
+         AS entered(response_id bigint, aspect_id bigint, raw jsonb, value float8, is_missing boolean)
     RETURNING 1
 )
 SELECT (SELECT id FROM submission), (SELECT count(*) FROM rated)
@@ -814,11 +814,13 @@ def _submit_in_one_statement(
         "now": moment,
         "rater": rater_id,
         "origin": RatingOrigin.APP.value,
-        "responses": [row[0] for row in entered],
-        "aspects": [row[1] for row in entered],
-        "raws": [None if row[2] is None else json.dumps(row[2]) for row in entered],
-        "values": [row[3] for row in entered],
-        "missing": [row[4] for row in entered],
+        # One JSON document rather than five arrays: binding arrays was a few per cent of a submit's CPU.
+        "entered": json.dumps(
+            [
+                {"response_id": response, "aspect_id": aspect, "raw": raw, "value": value, "is_missing": missing}
+                for response, aspect, raw, value, missing in entered
+            ]
+        ),
     }
     try:
         ((submission_id, _rated),) = _statement_rows(_SUBMIT_SQL, values)

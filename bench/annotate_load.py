@@ -416,7 +416,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--annotators", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--items", type=int, default=2000, help="prompts in the generated dataset")
+    parser.add_argument(
+        "--items", type=int, default=4000, help="prompts in the generated dataset (enough tasks for 60 s at full speed)"
+    )
     parser.add_argument("--systems", type=int, default=4, help="answers per prompt = candidates per task")
     parser.add_argument("--raters", type=int, default=3, help="raters per task N")
     parser.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 2)), help="gunicorn workers")
