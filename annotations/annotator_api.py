@@ -35,6 +35,8 @@ from annotations.campaign_selectors import (
     task_candidates,
 )
 from annotations.campaign_services import (
+    IDEMPOTENCY_KEY_RE,
+    MAX_TEXT_CHARS,
     MISSING,
     CampaignError,
     NotInPool,
@@ -164,23 +166,19 @@ class TaskOutput(serializers.Serializer):
     rationale_required = serializers.BooleanField()
 
 
-_TEXT_LIMIT = 10_000
-
-
 class SubmitInput(serializers.Serializer):
-    idempotency_key = serializers.RegexField(r"^[A-Za-z0-9_-]{8,64}$")
+    idempotency_key = serializers.RegexField(IDEMPOTENCY_KEY_RE)
     ratings = serializers.DictField(
         child=serializers.DictField(child=serializers.JSONField(), allow_empty=False),
         help_text='{"<candidate number>": {"<aspect name>": <number> or "NA"}}',
     )
     preference = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=999)
     none_appropriate = serializers.BooleanField(default=False)
-    rationale = serializers.CharField(required=False, allow_blank=True, max_length=_TEXT_LIMIT, default="")
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=_TEXT_LIMIT, default="")
+    rationale = serializers.CharField(required=False, allow_blank=True, max_length=MAX_TEXT_CHARS, default="")
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=MAX_TEXT_CHARS, default="")
 
 
 SUBMIT_FIELDS = frozenset(SubmitInput._declared_fields)
-_IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{8,64}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -189,7 +187,7 @@ def _plain_text(value: Any) -> str | None:
     if type(value) is not str:
         return None
     text = value.strip()
-    if len(text) > _TEXT_LIMIT or "\x00" in text or (not text.isascii() and _SURROGATE.search(text)):
+    if len(text) > MAX_TEXT_CHARS or "\x00" in text or (not text.isascii() and _SURROGATE.search(text)):
         return None
     return text
 
@@ -202,7 +200,7 @@ def _well_formed_submit(data: Any) -> dict[str, Any] | None:
         return None
     key = data.get("idempotency_key")
     ratings = data.get("ratings")
-    if type(key) is not str or not _IDEMPOTENCY_KEY.fullmatch(key) or type(ratings) is not dict:
+    if type(key) is not str or not IDEMPOTENCY_KEY_RE.fullmatch(key) or type(ratings) is not dict:
         return None
     for by_aspect in ratings.values():
         if type(by_aspect) is not dict or not by_aspect:
@@ -245,7 +243,7 @@ class SubmitOutput(serializers.Serializer):
 
 class SkipInput(serializers.Serializer):
     reason = serializers.ChoiceField(choices=SkipReason.choices)
-    note = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
+    note = serializers.CharField(required=False, allow_blank=True, max_length=MAX_TEXT_CHARS, default="")
 
 
 SKIP_FIELDS = frozenset(SkipInput._declared_fields)

@@ -436,14 +436,16 @@ SELECT held.id, held.campaign_id, held.task_id, held.task_position, held.slot, h
        held.seconds_spent,
        task.id, task.campaign_id, task.turn_id, task.chunk, task.position,
        turn.id, turn.item_id, turn.index, turn.prompt, turn.reference, turn.context,
-       ARRAY(SELECT shown.response_id FROM annotations_task_responses shown
-             WHERE shown.task_id = held.task_id ORDER BY shown.response_id),
-       ARRAY(SELECT response.text FROM annotations_task_responses shown
-             JOIN annotations_response response ON response.id = shown.response_id
-             WHERE shown.task_id = held.task_id ORDER BY shown.response_id)
+       candidates.ids, candidates.texts
 FROM held
 JOIN annotations_task task ON task.id = held.task_id
 JOIN annotations_turn turn ON turn.id = task.turn_id
+CROSS JOIN LATERAL (
+    SELECT array_agg(response.id ORDER BY response.id) AS ids, array_agg(response.text ORDER BY response.id) AS texts
+    FROM annotations_task_responses shown
+    JOIN annotations_response response ON response.id = shown.response_id
+    WHERE shown.task_id = held.task_id
+) candidates
 """
 
 
@@ -483,7 +485,7 @@ def _claim_in_one_statement(*, campaign: Campaign, user: User, now: datetime | N
         assignment = instance_from_row(Assignment, _ASSIGNMENT_COLUMNS, row[:a])
         task = instance_from_row(Task, _TASK_COLUMNS, row[a:t])
         task.turn = instance_from_row(Turn, _TURN_COLUMNS, row[t:-2])
-        task.candidate_texts = dict(zip(row[-2], row[-1], strict=True))  # type: ignore[attr-defined]
+        task.candidate_texts = dict(zip(row[-2] or [], row[-1] or [], strict=True))  # type: ignore[attr-defined]
         task.campaign = campaign
         assignment.task = task
         assignment.campaign = campaign
