@@ -4,7 +4,8 @@
 
 It creates its own Postgres database (evalsite_bench_annotate, dropped first), migrates it, imports a generated
 dataset and opens a campaign with N raters per task, refreshes the planner statistics (ANALYZE, as autovacuum
-would on a live database), starts gunicorn on it, and runs one thread per annotator, each with its own keep-alive
+would on a live database), starts gunicorn on it with the deployed configuration (evalsite/gunicorn_config.py),
+waits until every gunicorn thread has answered, and runs one thread per annotator, each with its own keep-alive
 HTTP connection and API token. The annotator threads run in --client-processes separate processes (default 2),
 so the load generator's own interpreter lock does not queue the clients and inflate the latencies it measures;
 each latency is taken around one request in the thread that sent it. A few submits are sent twice on purpose
@@ -15,7 +16,8 @@ each latency is taken around one request in the thread that sent it. A few submi
 - over_assigned: tasks holding more than N distinct annotators (submitted or leased), or one annotator twice.
 
 The line before it reports throughput, the CPU seconds the server (gunicorn) and the load generator used per
-request, and the load average, because on a shared machine latency alone cannot be compared between runs.
+request, and the load average, because on a shared machine latency alone cannot be compared between runs, and
+the spread of the annotators' mean latencies, which shows whether the workers share the connections evenly.
 The last line printed is JSON: {"p50_ms", "p95_ms", "submitted", "lost", "duplicated", "over_assigned"}, with the
 latencies over every next/submit request.
 """
@@ -33,6 +35,7 @@ import sys
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -109,35 +112,49 @@ def _setup(database_url: str, *, items: int, systems: int, annotators: int, rate
     return campaign.pk, tokens
 
 
-def _warm_up(base: str, token: str) -> None:
-    """Waits until every worker has booted and answers fast, so start-up time is not counted as latency."""
-    import httpx
+def _warm_up(base: str, tokens: list[str]) -> None:
+    """Waits until every worker has booted and each of its threads has opened its database connection, so start-up
+    is not counted as latency: every annotator sends requests at once on its own connection, as in the run, until a
+    whole round answers fast. The connections are closed before the run starts."""
 
-    with httpx.Client(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=60) as client:
-        fast = 0
+    def round_trip(client: "KeepAliveClient") -> float:
+        started = time.perf_counter()
+        status = client.get("/api/annotate/campaigns/").status_code
+        return time.perf_counter() - started if status == 200 else float("inf")
+
+    clients = [KeepAliveClient(base, {"Authorization": f"Token {token}"}) for token in tokens]
+    try:
         deadline = time.monotonic() + 120
-        while fast < 20 and time.monotonic() < deadline:
-            started = time.perf_counter()
-            ok = client.get("/api/annotate/campaigns/").status_code == 200
-            fast = fast + 1 if ok and time.perf_counter() - started < 0.5 else 0
+        with ThreadPoolExecutor(max_workers=len(clients)) as pool:
+            fast_rounds = 0
+            while fast_rounds < 10 and time.monotonic() < deadline:
+                slowest = max(pool.map(round_trip, clients))
+                fast_rounds = fast_rounds + 1 if slowest < 0.5 else 0
+    finally:
+        for client in clients:
+            client.connection.close()
+    time.sleep(1)  # lets the workers notice the closed connections and free their slots
 
 
 def _start_gunicorn(database_url: str, port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
-    env.update({"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "false"})
+    env.update(
+        {
+            "DATABASE_URL": database_url,
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DEBUG": "false",
+            "GUNICORN_BIND": f"127.0.0.1:{port}",
+            "WEB_WORKERS": str(workers),
+            "WEB_THREADS": str(threads),
+        }
+    )
     env.pop("CELERY_BROKER_URL", None)
+    # The deployed configuration (docker-compose uses the same module), sized by the environment above.
     process = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("gunicorn")),
-            "evalsite.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--worker-class",
-            "gthread",
-            "--threads",
-            str(threads),
+            "--config",
+            "python:evalsite.gunicorn_config",
             "--log-level",
             "warning",
         ],
@@ -183,11 +200,16 @@ class KeepAliveClient:
         self.connection = self._connect()
         self.headers = {**headers, "Content-Type": "application/json"}
 
+    def get(self, path: str) -> Reply:
+        return self._send("GET", path, b"")
+
     def post(self, path: str, body: dict | None = None) -> Reply:
-        payload = json.dumps(body).encode() if body is not None else b""
+        return self._send("POST", path, json.dumps(body).encode() if body is not None else b"")
+
+    def _send(self, method: str, path: str, payload: bytes) -> Reply:
         for attempt in (1, 2):
             try:
-                self.connection.request("POST", path, body=payload, headers=self.headers)
+                self.connection.request(method, path, body=payload, headers=self.headers)
                 response = self.connection.getresponse()
                 return Reply(response.status, response.read())
             except self._errors:
@@ -341,6 +363,7 @@ def _client_process(
             "errors": [error for client in clients for error in client.errors],
             "replays": sum(client.replays for client in clients),
             "cpu_s": time.process_time() - cpu_before,
+            "client_means": [statistics.fmean(client.latencies) for client in clients if client.latencies],
         }
     )
 
@@ -412,6 +435,13 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+def _spread(values: list[float]) -> str:
+    """min / median / max: a wide spread means the connections are unevenly shared between the gunicorn workers."""
+    if not values:
+        return "none"
+    return f"min {min(values):.0f} / median {statistics.median(values):.0f} / max {max(values):.0f} ms"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--annotators", type=int, default=30)
@@ -443,7 +473,7 @@ def main() -> None:
     port = _free_port()
     server = _start_gunicorn(database_url, port, args.workers, args.threads)
     try:
-        _warm_up(f"http://127.0.0.1:{port}", tokens[0])
+        _warm_up(f"http://127.0.0.1:{port}", tokens)
         load_before = os.getloadavg()
         server_cpu_before = _process_tree_cpu(server.pid)
         database_cpu_before = _database_cpu(args.postgres)
@@ -466,6 +496,7 @@ def main() -> None:
     acknowledged = [key for result in results for key in result["acknowledged"]]
     errors = [error for result in results for error in result["errors"]]
     client_cpu = sum(result["cpu_s"] for result in results)
+    client_means = [ms for result in results for ms in result["client_means"]]
     checks = _check_database(acknowledged, args.raters)
     requests = max(len(latencies), 1)
     print(
@@ -476,7 +507,8 @@ def main() -> None:
         f"CPU per request: server {server_cpu / requests * 1000:.2f} ms, "
         f"database {database_cpu / requests * 1000:.2f} ms, clients {client_cpu / requests * 1000:.2f} ms; "
         f"load average {load_before[0]:.2f} -> {load_after[0]:.2f} on {os.cpu_count()} CPUs; "
-        f"acknowledged {len(acknowledged)}, replayed {sum(r['replays'] for r in results)}, errors {len(errors)}"
+        f"acknowledged {len(acknowledged)}, replayed {sum(r['replays'] for r in results)}, errors {len(errors)}; "
+        f"each annotator's mean latency: {_spread(client_means)}"
     )
     for error in errors[:10]:
         print("error:", error)
