@@ -15,9 +15,10 @@ each latency is taken around one request in the thread that sent it. A few submi
 - duplicated: ratings beyond one per (answer, aspect, annotator) and submissions acknowledged as new twice;
 - over_assigned: tasks holding more than N distinct annotators (submitted or leased), or one annotator twice.
 
-The line before it reports throughput, the CPU seconds the server (gunicorn) and the load generator used per
-request, and the load average, because on a shared machine latency alone cannot be compared between runs, and
-the spread of the annotators' mean latencies, which shows whether the workers share the connections evenly.
+The line before it reports throughput; the CPU seconds per request of the server (gunicorn), the database server
+(every Postgres process, background ones included) and the load generator; and the load average, because on a
+shared machine latency alone cannot be compared between runs. It ends with the spread of the annotators' mean
+latencies, which shows whether the gunicorn workers share the connections evenly.
 The last line printed is JSON: {"p50_ms", "p95_ms", "submitted", "lost", "duplicated", "over_assigned"}, with the
 latencies over every next/submit request.
 """
@@ -392,7 +393,8 @@ def _run_clients(
 
 
 def _process_tree_cpu(pid: int) -> float:
-    """User+system CPU seconds of a process and its children (the gunicorn master and its workers), from /proc."""
+    """User+system CPU seconds of a process and its descendants, from /proc: the live ones' own time plus what the
+    kernel credited to each of them for children that have exited (reaped database backends, for one)."""
     total = 0.0
     ticks = os.sysconf("SC_CLK_TCK")
     pending = [pid]
@@ -401,7 +403,7 @@ def _process_tree_cpu(pid: int) -> float:
         try:
             with open(f"/proc/{current}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / ticks
+            total += sum(int(value) for value in fields[11:15]) / ticks  # utime, stime, cutime, cstime
             with open(f"/proc/{current}/task/{current}/children") as children:
                 pending.extend(int(child) for child in children.read().split())
         except (FileNotFoundError, ProcessLookupError):
@@ -409,22 +411,14 @@ def _process_tree_cpu(pid: int) -> float:
     return total
 
 
-def _database_cpu(postgres_url: str) -> dict[int, float]:
-    """CPU seconds so far of each Postgres backend serving the bench database, by process id (same host only)."""
+def _database_server_pid(postgres_url: str) -> int:
+    """The postmaster's process id (same host only): the parent of this connection's backend."""
     import psycopg
 
     with psycopg.connect(f"{postgres_url}/postgres", autocommit=True) as conn:
-        pids = [row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [BENCH_DB])]
-    ticks = os.sysconf("SC_CLK_TCK")
-    usage = {}
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, PermissionError):
-            continue
-        usage[pid] = (int(fields[11]) + int(fields[12])) / ticks
-    return usage
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+    with open(f"/proc/{backend[0] if backend else 0}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -452,7 +446,7 @@ def main() -> None:
     parser.add_argument("--systems", type=int, default=4, help="answers per prompt = candidates per task")
     parser.add_argument("--raters", type=int, default=3, help="raters per task N")
     parser.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 2)), help="gunicorn workers")
-    parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn worker")
+    parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
     parser.add_argument(
         "--client-processes", type=int, default=2, help="processes the annotator threads are spread over"
     )
@@ -476,14 +470,13 @@ def main() -> None:
         _warm_up(f"http://127.0.0.1:{port}", tokens)
         load_before = os.getloadavg()
         server_cpu_before = _process_tree_cpu(server.pid)
-        database_cpu_before = _database_cpu(args.postgres)
+        database_pid = _database_server_pid(args.postgres)
+        database_cpu_before = _process_tree_cpu(database_pid)
         results, elapsed = _run_clients(
             f"http://127.0.0.1:{port}", campaign_id, tokens, args.seconds, args.think_ms, args.client_processes
         )
         server_cpu = _process_tree_cpu(server.pid) - server_cpu_before
-        database_cpu = sum(
-            seconds - database_cpu_before.get(pid, 0.0) for pid, seconds in _database_cpu(args.postgres).items()
-        )
+        database_cpu = _process_tree_cpu(database_pid) - database_cpu_before
         load_after = os.getloadavg()
     finally:
         server.terminate()
@@ -505,7 +498,7 @@ def main() -> None:
         f"gunicorn {args.workers}x{args.threads}; mean {statistics.fmean(latencies) if latencies else 0:.1f} ms; "
         f"submits p50 {_percentile(submit_latencies, 0.5):.1f} / p95 {_percentile(submit_latencies, 0.95):.1f} ms; "
         f"CPU per request: server {server_cpu / requests * 1000:.2f} ms, "
-        f"database {database_cpu / requests * 1000:.2f} ms, clients {client_cpu / requests * 1000:.2f} ms; "
+        f"database server {database_cpu / requests * 1000:.2f} ms, clients {client_cpu / requests * 1000:.2f} ms; "
         f"load average {load_before[0]:.2f} -> {load_after[0]:.2f} on {os.cpu_count()} CPUs; "
         f"acknowledged {len(acknowledged)}, replayed {sum(r['replays'] for r in results)}, errors {len(errors)}; "
         f"each annotator's mean latency: {_spread(client_means)}"
