@@ -259,6 +259,12 @@ class Annotator(threading.Thread):
         return response
 
     def run(self) -> None:
+        try:
+            self._loop()
+        except Exception as exc:  # a timed-out or refused connection ends this annotator: count it, do not hide it
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _loop(self) -> None:
         with KeepAliveClient(self.base, {"Authorization": f"Token {self.token}"}) as client:
             while time.time() < self.deadline:
                 response = self._post(client, f"/api/annotate/campaigns/{self.campaign_id}/next/")

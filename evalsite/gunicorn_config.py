@@ -1,11 +1,12 @@
 """gunicorn settings for the web process: `gunicorn --config python:evalsite.gunicorn_config`.
 
 docker-compose's web service and bench/annotate_load.py both start gunicorn with this module, so the load test
-measures the configuration that is deployed. WEB_WORKERS, WEB_THREADS, WEB_WORKER_CONNECTIONS and GUNICORN_BIND
-override the defaults.
+measures the configuration that is deployed. WEB_WORKERS, WEB_THREADS, WEB_CONNECTIONS_PER_WORKER and
+GUNICORN_BIND override the defaults.
 """
 
 import os
+from typing import Any
 
 from evalsite.env import env_int, env_str
 
@@ -23,11 +24,17 @@ workers = env_int("WEB_WORKERS", os.cpu_count() or 2, minimum=1)
 threads = env_int("WEB_THREADS", 4, minimum=1)
 
 # A gthread worker accepts every connection it wins, and a kept-alive connection stays with that worker for good.
-# Clients that connect at the same moment then pile onto one worker: in annotate_load, without a cap, one of two
-# workers held 23 of the 30 annotators' connections and their requests waited three times longer than the others'.
-# With the cap, a worker that holds worker_connections stops accepting and new connections go to the others. More
-# simultaneous keep-alive clients than workers x worker_connections wait until a connection closes (gunicorn closes
-# one that stays idle for `keepalive` seconds): raise WEB_WORKER_CONNECTIONS for many busy API clients.
-worker_connections = env_int("WEB_WORKER_CONNECTIONS", 4 * threads, minimum=threads + 1)
+# Clients that connect at the same moment then pile onto one worker: in annotate_load, one of two workers held 23 of
+# the 30 annotators' connections and their requests waited three times longer than the others'. A worker holding
+# more than its share therefore answers with "Connection: close", and the client's next connection goes to whichever
+# worker accepts it. A hard cap (worker_connections) would balance too, but clients beyond it would wait for a free
+# slot for as long as the others stay busy; here they only pay for a new connection.
+connections_per_worker = env_int("WEB_CONNECTIONS_PER_WORKER", 4 * threads, minimum=1)
+
+
+def pre_request(worker: Any, request: Any) -> None:
+    if getattr(worker, "nr_conns", 0) > connections_per_worker:
+        request.must_close = True
+
 
 timeout = 120
