@@ -2,7 +2,10 @@ import re
 from collections.abc import Callable
 
 from django.conf import settings
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.messages.storage import default_storage
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.functional import SimpleLazyObject, empty
 
 
 class SecurityHeadersMiddleware:
@@ -80,3 +83,18 @@ class RequestSizeLimitMiddleware:
             response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
         response["X-Frame-Options"] = "DENY"
         return response
+
+
+class LazyMessageMiddleware(MessageMiddleware):
+    """Django's MessageMiddleware with the message storage built on first use. Most requests (every API call) never
+    touch it, and building it (a cookie signer and a session storage) was 2% of an annotator API request. A storage
+    that was never built has nothing to save: BaseStorage.update does nothing unless messages were read or added."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        request._messages = SimpleLazyObject(lambda: default_storage(request))  # type: ignore[attr-defined]
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        messages = getattr(request, "_messages", None)
+        if type(messages) is SimpleLazyObject and messages._wrapped is empty:
+            return response
+        return super().process_response(request, response)
