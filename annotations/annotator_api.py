@@ -49,23 +49,11 @@ from annotations.campaign_services import (
 )
 from annotations.models import Assignment, Campaign, SkipReason
 
-USER_COLUMNS = (
-    "id",
-    "password",
-    "last_login",
-    "is_superuser",
-    "username",
-    "first_name",
-    "last_name",
-    "email",
-    "is_staff",
-    "is_active",
-    "date_joined",
-)
+# What the annotator API reads of the account; any other field loads on first access (the ORM's deferred fields).
+# Timestamps and the password hash are left out: Django's timestamp loader is Python code, run per column and row.
+USER_COLUMNS = ("id", "username", "is_active", "is_staff", "is_superuser")
 _ACCOUNT_BY_KEY_SQL = """
-SELECT token.key, token.user_id, token.created,
-       account.id, account.password, account.last_login, account.is_superuser, account.username, account.first_name,
-       account.last_name, account.email, account.is_staff, account.is_active, account.date_joined
+SELECT token.key, token.user_id, account.id, account.username, account.is_active, account.is_staff, account.is_superuser
 FROM authtoken_token token
 JOIN auth_user account ON account.id = token.user_id
 WHERE token.key = %(key)s
@@ -82,10 +70,10 @@ class AnnotatorTokenAuthentication(TokenAuthentication):
             row = cursor.fetchone()
         if row is None:
             raise AuthenticationFailed(_("Invalid token."))
-        user = instance_from_row(User, USER_COLUMNS, row[3:])
+        user = instance_from_row(User, USER_COLUMNS, row[2:])
         if not user.is_active:
             raise AuthenticationFailed(_("User inactive or deleted."))
-        token = instance_from_row(Token, ("key", "user_id", "created"), row[:3])
+        token = instance_from_row(Token, ("key", "user_id"), row[:2])
         token.user = user
         return user, token
 
