@@ -186,8 +186,10 @@ class RatingOrigin(models.TextChoices):
 
 
 class Rating(models.Model):
-    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="ratings")
-    aspect = models.ForeignKey(Aspect, on_delete=models.CASCADE, related_name="ratings")
+    # No single-column indexes on response and aspect: the unique (response, aspect, rater) constraint and the
+    # (aspect, response) index lead with them, and each index is written again for every rating a submit inserts.
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="ratings", db_index=False)
+    aspect = models.ForeignKey(Aspect, on_delete=models.CASCADE, related_name="ratings", db_index=False)
     rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="ratings")
     position = models.PositiveIntegerField(default=0)
     raw = models.JSONField(null=True, blank=True, help_text="The token exactly as imported or entered.")
@@ -305,13 +307,20 @@ class Assignment(models.Model):
     so a task cannot collect more than N raters; unique(task, annotator) keeps the raters distinct."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    # task and annotator get no index of their own: the unique (task, slot) and (task, annotator) constraints and the
+    # (annotator, status) index lead with them, and a claim or submit rewrites every index of the row it updates.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments", db_index=False)
     # Copied from the task so the claim query can walk one partial index in hand-out order.
     task_position = models.PositiveIntegerField()
     slot = models.PositiveSmallIntegerField()
     slot_limit = models.PositiveSmallIntegerField()
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="assignments"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="assignments",
+        db_index=False,
     )
     status = models.CharField(max_length=10, choices=AssignmentStatus.choices, default=AssignmentStatus.FREE)
     leased_at = models.DateTimeField(null=True, blank=True)

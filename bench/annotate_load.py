@@ -244,6 +244,7 @@ class Annotator(threading.Thread):
         self.acknowledged: list[str] = []  # keys answered 201 (new submission)
         self.errors: list[str] = []
         self.replays = 0
+        self.ran_out = False  # the campaign had no task left for this annotator before the deadline
 
     def _think(self) -> None:
         # Reading and rating time between requests (0 = back-to-back requests, the harshest case).
@@ -269,6 +270,7 @@ class Annotator(threading.Thread):
             while time.time() < self.deadline:
                 response = self._post(client, f"/api/annotate/campaigns/{self.campaign_id}/next/")
                 if response.status_code == 204:
+                    self.ran_out = True
                     return
                 if response.status_code != 200:
                     self.errors.append(f"next {response.status_code}: {response.text[:200]}")
@@ -370,6 +372,7 @@ def _client_process(
             "errors": [error for client in clients for error in client.errors],
             "replays": sum(client.replays for client in clients),
             "cpu_s": time.process_time() - cpu_before,
+            "ran_out": sum(client.ran_out for client in clients),
             "client_means": [statistics.fmean(client.latencies) for client in clients if client.latencies],
         }
     )
@@ -447,7 +450,7 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument(
-        "--items", type=int, default=4000, help="prompts in the generated dataset (enough tasks for 60 s at full speed)"
+        "--items", type=int, default=6000, help="prompts in the generated dataset (enough tasks for 60 s at full speed)"
     )
     parser.add_argument("--systems", type=int, default=4, help="answers per prompt = candidates per task")
     parser.add_argument("--raters", type=int, default=3, help="raters per task N")
@@ -509,6 +512,9 @@ def main() -> None:
         f"acknowledged {len(acknowledged)}, replayed {sum(r['replays'] for r in results)}, errors {len(errors)}; "
         f"each annotator's mean latency: {_spread(client_means)}"
     )
+    ran_out = sum(result["ran_out"] for result in results)
+    if ran_out:
+        print(f"warning: {ran_out} annotators ran out of tasks before the end; the run is shorter (raise --items)")
     for error in errors[:10]:
         print("error:", error)
     result = {
