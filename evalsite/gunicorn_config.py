@@ -16,9 +16,9 @@ bind = [env_str("GUNICORN_BIND", "0.0.0.0:8000")]
 # Threads rather than one process per request: an annotator request spends part of its time waiting for Postgres,
 # and keep-alive connections need the gthread worker (the sync worker closes every connection). Few threads per
 # worker: the requests a worker runs at once share one interpreter lock, so each extra thread makes every request
-# in flight slower, while waiting requests are served in arrival order. In annotate_load (2 workers, 30 annotators)
-# the p95/mean latency ratio was 1.39 with 4 threads, 1.58 with 8 and 1.78 with 12 at the same throughput; with 3
-# threads throughput fell, with 2 it halved.
+# in flight slower, while waiting requests are served in arrival order. In annotate_load (2 workers, 30 annotators,
+# at most 16 connections each) the p95/mean latency ratio was 1.39 with 4 threads, 1.58 with 8 and 1.78 with 12 at
+# the same throughput; with 3 threads throughput fell, with 2 it halved.
 worker_class = "gthread"
 workers = env_int("WEB_WORKERS", os.cpu_count() or 2, minimum=1)
 threads = env_int("WEB_THREADS", 4, minimum=1)
