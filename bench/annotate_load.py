@@ -150,7 +150,7 @@ def _start_gunicorn(database_url: str, port: int, workers: int, threads: int) ->
         }
     )
     env.pop("CELERY_BROKER_URL", None)
-    # The deployed configuration (docker-compose uses the same module), sized by the environment above.
+    # The deployed configuration (docker-compose uses the same module), sized as main() resolved it.
     process = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("gunicorn")),
@@ -425,8 +425,8 @@ def _database_server_pid(postgres_url: str) -> int:
     import psycopg
 
     with psycopg.connect(f"{postgres_url}/postgres", autocommit=True) as conn:
-        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
-    with open(f"/proc/{backend[0] if backend else 0}/stat") as stat:
+        (backend,) = conn.execute("SELECT pg_backend_pid()").fetchall()[0]
+    with open(f"/proc/{backend}/stat") as stat:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
@@ -454,8 +454,10 @@ def main() -> None:
     )
     parser.add_argument("--systems", type=int, default=4, help="answers per prompt = candidates per task")
     parser.add_argument("--raters", type=int, default=3, help="raters per task N")
-    parser.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 2)), help="gunicorn workers")
-    parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
+    parser.add_argument("--workers", type=int, help="gunicorn workers (default: WEB_WORKERS or the deployed default)")
+    parser.add_argument(
+        "--threads", type=int, help="threads per gunicorn worker (default: WEB_THREADS or the deployed default)"
+    )
     parser.add_argument(
         "--client-processes", type=int, default=2, help="processes the annotator threads are spread over"
     )
@@ -468,13 +470,17 @@ def main() -> None:
         help="server URL without a database name",
     )
     args = parser.parse_args()
+    from evalsite import gunicorn_config  # the deployed sizes, read from this environment as gunicorn would
+
+    workers = args.workers or gunicorn_config.workers
+    threads = args.threads or gunicorn_config.threads
 
     database_url = recreate_database(args.postgres, BENCH_DB)
     campaign_id, tokens = _setup(
         database_url, items=args.items, systems=args.systems, annotators=args.annotators, raters=args.raters
     )
     port = _free_port()
-    server = _start_gunicorn(database_url, port, args.workers, args.threads)
+    server = _start_gunicorn(database_url, port, workers, threads)
     try:
         _warm_up(f"http://127.0.0.1:{port}", tokens)
         load_before = os.getloadavg()
@@ -504,7 +510,7 @@ def main() -> None:
     print(
         f"{len(latencies)} requests in {elapsed:.1f}s ({len(latencies) / max(elapsed, 1e-9):.0f}/s) from "
         f"{args.annotators} annotators in {args.client_processes} client processes (think {args.think_ms:.0f} ms); "
-        f"gunicorn {args.workers}x{args.threads}; mean {statistics.fmean(latencies) if latencies else 0:.1f} ms; "
+        f"gunicorn {workers}x{threads}; mean {statistics.fmean(latencies) if latencies else 0:.1f} ms; "
         f"submits p50 {_percentile(submit_latencies, 0.5):.1f} / p95 {_percentile(submit_latencies, 0.95):.1f} ms; "
         f"CPU per request: server {server_cpu / requests * 1000:.2f} ms, "
         f"database server {database_cpu / requests * 1000:.2f} ms, clients {client_cpu / requests * 1000:.2f} ms; "

@@ -20,6 +20,16 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 GUNICORN_ENV = ("WEB_WORKERS", "WEB_THREADS", "WEB_CONNECTIONS_PER_WORKER", "GUNICORN_BIND")
 
 
+@pytest.fixture(autouse=True)
+def config_read_again_afterwards(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The tests reload the module under their own environment; leave it as the real environment makes it."""
+    yield
+    monkeypatch.undo()
+    import evalsite.gunicorn_config
+
+    importlib.reload(evalsite.gunicorn_config)
+
+
 def _config(monkeypatch: pytest.MonkeyPatch, **env: str) -> ModuleType:
     for name in GUNICORN_ENV:
         monkeypatch.delenv(name, raising=False)
