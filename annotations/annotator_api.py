@@ -29,9 +29,7 @@ from annotations.campaign_selectors import (
     campaign_scales,
     campaigns_for_annotator,
     earlier_prompts,
-    instance_from_row,
     leased_assignment,
-    statement_cursor,
     task_candidates,
 )
 from annotations.campaign_services import (
@@ -48,6 +46,7 @@ from annotations.campaign_services import (
     submission_create,
 )
 from annotations.models import Assignment, Campaign, SkipReason
+from annotations.statements import instance_from_row, statement_cursor
 
 # What the annotator API reads of the account; any other field loads on first access (the ORM's deferred fields).
 # Timestamps and the password hash are left out: Django's timestamp loader is Python code, run per column and row.

@@ -9,14 +9,13 @@ import functools
 import hashlib
 import random
 import statistics
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.core.exceptions import PermissionDenied
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import connection
 from django.db.models import Count, Max, Model, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -24,84 +23,18 @@ from django.utils import timezone
 from annotations.models import Aspect, Assignment, AssignmentStatus, Campaign, Response, Skip, Task, Turn
 from annotations.rubrics import format_number
 from annotations.selectors import datasets_for_user
+from annotations.slots import SlotPool, slot_counts, slot_pool_has
+from annotations.statements import instance_from_row, statement_cursor
 
 AnyUser = AbstractBaseUser | AnonymousUser
+
+# Where campaigns keep their slots for the slot engine (annotations.slots).
+CAMPAIGN_SLOTS = SlotPool(campaign=Campaign, task=Task, slot=Assignment, skip=Skip)
 
 # Scales with at most this many integer steps get one option per value; wider or fractional ones get a number box.
 MAX_DISCRETE_OPTIONS = 11
 
 ModelT = TypeVar("ModelT", bound=Model)
-
-
-# --- rows read with plain SQL -----------------------------------------------------------------------------------
-# The annotator's every request runs the same few reads and writes. Written as SQL they cost a fraction of the
-# ORM's query building, which dominated the time of a request; the scoping rules are the same as in the ORM code.
-
-
-@functools.cache
-def _preparing_cursor_class() -> type:
-    import psycopg
-
-    class PreparingCursor(psycopg.Cursor):  # type: ignore[type-arg]
-        """Binds values on the server and has Postgres prepare each statement the first time it runs on a
-        connection (psycopg keeps the last 100 per connection), so it is parsed and planned once."""
-
-        def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None):  # type: ignore[no-untyped-def, override]
-            return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
-
-    return PreparingCursor
-
-
-def statement_cursor() -> Any:
-    """A cursor for the hand-written statements of this module and campaign_services. On Postgres they are prepared
-    statements: planning was most of the database time of these short queries, run thousands of times with new
-    values. Django's own cursors bind on the client and never prepare (it keeps poolers such as PgBouncer in
-    transaction mode working; with such a pooler, it needs prepared-statement support, PgBouncer 1.21+). The cursor
-    is wrapped like any Django cursor: errors become django.db errors and queries are logged and counted."""
-    # One lookup of this thread's connection: each attribute read through django.db.connection repeats it.
-    wrapper = connections[DEFAULT_DB_ALIAS]
-    if wrapper.vendor != "postgresql":
-        return wrapper.cursor()
-    wrapper.close_if_health_check_failed()
-    wrapper.ensure_connection()
-    database = wrapper.connection
-    if database.prepare_threshold is None:
-        # Django turns preparing off for the whole connection; allow it for cursors that ask for it (only this one:
-        # Django's client-binding cursors cannot prepare, so the very high threshold never triggers for them).
-        database.prepare_threshold = 2**31 - 1
-    with wrapper.wrap_database_errors:
-        return wrapper._prepare_cursor(_preparing_cursor_class()(database))  # type: ignore[attr-defined]
-
-
-@functools.cache
-def _row_loader(
-    model: type[Model], names: tuple[str, ...], vendor: str
-) -> tuple[list[int], list[tuple[str, list[Callable[..., Any]], Any]]]:
-    """How to turn columns named `names` into `model` field values: their order among the model's fields, and the
-    converters the ORM itself would apply (database adapters, JSON decoding)."""
-    del vendor  # part of the cache key: converters differ between database backends
-    position = {name: i for i, name in enumerate(names)}
-    ordered = [f for f in model._meta.concrete_fields if f.attname in position]
-    if len(ordered) != len(names):
-        raise ValueError(f"unknown columns for {model.__name__}: {names}")
-    plan = []
-    for f in ordered:
-        column = f.get_col(model._meta.db_table)
-        plan.append((f.attname, [*connection.ops.get_db_converters(column), *f.get_db_converters(connection)], column))
-    return [position[f.attname] for f in ordered], plan
-
-
-def instance_from_row(model: type[ModelT], names: Sequence[str], values: Sequence[Any]) -> ModelT:
-    """A model instance from columns read with SQL, as the ORM would have loaded it; other fields stay deferred."""
-    wrapper = connections[DEFAULT_DB_ALIAS]
-    order, plan = _row_loader(model, tuple(names), wrapper.vendor)
-    converted = []
-    for index, (_name, converters, column) in zip(order, plan, strict=True):
-        value = values[index]
-        for convert in converters:
-            value = convert(value, column, wrapper)
-        converted.append(value)
-    return model.from_db(DEFAULT_DB_ALIAS, [name for name, _, _ in plan], converted)  # type: ignore[return-value]
 
 
 # --- campaigns --------------------------------------------------------------------------------------------------
@@ -194,7 +127,7 @@ def _scales_of_rows(aspect_rows: tuple[tuple[Any, ...], ...], vendor: str) -> "t
 
 
 def campaign_has_annotator(campaign: Campaign, user: User) -> bool:
-    return campaign.is_active and campaign.annotators.filter(pk=user.pk).exists()
+    return slot_pool_has(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user)
 
 
 def campaigns_for_researcher(user: AnyUser) -> QuerySet[Campaign]:
@@ -391,35 +324,13 @@ class AnnotatorProgress:
         return self.done + self.available
 
 
-# Done, open and available for one annotator in one read: available counts tasks with a claimable slot that the
-# annotator has not rated, leased or skipped (the same rule as the claim in campaign_services).
-_ANNOTATOR_PROGRESS_SQL = """
-SELECT
-    (SELECT COUNT(*) FROM annotations_assignment
-     WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'submitted'),
-    (SELECT COUNT(*) FROM annotations_assignment
-     WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased'),
-    (SELECT COUNT(DISTINCT slot.task_id) FROM annotations_assignment slot
-     WHERE slot.campaign_id = %(campaign)s
-       AND (slot.status = 'free' OR (slot.status = 'leased' AND slot.lease_expires_at < %(now)s))
-       AND slot.task_id NOT IN (
-           SELECT task_id FROM annotations_assignment WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s
-       )
-       AND slot.task_id NOT IN (
-           SELECT skip.task_id FROM annotations_skip skip JOIN annotations_task task ON task.id = skip.task_id
-           WHERE skip.annotator_id = %(user)s AND task.campaign_id = %(campaign)s
-       ))
-"""
-
-
 def annotator_progress(*, campaign: Campaign, user: AnyUser) -> AnnotatorProgress:
     """Done = tasks this annotator submitted; available = tasks that still have a free slot they could take."""
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with statement_cursor() as cursor:
-        cursor.execute(_ANNOTATOR_PROGRESS_SQL, {"campaign": campaign.pk, "user": user.pk or 0, "now": now})
-        done, open_leases, available = cursor.fetchone()
-    has_open = bool(open_leases)
-    return AnnotatorProgress(done=done, available=available + (1 if has_open else 0), has_open_task=has_open)
+    counts = slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user)
+    has_open = bool(counts.leased)
+    return AnnotatorProgress(
+        done=counts.done, available=counts.available + (1 if has_open else 0), has_open_task=has_open
+    )
 
 
 @dataclass(frozen=True)

@@ -18,42 +18,36 @@ How tasks are handed out (the order is part of the contract; README "Annotation 
 
 Why it cannot over-fill
 -----------------------
-The N slot rows are created with the task and afterwards only updated, never inserted; `unique(task, slot)` and
-`check(1 <= slot <= slot_limit)` bound the rows, `unique(task, annotator)` keeps raters distinct. A claim locks the
-slot row with `SELECT … FOR UPDATE SKIP LOCKED` on Postgres and re-checks its state in a conditional UPDATE (which
-is also what keeps SQLite correct), so two concurrent requests can never take the same slot.
+Slots, leases, the claim rule, skips and completing belong to the slot engine (annotations.slots), which fact
+review shares; its docstring gives the guarantees. This module adds what is particular to rating answers.
 
-On Postgres the claim and the submission each run as one SQL statement (data-modifying CTEs) in autocommit: one
-round trip instead of a transaction of five to fifteen ORM queries, with the same locks, the same conditional
-updates and the same constraints, so the guarantees above hold unchanged; the statement is atomic on its own. The
-ORM versions below them serve the other databases (SQLite in development) and define the semantics.
+On Postgres the submission runs as one SQL statement (data-modifying CTEs) in autocommit, built on the engine's
+completing UPDATE: one round trip instead of a transaction of five to fifteen ORM queries, with the same locks, the
+same conditional updates and the same constraints; the statement is atomic on its own. The ORM version serves the
+other databases (SQLite in development) and defines the semantics.
 """
 
-import hashlib
 import json
-import random
 import re
 import secrets
 from collections.abc import Iterable, Mapping
-from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotations.campaign_selectors import (
+    CAMPAIGN_SLOTS,
     Candidate,
     Scale,
     campaign_has_annotator,
     campaign_scales,
     candidate_order,
-    instance_from_row,
-    statement_cursor,
     task_candidates,
 )
 from annotations.errors import RatingOutOfRange
@@ -73,6 +67,21 @@ from annotations.models import (
     Turn,
 )
 from annotations.services import rater_for_user, rating_value_from_token
+from annotations.slots import (
+    ClaimDetails,
+    NotInPool,
+    NotLeased,
+    hand_out_order,
+    seeded_random,
+    slot_claim,
+    slot_complete,
+    slot_complete_sql,
+    slot_pool_sql,
+    slot_skip,
+    slots_build,
+    slots_release_outside_pool,
+)
+from annotations.statements import instance_from_row, statement_cursor, statement_rows
 
 CAMPAIGN_OPTIONS = {
     "guidelines",
@@ -85,19 +94,10 @@ CAMPAIGN_OPTIONS = {
 }
 MAX_TEXT_CHARS = 10_000
 IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
-CLAIM_ATTEMPTS = 8
 
 
 class CampaignError(ValueError):
     """A campaign cannot be created or changed as asked; the message says why."""
-
-
-class NotInPool(Exception):
-    """The user is not (or no longer) an annotator of the campaign, or the campaign is closed."""
-
-
-class NotLeased(Exception):
-    """The task is not leased to the user: never was, expired and went to someone else, or is already done."""
 
 
 @dataclass(frozen=True)
@@ -215,11 +215,6 @@ def campaign_create(
     return campaign
 
 
-def _seeded(seed: str, *parts: object) -> random.Random:
-    digest = hashlib.sha256(":".join([seed, *map(str, parts)]).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 def campaign_tasks_build(*, campaign: Campaign) -> int:
     """Creates the tasks and their N slots; called once, by campaign_create or the admin after adding."""
     if campaign.tasks.exists():
@@ -245,11 +240,10 @@ def campaign_tasks_build(*, campaign: Campaign) -> int:
         response_ids = responses_by_turn[turn_id]
         size = campaign.candidates_per_task or len(response_ids)
         if size < len(response_ids):
-            _seeded(campaign.shuffle_seed, "chunks", turn_id).shuffle(response_ids)
+            seeded_random(campaign.shuffle_seed, "chunks", turn_id).shuffle(response_ids)
         for chunk_index, start in enumerate(range(0, len(response_ids), size)):
             chunks.append((turn_id, chunk_index, response_ids[start : start + size]))
-    order = list(range(len(chunks)))
-    _seeded(campaign.shuffle_seed, "order").shuffle(order)
+    order = hand_out_order(campaign.shuffle_seed, len(chunks))
     tasks = Task.objects.bulk_create(
         [
             Task(campaign=campaign, turn_id=turn_id, chunk=chunk_index, position=order[i])
@@ -265,15 +259,7 @@ def campaign_tasks_build(*, campaign: Campaign) -> int:
         ],
         batch_size=5000,
     )
-    n = campaign.raters_per_item
-    Assignment.objects.bulk_create(
-        [
-            Assignment(campaign=campaign, task=task, task_position=task.position, slot=slot, slot_limit=n)
-            for task in tasks
-            for slot in range(1, n + 1)
-        ],
-        batch_size=5000,
-    )
+    slots_build(pool=CAMPAIGN_SLOTS, campaign=campaign, tasks=tasks, per_task=campaign.raters_per_item)
     return len(tasks)
 
 
@@ -282,15 +268,7 @@ def campaign_tasks_build(*, campaign: Campaign) -> int:
 
 def campaign_leases_release_outside_pool(*, campaign: Campaign) -> int:
     """Frees the open leases of people who left the pool, so their slots go to someone who may still rate."""
-    return (
-        Assignment.objects.filter(campaign=campaign, status=AssignmentStatus.LEASED)
-        .exclude(annotator__in=campaign.annotators.all())
-        .update(status=AssignmentStatus.FREE, annotator=None, leased_at=None, lease_expires_at=None)
-    )
-
-
-def campaign_annotator_add(*, campaign: Campaign, user: User) -> None:
-    campaign.annotators.add(user)
+    return slots_release_outside_pool(pool=CAMPAIGN_SLOTS, campaign=campaign)
 
 
 def campaign_annotator_remove(*, campaign: Campaign, user: User) -> None:
@@ -303,141 +281,17 @@ def campaign_annotator_remove(*, campaign: Campaign, user: User) -> None:
 # --- handing out tasks ------------------------------------------------------------------------------------------
 
 
-def _claimable(now: datetime) -> Q:
-    return Q(status=AssignmentStatus.FREE) | Q(status=AssignmentStatus.LEASED, lease_expires_at__lt=now)
-
-
-def assignment_claim(*, campaign: Campaign, user: User, now: datetime | None = None) -> Assignment | None:
-    """The annotator's next task (see the module docstring for the order), or None when nothing is left for them.
-
-    Resumes an open lease (and extends it); otherwise leases the first claimable slot. Safe under concurrency.
-    The returned assignment carries its task, turn and campaign, so showing it needs no further lookups."""
-    if connection.vendor == "postgresql":
-        return _claim_in_one_statement(campaign=campaign, user=user, now=now)
-    if not campaign_has_annotator(campaign, user):
-        raise NotInPool()
-    lease = timedelta(minutes=campaign.lease_minutes)
-    for _attempt in range(CLAIM_ATTEMPTS):
-        moment = now or timezone.now()
-        try:
-            with transaction.atomic():
-                current = (
-                    Assignment.objects.select_for_update(of=("self",))
-                    .select_related("task__turn", "campaign")
-                    .filter(campaign=campaign, annotator=user, status=AssignmentStatus.LEASED)
-                    .first()
-                )
-                if current is not None:
-                    current.lease_expires_at = moment + lease
-                    current.save(update_fields=["lease_expires_at"])
-                    return current
-                slot_id = (
-                    Assignment.objects.select_for_update(skip_locked=True)
-                    .filter(campaign=campaign)
-                    .filter(_claimable(moment))
-                    .exclude(task__in=Assignment.objects.filter(campaign=campaign, annotator=user).values("task"))
-                    .exclude(task__in=Skip.objects.filter(annotator=user, task__campaign=campaign).values("task"))
-                    .order_by("task_position", "slot")
-                    .values_list("pk", flat=True)
-                    .first()
-                )
-                if slot_id is None:
-                    return None
-                taken = (
-                    Assignment.objects.filter(pk=slot_id)
-                    .filter(_claimable(moment))
-                    .update(
-                        annotator=user,
-                        status=AssignmentStatus.LEASED,
-                        leased_at=moment,
-                        lease_expires_at=moment + lease,
-                        submitted_at=None,
-                        seconds_spent=None,
-                    )
-                )
-                if taken == 1:
-                    return Assignment.objects.select_related("task__turn", "campaign").get(pk=slot_id)
-        except IntegrityError:
-            # A concurrent request of the same annotator won the race (one open lease, one slot per task): retry,
-            # which resumes what that request leased.
-            continue
-    return None
-
-
-_IN_POOL_SQL = """
-SELECT EXISTS (
-    SELECT 1 FROM annotations_campaign_annotators member
-    JOIN annotations_campaign campaign ON campaign.id = member.campaign_id
-    WHERE member.campaign_id = %(campaign)s AND member.user_id = %(user)s AND campaign.is_active
-)
-"""
-_ASSIGNMENT_COLUMNS = (
-    "id",
-    "campaign_id",
-    "task_id",
-    "task_position",
-    "slot",
-    "slot_limit",
-    "annotator_id",
-    "status",
-    "leased_at",
-    "lease_expires_at",
-    "submitted_at",
-    "seconds_spent",
-)
 _TASK_COLUMNS = ("id", "campaign_id", "turn_id", "chunk", "position")
 _TURN_COLUMNS = ("id", "item_id", "index", "prompt", "reference", "context")
-# The SQL below spells these column lists out (no string building, so no injection surface); keep them in step.
-# The pool check, the resume and the claim of assignment_claim above as one statement. `picked` is the same
-# lowest-positioned claimable slot, locked with SKIP LOCKED; `claimed` re-checks that it is still claimable while
-# updating it; the unique indexes raise IntegrityError when a concurrent request of the same annotator won.
-_CLAIM_SQL = """
-WITH pool AS (
-    SELECT 1 FROM annotations_campaign_annotators member
-    JOIN annotations_campaign campaign ON campaign.id = member.campaign_id
-    WHERE member.campaign_id = %(campaign)s AND member.user_id = %(user)s AND campaign.is_active
-),
-resumed AS (
-    UPDATE annotations_assignment SET lease_expires_at = %(expires)s
-    WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
-    RETURNING id, campaign_id, task_id, task_position, slot, slot_limit, annotator_id, status, leased_at,
-        lease_expires_at, submitted_at, seconds_spent
-),
-picked AS (
-    SELECT id FROM annotations_assignment
-    WHERE campaign_id = %(campaign)s
-      AND (status = 'free' OR (status = 'leased' AND lease_expires_at < %(now)s))
-      AND EXISTS (SELECT 1 FROM pool) AND NOT EXISTS (SELECT 1 FROM resumed)
-      AND task_id NOT IN (
-          SELECT task_id FROM annotations_assignment WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s
-      )
-      AND task_id NOT IN (
-          SELECT skip.task_id FROM annotations_skip skip JOIN annotations_task task ON task.id = skip.task_id
-          WHERE skip.annotator_id = %(user)s AND task.campaign_id = %(campaign)s
-      )
-    ORDER BY task_position, slot
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-),
-claimed AS (
-    UPDATE annotations_assignment target
-    SET annotator_id = %(user)s, status = 'leased', leased_at = %(now)s, lease_expires_at = %(expires)s,
-        submitted_at = NULL, seconds_spent = NULL
-    FROM picked
-    WHERE target.id = picked.id
-      AND (target.status = 'free' OR (target.status = 'leased' AND target.lease_expires_at < %(now)s))
-    RETURNING target.id, target.campaign_id, target.task_id, target.task_position, target.slot, target.slot_limit,
-        target.annotator_id, target.status, target.leased_at, target.lease_expires_at, target.submitted_at,
-        target.seconds_spent
-),
-held AS (SELECT * FROM resumed UNION ALL SELECT * FROM claimed)
-SELECT held.id, held.campaign_id, held.task_id, held.task_position, held.slot, held.slot_limit,
-       held.annotator_id, held.status, held.leased_at, held.lease_expires_at, held.submitted_at,
-       held.seconds_spent,
+# What showing a claimed task needs, read by the claim itself: its task, turn and candidates. The columns are
+# spelled out here (no string building from input); keep them in step with the tuples above.
+_CLAIM_DETAILS = ClaimDetails(
+    related=("task__turn", "campaign"),
+    columns=""",
        task.id, task.campaign_id, task.turn_id, task.chunk, task.position,
        turn.id, turn.item_id, turn.index, turn.prompt, turn.reference, turn.context,
-       candidates.ids, candidates.texts
-FROM held
+       candidates.ids, candidates.texts""",
+    joins="""
 JOIN annotations_task task ON task.id = held.task_id
 JOIN annotations_turn turn ON turn.id = task.turn_id
 CROSS JOIN LATERAL (
@@ -445,52 +299,28 @@ CROSS JOIN LATERAL (
     FROM annotations_task_responses shown
     JOIN annotations_response response ON response.id = shown.response_id
     WHERE shown.task_id = held.task_id
-) candidates
-"""
+) candidates""",
+)
 
 
-def _statement_rows(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-    """Runs one statement. In autocommit it is its own transaction; inside a caller's transaction a savepoint keeps
-    that transaction usable when the statement fails."""
-    with ExitStack() as stack:
-        if connection.in_atomic_block:
-            stack.enter_context(transaction.atomic())
-        with statement_cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-    raise AssertionError("unreachable")  # pragma: no cover - ExitStack does not swallow exceptions
+def assignment_claim(*, campaign: Campaign, user: User, now: datetime | None = None) -> Assignment | None:
+    """The annotator's next task (see the module docstring for the order), or None when nothing is left for them.
 
-
-def _in_pool(campaign: Campaign, user: User) -> bool:
-    with statement_cursor() as cursor:
-        cursor.execute(_IN_POOL_SQL, {"campaign": campaign.pk, "user": user.pk})
-        return bool(cursor.fetchone()[0])
-
-
-def _claim_in_one_statement(*, campaign: Campaign, user: User, now: datetime | None) -> Assignment | None:
-    lease = timedelta(minutes=campaign.lease_minutes)
-    for _attempt in range(CLAIM_ATTEMPTS):
-        moment = now or timezone.now()
-        params = {"campaign": campaign.pk, "user": user.pk, "now": moment, "expires": moment + lease}
-        try:
-            rows = _statement_rows(_CLAIM_SQL, params)
-        except IntegrityError:
-            continue  # a concurrent request of the same annotator won the race; retrying resumes its lease
-        if not rows:
-            if not _in_pool(campaign, user):
-                raise NotInPool()
-            return None
-        row = rows[0]
-        a, t = len(_ASSIGNMENT_COLUMNS), len(_ASSIGNMENT_COLUMNS) + len(_TASK_COLUMNS)
-        assignment = instance_from_row(Assignment, _ASSIGNMENT_COLUMNS, row[:a])
-        task = instance_from_row(Task, _TASK_COLUMNS, row[a:t])
+    Resumes an open lease (and extends it); otherwise leases the first claimable slot. Safe under concurrency.
+    The returned assignment carries its task, turn and campaign, so showing it needs no further lookups."""
+    claim = slot_claim(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user, now=now, details=_CLAIM_DETAILS)
+    if claim is None:
+        return None
+    assignment: Assignment = claim.slot
+    if claim.details:
+        row, t = claim.details, len(_TASK_COLUMNS)
+        task = instance_from_row(Task, _TASK_COLUMNS, row[:t])
         task.turn = instance_from_row(Turn, _TURN_COLUMNS, row[t:-2])
         task.candidate_texts = dict(zip(row[-2] or [], row[-1] or [], strict=True))  # type: ignore[attr-defined]
         task.campaign = campaign
         assignment.task = task
-        assignment.campaign = campaign
-        return assignment
-    return None
+    assignment.campaign = campaign
+    return assignment
 
 
 def assignment_skip(*, assignment: Assignment, user: User, reason: str, note: str = "") -> Skip:
@@ -499,15 +329,7 @@ def assignment_skip(*, assignment: Assignment, user: User, reason: str, note: st
         raise CampaignError(_("Choose a reason for skipping."))
     if len(note) > MAX_TEXT_CHARS:
         raise CampaignError(_("The note is too long."))
-    with transaction.atomic():
-        released = Assignment.objects.filter(pk=assignment.pk, annotator=user, status=AssignmentStatus.LEASED).update(
-            status=AssignmentStatus.FREE, annotator=None, leased_at=None, lease_expires_at=None
-        )
-        if released != 1:
-            raise NotLeased()
-        skip, _created = Skip.objects.get_or_create(
-            task_id=assignment.task_id, annotator=user, defaults={"reason": reason, "note": note}
-        )
+    skip: Skip = slot_skip(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, reason=reason, note=note)
     return skip
 
 
@@ -651,10 +473,8 @@ def submission_create(
             answer=answer,
             submission=submission,
         )
-        assignment.status = AssignmentStatus.SUBMITTED
-        assignment.submitted_at = moment
-        assignment.seconds_spent = spent
-        assignment.save(update_fields=["status", "submitted_at", "seconds_spent"])
+        if not slot_complete(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, now=moment, seconds_spent=spent):
+            raise NotLeased()  # the annotator left the pool since the check above
     return SubmitResult(submission=submission, replayed=False)
 
 
@@ -670,12 +490,8 @@ def _already_rated() -> SubmissionInvalid:
 
 # What submission_create needs to know before writing, read in one round trip without locks: the single
 # statement that writes re-checks all of it while holding the row lock.
-_SUBMIT_STATE_SQL = """
-SELECT EXISTS (
-           SELECT 1 FROM annotations_campaign_annotators member
-           JOIN annotations_campaign campaign ON campaign.id = member.campaign_id
-           WHERE member.campaign_id = %(campaign)s AND member.user_id = %(user)s AND campaign.is_active
-       ),
+_SUBMIT_STATE_SQL = f"""
+SELECT {slot_pool_sql(CAMPAIGN_SLOTS)},
        (SELECT used.assignment_id FROM annotations_submission used WHERE used.idempotency_key = %(key)s),
        (SELECT rater.id FROM annotations_rater rater WHERE rater.dataset_id = %(dataset)s AND rater.user_id = %(user)s),
        slot.id, slot.status, slot.leased_at,
@@ -683,20 +499,16 @@ SELECT EXISTS (
 FROM (SELECT 1) AS one
 LEFT JOIN annotations_assignment slot
        ON slot.campaign_id = %(campaign)s AND slot.task_id = %(task)s AND slot.annotator_id = %(user)s
-"""
+"""  # noqa: S608  # nosec B608 - the pool fragment is built from model metadata
 
-# The writes of submission_create in one statement. `finished` flips the lease to submitted only if it is still
-# this annotator's open lease and they are still in the pool of an active campaign; the submission and the
+# The writes of submission_create in one statement. `finished` is the slot engine's completing UPDATE: it flips the
+# lease to submitted only if it is still this annotator's open lease and they are still in the pool of an active
+# campaign; the submission and the
 # ratings are inserted only for the row it flipped, so a request that lost a race writes nothing. Positions put
 # app ratings after every earlier rating of the same answer and aspect, as _ratings_store does.
-_SUBMIT_SQL = """
+_SUBMIT_SQL = f"""
 WITH finished AS (
-    UPDATE annotations_assignment SET status = 'submitted', submitted_at = %(now)s, seconds_spent = %(spent)s
-    WHERE id = %(assignment)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (
-        SELECT 1 FROM annotations_campaign_annotators member
-        JOIN annotations_campaign campaign ON campaign.id = member.campaign_id
-        WHERE member.campaign_id = %(campaign)s AND member.user_id = %(user)s AND campaign.is_active
-    )
+    {slot_complete_sql(CAMPAIGN_SLOTS)}
     RETURNING id
 ),
 submission AS (
@@ -722,7 +534,7 @@ rated AS (
     RETURNING 1
 )
 SELECT (SELECT id FROM submission), (SELECT count(*) FROM rated)
-"""
+"""  # noqa: S608  # nosec B608 - the completing UPDATE is built from model metadata
 
 
 @dataclass(frozen=True)
@@ -806,7 +618,7 @@ def _submit_in_one_statement(
     values = {
         "campaign": campaign.pk,
         "user": user.pk,
-        "assignment": state.assignment_id,
+        "slot": state.assignment_id,
         "key": idempotency_key,
         "preferred": by_number.get(answer.preference) if answer.preference else None,
         "none_appropriate": answer.none_appropriate and campaign.ask_preference,
@@ -825,7 +637,7 @@ def _submit_in_one_statement(
         ),
     }
     try:
-        ((submission_id, _rated),) = _statement_rows(_SUBMIT_SQL, values)
+        ((submission_id, _rated),) = statement_rows(_SUBMIT_SQL, values)
     except IntegrityError as exc:
         if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") == "one_rating_per_rater_answer_aspect":
             raise _already_rated() from None

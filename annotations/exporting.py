@@ -1,4 +1,4 @@
-"""Export in the JSONL format of DESIGN §4.1 (lossless for imported data) and the flat one-row-per-rating layout."""
+"""Export in the JSONL import format (lossless for imported data) and the flat one-row-per-rating layout."""
 
 import csv
 import io
@@ -10,6 +10,9 @@ from typing import Any
 from django.conf import settings
 
 from annotations.models import Dataset, Item, Rating, RatingOrigin, Response, Turn
+
+# The one reviewed import of the judge from the domain: a JSONL line carries its answers' judge scores.
+from judging.models import JudgeKind, JudgeScore
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
@@ -108,8 +111,6 @@ def _rebuild_answer(
 
 
 def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> Iterator[dict[str, Any]]:
-    from judging.models import JudgeKind, JudgeScore
-
     aspect_order = {name: position for name, position in dataset.aspects.values_list("name", "position")}
     pseudonyms = dict(dataset.raters.values_list("id", "pseudonym"))
     for chunk in _chunks(dataset):

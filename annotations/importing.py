@@ -1,4 +1,4 @@
-"""Streaming, all-or-nothing import of the JSONL dataset format (DESIGN §4.1).
+"""Streaming, all-or-nothing import of the JSONL dataset format.
 
 The file is read twice: a first pass validates every line (and infers the rubric when none is given) without touching
 the database; a second pass writes in chunks inside one transaction. Memory is bounded by a chunk of items, not by
@@ -31,6 +31,9 @@ from annotations.rubrics import (
     preset_rubric,
     same_json_token,
 )
+
+# The one reviewed import of the judge from the domain: a JSONL line carries its answers' judge scores.
+from judging.models import Judge, JudgeKind, JudgeScore
 
 UTF8_BOM = b"\xef\xbb\xbf"
 NAME_MAX_CHARS = 200  # Aspect.name, Judge.name and JudgeScore.aspect_name columns
@@ -336,40 +339,43 @@ def _validate_item(line: int, obj: dict[str, Any], state: _ValidationState) -> N
         if not isinstance(responses, dict):
             raise _fail(line, f"{where}.responses", "an object keyed by system", responses)
         for system_key, answer in responses.items():
-            here = f"{where}.responses.{system_key}"
-            if not system_key or len(system_key) > 200:
-                raise _fail(line, here, "a system key of 1 to 200 characters", system_key)
-            if not isinstance(answer, dict):
-                raise _fail(line, here, "an object", answer)
-            if not isinstance(answer.get("response"), str):
-                raise _fail(line, f"{here}.response", "a string", answer.get("response"))
-            raters = answer.get("raters")
-            if "raters" in answer:
-                if not isinstance(raters, list) or not all(
-                    isinstance(r, (str, int)) and not isinstance(r, bool) and str(r) for r in raters
-                ):
-                    raise _fail(line, f"{here}.raters", "a list of rater ids (strings or integers)", raters)
-                as_text = [str(r) for r in raters]
-                if len(set(as_text)) != len(as_text):
-                    duplicate = next(r for r in as_text if as_text.count(r) > 1)
-                    raise DatasetImportError(
-                        "duplicate rater",
-                        line=line,
-                        field=f"{here}.raters",
-                        expected="distinct rater ids",
-                        found=_show(duplicate),
-                    )
-                if any(len(r) > 200 for r in as_text):
-                    raise _fail(line, f"{here}.raters", "rater ids of at most 200 characters", raters)
-                state.hash_rater_ids.update(r for r in as_text if r.startswith("#"))
-            elif isinstance(answer.get("human_evals"), dict):
-                widths = [len(v) for v in answer["human_evals"].values() if isinstance(v, list)]
-                state.positional_width = max([state.positional_width, *widths])
-            if "human_evals" in answer:
-                _validate_scores(line, f"{here}.human_evals", answer["human_evals"], raters, state)
-            if "auto_evals" in answer:
-                _validate_auto_evals(line, f"{here}.auto_evals", answer["auto_evals"])
+            _validate_answer(line, f"{where}.responses.{system_key}", system_key, answer, state)
     state.items += 1
+
+
+def _validate_answer(line: int, here: str, system_key: str, answer: Any, state: _ValidationState) -> None:
+    if not system_key or len(system_key) > 200:
+        raise _fail(line, here, "a system key of 1 to 200 characters", system_key)
+    if not isinstance(answer, dict):
+        raise _fail(line, here, "an object", answer)
+    if not isinstance(answer.get("response"), str):
+        raise _fail(line, f"{here}.response", "a string", answer.get("response"))
+    raters = answer.get("raters")
+    if "raters" in answer:
+        if not isinstance(raters, list) or not all(
+            isinstance(r, (str, int)) and not isinstance(r, bool) and str(r) for r in raters
+        ):
+            raise _fail(line, f"{here}.raters", "a list of rater ids (strings or integers)", raters)
+        as_text = [str(r) for r in raters]
+        if len(set(as_text)) != len(as_text):
+            duplicate = next(r for r in as_text if as_text.count(r) > 1)
+            raise DatasetImportError(
+                "duplicate rater",
+                line=line,
+                field=f"{here}.raters",
+                expected="distinct rater ids",
+                found=_show(duplicate),
+            )
+        if any(len(r) > 200 for r in as_text):
+            raise _fail(line, f"{here}.raters", "rater ids of at most 200 characters", raters)
+        state.hash_rater_ids.update(r for r in as_text if r.startswith("#"))
+    elif isinstance(answer.get("human_evals"), dict):
+        widths = [len(v) for v in answer["human_evals"].values() if isinstance(v, list)]
+        state.positional_width = max([state.positional_width, *widths])
+    if "human_evals" in answer:
+        _validate_scores(line, f"{here}.human_evals", answer["human_evals"], raters, state)
+    if "auto_evals" in answer:
+        _validate_auto_evals(line, f"{here}.auto_evals", answer["auto_evals"])
 
 
 def _seekable_copy(stream: IO[bytes]) -> IO[bytes]:
@@ -444,8 +450,6 @@ class _Writer:
     """Second pass: turns validated items into rows, chunk by chunk."""
 
     def __init__(self, dataset: Dataset, rubric: RubricSpec, positional_prefix: str = "#") -> None:
-        from judging.models import Judge, JudgeKind
-
         self.dataset = dataset
         self.rubric = rubric
         self.aspects: dict[str, Aspect] = {}
@@ -467,8 +471,6 @@ class _Writer:
         self.systems: dict[str, System] = {}
         self.raters: dict[tuple[str, bool], Rater] = {}
         self.judges: dict[str, Judge] = {}
-        self._judge_model = Judge
-        self._imported_kind = JudgeKind.IMPORTED
         self.item_position = 0
         self.positional_prefix = positional_prefix
 
@@ -497,13 +499,11 @@ class _Writer:
     def _judge(self, name: str) -> Any:
         judge = self.judges.get(name)
         if judge is None:
-            judge = self._judge_model.objects.create(dataset=self.dataset, name=name, kind=self._imported_kind)
+            judge = Judge.objects.create(dataset=self.dataset, name=name, kind=JudgeKind.IMPORTED)
             self.judges[name] = judge
         return judge
 
     def write_chunk(self, chunk: list[dict[str, Any]], result: ImportResult) -> None:
-        from judging.models import JudgeScore
-
         items = []
         for obj in chunk:
             items.append(

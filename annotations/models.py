@@ -219,17 +219,6 @@ class Rating(models.Model):
         return f"{self.rater} on {self.response_id}/{self.aspect_id}: {self.raw!r}"
 
 
-class WorkerPing(models.Model):
-    """Written by a worker to prove a task made the round trip (used by health checks and tests)."""
-
-    token = models.CharField(max_length=64, unique=True)
-    answered_at = models.DateTimeField(auto_now_add=True)
-    worker_hostname = models.CharField(max_length=200, blank=True)
-
-    def __str__(self) -> str:
-        return self.token
-
-
 # --- Annotation campaigns -------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Rubric files (DESIGN §4.2), the built-in presets and inference of a rubric from data."""
+"""Rubric files, the built-in presets and inference of a rubric from data."""
 
 import json
 import math

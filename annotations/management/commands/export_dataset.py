@@ -1,3 +1,4 @@
+import os
 import sys
 from collections.abc import Iterator
 
@@ -9,7 +10,7 @@ from annotations.selectors import dataset_by_name
 
 
 class Command(BaseCommand):
-    help = "Export a dataset as JSONL (DESIGN §4.1), or one row per rating with --flat (JSONL or CSV)."
+    help = "Export a dataset as JSONL in the import format, or one row per rating with --flat (JSONL or CSV)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="dataset name")
@@ -38,8 +39,6 @@ class Command(BaseCommand):
             with open(str(tmp_path), "w", encoding="utf-8", newline="") as handle:
                 for chunk in chunks:
                     handle.write(chunk)
-            import os
-
             # Written beside the target and renamed, so a failed export never leaves a truncated file behind.
             os.replace(tmp_path, str(out))
         else:

@@ -7,13 +7,13 @@ from annotations.rubrics import PRESETS, load_rubric_file
 
 
 class Command(BaseCommand):
-    help = "Import a JSONL dataset (DESIGN §4.1) atomically: all lines or nothing."
+    help = "Import a JSONL dataset atomically: all lines or nothing."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", help="JSONL file, one item per line")
         parser.add_argument("--name", required=True, help="dataset name (unique)")
         group = parser.add_mutually_exclusive_group()
-        group.add_argument("--rubric", help="rubric JSON file (DESIGN §4.2)")
+        group.add_argument("--rubric", help="rubric JSON file (aspects with their ranges and levels)")
         group.add_argument("--preset", choices=sorted(PRESETS), help="built-in rubric")
         parser.add_argument("--owner", help="username of the researcher who owns the dataset")
 

@@ -11,8 +11,11 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotations.campaign_services import campaign_create
 from annotations.importing import dataset_import
-from annotations.models import Dataset
+from annotations.models import Campaign, Dataset
+from judging.models import JudgeRun
+from judging.services import judge_config_create, judge_run_launch
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent.parent / "sample_data"
 SAMPLES = [
@@ -62,11 +65,6 @@ class Command(BaseCommand):
         return user, password
 
     def _demo_campaign(self, researcher: User, annotators: list[User]) -> None:
-        try:
-            from annotations.campaign_services import campaign_create
-            from annotations.models import Campaign  # type: ignore[attr-defined]
-        except ImportError:
-            return
         if Campaign.objects.filter(name="demo-campaign").exists():
             return
         campaign_create(
@@ -80,9 +78,6 @@ class Command(BaseCommand):
 
     def _demo_metric_run(self, researcher: User) -> None:
         """A reference-metric judge needs no provider, so the demo worker has real work as soon as it starts."""
-        from judging.models import JudgeRun
-        from judging.services import judge_config_create, judge_run_launch
-
         dataset = Dataset.objects.get(name="demo-llm-jp")
         if JudgeRun.objects.filter(dataset=dataset).exists():
             return
@@ -103,6 +98,7 @@ class Command(BaseCommand):
                 "-A",
                 "evalsite",
                 "worker",
+                "--beat",
                 "--loglevel=INFO",
                 "--pool=threads",
                 "--concurrency=8",

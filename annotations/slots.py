@@ -1,0 +1,422 @@
+"""The slot-and-lease engine: N distinct people each take a task once, handed out in one shared order.
+
+Annotation campaigns (annotations.campaign_services) and FActScore's fact review (judging.factscore.services) both
+run on it; each names the four models that hold its campaigns, tasks, slots and skips in a `SlotPool`, and those
+models share the column names used below (see the two `SlotPool` definitions).
+
+The rules, each written once here
+---------------------------------
+* Building: a task gets exactly N slot rows (slot 1..N) when it is created; afterwards they are only updated,
+  never inserted, so with `unique(task, slot)` and `check(1 <= slot <= slot_limit)` a task cannot collect more than
+  N people, and `unique(task, annotator)` keeps them distinct.
+* The pool: only a member of an active campaign's pool takes, resumes or completes slots (`_IN_POOL`).
+* The claim rule (`_CLAIMABLE`): a slot of the campaign whose lease is open (free, or leased and expired) on a task
+  the user has never held and never skipped. "Next" first resumes the user's open lease (at most one per campaign,
+  a unique constraint), otherwise leases the claimable slot lowest in hand-out order. The same fragment is the
+  Postgres one-statement claim, the portable claim and the "available" count of the progress query.
+* A claim locks the picked row (`FOR UPDATE SKIP LOCKED` where supported) and re-checks the open lease in the
+  conditional UPDATE that takes it (which is also what keeps SQLite correct), so two requests never take one slot.
+* Releasing (skip, leaving the pool) and completing are conditional updates on the user's open lease.
+
+On Postgres a claim runs as one statement (data-modifying CTEs) in autocommit: one round trip instead of a
+transaction of five ORM queries, with the same locks, conditional updates and constraints; the portable path serves
+the other databases (SQLite in development). Table names come from the models' metadata, never from input.
+"""
+
+# The statements below are assembled from table and column names read from model metadata, never from input, and
+# bind every value as a parameter.
+# ruff: noqa: S608
+
+import functools
+import hashlib
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Model
+from django.utils import timezone
+
+from annotations.models import AssignmentStatus as SlotStatus
+from annotations.statements import instance_from_row, statement_cursor, statement_rows
+
+AnyUser = AbstractBaseUser | AnonymousUser
+
+CLAIM_ATTEMPTS = 8
+
+
+class NotInPool(Exception):
+    """The user is not (or no longer) in the campaign's pool, or the campaign is closed."""
+
+
+class NotLeased(Exception):
+    """The task is not leased to the user: never was, expired and went to someone else, or is already done."""
+
+
+@dataclass(frozen=True)
+class SlotPool:
+    """Where one kind of campaign keeps its rows.
+
+    campaign: is_active, lease_minutes and an `annotators` many-to-many to users; task: campaign, position;
+    slot: campaign, task, task_position, slot, slot_limit, annotator, status, leased_at, lease_expires_at,
+    submitted_at, seconds_spent; skip: task, annotator."""
+
+    campaign: type[Model]
+    task: type[Model]
+    slot: type[Model]
+    skip: type[Model]
+
+
+@dataclass(frozen=True)
+class ClaimDetails:
+    """What a caller reads along with a claimed slot: `related` (select_related paths) on the portable path;
+    `columns` (", task.id, ...") and `joins` (" JOIN ... ON ... = held.task_id") in the one-statement claim,
+    which reads them from `held`, the claimed row."""
+
+    related: tuple[str, ...] = ()
+    columns: str = ""
+    joins: str = ""
+
+
+NO_DETAILS = ClaimDetails()
+
+
+@dataclass(frozen=True)
+class Claim:
+    slot: Any  # an instance of the pool's slot model
+    resumed: bool  # the user's open lease, extended; otherwise a slot taken now
+    details: tuple[Any, ...]  # the ClaimDetails columns (one-statement claim only)
+
+
+@dataclass(frozen=True)
+class SlotCounts:
+    done: int  # slots the user completed
+    leased: int  # open leases the user holds (0 or 1)
+    available: int  # tasks with a slot the user may claim now
+
+
+SLOT_COLUMNS = (
+    "id",
+    "campaign_id",
+    "task_id",
+    "task_position",
+    "slot",
+    "slot_limit",
+    "annotator_id",
+    "status",
+    "leased_at",
+    "lease_expires_at",
+    "submitted_at",
+    "seconds_spent",
+)
+
+# --- the rules, as SQL fragments ------------------------------------------------------------------------------
+
+_IN_POOL = """EXISTS (
+    SELECT 1 FROM {members} member JOIN {campaigns} campaign ON campaign.id = member.{member_campaign}
+    WHERE member.{member_campaign} = %(campaign)s AND member.{member_user} = %(user)s AND campaign.is_active
+)"""
+_LEASE_OPEN = "({alias}.status = 'free' OR ({alias}.status = 'leased' AND {alias}.lease_expires_at < %(now)s))"
+_CLAIMABLE = (
+    "{alias}.campaign_id = %(campaign)s AND "  # nosec B608 - model-metadata names, bound values
+    + _LEASE_OPEN
+    + """
+    AND {alias}.task_id NOT IN (
+        SELECT mine.task_id FROM {slots} mine WHERE mine.campaign_id = %(campaign)s AND mine.annotator_id = %(user)s
+    )
+    AND {alias}.task_id NOT IN (
+        SELECT skip.task_id FROM {skips} skip JOIN {tasks} task ON task.id = skip.task_id
+        WHERE skip.annotator_id = %(user)s AND task.campaign_id = %(campaign)s
+    )"""  # nosec B608 - model-metadata names, bound values
+)
+_COMPLETE = (
+    "UPDATE {slots} SET status = 'submitted', submitted_at = %(now)s, seconds_spent = %(spent)s\n"
+    "    WHERE id = %(slot)s AND annotator_id = %(user)s AND status = 'leased' AND "  # nosec B608 - model-metadata names, bound values
+    + _IN_POOL
+)
+
+
+@functools.cache
+def _names(pool: SlotPool) -> dict[str, str]:
+    members = pool.campaign._meta.get_field("annotators")
+    return {
+        "campaigns": pool.campaign._meta.db_table,
+        "tasks": pool.task._meta.db_table,
+        "slots": pool.slot._meta.db_table,
+        "skips": pool.skip._meta.db_table,
+        "members": members.m2m_db_table(),  # type: ignore[union-attr]
+        "member_campaign": members.m2m_column_name(),  # type: ignore[union-attr]
+        "member_user": members.m2m_reverse_name(),  # type: ignore[union-attr]
+    }
+
+
+def _fragment(pool: SlotPool, template: str, alias: str = "slot") -> str:
+    return template.format(alias=alias, **_names(pool))
+
+
+def slot_pool_sql(pool: SlotPool) -> str:
+    """The pool rule as a boolean SQL expression (params: campaign, user), for statements that build on it."""
+    return _fragment(pool, _IN_POOL)
+
+
+def slot_complete_sql(pool: SlotPool) -> str:
+    """The completing UPDATE (params: slot, user, campaign, now, spent), for statements that build on it."""
+    return _fragment(pool, _COMPLETE)
+
+
+@functools.cache
+def _claim_sql(pool: SlotPool, details: ClaimDetails) -> str:
+    """The pool check, the resume and the claim as one Postgres statement. `picked` is the lowest claimable slot,
+    locked with SKIP LOCKED; `claimed` re-checks its lease while taking it; the unique indexes raise IntegrityError
+    when a concurrent request of the same user won."""
+    names = _names(pool)
+    columns = ", ".join(SLOT_COLUMNS)
+    return f"""
+WITH pool AS (SELECT 1 WHERE {slot_pool_sql(pool)}),
+resumed AS (
+    UPDATE {names["slots"]} SET lease_expires_at = %(expires)s
+    WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
+    RETURNING {columns}
+),
+picked AS (
+    SELECT slot.id FROM {names["slots"]} slot
+    WHERE {_fragment(pool, _CLAIMABLE)}
+      AND EXISTS (SELECT 1 FROM pool) AND NOT EXISTS (SELECT 1 FROM resumed)
+    ORDER BY slot.task_position, slot.slot
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE {names["slots"]} target
+    SET annotator_id = %(user)s, status = 'leased', leased_at = %(now)s, lease_expires_at = %(expires)s,
+        submitted_at = NULL, seconds_spent = NULL
+    FROM picked
+    WHERE target.id = picked.id AND {_fragment(pool, _LEASE_OPEN, "target")}
+    RETURNING {", ".join(f"target.{c}" for c in SLOT_COLUMNS)}
+),
+held AS (SELECT *, FALSE AS taken FROM resumed UNION ALL SELECT *, TRUE AS taken FROM claimed)
+SELECT {", ".join(f"held.{c}" for c in SLOT_COLUMNS)}, held.taken{details.columns}
+FROM held{details.joins}
+"""  # nosec B608 - model-metadata names, bound values
+
+
+@functools.cache
+def _pick_sql(pool: SlotPool, skip_locked: bool) -> str:
+    return (
+        f"SELECT slot.id FROM {_names(pool)['slots']} slot"
+        f" WHERE {_fragment(pool, _CLAIMABLE)}"  # nosec B608 - model-metadata names, bound values
+        " ORDER BY slot.task_position, slot.slot LIMIT 1" + (" FOR UPDATE SKIP LOCKED" if skip_locked else "")
+    )
+
+
+@functools.cache
+def _take_sql(pool: SlotPool) -> str:
+    slots = _names(pool)["slots"]
+    return (
+        f"UPDATE {slots} SET annotator_id = %(user)s, status = 'leased', leased_at = %(now)s,"
+        " lease_expires_at = %(expires)s, submitted_at = NULL, seconds_spent = NULL"  # nosec B608 - model-metadata names, bound values
+        f" WHERE id = %(slot)s AND {_fragment(pool, _LEASE_OPEN, slots)}"
+    )
+
+
+@functools.cache
+def _in_pool_sql(pool: SlotPool) -> str:
+    return f"SELECT {slot_pool_sql(pool)}"
+
+
+@functools.cache
+def _counts_sql(pool: SlotPool) -> str:
+    slots = _names(pool)["slots"]
+    return f"""
+SELECT
+    (SELECT COUNT(*) FROM {slots}
+     WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'submitted'),
+    (SELECT COUNT(*) FROM {slots}
+     WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased'),
+    (SELECT COUNT(DISTINCT slot.task_id) FROM {slots} slot WHERE {_fragment(pool, _CLAIMABLE)})
+"""  # nosec B608 - model-metadata names, bound values
+
+
+def _moment(value: datetime) -> Any:
+    """A datetime as a parameter of hand-written SQL, stored the way the ORM stores it (naive UTC text on SQLite)."""
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def _execute(sql: str, params: dict[str, Any]) -> int:
+    with statement_cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.rowcount)
+
+
+# --- building ---------------------------------------------------------------------------------------------------
+
+
+def seeded_random(seed: str, *parts: object) -> random.Random:
+    """A generator fixed by a campaign's secret seed and the parts named, the same on every machine."""
+    digest = hashlib.sha256(":".join([seed, *map(str, parts)]).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def hand_out_order(seed: str, n: int) -> list[int]:
+    """Positions for n tasks in one seeded random order shared by every annotator: random, so a campaign stopped
+    early is still a random sample; shared, so annotators converge on the same tasks."""
+    order = list(range(n))
+    seeded_random(seed, "order").shuffle(order)
+    return order
+
+
+def slots_build(*, pool: SlotPool, campaign: Model, tasks: Iterable[Any], per_task: int) -> None:
+    """The N slots of each new task; the only place slot rows are inserted."""
+    pool.slot.objects.bulk_create(  # type: ignore[attr-defined]
+        [
+            pool.slot(campaign=campaign, task=task, task_position=task.position, slot=slot, slot_limit=per_task)
+            for task in tasks
+            for slot in range(1, per_task + 1)
+        ],
+        batch_size=5000,
+    )
+
+
+# --- the pool ---------------------------------------------------------------------------------------------------
+
+
+def slot_pool_has(*, pool: SlotPool, campaign: Model, user: AnyUser) -> bool:
+    """Whether the user may take slots of the campaign: in its pool, and the campaign is active."""
+    with statement_cursor() as cursor:
+        cursor.execute(_in_pool_sql(pool), {"campaign": campaign.pk, "user": user.pk or 0})
+        return bool(cursor.fetchone()[0])
+
+
+def slots_release_outside_pool(*, pool: SlotPool, campaign: Any) -> int:
+    """Frees the open leases of people who left the pool, so their slots go to someone who may still take them."""
+    return (
+        pool.slot.objects.filter(campaign=campaign, status=SlotStatus.LEASED)  # type: ignore[attr-defined]
+        .exclude(annotator__in=campaign.annotators.all())
+        .update(status=SlotStatus.FREE, annotator=None, leased_at=None, lease_expires_at=None)
+    )
+
+
+# --- claiming ---------------------------------------------------------------------------------------------------
+
+
+def slot_claim(
+    *, pool: SlotPool, campaign: Any, user: Any, now: datetime | None = None, details: ClaimDetails = NO_DETAILS
+) -> Claim | None:
+    """The user's open lease (extended), else the claimable slot lowest in hand-out order, leased to them; None when
+    nothing is left for them. NotInPool outside the pool. Safe under concurrency."""
+    if connection.vendor == "postgresql":
+        return _claim_in_one_statement(pool=pool, campaign=campaign, user=user, now=now, details=details)
+    return _claim_portable(pool=pool, campaign=campaign, user=user, now=now, details=details)
+
+
+def _claim_in_one_statement(
+    *, pool: SlotPool, campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
+) -> Claim | None:
+    lease = timedelta(minutes=campaign.lease_minutes)
+    for _attempt in range(CLAIM_ATTEMPTS):
+        moment = now or timezone.now()
+        params = {"campaign": campaign.pk, "user": user.pk, "now": moment, "expires": moment + lease}
+        try:
+            rows = statement_rows(_claim_sql(pool, details), params)
+        except IntegrityError:
+            continue  # a concurrent request of the same user won the race; retrying resumes its lease
+        if not rows:
+            if not slot_pool_has(pool=pool, campaign=campaign, user=user):
+                raise NotInPool()
+            return None
+        row, width = rows[0], len(SLOT_COLUMNS)
+        slot = instance_from_row(pool.slot, SLOT_COLUMNS, row[:width])
+        return Claim(slot=slot, resumed=not row[width], details=tuple(row[width + 1 :]))
+    return None
+
+
+def _claim_portable(
+    *, pool: SlotPool, campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
+) -> Claim | None:
+    if not slot_pool_has(pool=pool, campaign=campaign, user=user):
+        raise NotInPool()
+    lease = timedelta(minutes=campaign.lease_minutes)
+    pick = _pick_sql(pool, connection.features.has_select_for_update_skip_locked)
+    for _attempt in range(CLAIM_ATTEMPTS):
+        moment = now or timezone.now()
+        try:
+            with transaction.atomic():
+                current = (
+                    pool.slot.objects.select_for_update(of=("self",))  # type: ignore[attr-defined]
+                    .select_related(*details.related)
+                    .filter(campaign=campaign, annotator=user, status=SlotStatus.LEASED)
+                    .first()
+                )
+                if current is not None:
+                    current.lease_expires_at = moment + lease
+                    current.save(update_fields=["lease_expires_at"])
+                    return Claim(slot=current, resumed=True, details=())
+                params = {
+                    "campaign": campaign.pk,
+                    "user": user.pk,
+                    "now": _moment(moment),
+                    "expires": _moment(moment + lease),
+                }
+                with statement_cursor() as cursor:
+                    cursor.execute(pick, params)
+                    picked = cursor.fetchone()
+                if picked is None:
+                    return None
+                if _execute(_take_sql(pool), params | {"slot": picked[0]}) == 1:
+                    slot = pool.slot.objects.select_related(*details.related).get(pk=picked[0])  # type: ignore[attr-defined]
+                    return Claim(slot=slot, resumed=False, details=())
+        except IntegrityError:
+            # A concurrent request of the same user won the race (one open lease, one slot per task): retry, which
+            # resumes what that request leased.
+            continue
+    return None
+
+
+# --- releasing, skipping, completing ----------------------------------------------------------------------------
+
+
+def slot_release(*, pool: SlotPool, slot_id: int, user: Any) -> bool:
+    """Returns the user's open lease to the pool; False when it is not (or no longer) theirs."""
+    released: int = pool.slot.objects.filter(  # type: ignore[attr-defined]
+        pk=slot_id, annotator=user, status=SlotStatus.LEASED
+    ).update(status=SlotStatus.FREE, annotator=None, leased_at=None, lease_expires_at=None)
+    return released == 1
+
+
+def slot_skip(*, pool: SlotPool, slot: Any, user: Any, **skip_fields: Any) -> Any:
+    """Releases the user's lease and records the skip, so the task is never offered to them again. NotLeased when
+    the slot is not (or no longer) leased to them."""
+    with transaction.atomic():
+        if not slot_release(pool=pool, slot_id=slot.pk, user=user):
+            raise NotLeased()
+        skip, _created = pool.skip.objects.get_or_create(  # type: ignore[attr-defined]
+            task_id=slot.task_id, annotator=user, defaults=skip_fields
+        )
+    return skip
+
+
+def slot_complete(*, pool: SlotPool, slot: Any, user: Any, now: datetime, seconds_spent: float | None) -> bool:
+    """Marks the user's open lease done, if it still is theirs and they are still in the pool; False otherwise."""
+    params = {
+        "slot": slot.pk,
+        "user": user.pk,
+        "campaign": slot.campaign_id,
+        "now": _moment(now),
+        "spent": seconds_spent,
+    }
+    return _execute(slot_complete_sql(pool), params) == 1
+
+
+# --- progress ---------------------------------------------------------------------------------------------------
+
+
+def slot_counts(*, pool: SlotPool, campaign: Model, user: AnyUser, now: datetime | None = None) -> SlotCounts:
+    """Done, open and available for one user in one read; available uses the claim rule itself."""
+    params = {"campaign": campaign.pk, "user": user.pk or 0, "now": _moment(now or timezone.now())}
+    with statement_cursor() as cursor:
+        cursor.execute(_counts_sql(pool), params)
+        done, leased, available = cursor.fetchone()
+    return SlotCounts(done=done, leased=leased, available=available)
