@@ -1,4 +1,4 @@
-"""Admin for judge configs and runs, and the "Launch judge run…" action on datasets.
+"""Admin for judge configs and runs, and the launcher behind the datasets' "Launch judge run…" action.
 
 Researchers (staff) see configs and runs through the same scoped selectors as the API; every
 custom view re-checks the object through them, so a URL with a foreign id is a 404.
@@ -19,11 +19,10 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from annotations.admin import DatasetAdmin
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
 from judging import selectors, services
-from judging.config import ConfigError, validate_config
+from judging.config import ConfigError, JudgeSettings, validate_config
 from judging.models import JudgeConfig, JudgeRun
 
 
@@ -35,7 +34,7 @@ class JudgeConfigForm(forms.ModelForm):
     config_json = forms.CharField(
         label="Config (JSON)",
         widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "spellcheck": "false"}),
-        help_text="The fields of DESIGN §4.4. Keys are never stored: name an environment variable in api_key_env.",
+        help_text="A judge configuration as JSON. Keys are never stored: name an environment variable in api_key_env.",
     )
 
     class Meta:
@@ -47,7 +46,7 @@ class JudgeConfigForm(forms.ModelForm):
         if self.instance and self.instance.pk:
             self.fields["config_json"].initial = json.dumps(self.instance.config, indent=2, ensure_ascii=False)
 
-    def clean_config_json(self) -> dict[str, Any]:
+    def clean_config_json(self) -> JudgeSettings:
         try:
             raw = json.loads(self.cleaned_data["config_json"])
         except ValueError as exc:
@@ -66,11 +65,11 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 
     @admin.display(description="method")
     def method(self, obj: JudgeConfig) -> str:
-        return str(obj.config.get("method", ""))
+        return obj.judge_settings.method
 
     @admin.display(description="model")
     def judge_model(self, obj: JudgeConfig) -> str:
-        return str(obj.config.get("model") or obj.config.get("metric") or "")
+        return obj.judge_settings.model or obj.judge_settings.metric or ""
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[JudgeConfig]:
         return selectors.judge_configs_for_user(request.user)
@@ -92,7 +91,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         return bool(request.user.is_superuser)
 
     def save_model(self, request: HttpRequest, obj: JudgeConfig, form: Any, change: bool) -> None:
-        created = services.judge_config_create(raw=form.cleaned_data["config_json"], owner=request.user)  # type: ignore[arg-type]
+        created = services.judge_config_create(raw=form.cleaned_data["config_json"].stored(), owner=request.user)  # type: ignore[arg-type]
         obj.pk, obj.name, obj.version, obj.config = created.pk, created.name, created.version, created.config
         obj._state.adding = False
         if change:
@@ -118,28 +117,79 @@ class LaunchForm(forms.Form):
         campaign_field.queryset = selectors.campaigns_of_dataset(dataset.pk)
 
 
-class DatasetWithJudgingAdmin(DatasetAdmin):
-    """The lead's DatasetAdmin, plus the judge-run launcher."""
+@admin.register(JudgeRun)
+class JudgeRunAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "dataset", "method", "status", "done", "failed", "total", "created_at")
+    list_filter = ("status", "method")
+    search_fields = ("judge__name", "dataset__name")
 
-    actions = [*(getattr(DatasetAdmin, "actions", None) or []), "launch_judge_run"]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[JudgeRun]:
+        return selectors.judge_runs_for_user(request.user)
 
-    @admin.action(description="Launch judge run…", permissions=["view"])
-    def launch_judge_run(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> HttpResponse | None:
-        datasets = list(queryset[:2])
-        if len(datasets) != 1:
-            self.message_user(request, "Select exactly one dataset to judge.", level=messages.WARNING)
-            return None
-        return HttpResponseRedirect(reverse("admin:judging_dataset_launch", args=[datasets[0].pk]))
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _staff(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _staff(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # runs are launched from a dataset, the command line or the API
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
 
     def get_urls(self) -> list:
         return [
             path(
-                "<int:pk>/launch-judge-run/",
-                self.admin_site.admin_view(self.launch_view),
-                name="judging_dataset_launch",
+                "<int:pk>/progress/", self.admin_site.admin_view(self.progress_view), name="judging_judgerun_progress"
+            ),
+            path("<int:pk>/cancel/", self.admin_site.admin_view(self.cancel_view), name="judging_judgerun_cancel"),
+            # The datasets' "Launch judge run…" action (annotations.admin) links here by this URL name.
+            path("launch/<int:pk>/", self.admin_site.admin_view(self.launch_view), name="judging_dataset_launch"),
+            path(
+                "<int:pk>/retry-failed/",
+                self.admin_site.admin_view(self.retry_view),
+                name="judging_judgerun_retry_failed",
             ),
             *super().get_urls(),
         ]
+
+    def _run(self, request: HttpRequest, pk: Any) -> JudgeRun:
+        if not _staff(request):
+            raise PermissionDenied
+        try:
+            return selectors.judge_run_for_user_or_404(request.user, int(pk))
+        except (TypeError, ValueError):
+            raise Http404("no such run") from None
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if request.method != "GET":
+            return HttpResponse(status=405)
+        run = self._run(request, object_id)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": JudgeRun._meta,
+            "title": f"Judge run {run.name}",
+            "run": run,
+            "progress": selectors.judge_run_progress(run),
+            "config_json": json.dumps(run.config_snapshot, indent=2, ensure_ascii=False),
+            "recent_errors": selectors.judgments_of_run(run).exclude(error_kind="").order_by("-id")[:10],
+        }
+        return TemplateResponse(request, "judging/admin/run.html", context)
+
+    def progress_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return _progress(request, self._run(request, pk))
+
+    def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return _cancel(request, self._run(request, pk))
+
+    def retry_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return _retry(request, self._run(request, pk))
 
     def launch_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         if request.method not in ("GET", "POST"):
@@ -183,84 +233,6 @@ class DatasetWithJudgingAdmin(DatasetAdmin):
             "error": error,
         }
         return TemplateResponse(request, "judging/admin/launch.html", context)
-
-
-admin.site.unregister(Dataset)
-admin.site.register(Dataset, DatasetWithJudgingAdmin)
-
-
-@admin.register(JudgeRun)
-class JudgeRunAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "dataset", "method", "status", "done", "failed", "total", "created_at")
-    list_filter = ("status", "method")
-    search_fields = ("judge__name", "dataset__name")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[JudgeRun]:
-        return selectors.judge_runs_for_user(request.user)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return _staff(request)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return _staff(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # runs are launched from a dataset, the command line or the API
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
-
-    def get_urls(self) -> list:
-        return [
-            path(
-                "<int:pk>/progress/", self.admin_site.admin_view(self.progress_view), name="judging_judgerun_progress"
-            ),
-            path("<int:pk>/cancel/", self.admin_site.admin_view(self.cancel_view), name="judging_judgerun_cancel"),
-            path(
-                "<int:pk>/retry-failed/",
-                self.admin_site.admin_view(self.retry_view),
-                name="judging_judgerun_retry_failed",
-            ),
-            *super().get_urls(),
-        ]
-
-    def _run(self, request: HttpRequest, pk: Any) -> JudgeRun:
-        if not _staff(request):
-            raise PermissionDenied
-        try:
-            return selectors.judge_run_for_user_or_404(request.user, int(pk))
-        except (TypeError, ValueError):
-            raise Http404("no such run") from None
-
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        if request.method != "GET":
-            return HttpResponse(status=405)
-        run = self._run(request, object_id)
-        services.judge_run_nudge_if_stalled(run=run)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": JudgeRun._meta,
-            "title": f"Judge run {run.name}",
-            "run": run,
-            "progress": selectors.judge_run_progress(run),
-            "config_json": json.dumps(run.config_snapshot, indent=2, ensure_ascii=False),
-            "recent_errors": selectors.judgments_of_run(run).exclude(error_kind="").order_by("-id")[:10],
-        }
-        return TemplateResponse(request, "judging/admin/run.html", context)
-
-    def progress_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        return _progress(request, self._run(request, pk))
-
-    def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        return _cancel(request, self._run(request, pk))
-
-    def retry_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        return _retry(request, self._run(request, pk))
 
 
 @require_GET

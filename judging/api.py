@@ -32,7 +32,7 @@ class ConfigOutput(serializers.Serializer):
 
 
 class ConfigInput(serializers.Serializer):
-    config = serializers.JSONField(help_text="Judge config fields of DESIGN §4.4.")
+    config = serializers.JSONField(help_text="A judge configuration: the fields judging.config validates.")
 
 
 class RunOutput(serializers.Serializer):

@@ -1,4 +1,8 @@
+from functools import cached_property
+
 from django.db import models
+
+from judging.methods.judge_settings import JudgeSettings
 
 
 class JudgeKind(models.TextChoices):
@@ -43,11 +47,11 @@ class JudgeScore(models.Model):
 
 
 class JudgeConfig(models.Model):
-    """A saved judge configuration (DESIGN §4.4). Editing saves a new version; runs keep a snapshot."""
+    """A saved judge configuration. Editing saves a new version; runs keep a snapshot."""
 
     name = models.CharField(max_length=150)
     version = models.PositiveIntegerField(default=1)
-    config = models.JSONField(help_text="Validated §4.4 fields; never contains a key, only api_key_env.")
+    config = models.JSONField(help_text="A validated judge configuration; never contains a key, only api_key_env.")
     owner = models.ForeignKey(
         "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_configs"
     )
@@ -62,6 +66,10 @@ class JudgeConfig(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
+
+    @cached_property
+    def judge_settings(self) -> JudgeSettings:
+        return JudgeSettings.from_stored(self.config)
 
 
 class RunStatus(models.TextChoices):
@@ -111,6 +119,15 @@ class JudgeRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     watch_until = models.DateTimeField(null=True, blank=True)
+    results_projected_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="FActScore: when the last projection of the judgments into facts and scores began; judgments "
+        "finished later are not in the results yet.",
+    )
+    results_error = models.TextField(
+        blank=True, help_text="FActScore: why the last projection failed; the periodic projection retries it."
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -122,6 +139,10 @@ class JudgeRun(models.Model):
     def __str__(self) -> str:
         return self.judge.name
 
+    @cached_property
+    def judge_settings(self) -> JudgeSettings:
+        return JudgeSettings.from_stored(self.config_snapshot)
+
     @property
     def name(self) -> str:
         return self.judge.name
@@ -129,10 +150,6 @@ class JudgeRun(models.Model):
     @property
     def cost_known(self) -> bool:
         return self.unpriced_calls == 0
-
-    @property
-    def finished_units(self) -> int:
-        return self.done + self.failed
 
     @property
     def is_active(self) -> bool:
@@ -207,10 +224,6 @@ class Judgment(models.Model):
     def __str__(self) -> str:
         return f"judgment {self.pk} of run {self.run_id}"
 
-    @property
-    def is_parse_error(self) -> bool:
-        return self.status == JudgmentStatus.DONE and self.score is None
-
 
 class CachedCompletion(models.Model):
     """Provider replies keyed by (model, api_base, messages, params, sample): shared by every process,
@@ -223,6 +236,17 @@ class CachedCompletion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} {self.key[:12]}"
+
+
+class WorkerPing(models.Model):
+    """Written by a worker to prove a task made the round trip (health checks and the Celery round-trip tests)."""
+
+    token = models.CharField(max_length=64, unique=True)
+    answered_at = models.DateTimeField(auto_now_add=True)
+    worker_hostname = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return self.token
 
 
 from judging.factscore.models import *  # noqa: E402, F403 - FActScore models belong to this app

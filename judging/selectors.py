@@ -42,11 +42,6 @@ def campaigns_of_dataset(dataset_id: int) -> QuerySet[Campaign]:
     return Campaign.objects.filter(dataset_id=dataset_id).order_by("name")
 
 
-def judge_run_by_name(dataset_id: int, name: str) -> JudgeRun:
-    """For management commands, which run with operator rights."""
-    return JudgeRun.objects.select_related("judge").get(dataset_id=dataset_id, judge__name=name)
-
-
 @dataclass(frozen=True)
 class RunProgress:
     status: str

@@ -5,20 +5,25 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.models import Campaign, Dataset, Response
-from judging import gateway, ratelimit
-from judging.config import LLM_METHODS, ConfigError, validate_config
-from judging.engine import SliceExecutor, SliceReport, claimable_q
-from judging.methods import FLOWS, calls_per_unit, first_spec, mean_scores, pairwise_scores
+from judging.config import ConfigError, JudgeSettings, validate_config
+from judging.engine.executor import SliceExecutor, SliceReport, claimable_q
+from judging.engine.units import UnitKey, aspect_infos, build_contexts
+from judging.factscore.results import factscore_results_project
+from judging.llm import gateway, ratelimit
+from judging.methods.flows import mean_scores, pairwise_scores
+from judging.methods.registry import FLOWS, calls_per_unit, first_spec
 from judging.models import (
     CachedCompletion,
     Judge,
@@ -30,7 +35,18 @@ from judging.models import (
     JudgmentStatus,
     RunStatus,
 )
-from judging.units import UnitKey, aspect_infos, build_contexts
+
+# judging.tasks calls these services, so they enqueue its tasks by name instead of importing it.
+JUDGE_RUN_START = "judging.judge_run_start"
+JUDGE_RUN_WORK = "judging.judge_run_work"
+
+
+def _enqueue(task_name: str, run_id: int, *, on_commit: bool = False, countdown: float | None = None) -> None:
+    signature = current_app.signature(task_name, args=(run_id,), countdown=countdown)
+    if on_commit:
+        transaction.on_commit(signature.delay)
+    else:
+        signature.delay()
 
 
 class LaunchError(ValueError):
@@ -44,10 +60,10 @@ def judge_config_create(*, raw: dict[str, Any], owner: User | None) -> JudgeConf
     """Save a validated config; a config with an existing name becomes its next version."""
     cfg = validate_config(raw)
     for _ in range(5):
-        latest = JudgeConfig.objects.filter(name=cfg["name"]).aggregate(v=Max("version"))["v"] or 0
+        latest = JudgeConfig.objects.filter(name=cfg.name).aggregate(v=Max("version"))["v"] or 0
         try:
             with transaction.atomic():
-                return JudgeConfig.objects.create(name=cfg["name"], version=latest + 1, config=cfg, owner=owner)
+                return JudgeConfig.objects.create(name=cfg.name, version=latest + 1, config=cfg.stored(), owner=owner)
         except IntegrityError:
             continue
     raise ConfigError(["could not allocate a version for this config name; try again"])
@@ -93,36 +109,36 @@ def _scope_responses(dataset: Dataset, campaign: Campaign | None, limit: int | N
     return rows[:limit] if limit else rows
 
 
-def _aspect_names(dataset: Dataset, cfg: dict[str, Any]) -> list[str]:
+def _aspect_names(dataset: Dataset, cfg: JudgeSettings) -> list[str]:
     available = list(aspect_infos(dataset.pk))
-    if cfg["method"] == "factscore":
+    if cfg.method == "factscore":
         # One unit per answer scored as "factscore"; a rubric aspect named in the config gets the same
         # score too (its requests are identical, so the cache answers them), for `correlate`.
-        extra = [a for a in (cfg.get("aspects") or []) if a != "factscore"]
+        extra = [a for a in (cfg.aspects or ()) if a != "factscore"]
         missing = [a for a in extra if a not in available]
         if missing:
             raise LaunchError(f"aspect(s) not in the dataset's rubric: {', '.join(missing)}")
         return ["factscore", *extra]
-    if cfg.get("aspects"):
-        missing = [a for a in cfg["aspects"] if a not in available]
+    if cfg.aspects:
+        missing = [a for a in cfg.aspects if a not in available]
         if missing:
             raise LaunchError(f"aspect(s) not in the dataset's rubric: {', '.join(missing)}")
-        return list(cfg["aspects"])
+        return list(cfg.aspects)
     if not available:
         raise LaunchError("the dataset has no aspects to judge")
     return available
 
 
 def plan_units(
-    *, dataset: Dataset, cfg: dict[str, Any], campaign: Campaign | None = None, limit: int | None = None
+    *, dataset: Dataset, cfg: JudgeSettings, campaign: Campaign | None = None, limit: int | None = None
 ) -> list[PlannedUnit]:
-    if cfg["method"] not in FLOWS:
-        raise LaunchError(f"the {cfg['method']} method is not available in this installation")
+    if cfg.method not in FLOWS:
+        raise LaunchError(f"the {cfg.method} method is not available in this installation")
     aspects = _aspect_names(dataset, cfg)
     rows = _scope_responses(dataset, campaign, limit)
-    samples = 1 if cfg["method"] == "metric" else int(cfg.get("samples", 1))
+    samples = cfg.samples
     units: list[PlannedUnit] = []
-    if cfg["method"] != "pairwise":
+    if cfg.method != "pairwise":
         for response_id, _turn, _pos in rows:
             for aspect in aspects:
                 for sample in range(samples):
@@ -132,14 +148,12 @@ def plan_units(
     for response_id, turn_id, _pos in rows:
         by_turn.setdefault(turn_id, []).append(response_id)
     baseline_ids: set[int] = set()
-    if cfg.get("pairs") == "baseline":
+    if cfg.pairs == "baseline":
         baseline_ids = set(
-            Response.objects.filter(turn__item__dataset=dataset, system__key=cfg["baseline"]).values_list(
-                "id", flat=True
-            )
+            Response.objects.filter(turn__item__dataset=dataset, system__key=cfg.baseline).values_list("id", flat=True)
         )
         if not baseline_ids:
-            raise LaunchError(f"baseline system {cfg['baseline']!r} has no answers in this dataset")
+            raise LaunchError(f"baseline system {cfg.baseline!r} has no answers in this dataset")
     for answers in by_turn.values():
         for i, first in enumerate(answers):
             for second in answers[i + 1 :]:
@@ -152,8 +166,8 @@ def plan_units(
     return units
 
 
-def _first_specs(dataset: Dataset, cfg: dict[str, Any], units: list[PlannedUnit]) -> list[gateway.CallSpec | None]:
-    if cfg["method"] not in LLM_METHODS or not units:
+def _first_specs(dataset: Dataset, cfg: JudgeSettings, units: list[PlannedUnit]) -> list[gateway.CallSpec | None]:
+    if not cfg.uses_llm or not units:
         return [None] * len(units)
     keys = [
         UnitKey(i, u.response_id, u.other_response_id, u.aspect_name, u.sample, u.pair_order)
@@ -164,7 +178,7 @@ def _first_specs(dataset: Dataset, cfg: dict[str, Any], units: list[PlannedUnit]
 
 
 def estimate_run(
-    *, dataset: Dataset, cfg: dict[str, Any], campaign: Campaign | None = None, limit: int | None = None
+    *, dataset: Dataset, cfg: JudgeSettings, campaign: Campaign | None = None, limit: int | None = None
 ) -> Estimate:
     units = plan_units(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
     aspects = _aspect_names(dataset, cfg)
@@ -174,7 +188,7 @@ def estimate_run(
     specs = _first_specs(dataset, cfg, units)
     keys = [s.cache_key() for s in specs if s is not None]
     cached = 0
-    if cfg.get("cache", True) and keys:
+    if cfg.cache and keys:
         found: set[str] = set()
         for start in range(0, len(keys), 5000):
             found.update(
@@ -194,11 +208,11 @@ def estimate_run(
         len(m["content"]) for s, u in zip(specs, units, strict=True) if s is not None for m in s.messages
     )
     prompt_tokens_first = math.ceil(prompt_chars * tokens_per_char * (uncached_units / max(1, len(units))))
-    expected_completion = int(cfg.get("max_tokens") or 200)
+    expected_completion = cfg.max_tokens or 200
     completion_tokens = calls * expected_completion
     # A second call (judging a summary) sends a prompt about as long as the summary plus the template.
     prompt_tokens = prompt_tokens_first + (uncached_units * (per_unit - 1) * (expected_completion + 400))
-    cost = gateway.price_estimate(cfg["model"], prompt_tokens, completion_tokens)
+    cost = gateway.price_estimate(cfg.model or "", prompt_tokens, completion_tokens)
     return Estimate(len(units), calls, cached * per_unit, prompt_tokens, completion_tokens, cost, aspects)
 
 
@@ -225,18 +239,14 @@ def judge_run_launch(
     name: str | None = None,
 ) -> JudgeRun:
     """Create the run, its judge and every judgment (pending), then start it once committed."""
-    from judging import tasks
-
     config_row = config if isinstance(config, JudgeConfig) else None
     cfg = validate_config(config_row.config if config_row else config)
     if campaign is not None and campaign.dataset_id != dataset.pk:
         raise LaunchError("the campaign belongs to another dataset")
     if limit is not None and limit < 1:
         raise LaunchError("limit must be at least 1")
-    if cfg.get("budget_usd") is not None and cfg["method"] in LLM_METHODS and not gateway.model_known(cfg["model"]):
-        raise LaunchError(
-            f"litellm has no prices for {cfg['model']}, so a budget cannot be enforced; remove budget_usd"
-        )
+    if cfg.budget_usd is not None and cfg.uses_llm and not gateway.model_known(cfg.model or ""):
+        raise LaunchError(f"litellm has no prices for {cfg.model}, so a budget cannot be enforced; remove budget_usd")
     if name is not None:
         name = name.strip()
         if not name or len(name) > 200:
@@ -248,22 +258,22 @@ def judge_run_launch(
         raise LaunchError("nothing to judge in this scope")
     specs = _first_specs(dataset, cfg, units)
     for _ in range(5):
-        run_name = name or _free_run_name(dataset, cfg["name"])
+        run_name = name or _free_run_name(dataset, cfg.name)
         try:
             with transaction.atomic():
                 judge = Judge.objects.create(
                     dataset=dataset,
                     name=run_name,
                     kind=JudgeKind.RUN,
-                    params={"method": cfg["method"], "model": cfg.get("model"), "config": cfg["name"]},
+                    params={"method": cfg.method, "model": cfg.model, "config": cfg.name},
                 )
                 run = JudgeRun.objects.create(
                     judge=judge,
                     dataset=dataset,
                     campaign=campaign,
                     config=config_row,
-                    config_snapshot=cfg,
-                    method=cfg["method"],
+                    config_snapshot=cfg.stored(),
+                    method=cfg.method,
                     limit=limit,
                     total=len(units),
                     launched_by=launched_by,
@@ -283,7 +293,7 @@ def judge_run_launch(
                     ],
                     batch_size=2000,
                 )
-                tasks.judge_run_start.delay_on_commit(run.pk)
+                _enqueue(JUDGE_RUN_START, run.pk, on_commit=True)
                 return run
         except IntegrityError:
             if name is not None:
@@ -294,8 +304,6 @@ def judge_run_launch(
 
 def judge_run_start(*, run_id: int) -> int:
     """queued -> running, then fan out work tasks. Returns how many were enqueued."""
-    from judging import tasks
-
     updated = JudgeRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
         status=RunStatus.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now()
     )
@@ -303,11 +311,11 @@ def judge_run_start(*, run_id: int) -> int:
         return 0
     ratelimit.clear_stop(f"run{run_id}")
     run = JudgeRun.objects.get(pk=run_id)
-    per_run = int(getattr(settings, "JUDGE_TASKS_PER_RUN", 2))
-    batch = max(16, int(run.config_snapshot.get("max_concurrency", 32)))
+    per_run = settings.JUDGE_TASKS_PER_RUN
+    batch = max(16, run.judge_settings.max_concurrency)
     fan_out = max(1, min(per_run, math.ceil(run.total / batch)))
     for _ in range(fan_out):
-        tasks.judge_run_work.delay(run_id)
+        _enqueue(JUDGE_RUN_WORK, run_id)
     return fan_out
 
 
@@ -323,8 +331,6 @@ def judge_run_cancel(*, run: JudgeRun) -> bool:
 
 def judge_run_retry_failed(*, run: JudgeRun) -> int:
     """Send failed units again (and resume units left pending by a cancel or a budget stop)."""
-    from judging import tasks
-
     with transaction.atomic():
         locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
         if locked.status in (RunStatus.QUEUED, RunStatus.RUNNING):
@@ -346,7 +352,7 @@ def judge_run_retry_failed(*, run: JudgeRun) -> int:
         locked.finished_at = None
         locked.notes = ""
         locked.save(update_fields=[*_COUNTERS, "status", "finished_at", "notes", "error_summary"])
-        tasks.judge_run_start.delay_on_commit(locked.pk)
+        _enqueue(JUDGE_RUN_START, locked.pk, on_commit=True)
     return reset
 
 
@@ -355,8 +361,6 @@ def judge_run_retry_failed(*, run: JudgeRun) -> int:
 
 def judge_run_work(*, run_id: int) -> str:
     """One slice of work for a run; decides what comes next. Returns the slice's end state."""
-    from judging import tasks
-
     run = JudgeRun.objects.filter(pk=run_id).first()
     if run is None:
         return "gone"
@@ -369,7 +373,7 @@ def judge_run_work(*, run_id: int) -> str:
         judge_run_write_scores(run_id=run_id)
         return "stopped"
     if report.state == "more":
-        tasks.judge_run_work.delay(run_id)
+        _enqueue(JUDGE_RUN_WORK, run_id)
         return "more"
     # Nothing claimable now: either the run is complete, or other slices still hold live claims.
     if judge_run_finalize(run_id=run_id):
@@ -381,7 +385,7 @@ def judge_run_work(*, run_id: int) -> str:
         .first()
     )
     if Judgment.objects.filter(run_id=run_id).filter(claimable_q()).exists():
-        tasks.judge_run_work.delay(run_id)
+        _enqueue(JUDGE_RUN_WORK, run_id)
         return "more"
     # One watcher per run waits for the other claims to finish or expire (a killed worker's do).
     now = timezone.now()
@@ -392,40 +396,43 @@ def judge_run_work(*, run_id: int) -> str:
         .update(watch_until=until)
     )
     if won:
-        wait = max(1.0, min((until - now).total_seconds(), float(getattr(settings, "JUDGE_WATCH_MAX_S", 10.0))))
-        tasks.judge_run_work.apply_async((run_id,), countdown=wait)
+        wait = max(1.0, min((until - now).total_seconds(), settings.JUDGE_WATCH_MAX_S))
+        _enqueue(JUDGE_RUN_WORK, run_id, countdown=wait)
         return "watching"
     return "idle"
 
 
 def judge_runs_resume() -> int:
     """After a worker (re)starts: give every running run a work task (claims make extras harmless)."""
-    from judging import tasks
-
-    ids = list(JudgeRun.objects.filter(status=RunStatus.RUNNING).values_list("id", flat=True))
-    for run_id in ids:
-        JudgeRun.objects.filter(pk=run_id).update(watch_until=None)
-        tasks.judge_run_work.delay(run_id)
-    queued = list(JudgeRun.objects.filter(status=RunStatus.QUEUED).values_list("id", flat=True))
-    for run_id in queued:
-        tasks.judge_run_start.delay(run_id)
-    return len(ids) + len(queued)
+    return _judge_runs_wake(silent_since=None)
 
 
-def judge_run_nudge_if_stalled(*, run: JudgeRun) -> bool:
-    """Called by progress polling: a running run with no heartbeat for a while gets a new work task."""
-    from judging import tasks
+def judge_runs_nudge_stalled() -> int:
+    """Periodically: a run silent for three leases gets a new task (its task was lost with a worker,
+    or its start was never delivered). Returns how many runs were nudged."""
+    stale_after = timedelta(seconds=3 * settings.JUDGE_LEASE_S)
+    return _judge_runs_wake(silent_since=timezone.now() - stale_after)
 
-    if run.status != RunStatus.RUNNING:
-        return False
-    stale_after = 3 * float(getattr(settings, "JUDGE_LEASE_S", 60.0))
-    last = run.heartbeat_at or run.started_at or run.created_at
-    if (timezone.now() - last).total_seconds() < stale_after:
-        return False
-    updated = JudgeRun.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(heartbeat_at=timezone.now())
-    if updated:
-        tasks.judge_run_work.delay(run.pk)
-    return bool(updated)
+
+def _judge_runs_wake(*, silent_since: datetime | None) -> int:
+    """Queued and running runs with no sign of life since `silent_since` (None: all of them) get a
+    start or a work task. Each run is taken with a conditional update of its heartbeat, so two
+    callers at once wake it once."""
+    runs = JudgeRun.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).annotate(
+        last_sign_of_life=Coalesce("heartbeat_at", "started_at", "created_at")
+    )
+    if silent_since is not None:
+        runs = runs.filter(last_sign_of_life__lt=silent_since)
+    woken = 0
+    for run_id, status, heartbeat_at in runs.order_by("pk").values_list("pk", "status", "heartbeat_at"):
+        taken = JudgeRun.objects.filter(pk=run_id, status=status, heartbeat_at=heartbeat_at).update(
+            heartbeat_at=timezone.now(), watch_until=None
+        )
+        if not taken:
+            continue
+        _enqueue(JUDGE_RUN_WORK if status == RunStatus.RUNNING else JUDGE_RUN_START, run_id)
+        woken += 1
+    return woken
 
 
 _COUNTERS = (
@@ -486,7 +493,7 @@ def judge_run_finalize(*, run_id: int) -> bool:
         run.finished_at = timezone.now()
         notes = []
         if run.logprob_fallbacks:
-            samples = int(run.config_snapshot.get("samples", 1))
+            samples = run.judge_settings.samples
             notes.append(
                 f"Log-probabilities were unavailable for {run.logprob_fallbacks} judgment(s); their score is the "
                 f"parsed score, averaged over {samples} sample(s) per answer."
@@ -525,4 +532,7 @@ def judge_run_write_scores(*, run_id: int) -> int:
             batch_size=2000,
         )
         JudgeRun.objects.filter(pk=run_id).update(position_consistency=consistency)
+    if run.method == "factscore":
+        # After the scores are committed, so a failed projection loses neither judgments nor scores.
+        factscore_results_project(run_id=run_id)
     return len(scores)

@@ -210,6 +210,8 @@ class FactReviewCampaignAdmin(StaffAdmin):
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         if change:
             super().save_related(request, form, formsets, change)
+            # Someone taken out of the pool loses their open review at once.
+            services.fact_review_leases_release_outside_pool(campaign=form.instance)
 
     @admin.display(description="report")
     def report_link(self, obj: FactReviewCampaign) -> str:

@@ -14,7 +14,6 @@ from annotations.permissions import IsResearcher
 from annotations.selectors import dataset_for_user_or_404
 from judging.factscore import selectors, services
 from judging.factscore.corpus import PASSAGE_TOKENS
-from judging.factscore.results import factscore_project
 
 
 class CorpusOutput(serializers.Serializer):
@@ -47,7 +46,6 @@ class CorpusUploadInput(serializers.Serializer):
 def run_report(request: Request, run_id: int) -> Response:
     """Per-system FActScore, % responding and facts per answer; estimator vs humans when reviewed."""
     run = selectors.factscore_run_for_user_or_404(request.user, run_id)
-    factscore_project(run=run)
     include_answers = request.query_params.get("answers") in ("1", "true")
     return Response(selectors.factscore_report(run, include_answers=include_answers))
 

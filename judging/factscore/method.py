@@ -1,6 +1,6 @@
 """The `factscore` judge method, run by the judge engine as one unit per answer.
 
-The unit is a flow (see judging.methods): it yields each provider request and receives the
+The unit is a flow (see judging.methods.flows): it yields each provider request and receives the
 reply, so every call goes through the engine's gateway, limits, retries, costs and cache. Steps:
 
 1. refusal rules on the answer, plus an optional LLM confirmation when a rule fires;
@@ -14,80 +14,28 @@ it already made is answered from the engine's cache, so no provider call is repe
 trace (refusal, facts, verdicts, evidence ids, raw outputs, per-call tokens and costs) is the
 judgment's raw output; `judging.factscore.results` projects it into AtomicFact/FactVerdict rows.
 
-Only the flow's knowledge lookup touches the database (item meta for the topic, the corpus index),
-and it does so in a helper thread because the engine drives flows inside an event loop.
+The flow never touches the database: the engine loads each unit's knowledge (the topic from the
+item's meta, the corpus index) and hands it over as `UnitContext.knowledge`.
 """
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 import json
-import threading
-from collections.abc import Callable, Generator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from judging.factscore import parsing as fs_parsing
 from judging.factscore import prompts as fs_prompts
 from judging.factscore.corpus import Hit, PassageIndex, item_passages, search_item_knowledge
+from judging.factscore.options import FactScoreOptions
 from judging.factscore.refusal import RefusalCheck, match_rules
-from judging.gateway import CallResult, CallSpec
-from judging.methods import Outcome, UnitContext, register_flow
+from judging.llm.calls import CallResult, CallSpec
+from judging.methods.base import Outcome, UnitContext
 
 TRACE_VERSION = 1
 ASPECT_NAME = "factscore"
-KNOWLEDGE_MODES = ("auto", "item", "corpus", "both")
-OPTION_DEFAULTS: dict[str, Any] = {
-    "corpus": None,  # name of a knowledge corpus of the run's dataset
-    "knowledge": "auto",  # auto: the item's passages when it has any, plus the corpus when one is named
-    "k": 5,  # passages retrieved per fact and per source
-    "topic": None,  # "meta:<key>" reads the item's meta (or the turn's field) as the title to restrict to
-    "refusal_confirm": False,
-    "unknown_as": "unsupported",  # an unreadable verdict counts as not supported, or is "exclude"d
-    "decompose_prompt": None,
-    "verify_prompt": None,
-    "max_facts": 100,
-}
-
-
-def validate_options(raw: Any) -> tuple[dict[str, Any], list[str]]:
-    """The config's `factscore` object with defaults filled in, and the problems found."""
-    errors: list[str] = []
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        return dict(OPTION_DEFAULTS), ["factscore must be an object"]
-    unknown = sorted(set(raw) - set(OPTION_DEFAULTS))
-    if unknown:
-        errors.append(f"unknown factscore field(s): {', '.join(unknown)}")
-    options = {**OPTION_DEFAULTS, **{k: v for k, v in raw.items() if k in OPTION_DEFAULTS}}
-    if options["corpus"] is not None and (not isinstance(options["corpus"], str) or not options["corpus"].strip()):
-        errors.append("factscore.corpus must be the name of a knowledge corpus")
-    if options["knowledge"] not in KNOWLEDGE_MODES:
-        errors.append(f"factscore.knowledge must be one of {', '.join(KNOWLEDGE_MODES)}")
-    elif options["knowledge"] in ("corpus", "both") and not options["corpus"]:
-        errors.append(f"factscore.knowledge={options['knowledge']} needs factscore.corpus")
-    k = options["k"]
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 20:
-        errors.append("factscore.k must be an integer from 1 to 20")
-    topic = options["topic"]
-    if topic is not None and not (isinstance(topic, str) and topic.startswith("meta:") and len(topic) > 5):
-        errors.append('factscore.topic must be null or "meta:<key>"')
-    if not isinstance(options["refusal_confirm"], bool):
-        errors.append("factscore.refusal_confirm must be true or false")
-    if options["unknown_as"] not in ("unsupported", "exclude"):
-        errors.append("factscore.unknown_as must be unsupported or exclude")
-    for name, needed in (("decompose_prompt", "answer"), ("verify_prompt", "fact")):
-        template = options[name]
-        if template is not None and (
-            not isinstance(template, str) or len(template) > 20_000 or "{" + needed + "}" not in template
-        ):
-            errors.append(f"factscore.{name} must be a template of at most 20,000 characters with {{{needed}}}")
-    max_facts = options["max_facts"]
-    if isinstance(max_facts, bool) or not isinstance(max_facts, int) or not 1 <= max_facts <= 200:
-        errors.append("factscore.max_facts must be an integer from 1 to 200")
-    return options, errors
 
 
 # --- knowledge for a unit ------------------------------------------------------------------------
@@ -102,57 +50,13 @@ class UnitKnowledge:
     corpus_error: str = ""
 
 
-_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="factscore-db")
-
-
-def _off_loop(function: Callable[[], Any]) -> Any:
-    """Run ORM code outside the engine's event loop thread (Django forbids it inside)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return function()
-    if threading.current_thread().name.startswith("factscore-db"):
-        return function()
-
-    def in_thread() -> Any:
-        from django.db import connections
-
-        try:
-            return function()
-        finally:
-            connections.close_all()  # the helper thread's connections must not outlive the call
-
-    return _executor.submit(in_thread).result()
-
-
-def _topic_from(item_source: dict[str, Any], turn_source: dict[str, Any], key: str) -> str:
+def topic_from(item_source: dict[str, Any], turn_source: dict[str, Any], key: str) -> str:
+    """The title facts are checked against: the item's meta value for `key`, else the turn's field."""
     meta = item_source.get("meta")
     value = meta.get(key) if isinstance(meta, dict) else None
     if value is None:
         value = turn_source.get(key)
     return str(value).strip()[:500] if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
-
-
-def load_knowledge(judgment_id: int, options: dict[str, Any]) -> UnitKnowledge:
-    """Topic and corpus index for a judgment of a run (database access; call via _off_loop)."""
-    from judging.factscore.models import KnowledgeCorpus
-    from judging.factscore.services import knowledge_corpus_index
-    from judging.models import Judgment
-
-    judgment = Judgment.objects.select_related("run", "response__turn__item").get(pk=judgment_id)
-    knowledge = UnitKnowledge()
-    topic_option = options.get("topic")
-    if topic_option:
-        turn = judgment.response.turn
-        knowledge.topic = _topic_from(turn.item.source or {}, turn.source or {}, topic_option[len("meta:") :])
-    wants_corpus = options.get("corpus") and options.get("knowledge") in ("auto", "corpus", "both")
-    if wants_corpus:
-        corpus = KnowledgeCorpus.objects.filter(dataset_id=judgment.run.dataset_id, name=options["corpus"]).first()
-        if corpus is None:
-            knowledge.corpus_error = f"the dataset has no knowledge corpus named {options['corpus']!r}"
-        else:
-            knowledge.corpus_index = knowledge_corpus_index(corpus)
-    return knowledge
 
 
 # --- the flow ------------------------------------------------------------------------------------
@@ -161,25 +65,10 @@ Flow = Generator[CallSpec, CallResult, Outcome]
 
 
 def _spec(ctx: UnitContext, content: str, *, logprobs: bool = False) -> CallSpec:
-    cfg = ctx.cfg
-    return CallSpec(
-        model=cfg["model"],
-        messages=[{"role": "user", "content": content}],
-        temperature=float(cfg.get("temperature", 0.0)),
-        max_tokens=cfg.get("max_tokens"),
-        logprobs=logprobs,
-        top_logprobs=int(cfg.get("top_logprobs", 5)),
-        api_base=cfg.get("api_base"),
-        api_key_env=cfg.get("api_key_env"),
-        timeout_s=float(cfg.get("timeout_s", 60)),
-        max_retries=int(cfg.get("max_retries", 6)),
-        variant=ctx.sample,
-    )
+    return ctx.call_spec([{"role": "user", "content": content}], logprobs=logprobs)
 
 
 def _hash(content: str) -> str:
-    import hashlib
-
     return hashlib.sha256(content.encode()).hexdigest()
 
 
@@ -205,15 +94,16 @@ class Trace:
 
 
 def _language(ctx: UnitContext) -> str:
-    chosen = ctx.cfg.get("language", "auto")
-    if chosen in ("en", "ja"):
-        return str(chosen)
+    if ctx.cfg.language != "auto":
+        return ctx.cfg.language
     return fs_prompts.language_of(ctx.answer, ctx.question)
 
 
-def _evidence(ctx: UnitContext, options: dict[str, Any], knowledge: UnitKnowledge, fact: str) -> tuple[list[Hit], bool]:
-    k = int(options["k"])
-    mode = options["knowledge"]
+def _evidence(
+    ctx: UnitContext, options: FactScoreOptions, knowledge: UnitKnowledge, fact: str
+) -> tuple[list[Hit], bool]:
+    k = options.k
+    mode = options.knowledge
     hits: list[Hit] = []
     title_matched = True
     records = item_passages(ctx.reference, ctx.context) if mode in ("auto", "item", "both") else []
@@ -226,36 +116,62 @@ def _evidence(ctx: UnitContext, options: dict[str, Any], knowledge: UnitKnowledg
     return hits, title_matched
 
 
+def _refusal_check(
+    ctx: UnitContext, options: FactScoreOptions, language: str, trace: Trace
+) -> Generator[CallSpec, CallResult, RefusalCheck | Outcome]:
+    """The rules' verdict on the answer, confirmed by the model when asked; an Outcome if that call failed."""
+    check = match_rules(ctx.answer)
+    refusal: dict[str, Any] = {"is_refusal": check.is_refusal, "rule": check.rule, "matched": check.matched}
+    refusal["confirmed_by"] = "rules" if check.is_refusal else ""
+    trace.data["refusal"] = refusal
+    if not (check.is_refusal and options.refusal_confirm and check.rule != "empty"):
+        return check
+    content = fs_prompts.refusal_confirmation_prompt(answer=ctx.answer, language=language)
+    spec = _spec(ctx, content)
+    result = yield spec
+    refusal["call"] = _call_record(spec, result)
+    if not result.ok:
+        return _failed(trace, result, "refusal confirmation")
+    refusal["raw_output"] = result.content or ""
+    said = fs_parsing.parse_yes_no(result.content)
+    if said is None:
+        refusal["llm_verdict"] = None  # unreadable reply: the rule's decision stands, and says so
+        return check
+    refusal.update(is_refusal=said, confirmed_by="llm", llm_verdict=said)
+    return RefusalCheck(is_refusal=said, rule=check.rule, matched=check.matched, confirmed_by="llm", llm_verdict=said)
+
+
+def _scored(trace: Trace, facts: list[dict[str, Any]], options: FactScoreOptions, decomposition_hash: str) -> Outcome:
+    supported = sum(1 for f in facts if f["label"] == "true")
+    unknown = sum(1 for f in facts if f["label"] == "unknown")
+    denominator = len(facts) - (unknown if options.unknown_as == "exclude" else 0)
+    score = supported / denominator if denominator else None
+    trace.data.update(n_facts=len(facts), n_supported=supported, n_unknown=unknown, score=score)
+    summary = f"{supported}/{len(facts)} facts supported" + (f", {unknown} unreadable" if unknown else "")
+    outcome = Outcome(
+        ok=True,
+        score=score,
+        raw_output=trace.dump(),
+        reasoning=summary,
+        prompt_hash=decomposition_hash,
+        logprob_fallback=any(f.get("logprob_fallback") for f in facts),
+    )
+    if score is None:
+        outcome.error_kind, outcome.error = "no_facts", "the answer has no checkable facts"
+    return outcome
+
+
 def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> Flow:
-    options, problems = validate_options(ctx.cfg.get("factscore"))
+    options = ctx.cfg.factscore or FactScoreOptions()
     trace = Trace()
-    if problems:
-        return Outcome(ok=False, error_kind="config", error="; ".join(problems), raw_output=trace.dump())
     language = _language(ctx)
     trace.data["language"] = language
 
     # 1. refusal
-    check = match_rules(ctx.answer)
-    refusal: dict[str, Any] = {"is_refusal": check.is_refusal, "rule": check.rule, "matched": check.matched}
-    refusal["confirmed_by"] = "rules" if check.is_refusal else ""
-    if check.is_refusal and options["refusal_confirm"] and check.rule != "empty":
-        content = fs_prompts.refusal_confirmation_prompt(answer=ctx.answer, language=language)
-        spec = _spec(ctx, content)
-        result = yield spec
-        refusal["call"] = _call_record(spec, result)
-        if not result.ok:
-            trace.data["refusal"] = refusal
-            return _failed(trace, result, "refusal confirmation")
-        refusal["raw_output"] = result.content or ""
-        said = fs_parsing.parse_yes_no(result.content)
-        if said is not None:
-            check = RefusalCheck(
-                is_refusal=said, rule=check.rule, matched=check.matched, confirmed_by="llm", llm_verdict=said
-            )
-            refusal.update(is_refusal=said, confirmed_by="llm", llm_verdict=said)
-        else:
-            refusal["llm_verdict"] = None  # unreadable reply: the rule's decision stands, and says so
-    trace.data["refusal"] = refusal
+    checked = yield from _refusal_check(ctx, options, language, trace)
+    if isinstance(checked, Outcome):
+        return checked
+    check = checked
     if check.is_refusal:
         trace.data.update(n_facts=0, n_supported=0, n_unknown=0, score=None)
         return Outcome(
@@ -269,7 +185,7 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
 
     # 2. decomposition
     content = fs_prompts.decomposition_prompt(
-        question=ctx.question, answer=ctx.answer, template=options["decompose_prompt"], language=language
+        question=ctx.question, answer=ctx.answer, template=options.decompose_prompt, language=language
     )
     decomposition_hash = _hash(content)
     spec = _spec(ctx, content)
@@ -289,13 +205,10 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
             error=f"decomposition: {parsed.error}",
             prompt_hash=decomposition_hash,
         )
-    facts_text = parsed.facts[: int(options["max_facts"])]
+    facts_text = parsed.facts[: options.max_facts]
 
-    # Knowledge is loaded only now, so planning (which peeks at a unit's first request) and
-    # refusals never touch the corpus.
-    if knowledge is None and facts_text:
-        knowledge = _off_loop(lambda: load_knowledge(ctx.judgment_id, options))
-    knowledge = knowledge or UnitKnowledge()
+    if knowledge is None:
+        knowledge = ctx.knowledge if isinstance(ctx.knowledge, UnitKnowledge) else UnitKnowledge()
     trace.data["topic"] = knowledge.topic
     if knowledge.corpus_error:
         return Outcome(
@@ -315,10 +228,10 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
             fact=fact,
             passages=[(hit.title, hit.text) for hit in hits],
             topic=knowledge.topic,
-            template=options["verify_prompt"],
+            template=options.verify_prompt,
             language=language,
         )
-        spec = _spec(ctx, content, logprobs=bool(ctx.cfg.get("logprobs")))
+        spec = _spec(ctx, content, logprobs=ctx.cfg.logprobs)
         result = yield spec
         entry: dict[str, Any] = {
             "text": fact,
@@ -340,23 +253,7 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
             logprob_fallback=bool(spec.logprobs and verdict.source != "logprobs"),
         )
 
-    supported = sum(1 for f in facts if f["label"] == "true")
-    unknown = sum(1 for f in facts if f["label"] == "unknown")
-    denominator = len(facts) - (unknown if options["unknown_as"] == "exclude" else 0)
-    score = supported / denominator if denominator else None
-    trace.data.update(n_facts=len(facts), n_supported=supported, n_unknown=unknown, score=score)
-    summary = f"{supported}/{len(facts)} facts supported" + (f", {unknown} unreadable" if unknown else "")
-    outcome = Outcome(
-        ok=True,
-        score=score,
-        raw_output=trace.dump(),
-        reasoning=summary,
-        prompt_hash=decomposition_hash,
-        logprob_fallback=any(f.get("logprob_fallback") for f in facts),
-    )
-    if score is None:
-        outcome.error_kind, outcome.error = "no_facts", "the answer has no checkable facts"
-    return outcome
+    return _scored(trace, facts, options, decomposition_hash)
 
 
 def _failed(trace: Trace, result: CallResult, step: str, prompt_hash: str = "") -> Outcome:
@@ -372,8 +269,3 @@ def _failed(trace: Trace, result: CallResult, step: str, prompt_hash: str = "") 
 
 def flow(ctx: UnitContext) -> Flow:
     return factscore_flow(ctx)
-
-
-# Registered on import. judging.methods imports this module at its end, so whichever of the two is
-# imported first, the engine knows the method by the time anyone can look it up.
-register_flow("factscore", flow)

@@ -9,6 +9,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from annotations.models import AssignmentStatus
+from annotations.slots import SlotPool
+
 
 class KnowledgeCorpus(models.Model):
     """An uploaded JSONL knowledge source for one dataset, split into passages at upload."""
@@ -245,10 +248,8 @@ class FactReviewTask(models.Model):
         return f"fact review task {self.position + 1} of {self.campaign}"
 
 
-class FactReviewStatus(models.TextChoices):
-    FREE = "free"
-    LEASED = "leased"
-    SUBMITTED = "submitted"
+# The slot engine's states, shared with annotation campaigns.
+FactReviewStatus = AssignmentStatus
 
 
 class FactReviewAssignment(models.Model):
@@ -332,3 +333,9 @@ class FactReviewSkip(models.Model):
 
     def __str__(self) -> str:
         return f"{self.annotator_id} skipped {self.task_id}"
+
+
+# Where fact review keeps its slots for the slot engine (annotations.slots), which annotation campaigns share.
+FACT_REVIEW_SLOTS = SlotPool(
+    campaign=FactReviewCampaign, task=FactReviewTask, slot=FactReviewAssignment, skip=FactReviewSkip
+)

@@ -28,7 +28,7 @@ def language_of(*texts: str | None) -> str:
 
 
 def _secret() -> bytes:
-    base = getattr(settings, "JUDGE_DELIMITER_SECRET", "") or settings.SECRET_KEY
+    base = settings.JUDGE_DELIMITER_SECRET or settings.SECRET_KEY
     return hashlib.sha256(b"evalsite-factscore-delimiter:" + str(base).encode()).digest()
 
 

@@ -1,27 +1,32 @@
 """Projecting factscore judgments into rows (FactAnswer, AtomicFact, FactVerdict) and the judge score.
 
 The judgment's raw output (the flow's trace) is the durable record the engine writes once per
-unit. This projection is idempotent and incremental: it runs after a run (and before any report
-or review), skips judgments whose trace it already projected, updates facts in place by position
-and never deletes a fact a human has labelled.
+unit. This projection is idempotent and incremental: it runs whenever the engine writes a run's
+scores (and periodically for runs whose projection failed or predates this), skips judgments whose
+trace it already projected, updates facts in place by position and never deletes a fact a human
+has labelled. Reports only read its rows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotations.models import Response
+from judging.engine.units import context_text
 from judging.factscore.corpus import item_passages
 from judging.factscore.method import ASPECT_NAME
 from judging.factscore.models import AtomicFact, FactAnswer, FactAnswerStage, FactOrigin, FactVerdict, Passage
-from judging.models import Judge, JudgeRun, JudgeScore, Judgment
-from judging.units import context_text
+from judging.models import Judge, JudgeRun, JudgeScore, Judgment, RunStatus
+
+logger = logging.getLogger(__name__)
 
 
 def parse_trace(raw: str | None) -> dict[str, Any] | None:
@@ -76,6 +81,51 @@ def _cost(trace: dict[str, Any]) -> float | None:
             return None  # one unpriced call makes the total unknown, never 0
         total += float(call.get("cost") or 0.0)
     return total
+
+
+def factscore_runs_unprojected() -> QuerySet[JudgeRun]:
+    """FActScore runs whose results lag their judgments: never projected (a run finished before
+    projection happened on write), a judgment finished since the last projection began, or the last
+    projection failed."""
+    finished_since = Judgment.objects.filter(run=OuterRef("pk"), finished_at__gte=OuterRef("results_projected_at"))
+    return JudgeRun.objects.filter(method="factscore").filter(
+        Q(results_projected_at__isnull=True) | ~Q(results_error="") | Exists(finished_since)
+    )
+
+
+def factscore_results_project(*, run_id: int) -> bool:
+    """Project a factscore run's judgments and record the outcome on the run; False when it failed.
+
+    A failure leaves the judgments and scores as they are and is recorded in `results_error`, which
+    the periodic projection (judging.factscore_results_project_pending) retries.
+    """
+    with transaction.atomic():
+        # The row lock makes concurrent projections of one run take turns; the later one then sees
+        # every judgment the earlier one saw, and more.
+        run = JudgeRun.objects.select_for_update().select_related("judge").get(pk=run_id)
+        started = timezone.now()
+        try:
+            with transaction.atomic():
+                factscore_project(run=run)
+        except Exception as exc:  # any failure: the judgments stay, the run says why, a retry follows
+            logger.exception("projecting the FActScore results of run %s failed", run_id)
+            JudgeRun.objects.filter(pk=run_id).update(results_error=f"{type(exc).__name__}: {exc}"[:2000])
+            return False
+        JudgeRun.objects.filter(pk=run_id).update(results_projected_at=started, results_error="")
+    return True
+
+
+def factscore_results_project_pending() -> int:
+    """Project again every finished FActScore run whose results lag its judgments (an earlier
+    failure, or a run that finished before results were projected on write). Returns how many
+    projections succeeded."""
+    run_ids = list(
+        factscore_runs_unprojected()
+        .exclude(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    return sum(factscore_results_project(run_id=run_id) for run_id in run_ids)
 
 
 def factscore_project(*, run: JudgeRun) -> int:

@@ -10,9 +10,10 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from annotations.selectors import datasets_for_user
-from annotations.stats.agreement import alpha_bootstrap_ci, krippendorff_alpha, ratings_from_long
+from annotations.slots import slot_counts
 from judging.factscore import scoring
 from judging.factscore.models import (
+    FACT_REVIEW_SLOTS,
     AtomicFact,
     FactAnswer,
     FactAnswerStage,
@@ -24,7 +25,9 @@ from judging.factscore.models import (
     FactReviewTask,
     KnowledgeCorpus,
 )
+from judging.factscore.results import factscore_runs_unprojected
 from judging.models import Judge, JudgeRun
+from judging.statistics.agreement import alpha_bootstrap_ci, krippendorff_alpha, ratings_from_long
 
 LABEL_CODES = {"supported": 0.0, "not_supported": 1.0, "irrelevant": 2.0}
 
@@ -75,6 +78,10 @@ def factscore_run_by_judge_name(dataset: Any, judge_name: str) -> JudgeRun | Non
     return JudgeRun.objects.filter(judge=judge, method="factscore").select_related("judge", "dataset").first()
 
 
+def factscore_results_pending(run: JudgeRun) -> bool:
+    return factscore_runs_unprojected().filter(pk=run.pk).exists()
+
+
 def corpora_for_dataset(dataset: Any) -> QuerySet[KnowledgeCorpus]:
     return KnowledgeCorpus.objects.filter(dataset=dataset).order_by("name")
 
@@ -111,9 +118,7 @@ def leased_review(*, campaign: FactReviewCampaign, task_id: int, user: Any) -> F
 
 def review_progress(*, campaign: FactReviewCampaign, user: Any) -> dict[str, int]:
     total = FactReviewTask.objects.filter(campaign=campaign).count()
-    done = FactReviewAssignment.objects.filter(
-        campaign=campaign, annotator_id=user.pk, status=FactReviewStatus.SUBMITTED
-    ).count()
+    done = slot_counts(pool=FACT_REVIEW_SLOTS, campaign=campaign, user=user).done
     return {"done": done, "total": total}
 
 
@@ -206,6 +211,8 @@ def factscore_report(run: JudgeRun, *, include_answers: bool = False) -> dict[st
         "judge": run.judge.name,
         "run_id": run.pk,
         "status": run.status,
+        # The facts and scores below lag the run's judgments until the worker has projected them.
+        "results_pending": factscore_results_pending(run),
         "definitions": {
             "factscore": "mean over answering prompts of supported facts / all facts (0-1)",
             "pct_responding": "answers not detected as refusals, in % of prompts",

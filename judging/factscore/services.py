@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 import shutil
 import threading
 from collections.abc import Iterable
@@ -17,9 +18,28 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
+from annotations.slots import ClaimDetails, hand_out_order, slot_claim, slot_complete, slot_skip, slots_build
+from annotations.slots import NotInPool as NotInReviewPool  # noqa: F401 - the views catch it under this name
+from annotations.slots import NotLeased as ReviewNotLeased
+from annotations.slots import slots_release_outside_pool as _slots_release_outside_pool
 from judging.factscore import corpus as corpus_lib
-from judging.factscore.models import KnowledgeCorpus, Passage
+from judging.factscore.models import (
+    FACT_REVIEW_SLOTS,
+    AtomicFact,
+    FactAnswer,
+    FactLabel,
+    FactOrigin,
+    FactReviewAssignment,
+    FactReviewCampaign,
+    FactReviewStatus,
+    FactReviewTask,
+    HumanFactLabel,
+    KnowledgeCorpus,
+    Passage,
+)
+from judging.factscore.results import factscore_project
 
 logger = logging.getLogger(__name__)
 
@@ -159,37 +179,19 @@ def forget_cached_indexes() -> None:
 
 # --- human fact review ---------------------------------------------------------------------------
 #
-# Same assignment rules as the annotation campaigns (annotations.campaign_services): every answer
-# gets exactly N rater slots created up front and only updated afterwards, so an answer can never
+# Slots and leases are the annotation campaigns' engine (annotations.slots): every answer gets
+# exactly N rater slots created up front and only updated afterwards, so an answer can never
 # collect more than N reviewers; unique(task, annotator) keeps them distinct; one open lease per
 # annotator; tasks are handed out in one seeded random order, lowest free slot first, so a stopped
 # campaign leaves whole answers with N reviews. Reviewers never see system names, the estimator's
 # verdicts or each other's labels and edits.
 
-CLAIM_ATTEMPTS = 5
 MAX_FACT_TEXT = 1000
 MAX_OWN_FACTS = 100
 
 
 class ReviewError(ValueError):
     pass
-
-
-class NotInReviewPool(Exception):
-    pass
-
-
-class ReviewNotLeased(Exception):
-    pass
-
-
-def _seeded_order(seed: str, n: int) -> list[int]:
-    import random
-
-    order = list(range(n))
-    digest = hashlib.sha256(f"{seed}:order".encode()).digest()
-    random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
-    return order
 
 
 def fact_review_campaign_create(
@@ -204,16 +206,6 @@ def fact_review_campaign_create(
     guidelines: str = "",
 ) -> Any:
     """Open a review of a factscore run: one task per answer that has facts, N slots each."""
-    import secrets
-
-    from judging.factscore.models import (
-        FactAnswer,
-        FactReviewAssignment,
-        FactReviewCampaign,
-        FactReviewTask,
-    )
-    from judging.factscore.results import factscore_project
-
     name = (name or "").strip()
     if not name or len(name) > 200:
         raise ReviewError("a review campaign needs a name of 1 to 200 characters")
@@ -247,108 +239,39 @@ def fact_review_campaign_create(
             shuffle_seed=secrets.token_hex(16),
         )
         campaign.annotators.set(users)
-        order = _seeded_order(campaign.shuffle_seed, len(answer_ids))
+        order = hand_out_order(campaign.shuffle_seed, len(answer_ids))
         tasks = FactReviewTask.objects.bulk_create(
             [FactReviewTask(campaign=campaign, answer_id=aid, position=order[i]) for i, aid in enumerate(answer_ids)]
         )
-        FactReviewAssignment.objects.bulk_create(
-            [
-                FactReviewAssignment(
-                    campaign=campaign,
-                    task=task,
-                    task_position=task.position,
-                    slot=slot,
-                    slot_limit=raters_per_answer,
-                )
-                for task in tasks
-                for slot in range(1, raters_per_answer + 1)
-            ],
-            batch_size=5000,
-        )
+        slots_build(pool=FACT_REVIEW_SLOTS, campaign=campaign, tasks=tasks, per_task=raters_per_answer)
     return campaign
 
 
-def review_has_annotator(campaign: Any, user: Any) -> bool:
-    return bool(campaign.is_active and campaign.annotators.filter(pk=user.pk).exists())
+def fact_review_leases_release_outside_pool(*, campaign: Any) -> int:
+    """Frees the open leases of people who left the pool, so their answers go to someone who may still review."""
+    return _slots_release_outside_pool(pool=FACT_REVIEW_SLOTS, campaign=campaign)
 
 
 def fact_review_claim(*, campaign: Any, user: Any, now: Any = None) -> Any:
     """The annotator's open review (lease extended), else the first free slot they may take, else None."""
-    from datetime import timedelta
-
-    from django.db import IntegrityError, connection
-    from django.db.models import Q
-    from django.utils import timezone
-
-    from judging.factscore.models import FactReviewAssignment, FactReviewSkip, FactReviewStatus
-
-    if not review_has_annotator(campaign, user):
-        raise NotInReviewPool()
-    lease = timedelta(minutes=campaign.lease_minutes)
-    for _attempt in range(CLAIM_ATTEMPTS):
-        moment = now or timezone.now()
-        claimable = Q(status=FactReviewStatus.FREE) | Q(status=FactReviewStatus.LEASED, lease_expires_at__lt=moment)
-        try:
-            with transaction.atomic():
-                current = (
-                    FactReviewAssignment.objects.select_for_update()
-                    .filter(campaign=campaign, annotator=user, status=FactReviewStatus.LEASED)
-                    .first()
-                )
-                if current is not None:
-                    current.lease_expires_at = moment + lease
-                    current.save(update_fields=["lease_expires_at"])
-                    return current
-                candidates = FactReviewAssignment.objects.filter(campaign=campaign).filter(claimable)
-                if connection.features.has_select_for_update_skip_locked:
-                    candidates = candidates.select_for_update(skip_locked=True)
-                slot_id = (
-                    candidates.exclude(
-                        task__in=FactReviewAssignment.objects.filter(campaign=campaign, annotator=user).values("task")
-                    )
-                    .exclude(task__in=FactReviewSkip.objects.filter(annotator=user).values("task"))
-                    .order_by("task_position", "slot")
-                    .values_list("pk", flat=True)
-                    .first()
-                )
-                if slot_id is None:
-                    return None
-                taken = (
-                    FactReviewAssignment.objects.filter(pk=slot_id)
-                    .filter(claimable)
-                    .update(
-                        annotator=user,
-                        status=FactReviewStatus.LEASED,
-                        leased_at=moment,
-                        lease_expires_at=moment + lease,
-                        submitted_at=None,
-                    )
-                )
-                if taken == 1:
-                    # A lease taken over from someone whose lease expired starts clean.
-                    assignment = FactReviewAssignment.objects.select_related("task").get(pk=slot_id)
-                    assignment.labels.all().delete()
-                    assignment.own_facts.all().delete()
-                    return assignment
-        except IntegrityError:
-            continue
-    return None
+    with transaction.atomic():
+        claim = slot_claim(
+            pool=FACT_REVIEW_SLOTS, campaign=campaign, user=user, now=now, details=ClaimDetails(related=("task",))
+        )
+        if claim is None:
+            return None
+        if not claim.resumed:
+            # A lease taken over from someone whose lease expired starts clean.
+            claim.slot.labels.all().delete()
+            claim.slot.own_facts.all().delete()
+    return claim.slot
 
 
 def fact_review_skip(*, assignment: Any, user: Any, reason: str = "") -> None:
-    from judging.factscore.models import FactReviewAssignment, FactReviewSkip, FactReviewStatus
-
     with transaction.atomic():
-        released = FactReviewAssignment.objects.filter(
-            pk=assignment.pk, annotator=user, status=FactReviewStatus.LEASED
-        ).update(status=FactReviewStatus.FREE, annotator=None, leased_at=None, lease_expires_at=None)
-        if released != 1:
-            raise ReviewNotLeased()
+        slot_skip(pool=FACT_REVIEW_SLOTS, slot=assignment, user=user, reason=reason[:200])
         assignment.labels.all().delete()
         assignment.own_facts.all().delete()
-        FactReviewSkip.objects.get_or_create(
-            task_id=assignment.task_id, annotator=user, defaults={"reason": reason[:200]}
-        )
 
 
 def _clean_fact_text(text: str) -> str:
@@ -368,7 +291,6 @@ def fact_review_edit(
     The model fact is never changed; the new rows point at it and belong to this assignment only.
     Returns the facts created (empty for undo).
     """
-    from judging.factscore.models import AtomicFact, FactOrigin, FactReviewStatus
 
     assignment.refresh_from_db(fields=["annotator", "status"])  # a lease may have passed to someone else
     if assignment.annotator_id != user.pk or assignment.status != FactReviewStatus.LEASED:
@@ -443,7 +365,6 @@ def fact_review_edit(
 
 def reviewer_facts(assignment: Any) -> list[Any]:
     """The facts this reviewer labels: model facts they did not replace, then their own, in answer order."""
-    from judging.factscore.models import AtomicFact, FactOrigin
 
     own = list(AtomicFact.objects.filter(review_assignment=assignment).order_by("position", "id"))
     replaced = {fact.parent_id for fact in own if fact.parent_id}
@@ -461,9 +382,6 @@ def fact_review_submit(
     *, assignment: Any, user: Any, labels: dict[int, str], seconds_spent: float | None = None, comment: str = ""
 ) -> None:
     """Store one label per fact of the reviewer's list; every fact must be labelled, no foreign ids."""
-    from django.utils import timezone
-
-    from judging.factscore.models import FactLabel, FactReviewAssignment, FactReviewStatus, HumanFactLabel
 
     assignment.refresh_from_db(fields=["annotator", "status"])
     if assignment.annotator_id != user.pk or assignment.status != FactReviewStatus.LEASED:
@@ -480,17 +398,14 @@ def fact_review_submit(
         raise ReviewError("a label must be supported, not_supported or irrelevant")
     if len(comment) > 10_000:
         raise ReviewError("the comment is too long")
+    spent = max(0.0, float(seconds_spent)) if seconds_spent is not None else None
     with transaction.atomic():
-        locked = FactReviewAssignment.objects.select_for_update().get(pk=assignment.pk)
-        if locked.annotator_id != user.pk or locked.status != FactReviewStatus.LEASED:
+        if not slot_complete(
+            pool=FACT_REVIEW_SLOTS, slot=assignment, user=user, now=timezone.now(), seconds_spent=spent
+        ):
             raise ReviewNotLeased()
-        FactLabel.objects.filter(assignment=locked).delete()
+        FactLabel.objects.filter(assignment_id=assignment.pk).delete()
         FactLabel.objects.bulk_create(
-            [FactLabel(assignment=locked, fact_id=fact_id, label=label) for fact_id, label in labels.items()]
+            [FactLabel(assignment_id=assignment.pk, fact_id=fact_id, label=label) for fact_id, label in labels.items()]
         )
-        locked.status = FactReviewStatus.SUBMITTED
-        locked.submitted_at = timezone.now()
-        locked.lease_expires_at = None
-        locked.seconds_spent = max(0.0, float(seconds_spent)) if seconds_spent is not None else None
-        locked.comment = comment
-        locked.save(update_fields=["status", "submitted_at", "lease_expires_at", "seconds_spent", "comment"])
+        FactReviewAssignment.objects.filter(pk=assignment.pk).update(comment=comment)

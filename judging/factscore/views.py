@@ -14,7 +14,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from judging.factscore import selectors, services
 from judging.factscore.models import FactOrigin, FactReviewCampaign, HumanFactLabel
-from judging.factscore.results import factscore_project
 
 LABEL_CHOICES = [
     # Lazy: translated per request, in the reviewer's language.
@@ -46,7 +45,6 @@ def run_index(request: HttpRequest) -> HttpResponse:
 @login_required
 def run_report(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.factscore_run_for_user_or_404(request.user, run_id)
-    factscore_project(run=run)
     report = selectors.factscore_report(run, include_answers=True)
     return render(request, "factscore/report.html", {"run": run, "report": report})
 

@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.models import Dataset
-from judging.stats_selectors import dataset_by_name
-from judging.stats_service import agreement_report
+from judging.analysis.reports import agreement_report
+from judging.analysis.selectors import dataset_by_name
 
 
 def dataset_or_error(name: str) -> Dataset:
@@ -45,7 +45,7 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Agreement between raters per aspect (DESIGN §6.1): Krippendorff's alpha (nominal, ordinal, interval) with "
+        "Agreement between raters per aspect: Krippendorff's alpha (nominal, ordinal, interval) with "
         "a bootstrap 95% CI for the rubric's level, Fleiss' kappa, Gwet's AC1, ICCs and percent agreement."
     )
 

@@ -4,13 +4,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from judging.analysis.reports import CalibrationError, JudgeNotFound, judge_calibrate
 from judging.management.commands.agreement import as_json, dataset_or_error, number
-from judging.stats_service import CalibrationError, JudgeNotFound, judge_calibrate
 
 
 class Command(BaseCommand):
     help = (
-        "LLM-MATE calibration (DESIGN §6.3): fit weights of per-aspect deductions to the humans' overall score on an "
+        "LLM-MATE calibration: fit weights of per-aspect deductions to the humans' overall score on an "
         "80/20 split, report the held-out Pearson, and save the judge's calibrated scores as a derived judge."
     )
 

@@ -4,14 +4,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from judging.analysis.reports import JudgeNotFound, correlation_report
 from judging.management.commands.agreement import as_json, dataset_or_error, interval_text, number, text_table
-from judging.stats.correlation import LEVELS
-from judging.stats_service import JudgeNotFound, correlation_report
+from judging.statistics.correlation import LEVELS
 
 
 class Command(BaseCommand):
     help = (
-        "Judge versus humans per aspect (DESIGN §6.2) at four levels (response, per_prompt, per_system, system): "
+        "Judge versus humans per aspect at four levels (response, per_prompt, per_system, system): "
         "Pearson, Spearman, Kendall tau-b, n and bootstrap 95% CIs (prompts resampled)."
     )
 

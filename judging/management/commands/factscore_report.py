@@ -6,7 +6,6 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.models import Dataset
-from judging.factscore.results import factscore_project
 from judging.factscore.selectors import factscore_report, factscore_run_by_judge_name
 
 
@@ -46,12 +45,13 @@ class Command(BaseCommand):
         run = factscore_run_by_judge_name(dataset, str(options["judge"]))
         if run is None:
             raise CommandError(f"dataset {dataset.name!r} has no factscore judge run named {options['judge']!r}")
-        factscore_project(run=run)
         report = factscore_report(run, include_answers=bool(options["answers"]))
         if options["json"]:
             self.stdout.write(json.dumps(report, ensure_ascii=False, indent=2, sort_keys=True))
             return
         self.stdout.write(f"FActScore of judge {report['judge']} on dataset {report['dataset']} ({report['status']})")
+        if report["results_pending"]:
+            self.stdout.write("The worker is still preparing this run's results; the numbers below may be incomplete.")
         rows = [
             [
                 row["system"],

@@ -1,3 +1,4 @@
+import argparse
 import json
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ def progress_line(progress: RunProgress) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Launch a judge run on a dataset from a judge config (JSON, DESIGN §4.4). With --wait, show a "
+        "Launch a judge run on a dataset from a judge config (a JSON file). With --wait, show a "
         "progress bar until it ends and exit non-zero unless it succeeded."
     )
 
@@ -88,7 +89,8 @@ class Command(BaseCommand):
             self.stdout.flush()
             if not progress.is_active:
                 break
-            services.judge_run_nudge_if_stalled(run=run)
+            # The same periodic rule the worker's scheduler applies, for a worker started without --beat.
+            services.judge_runs_nudge_stalled()
             time.sleep(poll)
         self.stdout.write("")
         self.stdout.write(f"run {run.name!r} {progress.status}")
@@ -101,6 +103,4 @@ class Command(BaseCommand):
 
 
 def argparse_hidden() -> str:
-    import argparse
-
     return argparse.SUPPRESS

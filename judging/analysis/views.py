@@ -1,7 +1,7 @@
 """Researcher dashboard: agreement (dataset page), judges versus humans (judges page), calibration.
 
-Views are thin: numbers come from ``judging.stats_service`` (the same code as the CLI and API), tables
-from ``judging.dashboard_tables`` and plot geometry from ``judging.dashboard_plots``.
+Views are thin: numbers come from ``judging.analysis.reports`` (the same code as the CLI and API), tables
+from ``judging.analysis.tables`` and plot geometry from ``judging.analysis.plots``.
 """
 
 from __future__ import annotations
@@ -19,14 +19,10 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotations.models import Dataset
-from judging import dashboard_tables as tables
-from judging.dashboard_forms import CalibrationForm
-from judging.dashboard_plots import bar_chart, heat_cells, scatter_plot
-from judging.factscore.results import factscore_project
-from judging.factscore.selectors import factscore_report, factscore_runs_for_user
-from judging.models import JudgeKind, JudgeRun
-from judging.stats_selectors import dataset_for_stats_or_404, dataset_judges, researcher_datasets, stats_aspects
-from judging.stats_service import (
+from judging.analysis import tables
+from judging.analysis.forms import CalibrationForm
+from judging.analysis.plots import bar_chart, heat_cells, scatter_plot
+from judging.analysis.reports import (
     CalibrationError,
     JudgeNotFound,
     agreement_report,
@@ -34,6 +30,9 @@ from judging.stats_service import (
     judge_calibrate,
     judge_details,
 )
+from judging.analysis.selectors import dataset_for_stats_or_404, dataset_judges, researcher_datasets, stats_aspects
+from judging.factscore.selectors import factscore_report, factscore_runs_for_user
+from judging.models import JudgeKind, JudgeRun
 
 DATASET_TABLES = {
     "agreement": lambda report, details: tables.agreement_table(report),
@@ -152,12 +151,6 @@ def _factscore_run(request: HttpRequest, dataset: Dataset, judge_name: str) -> J
     )
 
 
-def _factscore_report(run: JudgeRun) -> dict[str, Any]:
-    # Same order as the FActScore report page: project finished judgments first, so both show the same numbers.
-    factscore_project(run=run)
-    return factscore_report(run)
-
-
 def _factscore_context(run: JudgeRun) -> dict[str, Any]:
     report = factscore_report(run)
     return {
@@ -183,9 +176,6 @@ def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     if judge_name is None:
         return context
     run = _factscore_run(request, dataset, judge_name) if judge_name in context["factscore_judges"] else None
-    if run is not None:
-        # Before judge_details: projecting writes the run's judge scores, which the statistics cache keys on.
-        factscore_project(run=run)
     try:
         details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"))
     except JudgeNotFound:
@@ -234,7 +224,7 @@ def judge_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> 
         run = _factscore_run(request, dataset, judge_name)
         if run is None:
             raise Http404("no such FActScore run")
-        built = tables.FACTSCORE_TABLES[table](_factscore_report(run))
+        built = tables.FACTSCORE_TABLES[table](factscore_report(run))
         return _download(built, fmt, f"dataset-{dataset.pk}-judge-{table}")
     if table not in JUDGE_TABLES or fmt not in FORMATS or judge_name is None:
         raise Http404("no such table")

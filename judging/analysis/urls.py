@@ -1,6 +1,6 @@
 from django.urls import path
 
-from judging import dashboard_views
+from judging.analysis import views as dashboard_views
 
 urlpatterns = [
     path("", dashboard_views.dashboard_index, name="dashboard-index"),

@@ -11,8 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations.permissions import IsResearcher
-from judging.stats_selectors import dataset_for_stats_or_404
-from judging.stats_service import JudgeNotFound, agreement_report, correlation_report
+from judging.analysis.reports import JudgeNotFound, agreement_report, correlation_report
+from judging.analysis.selectors import dataset_for_stats_or_404
 
 
 class CorrelationQuery(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""Judge versus humans for one aspect (DESIGN.md section 6.2), as pure numpy/scipy functions.
+"""Judge versus humans for one aspect, as pure numpy/scipy functions.
 
 Inputs are per-answer arrays: the human score (mean of the non-missing ratings), the judge score,
 the prompt (turn) and the system of each answer. Missing scores are NaN and drop the answer.
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse, stats
+from scipy import sparse
 
-from annotations.stats.results import (
+from judging.statistics.results import (
     Interval,
     Stat,
     defined,
@@ -30,6 +30,9 @@ from annotations.stats.results import (
     undefined,
     undefined_interval,
 )
+
+# scipy.stats takes ~1.8 s to import (nearly all of scipy); the functions that use it import it, so that loading
+# the app and computing agreement do not pay for it.
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -105,6 +108,8 @@ def _codes(keys: Sequence[Any]) -> IntArray:
 
 def coefficients(x: FloatArray, y: FloatArray) -> dict[str, Stat]:
     """Pearson, Spearman and Kendall tau-b (scipy), or the reason they are undefined."""
+    from scipy import stats  # noqa: PLC0415 -- ~1.8 s to import, see the module's imports
+
     reason = _undefined_reason(x, y)
     if reason:
         return {name: undefined(reason) for name in COEFFICIENTS}
@@ -166,6 +171,8 @@ def _plain_pearson(x: FloatArray, y: FloatArray) -> float:
 
 def _large_group_coefficients(x: FloatArray, y: FloatArray) -> list[float]:
     """Same values as ``coefficients`` without scipy's per-call overhead for Pearson and Spearman."""
+    from scipy import stats  # noqa: PLC0415 -- ~1.8 s to import, see the module's imports
+
     if _undefined_reason(x, y):
         return [math.nan] * 3
     return [
@@ -186,7 +193,7 @@ def _padded_pearson(xs: FloatArray, ys: FloatArray, mask: npt.NDArray[np.bool_])
         syy = np.sum(dy * dy, axis=1)
         r = np.sum(dx * dy, axis=1) / np.sqrt(sxx * syy)
     r[~((sxx > 0) & (syy > 0))] = np.nan
-    return np.clip(r, -1.0, 1.0)
+    return np.asarray(np.clip(r, -1.0, 1.0), dtype=np.float64)
 
 
 def _padded_coefficients(xs: FloatArray, ys: FloatArray) -> FloatArray:
@@ -240,7 +247,7 @@ def _class_midranks(class_weight: FloatArray) -> FloatArray:
     """Average rank of each class (last axis) in each weighted resample, centred on the mean rank."""
     below = np.cumsum(class_weight, axis=-1) - class_weight
     total = class_weight.sum(axis=-1, keepdims=True)
-    return below + (class_weight + 1.0) / 2.0 - (total + 1.0) / 2.0
+    return np.asarray(below + (class_weight + 1.0) / 2.0 - (total + 1.0) / 2.0, dtype=np.float64)
 
 
 def _spearman_from_classes(
@@ -249,7 +256,7 @@ def _spearman_from_classes(
     sxx = np.sum(weight_x * rank_x * rank_x, axis=-1)
     syy = np.sum(weight_y * rank_y * rank_y, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.clip(cross / np.sqrt(sxx * syy), -1.0, 1.0)
+        return np.asarray(np.clip(cross / np.sqrt(sxx * syy), -1.0, 1.0), dtype=np.float64)
 
 
 def _kendall_from_table(table: FloatArray) -> FloatArray:
@@ -267,10 +274,14 @@ def _kendall_from_table(table: FloatArray) -> FloatArray:
     ties_x = np.sum(row * (row - 1.0), axis=-1) / 2.0
     ties_y = np.sum(col * (col - 1.0), axis=-1) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.clip(score / np.sqrt((all_pairs - ties_x) * (all_pairs - ties_y)), -1.0, 1.0)
+        return np.asarray(
+            np.clip(score / np.sqrt((all_pairs - ties_x) * (all_pairs - ties_y)), -1.0, 1.0), dtype=np.float64
+        )
 
 
 def _materialised_kendall(x: FloatArray, y: FloatArray, weights: FloatArray) -> FloatArray:
+    from scipy import stats  # noqa: PLC0415 -- ~1.8 s to import, see the module's imports
+
     out = np.full(weights.shape[0], np.nan)
     for row in range(weights.shape[0]):
         counts = weights[row].astype(np.int64)
@@ -448,7 +459,7 @@ def _per_system_bootstrap(paired: Paired, systems: IntArray, weights: FloatArray
     # A system undefined in a resample (e.g. all drawn answers tie) is left out of that resample's mean.
     finite = np.isfinite(per_system)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(finite, per_system, 0.0).sum(axis=1) / finite.sum(axis=1)
+        return np.asarray(np.where(finite, per_system, 0.0).sum(axis=1) / finite.sum(axis=1), dtype=np.float64)
 
 
 def _system_means(paired: Paired, prompt_weights: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -485,7 +496,7 @@ def _system_level(paired: Paired, weights: FloatArray) -> dict[str, Any]:
 
 
 def correlation_levels(paired: Paired, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """The four levels of DESIGN 6.2, each with Pearson, Spearman, Kendall tau-b, n and 95% CIs.
+    """The four levels (response, per_prompt, per_system, system): Pearson, Spearman, Kendall tau-b, n, 95% CIs.
 
     Grouped levels also give ``n_groups`` (groups averaged) and ``groups_skipped`` (fewer than 3
     answers, or constant human or judge scores inside the group).
@@ -734,7 +745,3 @@ def self_preference(paired: Paired, judge_model: str | None, system_models: dict
     own_codes = [paired.system_labels.index(label) for label in own]
     is_own = np.isin(paired.system, own_codes)
     return {**base, "value": defined(float(gap[is_own].mean() - gap[~is_own].mean()))}
-
-
-def finite_or_none(value: float) -> float | None:
-    return value if math.isfinite(value) else None

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from annotations.exporting import csv_safe
-from judging.stats.correlation import COEFFICIENTS, LEVELS
+from judging.statistics.correlation import COEFFICIENTS, LEVELS
 
 DIGITS = 3
 

@@ -1,4 +1,4 @@
-"""Judge methods (DESIGN §5) as small state machines, plus the pure arithmetic around them.
+"""Judge methods as small state machines, plus the pure arithmetic around them.
 
 A method is a generator: it yields the CallSpec it needs next, receives the CallResult, and finally
 returns an Outcome. The engine decides where a result comes from (cache or provider) and when it
@@ -12,62 +12,14 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections import defaultdict
-from collections.abc import Callable, Generator, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
-from judging import metrics, prompts
-from judging.gateway import CallResult, CallSpec
-from judging.parsing import ParseResult, parse_score, parse_verdict
-
-
-@dataclass(frozen=True)
-class AspectInfo:
-    name: str
-    label: str = ""
-    description: str = ""
-    min_value: float = 1.0
-    max_value: float = 5.0
-    labels: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class UnitContext:
-    judgment_id: int
-    cfg: dict[str, Any]
-    aspect: AspectInfo
-    question: str
-    answer: str
-    reference: str | None = None
-    context: str | None = None
-    other_answer: str | None = None
-    pair_order: int = 0
-    sample: int = 0
-
-    @property
-    def language(self) -> str:
-        chosen = self.cfg.get("language", "auto")
-        if chosen in ("en", "ja"):
-            return str(chosen)
-        return prompts.detect_language(self.question, self.answer)
-
-
-@dataclass
-class Outcome:
-    ok: bool = True
-    score: float | None = None
-    verdict: str = ""
-    reasoning: str = ""
-    summary: str = ""
-    raw_output: str = ""
-    distribution: dict[str, float] | None = None
-    logprob_fallback: bool = False
-    error_kind: str = ""
-    error: str = ""
-    prompt_hash: str = ""
-
-
-Flow = Generator[CallSpec, CallResult, Outcome]
+from judging.llm.calls import CallResult, CallSpec
+from judging.methods import metrics, prompts
+from judging.methods.base import Flow, Outcome, UnitContext
+from judging.methods.parsing import ParseResult, parse_score, parse_verdict
 
 
 def _values(ctx: UnitContext, **extra: Any) -> dict[str, Any]:
@@ -87,31 +39,18 @@ def _values(ctx: UnitContext, **extra: Any) -> dict[str, Any]:
 
 
 def _template(ctx: UnitContext, method: str) -> str:
-    custom = ctx.cfg.get("prompt")
-    if custom and method == ctx.cfg["method"]:
-        return str(custom)
-    if method == "summarize" and ctx.cfg.get("summarizer_prompt"):
-        return str(ctx.cfg["summarizer_prompt"])
+    custom = ctx.cfg.prompt
+    if custom and method == ctx.cfg.method:
+        return custom
+    if method == "summarize" and ctx.cfg.summarizer_prompt:
+        return ctx.cfg.summarizer_prompt
     return prompts.builtin_template(method, ctx.language)
 
 
 def _spec(
     ctx: UnitContext, rendered: prompts.RenderedPrompt, *, model: str | None = None, logprobs: bool = False
 ) -> CallSpec:
-    cfg = ctx.cfg
-    return CallSpec(
-        model=model or cfg["model"],
-        messages=rendered.messages,
-        temperature=float(cfg.get("temperature", 0.0)),
-        max_tokens=cfg.get("max_tokens"),
-        logprobs=logprobs,
-        top_logprobs=int(cfg.get("top_logprobs", 5)),
-        api_base=cfg.get("api_base"),
-        api_key_env=cfg.get("api_key_env"),
-        timeout_s=float(cfg.get("timeout_s", 60)),
-        max_retries=int(cfg.get("max_retries", 6)),
-        variant=ctx.sample,
-    )
+    return ctx.call_spec(rendered.messages, model=model, logprobs=logprobs)
 
 
 def _scale(ctx: UnitContext) -> tuple[float, float]:
@@ -132,10 +71,10 @@ _REASK = {
 def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> Flow:
     """Parse a scoring reply; on a parse error optionally re-ask, keeping the raw output either way."""
     result = first
-    parsed: ParseResult = parse_score(result.content, ctx.cfg.get("output"), _scale(ctx))
+    parsed: ParseResult = parse_score(result.content, ctx.cfg.output.model_dump(), _scale(ctx))
     raw = result.content or ""
     messages = list(spec.messages)
-    for _ in range(int(ctx.cfg.get("parse_retries", 0))):
+    for _ in range(ctx.cfg.parse_retries):
         if parsed.ok:
             break
         lo, hi = _scale(ctx)
@@ -148,7 +87,7 @@ def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> F
         if not result.ok:
             break
         raw = f"{raw}\n\n--- re-ask ---\n{result.content or ''}"
-        parsed = parse_score(result.content, ctx.cfg.get("output"), _scale(ctx))
+        parsed = parse_score(result.content, ctx.cfg.output.model_dump(), _scale(ctx))
     outcome = Outcome(raw_output=raw, reasoning=parsed.reasoning)
     if not parsed.ok:
         outcome.error_kind = f"parse:{parsed.error_kind}"
@@ -165,9 +104,9 @@ def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> F
 
 
 def single_flow(ctx: UnitContext) -> Flow:
-    method = "reference" if ctx.cfg["method"] == "reference" else "single"
+    method = "reference" if ctx.cfg.method == "reference" else "single"
     rendered = prompts.render(_template(ctx, method), _values(ctx))
-    spec = _spec(ctx, rendered, logprobs=bool(ctx.cfg.get("logprobs")))
+    spec = _spec(ctx, rendered, logprobs=ctx.cfg.logprobs)
     result = yield spec
     if not result.ok:
         return _call_failed(result, rendered.prompt_hash)
@@ -178,7 +117,7 @@ def single_flow(ctx: UnitContext) -> Flow:
 
 def summarize_then_judge_flow(ctx: UnitContext) -> Flow:
     summary_prompt = prompts.render(_template(ctx, "summarize"), _values(ctx))
-    summary_spec = _spec(ctx, summary_prompt, model=ctx.cfg.get("summarizer_model") or ctx.cfg["model"])
+    summary_spec = _spec(ctx, summary_prompt, model=ctx.cfg.summarizer_model)
     summary_result = yield summary_spec
     if not summary_result.ok:
         return _call_failed(summary_result, summary_prompt.prompt_hash)
@@ -186,7 +125,7 @@ def summarize_then_judge_flow(ctx: UnitContext) -> Flow:
     if not summary:
         return Outcome(ok=True, error_kind="parse:empty_summary", error="the summarizer returned nothing")
     rendered = prompts.render(_template(ctx, "summarize_then_judge"), _values(ctx, summary=summary))
-    spec = _spec(ctx, rendered, logprobs=bool(ctx.cfg.get("logprobs")))
+    spec = _spec(ctx, rendered, logprobs=ctx.cfg.logprobs)
     result = yield spec
     if not result.ok:
         failed = _call_failed(result, rendered.prompt_hash)
@@ -217,42 +156,12 @@ def pairwise_flow(ctx: UnitContext) -> Flow:
 
 
 def metric_flow(ctx: UnitContext) -> Flow:
-    name = str(ctx.cfg["metric"])
+    name = ctx.cfg.metric or ""
     value = metrics.compute(name, ctx.answer, ctx.reference)
     if value is None:
         return Outcome(ok=True, error_kind="parse:no_reference", error=f"{name} needs a reference answer")
     return Outcome(ok=True, score=value, raw_output=f"{name}={value:.6g}")
     yield  # pragma: no cover - makes this a generator like the other flows
-
-
-FLOWS: dict[str, Callable[[UnitContext], Flow]] = {
-    "single": single_flow,
-    "reference": single_flow,
-    "summarize_then_judge": summarize_then_judge_flow,
-    "pairwise": pairwise_flow,
-    "metric": metric_flow,
-}
-
-
-def register_flow(method: str, flow: Callable[[UnitContext], Flow]) -> None:
-    """Extension point for methods implemented elsewhere (FActScore)."""
-    FLOWS[method] = flow
-
-
-def calls_per_unit(cfg: dict[str, Any]) -> int:
-    # factscore: one decomposition plus one check per fact; ~11 facts is a guess, the run records the real count.
-    return {"metric": 0, "summarize_then_judge": 2, "factscore": 12}.get(cfg["method"], 1)
-
-
-def first_spec(ctx: UnitContext) -> CallSpec | None:
-    """The first request a unit will make (its cache key groups identical work together)."""
-    flow = FLOWS[ctx.cfg["method"]](ctx)
-    try:
-        return next(flow)
-    except StopIteration:
-        return None
-    finally:
-        flow.close()
 
 
 # --- pure arithmetic ------------------------------------------------------------------------------
@@ -350,7 +259,3 @@ def pairwise_scores(rows: Iterable[tuple[int, int, str, int, int, float | None]]
     scores = {key: sum(v) / len(v) for key, v in results.items()}
     rate = consistent / compared if compared else None
     return PairwiseSummary(scores, rate, consistent, compared)
-
-
-# FActScore lives in its own package and registers its flow when imported (see register_flow).
-import judging.factscore.method  # noqa: E402, F401

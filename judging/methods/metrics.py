@@ -12,10 +12,9 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-import sacrebleu
-from rouge_score import rouge_scorer
+import fugashi
 
-from judging.prompts import detect_language
+from judging.methods.prompts import detect_language
 
 METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "chrf", "keyword", "length")
 # Metrics whose value is not bounded by a rubric scale; stored as is.
@@ -37,8 +36,6 @@ _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 @lru_cache(maxsize=1)
 def _tagger() -> Any:
-    import fugashi
-
     return fugashi.Tagger()
 
 
@@ -76,17 +73,27 @@ class _Tokenizer:
         return tokenize(text, self.language)
 
 
+# sacrebleu (~0.36 s) and rouge_score (~3.1 s: it pulls in nltk, scipy.stats and scikit-learn) are imported by the
+# functions that use them, so that loading the app (every command, web process and worker) does not pay for them.
+
+
 def bleu(answer: str, reference: str, language: str) -> float:
+    import sacrebleu  # noqa: PLC0415 -- start-up cost, see above
+
     hyp = " ".join(tokenize(answer, language))
     ref = " ".join(tokenize(reference, language))
     return float(sacrebleu.sentence_bleu(hyp, [ref], tokenize="none", smooth_method="exp").score) / 100.0
 
 
 def chrf(answer: str, reference: str) -> float:
+    import sacrebleu  # noqa: PLC0415 -- start-up cost, see above
+
     return float(sacrebleu.sentence_chrf(answer, [reference]).score) / 100.0
 
 
 def rouge(answer: str, reference: str, variant: str, language: str) -> float:
+    from rouge_score import rouge_scorer  # noqa: PLC0415 -- start-up cost, see above
+
     # rouge_score's default tokenizer drops every non-ASCII character, so Japanese needs ours.
     scorer = rouge_scorer.RougeScorer([variant], tokenizer=_Tokenizer(language))
     return float(scorer.score(reference, answer)[variant].fmeasure)

@@ -1,4 +1,4 @@
-"""LLM-MATE calibration (DESIGN.md section 6.3), as pure numpy functions.
+"""LLM-MATE calibration, as pure numpy functions.
 
 Each input aspect becomes a deduction d_a = -|x_a - ideal_a| / span_a (0 ideal, -1 worst); weights
 w are fitted by least squares (no intercept) so that overall - ideal_overall ~= w . d on 80% of the
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from annotations.stats.results import Stat, undefined
-from judging.stats.correlation import coefficients
+from judging.statistics.correlation import coefficients
+from judging.statistics.results import Stat, undefined
 
 FloatArray = npt.NDArray[np.float64]
 

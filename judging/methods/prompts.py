@@ -43,8 +43,7 @@ def detect_language(*texts: str | None) -> str:
 
 
 def _delimiter_secret() -> bytes:
-    explicit = getattr(settings, "JUDGE_DELIMITER_SECRET", "")
-    base = explicit or settings.SECRET_KEY
+    base = settings.JUDGE_DELIMITER_SECRET or settings.SECRET_KEY
     return hashlib.sha256(b"evalsite-judge-delimiter:" + str(base).encode()).digest()
 
 

@@ -35,7 +35,7 @@ class ApiBaseRefused(ValueError):
 
 
 def _allowlist() -> list[str]:
-    raw = getattr(settings, "JUDGE_API_BASE_ALLOWLIST", []) or []
+    raw = settings.JUDGE_API_BASE_ALLOWLIST
     if isinstance(raw, str):
         raw = [part for part in raw.replace(",", " ").split() if part]
     return [str(entry).strip().lower() for entry in raw if str(entry).strip()]

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotations.models import Aspect, Response, Turn
-from judging.methods import AspectInfo, UnitContext
+from judging.methods.base import AspectInfo, UnitContext
+from judging.methods.judge_settings import JudgeSettings
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def context_text(value: Any) -> str | None:
 
 
 def build_contexts(
-    keys: Iterable[UnitKey], *, cfg: dict[str, Any], aspects: dict[str, AspectInfo]
+    keys: Iterable[UnitKey], *, cfg: JudgeSettings, aspects: dict[str, AspectInfo]
 ) -> dict[int, UnitContext]:
     keys = list(keys)
     response_ids = {k.response_id for k in keys} | {k.other_response_id for k in keys if k.other_response_id}

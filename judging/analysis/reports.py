@@ -22,25 +22,7 @@ from django.db import transaction
 from threadpoolctl import threadpool_limits
 
 from annotations.models import Dataset
-from annotations.stats.agreement import OUTLIER_RULE as RATER_OUTLIER_RULE
-from annotations.stats.agreement import Ratings, agreement_summary, rater_statistics
-from annotations.stats.results import defined
-from judging.models import Judge, JudgeKind, JudgeScore
-from judging.stats.calibration import AspectScale, apply_mate, fit_mate
-from judging.stats.correlation import (
-    Paired,
-    RaterScores,
-    alternative_annotator_test,
-    confusion_matrix,
-    correlation_levels,
-    human_ceiling,
-    length_bias,
-    paired_scores,
-    per_system_table,
-    position_consistency,
-    self_preference,
-)
-from judging.stats_selectors import (
+from judging.analysis.selectors import (
     Answers,
     AspectInfo,
     RatingRows,
@@ -53,6 +35,24 @@ from judging.stats_selectors import (
     stats_version,
     system_models,
 )
+from judging.models import Judge, JudgeKind, JudgeScore
+from judging.statistics.agreement import OUTLIER_RULE as RATER_OUTLIER_RULE
+from judging.statistics.agreement import Ratings, agreement_summary, rater_statistics
+from judging.statistics.calibration import AspectScale, apply_mate, fit_mate
+from judging.statistics.correlation import (
+    Paired,
+    RaterScores,
+    alternative_annotator_test,
+    confusion_matrix,
+    correlation_levels,
+    human_ceiling,
+    length_bias,
+    paired_scores,
+    per_system_table,
+    position_consistency,
+    self_preference,
+)
+from judging.statistics.results import defined
 
 # Bump when a statistic's definition changes so cached reports are not reused.
 STATS_CODE_VERSION = "1"
@@ -380,9 +380,8 @@ def _position_consistency(judge: Judge) -> dict[str, Any]:
 def _judge_model(judge: Judge) -> str | None:
     """The judging model: a run's config snapshot, else Judge.params["model"] (imported or derived judges)."""
     run = getattr(judge, "run", None)
-    snapshot = getattr(run, "config_snapshot", None)
-    if isinstance(snapshot, dict) and isinstance(snapshot.get("model"), str):
-        return str(snapshot["model"])
+    if run is not None and run.judge_settings.model is not None:
+        return run.judge_settings.model
     model = (judge.params or {}).get("model")
     return model if isinstance(model, str) else None
 

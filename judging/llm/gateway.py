@@ -21,32 +21,37 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import asyncio
 import email.utils
 import functools
-import hashlib
 import json
 import logging
-import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import litellm
 from django.conf import settings
 
-from judging import netguard
-from judging.ratelimit import Lease, Limiter, Limits, LocalLimiter
+from judging.llm import netguard
+from judging.llm.calls import TEMPORARY, CallResult, CallSpec
+from judging.llm.ratelimit import Lease, Limiter, Limits, LocalLimiter
 
-litellm.telemetry = False
-for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
-litellm.suppress_debug_info = True
-litellm.drop_params = True  # e.g. logprobs on a provider without them: dropped, and we fall back visibly
 
-TEMPORARY = frozenset({"timeout", "connection", "rate_limit", "server", "malformed"})
-PERMANENT = frozenset(
-    {"bad_request", "auth", "not_found", "context_length", "refused_host", "redirect", "key_not_allowed"}
-)
+@functools.cache
+def _litellm() -> Any:
+    """litellm, imported and configured on the first call that needs it.
+
+    Importing litellm takes about 4.3 s on the 2-core development machine (python -X importtime); imported with
+    this module it made every management command, web process and worker pay that at django.setup(), including
+    the many that never call a provider."""
+    import litellm  # noqa: PLC0415 -- start-up cost, see the docstring
+
+    litellm.telemetry = False
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True  # e.g. logprobs on a provider without them: dropped, and we fall back visibly
+    return litellm
+
+
 NO_KEY = "sk-not-configured"
 # Well-known provider hosts each standard key variable may be sent to without any operator setting.
 _DEFAULT_KEY_HOSTS: dict[str, tuple[str, ...]] = {
@@ -59,89 +64,13 @@ _DEFAULT_KEY_HOSTS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class CallSpec:
-    model: str
-    messages: list[dict[str, str]]
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    logprobs: bool = False
-    top_logprobs: int = 5
-    api_base: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = 60.0
-    max_retries: int = 6
-    variant: int = 0  # sample index: k samples are k distinct requests, each cached on its own
-
-    def params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {"temperature": self.temperature}
-        if self.max_tokens:
-            params["max_tokens"] = self.max_tokens
-        if self.logprobs:
-            params["logprobs"] = True
-            params["top_logprobs"] = self.top_logprobs
-        return params
-
-    def cache_key(self) -> str:
-        material = {
-            "model": self.model,
-            "api_base": self.api_base or "",
-            "messages": self.messages,
-            "params": self.params(),
-            "variant": self.variant,
-        }
-        return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-    def estimated_tokens(self) -> int:
-        text_chars = sum(len(m.get("content") or "") for m in self.messages)
-        return max(1, math.ceil(text_chars / 3)) + (self.max_tokens or 512)
-
-
-@dataclass
-class CallResult:
-    content: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    latency_s: float = 0.0
-    attempts: int = 0
-    error_kind: str = ""
-    error: str = ""
-    logprobs: list[dict[str, Any]] | None = None
-    stopped: bool = False  # never sent because the run was cancelled or hit its budget
-    errors_seen: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.error_kind and not self.stopped
-
-    def to_cache(self) -> dict[str, Any]:
-        return {
-            "content": self.content,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cost": self.cost,
-            "logprobs": self.logprobs,
-        }
-
-    @classmethod
-    def from_cache(cls, data: dict[str, Any]) -> CallResult:
-        return cls(
-            content=data.get("content"),
-            prompt_tokens=int(data.get("prompt_tokens") or 0),
-            completion_tokens=int(data.get("completion_tokens") or 0),
-            cost=data.get("cost"),
-            logprobs=data.get("logprobs"),
-        )
-
-
 class KeyNotAllowed(ValueError):
     pass
 
 
 def _key_hosts() -> dict[str, set[str]]:
     hosts = {name: set(values) for name, values in _DEFAULT_KEY_HOSTS.items()}
-    configured = getattr(settings, "JUDGE_API_KEY_HOSTS", {}) or {}
+    configured = settings.JUDGE_API_KEY_HOSTS
     for name, values in dict(configured).items():
         if isinstance(values, str):
             values = [v for v in values.replace("|", " ").replace(",", " ").split() if v]
@@ -163,7 +92,7 @@ _PROVIDER_HOSTS = {
 def default_api_base(model: str) -> str | None:
     """The base URL litellm picks for a model without api_base, when it has one (ollama: http://localhost:11434)."""
     try:
-        return litellm.get_llm_provider(model)[3] or None
+        return _litellm().get_llm_provider(model)[3] or None
     except Exception:
         return None
 
@@ -209,7 +138,7 @@ def api_key_for(api_key_env: str | None) -> str:
 @functools.lru_cache(maxsize=256)
 def provider_of(model: str) -> str:
     try:
-        return str(litellm.get_llm_provider(model)[1])
+        return str(_litellm().get_llm_provider(model)[1])
     except Exception:
         return ""
 
@@ -218,7 +147,7 @@ def provider_of(model: str) -> str:
 def model_known(model: str) -> bool:
     """Whether litellm has prices for this model (else costs are unknown, never 0)."""
     try:
-        info = litellm.get_model_info(model)
+        info = _litellm().get_model_info(model)
     except Exception:
         return False
     return bool(info.get("input_cost_per_token") is not None or info.get("output_cost_per_token") is not None)
@@ -228,7 +157,7 @@ def price_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> fl
     if not model_known(model):
         return None
     try:
-        prompt_cost, completion_cost = litellm.cost_per_token(
+        prompt_cost, completion_cost = _litellm().cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
         )
     except Exception:
@@ -238,7 +167,7 @@ def price_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> fl
 
 def count_tokens(model: str, messages: list[dict[str, str]]) -> int:
     try:
-        return int(litellm.token_counter(model=model, messages=messages))
+        return int(_litellm().token_counter(model=model, messages=messages))
     except Exception:
         return max(1, sum(len(m.get("content") or "") for m in messages) // 3)
 
@@ -251,7 +180,7 @@ def _response_cost(response: Any, model: str) -> float | None:
     if isinstance(hidden.get("response_cost"), int | float):
         return float(hidden["response_cost"])
     try:
-        return float(litellm.completion_cost(completion_response=response, model=model))
+        return float(_litellm().completion_cost(completion_response=response, model=model))
     except Exception:
         return None
 
@@ -292,6 +221,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def classify(exc: BaseException) -> str:
     chain = _chain(exc)
+    litellm = _litellm()
     if any(isinstance(e, netguard.ApiBaseRefused) for e in chain):
         return "refused_host"
     if any(isinstance(e, KeyNotAllowed) for e in chain):
@@ -369,7 +299,8 @@ def _extract_logprobs(response: Any) -> list[dict[str, Any]] | None:
 
 def _fast_transport() -> Any:
     try:
-        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+        _litellm()  # configured before any of its submodules is used
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler  # noqa: PLC0415 -- litellm: see _litellm
 
         return AsyncHTTPHandler.create_async_transport()
     except Exception:  # an older or newer litellm without it: plain httpx still works
@@ -377,12 +308,12 @@ def _fast_transport() -> Any:
 
 
 def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -> float:
-    base = float(getattr(settings, "JUDGE_RETRY_BASE_S", 1.0))
-    cap = float(getattr(settings, "JUDGE_RETRY_CAP_S", 60.0))
+    base = float(settings.JUDGE_RETRY_BASE_S)
+    cap = float(settings.JUDGE_RETRY_CAP_S)
     # Full jitter spreads the retries of many concurrent calls instead of synchronising them.
     delay = rng.uniform(0, min(cap, base * (2 ** (attempt - 1))))
     if retry_after is not None:
-        delay = max(delay, min(retry_after, float(getattr(settings, "JUDGE_RETRY_AFTER_CAP_S", 300.0))))
+        delay = max(delay, min(retry_after, float(settings.JUDGE_RETRY_AFTER_CAP_S)))
     return delay
 
 
@@ -395,6 +326,8 @@ class Gateway:
         should_stop: Callable[[], bool] | None = None,
         rng: random.Random | None = None,
     ) -> None:
+        # Loaded here, not inside the first call, whose timeout would otherwise include the import.
+        _litellm()
         self.limiter: Limiter = limiter or LocalLimiter(Limits(max_concurrency=32))
         self.should_stop = should_stop or (lambda: False)
         self.rng = rng or random.Random()
@@ -409,7 +342,7 @@ class Gateway:
         key = (spec.api_base or "", spec.timeout_s, api_key)
         client = self._clients.get(key)
         if client is None:
-            from openai import AsyncOpenAI
+            from openai import AsyncOpenAI  # noqa: PLC0415 -- ~1.1 s to import; litellm has loaded it by now
 
             # litellm's aiohttp-based transport costs a third of the CPU per call of httpcore's pool,
             # which rescans every pooled connection per request; redirects stay off either way.
@@ -441,7 +374,7 @@ class Gateway:
         client = self._client_for(spec)
         if client is not None:
             kwargs["client"] = client
-        return await litellm.acompletion(
+        return await _litellm().acompletion(
             model=spec.model,
             messages=spec.messages,
             api_base=spec.api_base or None,

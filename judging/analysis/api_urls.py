@@ -1,6 +1,6 @@
 from django.urls import path
 
-from judging import dashboard_api
+from judging.analysis import api as dashboard_api
 
 urlpatterns = [
     path("datasets/<int:pk>/agreement/", dashboard_api.agreement_view, name="api-stats-agreement"),

@@ -25,7 +25,7 @@ import time
 import uuid
 from collections import Counter
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -34,21 +34,24 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from judging.gateway import CallResult, CallSpec, Gateway
-from judging.methods import FLOWS, Flow, Outcome, UnitContext
+from judging.engine.units import UnitKey, aspect_infos, build_contexts
+from judging.factscore import method as factscore_method
+from judging.factscore import services as factscore_services
+from judging.factscore.models import KnowledgeCorpus
+from judging.factscore.options import FactScoreOptions
+from judging.llm.calls import CallResult, CallSpec
+from judging.llm.gateway import Gateway
+from judging.llm.ratelimit import Limits, shared_limiter, shared_limiter_done
+from judging.methods.base import Flow, Outcome, UnitContext
+from judging.methods.judge_settings import JudgeSettings
+from judging.methods.registry import FLOWS
 from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, RunStatus
-from judging.ratelimit import Limits, shared_limiter, shared_limiter_done
-from judging.units import UnitKey, aspect_infos, build_contexts
 
 log = logging.getLogger(__name__)
 
 
-def settings_number(name: str, default: float) -> float:
-    return float(getattr(settings, name, default) or default)
-
-
 def lease_seconds() -> float:
-    return settings_number("JUDGE_LEASE_S", 60.0)
+    return float(settings.JUDGE_LEASE_S)
 
 
 def claimable_q() -> Q:
@@ -120,13 +123,13 @@ def shared_loop() -> asyncio.AbstractEventLoop:
 class _LoopThread:
     """A slice's gateway and limiter, living on the process's shared loop."""
 
-    def __init__(self, cfg: dict[str, Any], scope: str, stop: threading.Event) -> None:
+    def __init__(self, cfg: JudgeSettings, scope: str, stop: threading.Event) -> None:
         self.loop = shared_loop()
         self.limits = Limits(
-            max_concurrency=int(cfg.get("max_concurrency", 32)),
-            rpm=cfg.get("rpm"),
-            tpm=cfg.get("tpm"),
-            slot_ttl_s=float(cfg.get("timeout_s", 60)) + 30.0,
+            max_concurrency=cfg.max_concurrency,
+            rpm=cfg.rpm,
+            tpm=cfg.tpm,
+            slot_ttl_s=cfg.timeout_s + 30.0,
         )
         self.scope = scope
         self.stop = stop
@@ -154,14 +157,15 @@ class _LoopThread:
 class SliceExecutor:
     def __init__(self, run: JudgeRun, *, time_slice_s: float | None = None, batch_size: int | None = None) -> None:
         self.run = run
-        self.cfg: dict[str, Any] = dict(run.config_snapshot)
+        self.cfg = run.judge_settings
         self.token = uuid.uuid4().hex
-        self.time_slice_s = float(time_slice_s or settings_number("JUDGE_TIME_SLICE_S", 120.0))
-        max_conc = int(self.cfg.get("max_concurrency", 32))
-        self.batch_size = int(batch_size or settings_number("JUDGE_CLAIM_BATCH", max(16, max_conc)))
+        self.time_slice_s = float(time_slice_s or settings.JUDGE_TIME_SLICE_S)
+        max_conc = self.cfg.max_concurrency
+        # JUDGE_CLAIM_BATCH 0 sizes a claim from the config's concurrency.
+        self.batch_size = int(batch_size or settings.JUDGE_CLAIM_BATCH or max(16, max_conc))
         self.target_active = max(2 * max_conc, self.batch_size)
         self.refill_at = max(1, min(self.batch_size, self.target_active // 4))
-        self.use_cache = bool(self.cfg.get("cache", True))
+        self.use_cache = self.cfg.cache
         self.stop = threading.Event()
         self.results: queue.Queue[tuple[str, CallResult]] = queue.Queue()
         self.active: dict[int, UnitState] = {}
@@ -206,7 +210,9 @@ class SliceExecutor:
             UnitKey(j.pk, j.response_id, j.other_response_id, j.aspect_name, j.sample, j.pair_order) for j in judgments
         ]
         contexts = build_contexts(keys, cfg=self.cfg, aspects=self.aspects)
-        flow_factory = FLOWS[self.cfg["method"]]
+        if self.cfg.method == "factscore":
+            contexts = with_factscore_knowledge(contexts, dataset_id=self.run.dataset_id, cfg=self.cfg)
+        flow_factory = FLOWS[self.cfg.method]
         first: list[tuple[int, CallSpec | None]] = []
         for key in keys:
             state = UnitState(ctx=contexts[key.judgment_id], flow=flow_factory(contexts[key.judgment_id]))
@@ -362,7 +368,7 @@ class SliceExecutor:
                 updates["cost_usd"] = F("cost_usd") + counts["cost_micro"] / 1_000_000_000
             updates["heartbeat_at"] = now
             JudgeRun.objects.filter(pk=self.run.pk).update(**updates)
-        if counts["cost_micro"] and self.cfg.get("budget_usd") is not None:
+        if counts["cost_micro"] and self.cfg.budget_usd is not None:
             # Check the budget the moment money was spent, not on the next periodic check, so
             # the overshoot is bounded by the calls already in flight.
             self._check_run()
@@ -400,7 +406,7 @@ class SliceExecutor:
             self.stop_reason = row["status"] if row else "deleted"
             self._stop_everywhere()
             return
-        budget = self.cfg.get("budget_usd")
+        budget = self.cfg.budget_usd
         if budget is not None and row["cost_usd"] >= float(budget):
             JudgeRun.objects.filter(pk=self.run.pk, status=RunStatus.RUNNING).update(
                 status=RunStatus.STOPPED_BUDGET, finished_at=timezone.now(), notes=_budget_note(budget)
@@ -463,6 +469,37 @@ class SliceExecutor:
         else:
             self.report.state = "more"
         return self.report
+
+
+def with_factscore_knowledge(
+    contexts: dict[int, UnitContext], *, dataset_id: int, cfg: JudgeSettings
+) -> dict[int, UnitContext]:
+    """The contexts with the topic and corpus index FActScore checks facts against (one or two queries a batch)."""
+    options = cfg.factscore or FactScoreOptions()
+    corpus_index, corpus_error = None, ""
+    if options.wants_corpus:
+        corpus = KnowledgeCorpus.objects.filter(dataset_id=dataset_id, name=options.corpus).first()
+        if corpus is None:
+            corpus_error = f"the dataset has no knowledge corpus named {options.corpus!r}"
+        else:
+            corpus_index = factscore_services.knowledge_corpus_index(corpus)
+    topics: dict[int, str] = {}
+    if options.topic_key:
+        key = options.topic_key
+        sources = Judgment.objects.filter(pk__in=list(contexts)).values_list(
+            "pk", "response__turn__item__source", "response__turn__source"
+        )
+        for judgment_id, item_source, turn_source in sources:
+            topics[judgment_id] = factscore_method.topic_from(item_source or {}, turn_source or {}, key)
+    return {
+        judgment_id: replace(
+            ctx,
+            knowledge=factscore_method.UnitKnowledge(
+                topic=topics.get(judgment_id, ""), corpus_index=corpus_index, corpus_error=corpus_error
+            ),
+        )
+        for judgment_id, ctx in contexts.items()
+    }
 
 
 def _budget_note(budget: float) -> str:

@@ -1,0 +1,90 @@
+"""What a judge method asks of a provider and what comes back: plain data, cacheable, with no client attached."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+TEMPORARY = frozenset({"timeout", "connection", "rate_limit", "server", "malformed"})
+PERMANENT = frozenset(
+    {"bad_request", "auth", "not_found", "context_length", "refused_host", "redirect", "key_not_allowed"}
+)
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    model: str
+    messages: list[dict[str, str]]
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    logprobs: bool = False
+    top_logprobs: int = 5
+    api_base: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 6
+    variant: int = 0  # sample index: k samples are k distinct requests, each cached on its own
+
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"temperature": self.temperature}
+        if self.max_tokens:
+            params["max_tokens"] = self.max_tokens
+        if self.logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = self.top_logprobs
+        return params
+
+    def cache_key(self) -> str:
+        material = {
+            "model": self.model,
+            "api_base": self.api_base or "",
+            "messages": self.messages,
+            "params": self.params(),
+            "variant": self.variant,
+        }
+        return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def estimated_tokens(self) -> int:
+        text_chars = sum(len(m.get("content") or "") for m in self.messages)
+        return max(1, math.ceil(text_chars / 3)) + (self.max_tokens or 512)
+
+
+@dataclass
+class CallResult:
+    content: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    latency_s: float = 0.0
+    attempts: int = 0
+    error_kind: str = ""
+    error: str = ""
+    logprobs: list[dict[str, Any]] | None = None
+    stopped: bool = False  # never sent because the run was cancelled or hit its budget
+    errors_seen: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.error_kind and not self.stopped
+
+    def to_cache(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "logprobs": self.logprobs,
+        }
+
+    @classmethod
+    def from_cache(cls, data: dict[str, Any]) -> CallResult:
+        return cls(
+            content=data.get("content"),
+            prompt_tokens=int(data.get("prompt_tokens") or 0),
+            completion_tokens=int(data.get("completion_tokens") or 0),
+            cost=data.get("cost"),
+            logprobs=data.get("logprobs"),
+        )

@@ -1,0 +1,85 @@
+"""The types every judge method shares: what a unit is about, what it yields and what it returns.
+
+A method is a generator (a ``Flow``): it yields the CallSpec it needs next, receives the CallResult, and
+finally returns an Outcome. Nothing here touches the database or the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from judging.llm.calls import CallResult, CallSpec
+from judging.methods import prompts
+from judging.methods.judge_settings import JudgeSettings
+
+
+@dataclass(frozen=True)
+class AspectInfo:
+    name: str
+    label: str = ""
+    description: str = ""
+    min_value: float = 1.0
+    max_value: float = 5.0
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UnitContext:
+    judgment_id: int
+    cfg: JudgeSettings
+    aspect: AspectInfo
+    question: str
+    answer: str
+    reference: str | None = None
+    context: str | None = None
+    other_answer: str | None = None
+    pair_order: int = 0
+    sample: int = 0
+    # What a retrieval-backed method checks facts against (FActScore's topic and corpus index). The engine
+    # loads it, since methods never touch the database; its type belongs to the method that reads it.
+    knowledge: object | None = None
+
+    @property
+    def language(self) -> str:
+        if self.cfg.language != "auto":
+            return self.cfg.language
+        return prompts.detect_language(self.question, self.answer)
+
+    def call_spec(
+        self, messages: list[dict[str, Any]], *, model: str | None = None, logprobs: bool = False
+    ) -> CallSpec:
+        """A request of this unit with the config's call options (one sample gets its own cache entry)."""
+        cfg = self.cfg
+        return CallSpec(
+            model=model or cfg.model or "",
+            messages=messages,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            logprobs=logprobs,
+            top_logprobs=cfg.top_logprobs,
+            api_base=cfg.api_base,
+            api_key_env=cfg.api_key_env,
+            timeout_s=cfg.timeout_s,
+            max_retries=cfg.max_retries,
+            variant=self.sample,
+        )
+
+
+@dataclass
+class Outcome:
+    ok: bool = True
+    score: float | None = None
+    verdict: str = ""
+    reasoning: str = ""
+    summary: str = ""
+    raw_output: str = ""
+    distribution: dict[str, float] | None = None
+    logprob_fallback: bool = False
+    error_kind: str = ""
+    error: str = ""
+    prompt_hash: str = ""
+
+
+Flow = Generator[CallSpec, CallResult, Outcome]

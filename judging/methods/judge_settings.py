@@ -1,0 +1,271 @@
+"""The typed judge config: its fields, their defaults and the rules they follow.
+
+Pure, like the methods that read it: the checks that need the network or the operator's settings (where api_base
+and a key may go) are added by `judging.config.validate_config`, the one entry point that builds a config from
+untrusted input."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
+
+from judging.factscore.options import FactScoreOptions, validate_options
+from judging.methods.metrics import METRICS
+from judging.methods.parsing import RegexRejected, compile_user_regex
+from judging.methods.prompts import placeholders_in
+
+Method = Literal["single", "reference", "pairwise", "summarize_then_judge", "factscore", "metric"]
+OutputFormat = Literal["auto", "json", "regex"]
+METHODS: tuple[str, ...] = get_args(Method)
+LLM_METHODS = frozenset(METHODS) - {"metric"}
+OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,99}$")
+# Key variables must look like keys: a researcher must not be able to point the gateway at
+# SECRET_KEY's neighbours such as DATABASE_URL and have them sent as a bearer token.
+_KEY_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*(API_KEY|_KEY|_TOKEN)$")
+_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
+
+
+class OutputSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: OutputFormat = "auto"
+    regex: str | None = None
+
+    @model_serializer
+    def _stored_form(self) -> dict[str, Any]:
+        # The stored JSON names a regex only when one was given, as the configs saved before this model did.
+        return {"format": self.format, **({"regex": self.regex} if self.regex is not None else {})}
+
+
+class JudgeSettings(BaseModel):
+    """A validated judge config. Untrusted input becomes one through `judging.config.validate_config`; a config
+    already stored is read back with `JudgeSettings.from_stored`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    method: Method
+    model: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+    aspects: tuple[str, ...] | None = None  # None: every aspect of the dataset's rubric
+    prompt: str | None = None
+    language: Literal["auto", "en", "ja"] = "auto"
+    output: OutputSettings = OutputSettings()
+    samples: int = 1
+    temperature: float = 0.0
+    logprobs: bool = False
+    top_logprobs: int = 5
+    max_tokens: int | None = None
+    summarizer_model: str | None = None
+    summarizer_prompt: str | None = None
+    metric: str | None = None
+    pairs: Literal["all", "baseline"] = "all"
+    baseline: str | None = None
+    parse_retries: int = 0
+    max_concurrency: int = 32
+    rpm: int | None = None
+    tpm: int | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 6
+    budget_usd: float | None = None
+    cache: bool = True
+    factscore: FactScoreOptions | None = None
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any]) -> JudgeSettings:
+        """A config saved after validation (a JudgeConfig row or a run's snapshot), without re-running the
+        rules and the network checks."""
+        return cls.model_validate(stored)
+
+    @classmethod
+    def from_normalised(cls, cfg: dict[str, Any]) -> JudgeSettings:
+        """The typed form of a config `normalise_config` found no problem in."""
+        try:
+            return cls.model_validate(cfg)
+        except ValidationError as exc:  # a rule should have caught it first; still report it as a config problem
+            raise ConfigError([f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]) from None
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON form the database keeps."""
+        return self.model_dump(mode="json")
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.method in LLM_METHODS
+
+
+KNOWN_KEYS = frozenset(JudgeSettings.model_fields)
+
+
+class ConfigError(ValueError):
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def _int(cfg: dict[str, Any], key: str, lo: int, hi: int, errors: list[str], nullable: bool = False) -> None:
+    value = cfg.get(key)
+    if value is None and nullable:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        errors.append(f"{key} must be an integer from {lo} to {hi}{' or null' if nullable else ''}")
+
+
+def _number(cfg: dict[str, Any], key: str, lo: float, hi: float, errors: list[str], nullable: bool = False) -> None:
+    value = cfg.get(key)
+    if value is None and nullable:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(float(value))
+        or not lo <= float(value) <= hi
+    ):
+        errors.append(f"{key} must be a number from {lo:g} to {hi:g}{' or null' if nullable else ''}")
+
+
+def _optional_string(cfg: dict[str, Any], key: str, errors: list[str]) -> None:
+    if cfg[key] is not None and not isinstance(cfg[key], str):
+        errors.append(f"{key} must be a string")
+
+
+def is_key_env_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(_ENV_NAME.match(value)) and bool(_KEY_ENV_NAME.match(value))
+
+
+def _check_prompts(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
+    prompt = cfg["prompt"]
+    if prompt is not None:
+        if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > 20_000:
+            errors.append("prompt must be a template string of at most 20,000 characters")
+        else:
+            if method == "pairwise" and not {"answer_a", "answer_b"} <= placeholders_in(prompt):
+                errors.append("a pairwise prompt needs {answer_a} and {answer_b}")
+            elif method == "summarize_then_judge" and "summary" not in placeholders_in(prompt):
+                errors.append("a summarize_then_judge prompt needs {summary}")
+            elif method in ("single", "reference") and "answer" not in placeholders_in(prompt):
+                errors.append("the prompt needs the {answer} placeholder")
+    if cfg["summarizer_prompt"] is not None and (
+        not isinstance(cfg["summarizer_prompt"], str) or "answer" not in placeholders_in(cfg["summarizer_prompt"])
+    ):
+        errors.append("summarizer_prompt must be a template with {answer}")
+    if cfg["language"] not in ("auto", "en", "ja"):
+        errors.append("language must be auto, en or ja")
+
+
+def _check_output(cfg: dict[str, Any], errors: list[str]) -> None:
+    output = cfg["output"]
+    if not isinstance(output, dict) or output.get("format", "auto") not in OUTPUT_FORMATS:
+        errors.append("output.format must be auto, json or regex")
+    else:
+        output = {"format": output.get("format", "auto"), **({"regex": output["regex"]} if "regex" in output else {})}
+        cfg["output"] = output
+        if output["format"] == "regex":
+            try:
+                compile_user_regex(output.get("regex", ""))
+            except RegexRejected as exc:
+                errors.append(str(exc))
+        elif "regex" in output and not isinstance(output["regex"], str):
+            errors.append("output.regex must be a string")
+
+
+def _check_numbers(cfg: dict[str, Any], errors: list[str]) -> None:
+    _int(cfg, "samples", 1, 20, errors)
+    _number(cfg, "temperature", 0, 2, errors)
+    if not isinstance(cfg["logprobs"], bool):
+        errors.append("logprobs must be true or false")
+    _int(cfg, "top_logprobs", 1, 20, errors)
+    _int(cfg, "max_tokens", 1, 32_000, errors, nullable=True)
+    _int(cfg, "parse_retries", 0, 3, errors)
+    _int(cfg, "max_concurrency", 1, 1024, errors)
+    _int(cfg, "rpm", 1, 1_000_000, errors, nullable=True)
+    _int(cfg, "tpm", 1, 1_000_000_000, errors, nullable=True)
+    _number(cfg, "timeout_s", 1, 3600, errors)
+    _int(cfg, "max_retries", 0, 20, errors)
+    _number(cfg, "budget_usd", 0, 1_000_000, errors, nullable=True)
+    if not isinstance(cfg["cache"], bool):
+        errors.append("cache must be true or false")
+
+
+def _check_method_fields(cfg: dict[str, Any], method: Any, model: Any, errors: list[str]) -> None:
+    """Fields that only some methods use: filled in for those, refused for the others."""
+    if method == "summarize_then_judge":
+        summarizer = cfg["summarizer_model"] or model
+        if not isinstance(summarizer, str) or not _MODEL.match(summarizer):
+            errors.append("summarizer_model must be a litellm model string")
+        cfg["summarizer_model"] = summarizer
+    else:
+        _optional_string(cfg, "summarizer_model", errors)
+    if method == "metric":
+        if cfg["metric"] not in METRICS:
+            errors.append(f"metric must be one of {', '.join(METRICS)}")
+        cfg["samples"] = 1
+    elif cfg["metric"] is not None:
+        errors.append("metric is only used by the metric method")
+    if cfg["pairs"] not in ("all", "baseline"):
+        errors.append("pairs must be all or baseline")
+    elif (
+        method == "pairwise"
+        and cfg["pairs"] == "baseline"
+        and not (isinstance(cfg["baseline"], str) and cfg["baseline"])
+    ):
+        errors.append("pairs=baseline needs baseline (a system key)")
+    _optional_string(cfg, "baseline", errors)
+    if method == "factscore":
+        cfg["factscore"], factscore_errors = validate_options(cfg["factscore"])
+        errors.extend(factscore_errors)
+    elif cfg["factscore"] is not None:
+        errors.append("factscore options are only used by the factscore method")
+
+
+def normalise_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The config with defaults filled in and every problem the rules find (none of them needs the network)."""
+    errors: list[str] = []
+    unknown = sorted(set(raw) - KNOWN_KEYS)
+    if unknown:
+        errors.append(f"unknown field(s): {', '.join(unknown)}")
+    defaults = {name: field.default for name, field in JudgeSettings.model_fields.items() if not field.is_required()}
+    cfg: dict[str, Any] = {
+        **defaults,
+        "output": {"format": "auto"},
+        **{k: v for k, v in raw.items() if k in KNOWN_KEYS},
+    }
+
+    name = cfg.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 150:
+        errors.append("name is required (1 to 150 characters)")
+    else:
+        cfg["name"] = name.strip()
+    method = cfg.get("method")
+    if method not in METHODS:
+        errors.append(f"method must be one of {', '.join(METHODS)}")
+    model = cfg.get("model")
+    if method in LLM_METHODS:
+        if not isinstance(model, str) or not _MODEL.match(model):
+            errors.append("model must be a litellm model string such as openai/gpt-4o-mini")
+    elif model is not None and not isinstance(model, str):
+        errors.append("model must be a string")
+    if cfg["api_base"] is not None and not isinstance(cfg["api_base"], str):
+        errors.append("api_base must be a URL string")
+    if cfg["api_key_env"] is not None and not is_key_env_name(cfg["api_key_env"]):
+        errors.append("api_key_env must name an environment variable ending in _API_KEY, _KEY or _TOKEN")
+
+    aspects = cfg["aspects"]
+    if aspects is not None and (
+        not isinstance(aspects, list)
+        or not aspects
+        or not all(isinstance(a, str) and a.strip() and len(a) <= 200 for a in aspects)
+        or len(set(aspects)) != len(aspects)
+    ):
+        errors.append("aspects must be a non-empty list of distinct aspect names, or null for every aspect")
+
+    _check_prompts(cfg, method, errors)
+    _check_output(cfg, errors)
+    _check_numbers(cfg, errors)
+    _check_method_fields(cfg, method, model, errors)
+    return cfg, errors

@@ -1,1 +1,0 @@
-"""Pure judge-versus-human statistics (no ORM): fed by selectors, shared by CLI, API and dashboard."""
