@@ -1,4 +1,4 @@
-"""Login and API-token endpoints with brute-force limits (issue 7, item 10).
+"""Login and API-token endpoints with brute-force limits.
 
 Failed attempts are counted in the cache per client address and per username, in fixed windows whose size and
 count come from REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] ("login" for the HTML logins, "token" for api/token/).

@@ -3,7 +3,16 @@
 import os
 from pathlib import Path
 
-from evalsite.env import ImproperEnvironment, env_bool, env_database, env_int, env_list, env_str
+from evalsite.env import (
+    ImproperEnvironment,
+    env_bool,
+    env_database,
+    env_float,
+    env_int,
+    env_list,
+    env_lists_by_name,
+    env_str,
+)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -78,8 +87,6 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
-            # judging.factscore is a package of the judging app, so Django does not find its tags by itself.
-            "libraries": {"factscore_links": "judging.factscore.templatetags.factscore_links"},
         },
     },
 ]
@@ -132,6 +139,19 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Periodic upkeep; the worker runs the scheduler itself (`celery worker -B`, as rundemo and docker-compose start it).
+# Running it twice is harmless: both tasks take each run with a conditional update or a row lock.
+CELERY_BEAT_SCHEDULE = {
+    "judge-runs-nudge-stalled": {
+        "task": "judging.judge_runs_nudge_stalled",
+        "schedule": float(env_int("JUDGE_NUDGE_EVERY_S", 60, minimum=5)),
+    },
+    "factscore-results-project-pending": {
+        "task": "judging.factscore_results_project_pending",
+        "schedule": float(env_int("FACTSCORE_PROJECT_EVERY_S", 300, minimum=5)),
+    },
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 BROKER_IS_REDIS = CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
 REDIS_URL = env_str("REDIS_URL", CELERY_BROKER_URL if BROKER_IS_REDIS else "")
 
@@ -178,17 +198,22 @@ SPECTACULAR_SETTINGS = {
 # Private addresses that judge api_base may point at (operators list their own gateways here).
 JUDGE_API_BASE_ALLOWLIST = env_list("JUDGE_API_BASE_ALLOWLIST", [])
 # Hosts a provider-key variable may be sent to besides its provider's own: "VLLM_API_KEY=gpu1.lan|gpu2.lan,...".
-JUDGE_API_KEY_HOSTS = {
-    name.strip(): [h for h in hosts.split("|") if h]
-    for name, _, hosts in (entry.partition("=") for entry in env_list("JUDGE_API_KEY_HOSTS", []))
-    if hosts
-}
+JUDGE_API_KEY_HOSTS = env_lists_by_name("JUDGE_API_KEY_HOSTS")
 # Judge engine timing: claim lease (a killed worker's units return after it), work-task slice, retry backoff.
 JUDGE_LEASE_S = env_int("JUDGE_LEASE_S", 60, minimum=2)
 JUDGE_TIME_SLICE_S = env_int("JUDGE_TIME_SLICE_S", 120, minimum=2)
 JUDGE_TASKS_PER_RUN = env_int("JUDGE_TASKS_PER_RUN", 2, minimum=1)
+# Units a work task claims at once; 0 sizes the claim from the run's max_concurrency.
+JUDGE_CLAIM_BATCH = env_int("JUDGE_CLAIM_BATCH", 0, minimum=0)
+# Longest pause of the task that waits for a run's last claims to finish or expire.
+JUDGE_WATCH_MAX_S = env_float("JUDGE_WATCH_MAX_S", 10.0, minimum=1.0)
 JUDGE_RETRY_BASE_S = env_int("JUDGE_RETRY_BASE_MS", 1000, minimum=1) / 1000
 JUDGE_RETRY_CAP_S = env_int("JUDGE_RETRY_CAP_S", 60, minimum=1)
+# A provider's Retry-After is honoured up to this many seconds.
+JUDGE_RETRY_AFTER_CAP_S = env_int("JUDGE_RETRY_AFTER_CAP_S", 300, minimum=1)
+# Keys the delimiters around untrusted text in prompts; empty derives them from SECRET_KEY. Set it to keep prompts
+# (and so cache hits) stable across SECRET_KEY rotations.
+JUDGE_DELIMITER_SECRET = env_str("JUDGE_DELIMITER_SECRET", "")
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"

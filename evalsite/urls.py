@@ -15,9 +15,9 @@ urlpatterns = [
     path("api/token/", auth.token_obtain, name="api-token"),
     path("api/datasets/", include("annotations.api_urls")),
     path("api/annotate/", include("annotations.annotator_api_urls")),
-    path("api/stats/", include("judging.dashboard_api_urls")),
+    path("api/stats/", include("judging.analysis.api_urls")),
     path("api/judging/", include("judging.api_urls")),
-    path("dashboard/", include("judging.dashboard_urls")),
+    path("dashboard/", include("judging.analysis.urls")),
     path("factscore/", include("judging.factscore.urls")),
     path("", include("annotations.urls")),
 ]
