@@ -445,7 +445,7 @@ def _spread(values: list[float]) -> str:
     return f"min {min(values):.0f} / median {statistics.median(values):.0f} / max {max(values):.0f} ms"
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--annotators", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60)
@@ -469,7 +469,11 @@ def main() -> None:
         default=os.environ.get("BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432"),
         help="server URL without a database name",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
     from evalsite import gunicorn_config  # the deployed sizes, read from this environment as gunicorn would
 
     workers = args.workers or gunicorn_config.workers

@@ -1,4 +1,4 @@
-"""Deterministic synthetic datasets in the layouts of the two seed formats (DESIGN §2, §4.1).
+"""Deterministic synthetic datasets in the layouts of the two seed formats (llm-human-eval-jp and lfqa).
 
 Used by the import/export benchmark and by tests that need realistic volume. Nothing here touches the database or
 Django: the generators only write JSONL files, so they can run before settings are configured.

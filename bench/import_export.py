@@ -1,4 +1,4 @@
-"""Import/export benchmark on Postgres (DESIGN §8): 404 items x 10 systems x 5 aspects x 3 raters = 60,600 ratings.
+"""Import/export benchmark on Postgres: 404 items x 10 systems x 5 aspects x 3 raters = 60,600 ratings.
 
     python -m bench.import_export [--items 404] [--systems 10] [--raters 3] [--keep-db]
 
@@ -191,14 +191,42 @@ def floor_copy_out(conn: Any) -> int:
     return size
 
 
-def main() -> int:
+def _report(results: dict[str, dict[str, float]], baseline_rss: int, lossless: bool) -> bool:
+    """Prints each phase next to its floor and target; True when every target is met."""
+    floor_import = results["floor: json parse"]["seconds"] + results["floor: COPY in"]["seconds"]
+    floor_export = results["floor: COPY out"]["seconds"] + results["floor: json dumps"]["seconds"]
+    print(f"\n{'phase':<20} {'seconds':>8} {'peak RSS MB':>12}")
+    for label, values in results.items():
+        print(f"{label:<20} {values['seconds']:>8.2f} {values['rss'] / 2**20:>12.0f}")
+    print(f"\nimport floor (parse + COPY in)   {floor_import:6.2f} s")
+    print(f"export floor (COPY out + dumps)  {floor_export:6.2f} s")
+    ok = True
+    for phase, floor in (("import", floor_import), ("export", floor_export)):
+        seconds, rss = results[phase]["seconds"], results[phase]["rss"]
+        verdict = seconds <= TARGETS[phase] and rss < RSS_LIMIT
+        ok = ok and verdict
+        print(
+            f"{phase}: {seconds:.2f} s = {seconds / floor:.1f}x floor; target <= {TARGETS[phase]:.0f} s; "
+            f"peak RSS {rss / 2**20:.0f} MB (< 1024 MB) -> {'OK' if verdict else 'MISSED'}"
+        )
+    print(f"RSS after django.setup() (before any phase): {baseline_rss / 2**20:.0f} MB")
+    print(f"process ru_maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(f"round trip of the exported file: {'JSON-equal' if lossless else 'DIFFERENT'}")
+    return ok
+
+
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=404)
     parser.add_argument("--systems", type=int, default=10)
     parser.add_argument("--raters", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep-db", action="store_true", help="do not drop the benchmark database at the end")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = _arguments()
 
     from bench.datagen import generate_llm_jp_jsonl
 
@@ -269,25 +297,7 @@ def main() -> int:
             connections.close_all()
             drop_database(SERVER_URL, BENCH_DB)
 
-    floor_import = results["floor: json parse"]["seconds"] + results["floor: COPY in"]["seconds"]
-    floor_export = results["floor: COPY out"]["seconds"] + results["floor: json dumps"]["seconds"]
-    print(f"\n{'phase':<20} {'seconds':>8} {'peak RSS MB':>12}")
-    for label, values in results.items():
-        print(f"{label:<20} {values['seconds']:>8.2f} {values['rss'] / 2**20:>12.0f}")
-    print(f"\nimport floor (parse + COPY in)   {floor_import:6.2f} s")
-    print(f"export floor (COPY out + dumps)  {floor_export:6.2f} s")
-    ok = True
-    for phase, floor in (("import", floor_import), ("export", floor_export)):
-        seconds, rss = results[phase]["seconds"], results[phase]["rss"]
-        verdict = seconds <= TARGETS[phase] and rss < RSS_LIMIT
-        ok = ok and verdict
-        print(
-            f"{phase}: {seconds:.2f} s = {seconds / floor:.1f}x floor; target <= {TARGETS[phase]:.0f} s; "
-            f"peak RSS {rss / 2**20:.0f} MB (< 1024 MB) -> {'OK' if verdict else 'MISSED'}"
-        )
-    print(f"RSS after django.setup() (before any phase): {baseline_rss / 2**20:.0f} MB")
-    print(f"process ru_maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-    print(f"round trip of the exported file: {'JSON-equal' if lossless else 'DIFFERENT'}")
+    ok = _report(results, baseline_rss, lossless)
     return 0 if ok and lossless else 1
 
 

@@ -1,4 +1,4 @@
-"""Statistics benchmark (DESIGN §8): agreement with 1,000 bootstrap resamples and all correlation levels on the
+"""Statistics benchmark: agreement with 1,000 bootstrap resamples and all correlation levels on the
 60,600-rating llm-human-eval-jp-shaped dataset with one judge, next to the reference libraries, plus the dashboard
 pages cold and warm.
 
@@ -48,16 +48,16 @@ from scipy import stats  # noqa: E402
 
 from annotations.importing import dataset_import  # noqa: E402
 from bench.datagen import generate_llm_jp_jsonl  # noqa: E402
-from judging import stats_service  # noqa: E402
-from judging.models import Judge  # noqa: E402
-from judging.stats_selectors import judge_scores  # noqa: E402
-from judging.stats_service import (  # noqa: E402
+from judging.analysis import reports as stats_service  # noqa: E402
+from judging.analysis.reports import (  # noqa: E402
     aspect_ratings,
     compute_agreement_report,
     compute_correlation_report,
     human_means,
     load_dataset_data,
 )
+from judging.analysis.selectors import judge_scores  # noqa: E402
+from judging.models import Judge  # noqa: E402
 
 JUDGE_NAME = "bench judge"
 MISSING = {"NA", 0, None}
@@ -144,14 +144,18 @@ def reference_correlation(data: Any, judge: Judge, resamples: int) -> None:
             levels(h[rows], j[rows], t[rows], s[rows])
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=404)
     parser.add_argument("--systems", type=int, default=10)
     parser.add_argument("--raters", type=int, default=3)
     parser.add_argument("--reference-resamples", type=int, default=20, help="bootstrap loops timed for references")
     parser.add_argument("--keep", action="store_true", help="keep the generated dataset (and print its name)")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
 
     call_command("migrate", verbosity=0)
     name = f"bench-stats-{uuid.uuid4().hex[:8]}"
