@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+import redis
 from django.conf import settings
 from django.contrib.auth.models import User
+
+from evalsite.celery import app
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -150,6 +153,54 @@ def celery_worker_factory(transactional_db: None) -> Iterator:
 @pytest.fixture
 def celery_worker(celery_worker_factory) -> WorkerProcess:  # type: ignore[no-untyped-def]
     return celery_worker_factory()
+
+
+def redis_broker_url() -> str:
+    # CI's Postgres pass exports a Redis CELERY_BROKER_URL; a run on the embedded broker uses the local server
+    # (TEST_REDIS_BROKER_URL picks the database, which the tests flush).
+    configured = os.environ.get("CELERY_BROKER_URL", settings.CELERY_BROKER_URL)
+    if configured.startswith(("redis://", "rediss://")):
+        return configured
+    return os.environ.get("TEST_REDIS_BROKER_URL", "redis://127.0.0.1:6379/0")
+
+
+def _empty_broker(broker_url: str) -> None:
+    if broker_url.startswith(("redis://", "rediss://")):
+        # The whole database: the judge limiter keeps its state next to the queues.
+        redis.Redis.from_url(broker_url).flushdb()
+    else:
+        with app.connection_for_write(broker_url) as connection:
+            app.control.purge(connection=connection)
+
+
+@pytest.fixture
+def clean_broker() -> Iterator[None]:
+    """Start and end the test with an empty queue (and, on Redis, no limiter state) on the configured broker."""
+    _empty_broker(settings.CELERY_BROKER_URL)
+    yield
+    _empty_broker(settings.CELERY_BROKER_URL)
+
+
+def _point_app_at(broker_url: str) -> None:
+    app.conf.broker_url = broker_url
+    # The app keeps the connection and producer pools of the broker it first used; drop them so the next enqueue
+    # opens pools on the new one. Not closed: kombu's shared producer pools may still hand out their connections.
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def redis_broker(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """Enqueue to and start workers on Redis for one test, whatever the configured broker: what is shared across
+    workers only through Redis (the judge limiter) needs a Redis broker."""
+    broker_url = redis_broker_url()
+    previous = app.conf.broker_url
+    settings.CELERY_BROKER_URL = broker_url
+    _point_app_at(broker_url)
+    _empty_broker(broker_url)
+    yield broker_url
+    _empty_broker(broker_url)
+    _point_app_at(previous)
 
 
 def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.1, message: str = "condition") -> None:  # type: ignore[no-untyped-def]

@@ -1,24 +1,16 @@
-"""A real `celery -A evalsite worker` process runs annotations.tasks.worker_ping on Redis and on the embedded
+"""A real `celery -A evalsite worker` process runs judging.tasks.worker_ping on Redis and on the embedded
 SQLAlchemy/SQLite broker, and the enqueuing side talks to the same broker as the worker."""
 
-import os
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
-from annotations.models import WorkerPing
-from annotations.tasks import worker_ping
 from evalsite.celery import app
-from tests.conftest import WorkerProcess
-
-
-def redis_broker_url() -> str:
-    # CI exports a Redis CELERY_BROKER_URL; a run on SQLite defaults still proves the Redis path on the local server.
-    configured = os.environ.get("CELERY_BROKER_URL", settings.CELERY_BROKER_URL)
-    return configured if configured.startswith(("redis://", "rediss://")) else "redis://127.0.0.1:6379/0"
+from judging.models import WorkerPing
+from judging.tasks import worker_ping
+from tests.conftest import WorkerProcess, redis_broker_url
 
 
 def ping_through(worker: WorkerProcess, broker_url: str, timeout: float = 120.0) -> WorkerPing:

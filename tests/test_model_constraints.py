@@ -1,4 +1,4 @@
-"""The invariants of issue 2 hold in the database itself, not only in Python."""
+"""The data model's invariants hold in the database itself, not only in Python."""
 
 import pytest
 from django.db import IntegrityError, transaction

@@ -1,9 +1,18 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from evalsite.env import ImproperEnvironment, env_bool, env_database, env_int, env_list
+from evalsite.env import (
+    ImproperEnvironment,
+    env_bool,
+    env_database,
+    env_float,
+    env_int,
+    env_list,
+    env_lists_by_name,
+)
 
 SETUP_DJANGO = "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='evalsite.settings'; django.setup()"
 
@@ -45,6 +54,15 @@ def test_env_database_defaults_to_sqlite_and_refuses_unknown_schemes(monkeypatch
     assert config["ENGINE"] == "django.db.backends.postgresql" and config["NAME"] == "evalsite"
 
 
+def test_env_database_sqlite_url_waits_for_locks_like_the_default(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # A worker pointed at a SQLite file by URL shares it with the web server, as the default does.
+    monkeypatch.setenv("DB_URL", f"sqlite:///{tmp_path}/shared.sqlite3")
+    config = env_database("DB_URL", tmp_path / "x.sqlite3")
+    assert config["ENGINE"] == "django.db.backends.sqlite3" and config["NAME"] == f"{tmp_path}/shared.sqlite3"
+    assert config["OPTIONS"] == {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    assert config["TEST"] == {"NAME": f"{tmp_path}/test_shared.sqlite3"}
+
+
 def test_settings_fail_loudly_on_a_bad_value() -> None:
     result = subprocess.run(
         [
@@ -75,3 +93,83 @@ def test_production_requires_a_secret_key() -> None:
     )
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_env_float_refuses_non_numbers_non_finite_and_values_below_minimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WAIT", raising=False)
+    assert env_float("WAIT", 2.5) == 2.5
+    monkeypatch.setenv("WAIT", "0.25")
+    assert env_float("WAIT", 2.5) == 0.25
+    monkeypatch.setenv("WAIT", "soon")
+    with pytest.raises(ImproperEnvironment, match="WAIT must be a number"):
+        env_float("WAIT", 1.0)
+    monkeypatch.setenv("WAIT", "nan")
+    with pytest.raises(ImproperEnvironment, match="WAIT must be a finite number"):
+        env_float("WAIT", 1.0)
+    monkeypatch.setenv("WAIT", "0.5")
+    with pytest.raises(ImproperEnvironment, match="WAIT must be at least 1"):
+        env_float("WAIT", 1.0, minimum=1.0)
+
+
+def test_env_lists_by_name_parses_entries_and_refuses_an_entry_without_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HOSTS_BY_KEY", raising=False)
+    assert env_lists_by_name("HOSTS_BY_KEY") == {}
+    monkeypatch.setenv("HOSTS_BY_KEY", " VLLM_API_KEY = gpu1.lan|gpu2.lan , OTHER_KEY=h3")
+    assert env_lists_by_name("HOSTS_BY_KEY") == {"VLLM_API_KEY": ["gpu1.lan", "gpu2.lan"], "OTHER_KEY": ["h3"]}
+    for bad in ("VLLM_API_KEY", "VLLM_API_KEY=", "=gpu1.lan", "VLLM_API_KEY=|"):
+        monkeypatch.setenv("HOSTS_BY_KEY", bad)
+        with pytest.raises(ImproperEnvironment, match="HOSTS_BY_KEY entries must look like NAME=host1"):
+            env_lists_by_name("HOSTS_BY_KEY")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("JUDGE_WATCH_MAX_S", "ten", "JUDGE_WATCH_MAX_S must be a number"),
+        ("JUDGE_CLAIM_BATCH", "-1", "JUDGE_CLAIM_BATCH must be at least 0"),
+        ("JUDGE_RETRY_AFTER_CAP_S", "5m", "JUDGE_RETRY_AFTER_CAP_S must be an integer"),
+        ("JUDGE_API_KEY_HOSTS", "VLLM_API_KEY", "JUDGE_API_KEY_HOSTS entries must look like"),
+        ("JUDGE_LEASE_S", "1", "JUDGE_LEASE_S must be at least 2"),
+    ],
+)
+def test_judge_settings_fail_at_start_up_naming_the_variable(variable: str, value: str, message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SETUP_DJANGO],
+        env={variable: value, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_judge_settings_are_declared_with_their_defaults() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            SETUP_DJANGO + "; from django.conf import settings as s; "
+            "print(s.JUDGE_WATCH_MAX_S, s.JUDGE_CLAIM_BATCH, s.JUDGE_RETRY_AFTER_CAP_S, "
+            "repr(s.JUDGE_DELIMITER_SECRET), s.JUDGE_API_KEY_HOSTS)",
+        ],
+        env={"PATH": "/usr/bin:/bin", "JUDGE_API_KEY_HOSTS": "VLLM_API_KEY=gpu1.lan|gpu2.lan"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == "10.0 0 300 '' {'VLLM_API_KEY': ['gpu1.lan', 'gpu2.lan']}"
+
+
+def test_app_code_reads_settings_as_declared_attributes() -> None:
+    """A setting read with getattr(settings, NAME, default) restates its default away from evalsite/settings.py."""
+    root = Path(__file__).resolve().parent.parent
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for package in ("annotations", "judging", "evalsite")
+        for path in sorted((root / package).rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if "getattr(settings," in line.replace(" ", "")
+    ]
+    assert offenders == []

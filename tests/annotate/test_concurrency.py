@@ -5,14 +5,19 @@ from collections import Counter
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection, connections
+from django.db import connections
+from django.utils import timezone
 
+from annotations import slots
+from annotations.campaign_selectors import CAMPAIGN_SLOTS
 from annotations.campaign_services import assignment_claim, submission_create
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_services import full_answer
+from tests.annotate.test_slots import CLAIM_PATHS
 
-# Runs against Postgres (DATABASE_URL), as in CI: the point is row locking between real connections.
+# Runs on both databases CI uses: row locking between real connections on Postgres, and the ORM path's
+# serialised (IMMEDIATE) write transactions on SQLite.
 pytestmark = pytest.mark.django_db(transaction=True)
 
 THREADS = 16
@@ -40,7 +45,6 @@ def _run_threads(target, count: int) -> list[BaseException]:  # type: ignore[no-
 
 
 def test_concurrent_annotators_fill_every_task_exactly_n_times():
-    assert connection.vendor == "postgresql"
     owner = User.objects.create_user("owner", is_staff=True)
     people = [User.objects.create_user(f"worker{i}") for i in range(THREADS)]
     campaign = make_campaign(make_dataset(owner=owner, items=6, systems=2), people, raters_per_item=3)
@@ -133,3 +137,29 @@ def test_concurrent_double_submit_writes_once():
     assert sorted(replays) == [False, True, True, True, True, True]
     assert Submission.objects.count() == 1
     assert Rating.objects.filter(origin=RatingOrigin.APP).count() == 2 * 2
+
+
+@pytest.mark.parametrize("claim_path", CLAIM_PATHS, ids=lambda p: p.__name__)
+def test_every_claim_path_fills_every_task_exactly_n_times(claim_path):  # type: ignore[no-untyped-def]
+    owner = User.objects.create_user("owner", is_staff=True)
+    people = [User.objects.create_user(f"worker{i}") for i in range(THREADS)]
+    campaign = make_campaign(make_dataset(owner=owner, items=5, systems=2), people, raters_per_item=3)
+    completed: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    def work(index: int) -> None:
+        user = people[index]
+        while (
+            claim := claim_path(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user, now=None, details=slots.NO_DETAILS)
+        ) is not None:
+            assert slots.slot_complete(
+                pool=CAMPAIGN_SLOTS, slot=claim.slot, user=user, now=timezone.now(), seconds_spent=1.0
+            )
+            with lock:
+                completed[claim.slot.task_id] += 1
+
+    assert _run_threads(work, THREADS) == []
+    assert sorted(completed.values()) == [3] * 5
+    for task in campaign.tasks.all():
+        raters = list(task.assignments.filter(status=AssignmentStatus.SUBMITTED).values_list("annotator", flat=True))
+        assert len(raters) == 3 and len(set(raters)) == 3

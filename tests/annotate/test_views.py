@@ -168,7 +168,7 @@ def test_second_turn_shows_the_conversation(researcher, annotator1):
         body = client.get(task_url(campaign, lease)).content.decode()
         seen.append((lease.task.turn.index, body))
         client.post(
-            task_url(campaign, lease, "submit"), complete_form(lease, annotator1, idempotency_key=f"k-{lease.pk}-abc")
+            task_url(campaign, lease, "submit"), complete_form(lease, annotator1, idempotency_key=f"turn-{lease.pk}-ab")
         )
     second = dict(seen)[1]
     assert "Earlier question 1" in second and "Question 0 turn 0" in second

@@ -14,7 +14,6 @@ from django.urls import reverse
 
 from judging import services as engine
 from judging.factscore import services
-from judging.factscore.results import factscore_project
 from judging.factscore.selectors import factscore_report
 from judging.models import JudgeRun
 from tests.factories import JudgeFactory, JudgeScoreFactory
@@ -57,7 +56,6 @@ def run(world, world_provider, eager, django_capture_on_commit_callbacks, resear
     with django_capture_on_commit_callbacks(execute=True):
         launched = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
     launched.refresh_from_db()
-    factscore_project(run=launched)
     return launched
 
 

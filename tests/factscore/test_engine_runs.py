@@ -10,7 +10,7 @@ from judging import services as engine
 from judging.config import ConfigError, validate_config
 from judging.factscore.models import AtomicFact, FactAnswer, FactVerdict
 from judging.factscore.results import factscore_project
-from judging.factscore.selectors import factscore_report
+from judging.factscore.selectors import factscore_report, factscore_results_pending
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 
@@ -35,7 +35,7 @@ def scores_by_answer(run: JudgeRun, aspect: str = "factscore") -> dict[tuple[str
 
 def test_config_validation_knows_factscore_options(world_provider) -> None:  # type: ignore[no-untyped-def]
     cfg = validate_config(factscore_config(world_provider), check_network=False)
-    assert cfg["factscore"]["k"] == 3 and cfg["factscore"]["knowledge"] == "auto"
+    assert cfg.factscore is not None and cfg.factscore.k == 3 and cfg.factscore.knowledge == "auto"
     with pytest.raises(ConfigError, match=r"factscore\.k"):
         validate_config(factscore_config(world_provider, factscore={"k": 50}), check_network=False)
     with pytest.raises(ConfigError, match="only used by the factscore method"):
@@ -68,7 +68,6 @@ def test_run_decomposes_verifies_and_scores_every_answer(
     assert scores_by_answer(run) == pytest.approx(expected)
     assert scores_by_answer(run, "factuality") == pytest.approx(expected)
 
-    factscore_project(run=run)
     refusal = FactAnswer.objects.get(run=run, response__system__key="beta", response__turn__item__external_id="curie")
     assert refusal.is_refusal and refusal.refusal_rule == "en_sorry_cannot" and refusal.score is None
     curie = FactAnswer.objects.get(run=run, response__system__key="alpha", response__turn__item__external_id="curie")
@@ -123,7 +122,6 @@ def test_logprobs_compare_true_and_false(world, world_provider, eager, django_ca
     world_provider.script(default={"logprobs": {"True": 1.0}})
     run = launch(dataset, factscore_config(world_provider, logprobs=True), django_capture_on_commit_callbacks)
     assert run.status == RunStatus.SUCCEEDED
-    factscore_project(run=run)
     verdict = FactVerdict.objects.get(fact__text="Marie Curie was born in 1867.", fact__answer__run=run)
     assert (verdict.label, verdict.source) == ("false", "logprobs")
     assert verdict.p_true == pytest.approx(0.45) and verdict.p_false == pytest.approx(0.55)
@@ -142,7 +140,6 @@ def test_refusal_confirmation_by_llm(world, world_provider, eager, django_captur
         django_capture_on_commit_callbacks,
     )
     assert world.requests.count("confirm") == 1
-    factscore_project(run=run)
     answer = FactAnswer.objects.get(run=run, response__text=refusal_text)
     assert answer.is_refusal and answer.refusal_confirmed_by == "llm" and answer.refusal_raw_output == "Yes"
 
@@ -155,7 +152,6 @@ def test_japanese_run_with_japanese_corpus(world, world_provider, eager, django_
     assert scores_by_answer(run) == pytest.approx(
         {("fuji", "alpha"): 1.0, ("tower", "alpha"): 0.5, ("tower", "beta"): 1.0}
     )
-    factscore_project(run=run)
     refusal = FactAnswer.objects.get(run=run, response__system__key="beta", response__turn__item__external_id="fuji")
     assert refusal.is_refusal and refusal.refusal_rule == "ja_moushiwake"
     verdict = FactVerdict.objects.get(fact__text="東京タワーの高さは400メートルである。", fact__answer__run=run)
@@ -209,7 +205,6 @@ def test_per_answer_scores_are_exported_and_reproduce_the_system_score(  # type:
             score = answer.get("auto_evals", {}).get(run.judge.name, {}).get("factscore")
             if score is not None:
                 by_system.setdefault(system, []).append(score)
-    factscore_project(run=run)
     report = factscore_report(run)
     for row in report["systems"]:
         exported = by_system[row["system"]]
@@ -227,7 +222,6 @@ def test_failed_verification_is_retried_from_the_cache_and_reprojected(  # type:
     world_provider.script(rules=[{"match": "Ada Lovelace was born in 1815.\\n</fact-", "behaviour": {"status": 400}}])
     run = launch(dataset, factscore_config(world_provider), django_capture_on_commit_callbacks)
     assert run.status == RunStatus.FAILED and run.failed == 1
-    factscore_project(run=run)
     lovelace = FactAnswer.objects.get(
         run=run, response__system__key="alpha", response__turn__item__external_id="lovelace"
     )
@@ -242,7 +236,8 @@ def test_failed_verification_is_retried_from_the_cache_and_reprojected(  # type:
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED
     assert world_provider.snapshot()["calls"] == calls_before + 1  # only the refused check is sent again
-    assert factscore_project(run=run) == 1
+    # The retry's scores were written with the answer projected again: nothing is left to project.
+    assert not factscore_results_pending(run)
     lovelace.refresh_from_db()
     assert lovelace.stage == "done" and lovelace.score == 0.5
     assert FactVerdict.objects.filter(fact__answer=lovelace).count() == 2

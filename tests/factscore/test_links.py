@@ -10,7 +10,6 @@ from annotations.models import Dataset
 from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import FactReviewCampaign
-from judging.factscore.results import factscore_project
 from judging.models import Judge, JudgeKind, JudgeRun, RunStatus
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 
@@ -31,7 +30,6 @@ def run(world, world_provider, eager, django_capture_on_commit_callbacks, resear
     with django_capture_on_commit_callbacks(execute=True):
         launched = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
     launched.refresh_from_db()
-    factscore_project(run=launched)
     return launched
 
 

@@ -5,21 +5,26 @@ from collections.abc import Callable
 
 import pytest
 
+from judging.config import ConfigError, validate_config
 from judging.factscore.corpus import PassageIndex, PassageRecord
-from judging.factscore.method import UnitKnowledge, factscore_flow, validate_options
-from judging.gateway import CallResult, CallSpec
-from judging.methods import AspectInfo, Outcome, UnitContext
+from judging.factscore.method import UnitKnowledge, factscore_flow
+from judging.factscore.options import validate_options
+from judging.llm.calls import CallResult, CallSpec
+from judging.methods.base import AspectInfo, Outcome, UnitContext
 
 
 def make_ctx(answer: str, *, options: dict | None = None, logprobs: bool = False, **extra) -> UnitContext:  # type: ignore[no-untyped-def]
-    cfg = {
-        "name": "fs",
-        "method": "factscore",
-        "model": "openai/fake",
-        "api_base": "http://127.0.0.1:9/v1",
-        "logprobs": logprobs,
-        "factscore": options or {},
-    }
+    cfg = validate_config(
+        {
+            "name": "fs",
+            "method": "factscore",
+            "model": "openai/fake",
+            "api_base": "http://127.0.0.1:9/v1",
+            "logprobs": logprobs,
+            "factscore": options or {},
+        },
+        check_network=False,
+    )
     return UnitContext(
         judgment_id=1,
         cfg=cfg,
@@ -230,10 +235,12 @@ def test_japanese_answer_gets_the_japanese_prompts() -> None:
 def test_options_are_validated(options: dict, problem: str) -> None:
     _, errors = validate_options(options)
     assert any(problem in e for e in errors)
-    outcome, specs = drive(factscore_flow(make_ctx("x", options=options), knowledge=UnitKnowledge()), world([], set()))
-    assert specs == [] and not outcome.ok and outcome.error_kind == "config"
+    # Invalid options never reach a flow: the typed config refuses them before a unit can be built.
+    with pytest.raises(ConfigError) as refused:
+        make_ctx("x", options=options)
+    assert any(problem in e for e in refused.value.errors)
 
 
 def test_default_options_are_valid() -> None:
     options, errors = validate_options(None)
-    assert errors == [] and options["k"] == 5 and options["knowledge"] == "auto"
+    assert errors == [] and options is not None and options.k == 5 and options.knowledge == "auto"

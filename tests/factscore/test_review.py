@@ -203,3 +203,16 @@ def test_expired_lease_goes_to_someone_else_and_starts_clean(run, annotator1, an
     assert "Left behind." not in [f.text for f in services.reviewer_facts(taken)]
     with pytest.raises(services.ReviewNotLeased):
         services.fact_review_submit(assignment=first, user=annotator1, labels={})
+
+
+def test_a_reviewer_taken_out_of_the_pool_loses_the_open_review(run, annotator1, annotator2) -> None:  # type: ignore[no-untyped-def]
+    campaign = services.fact_review_campaign_create(
+        name="pool", run=run, raters_per_answer=1, annotators=[annotator1, annotator2]
+    )
+    held = services.fact_review_claim(campaign=campaign, user=annotator1)
+    campaign.annotators.remove(annotator1)
+    labels = {fact.pk: "supported" for fact in services.reviewer_facts(held)}
+    with pytest.raises(services.ReviewNotLeased):
+        services.fact_review_submit(assignment=held, user=annotator1, labels=labels, seconds_spent=1)
+    assert services.fact_review_leases_release_outside_pool(campaign=campaign) == 1
+    assert services.fact_review_claim(campaign=campaign, user=annotator2).task_id == held.task_id

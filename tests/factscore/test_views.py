@@ -9,7 +9,6 @@ from django.urls import reverse
 from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import FactAnswer, FactLabel, KnowledgeCorpus
-from judging.factscore.results import factscore_project
 from judging.models import JudgeRun
 from tests.conftest import CAST_PASSWORD
 from tests.factories import UserFactory
@@ -32,7 +31,6 @@ def run(world, world_provider, eager, django_capture_on_commit_callbacks, resear
     with django_capture_on_commit_callbacks(execute=True):
         launched = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
     launched.refresh_from_db()
-    factscore_project(run=launched)
     return launched
 
 

@@ -1,14 +1,9 @@
 """A real Celery worker killed with SIGKILL in the middle of fact verification; a new one finishes."""
 
-from collections.abc import Iterator
-
 import pytest
-import redis
-from django.conf import settings
 
 from judging import services as engine
 from judging.factscore.models import FactAnswer, FactVerdict
-from judging.factscore.results import factscore_project
 from judging.models import CachedCompletion, JudgeRun, JudgeScore, Judgment, JudgmentStatus, RunStatus
 from tests.conftest import wait_for
 from tests.judging.factories import make_dataset
@@ -27,14 +22,6 @@ WORKER_ENV = {
     "JUDGE_LEASE_S": "4",
     "JUDGE_TIME_SLICE_S": "30",
 }
-
-
-@pytest.fixture
-def clean_broker() -> Iterator[None]:
-    assert settings.BROKER_IS_REDIS, "this test needs CELERY_BROKER_URL=redis://..."
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    yield
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
 
 
 def finished(run: JudgeRun) -> bool:
@@ -86,11 +73,16 @@ def test_worker_killed_mid_verification_resumes_without_repeating_finished_calls
     wait_for(
         lambda: JudgeScore.objects.filter(judge=run.judge).count() == 6, timeout=10, message="judge scores written"
     )
+    # ... and, once they are committed, projects the judgments into facts.
+    wait_for(
+        lambda: JudgeRun.objects.filter(pk=run.pk, results_projected_at__isnull=False).exists(),
+        timeout=10,
+        message="FActScore results projected",
+    )
     scores = dict(
         JudgeScore.objects.filter(judge=run.judge, aspect_name="factscore").values_list("response_id", "value")
     )
     assert scores == pytest.approx(expected)
-    factscore_project(run=run)
     assert FactVerdict.objects.filter(fact__answer__run=run).count() == 6 * FACTS_PER_ANSWER
     assert set(FactAnswer.objects.filter(run=run).values_list("stage", flat=True)) == {"done"}
 

@@ -1,5 +1,5 @@
 """import_dataset rejects bad input atomically: non-zero exit, the line, field, expected and found value are named, and
-not one row of any table changes, also when the bad line comes last after many good ones (DESIGN §4.1, §4.3)."""
+not one row of any table changes, also when the bad line comes last after many good ones."""
 
 import json
 from pathlib import Path

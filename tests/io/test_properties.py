@@ -16,7 +16,7 @@ from annotations.importing import dataset_import
 from annotations.rubrics import parse_rubric
 from tests.io.helpers import assert_json_equal, row_counts
 
-# Free-text aspect names, a negative range and an extra missing code, as DESIGN §4.2 allows.
+# Free-text aspect names, a negative range and an extra missing code, as rubric files allow.
 RUBRIC_DATA = {
     "aspects": [
         {"name": "Maintains Context", "min": 1, "max": 5, "missing": [None, "NA", 0]},

@@ -1,4 +1,4 @@
-"""Import then export gives JSON-equal lines in the same order, for every field of DESIGN §4.1."""
+"""Import then export gives JSON-equal lines in the same order, for every field of the import format."""
 
 import json
 from pathlib import Path

@@ -1,6 +1,10 @@
-import pytest
+import json
 
-from judging.config import ConfigError, validate_config
+import pytest
+from pydantic import ValidationError
+
+from judging.config import ConfigError, JudgeSettings, validate_config
+from judging.models import JudgeConfig
 
 BASE = {"name": "j", "method": "single", "model": "openai/gpt-4o-mini"}
 
@@ -13,8 +17,8 @@ def errors_of(raw: object) -> str:
 
 def test_defaults_are_filled_in() -> None:
     cfg = validate_config(BASE)
-    assert cfg["samples"] == 1 and cfg["max_concurrency"] == 32 and cfg["cache"] is True
-    assert cfg["output"] == {"format": "auto"} and cfg["max_retries"] == 6 and cfg["budget_usd"] is None
+    assert cfg.samples == 1 and cfg.max_concurrency == 32 and cfg.cache is True
+    assert cfg.output.model_dump() == {"format": "auto"} and cfg.max_retries == 6 and cfg.budget_usd is None
 
 
 @pytest.mark.parametrize(
@@ -58,13 +62,55 @@ def test_key_may_only_go_to_its_own_host(settings) -> None:  # type: ignore[no-u
         {**BASE, "api_base": "http://127.0.0.1:1/v1", "api_key_env": "OPENAI_API_KEY"}
     )
     cfg = validate_config({**BASE, "api_base": "http://127.0.0.1:1/v1/", "api_key_env": "LOCAL_API_KEY"})
-    assert cfg["api_base"] == "http://127.0.0.1:1/v1"
-    assert validate_config({**BASE, "api_key_env": "OPENAI_API_KEY"})["api_key_env"] == "OPENAI_API_KEY"
+    assert cfg.api_base == "http://127.0.0.1:1/v1"
+    assert validate_config({**BASE, "api_key_env": "OPENAI_API_KEY"}).api_key_env == "OPENAI_API_KEY"
 
 
 def test_method_specific_fields() -> None:
-    assert validate_config({"name": "m", "method": "metric", "metric": "rougeL", "samples": 3})["samples"] == 1
+    assert validate_config({"name": "m", "method": "metric", "metric": "rougeL", "samples": 3}).samples == 1
     stj = validate_config({**BASE, "method": "summarize_then_judge"})
-    assert stj["summarizer_model"] == "openai/gpt-4o-mini"
-    assert validate_config({**BASE, "method": "pairwise", "pairs": "baseline", "baseline": "llm_a"})["baseline"]
-    assert validate_config({**BASE, "output": {"format": "regex", "regex": r"S=(\d)"}})["output"]["regex"]
+    assert stj.summarizer_model == "openai/gpt-4o-mini"
+    assert validate_config({**BASE, "method": "pairwise", "pairs": "baseline", "baseline": "llm_a"}).baseline
+    assert validate_config({**BASE, "output": {"format": "regex", "regex": r"S=(\d)"}}).output.regex
+
+
+def test_the_typed_config_is_frozen_and_round_trips_through_its_stored_form() -> None:
+    cfg = validate_config({**BASE, "aspects": ["overall"], "output": {"format": "regex", "regex": r"S=(\d)"}})
+    with pytest.raises(ValidationError):
+        cfg.samples = 3  # type: ignore[misc]
+    stored = cfg.stored()
+    assert stored["aspects"] == ["overall"] and stored["output"] == {"format": "regex", "regex": r"S=(\d)"}
+    assert validate_config(BASE).stored()["output"] == {"format": "auto"}
+    assert json.loads(json.dumps(stored)) == stored
+    assert JudgeSettings.from_stored(stored) == cfg
+    assert set(stored) == set(JudgeSettings.model_fields)
+
+
+def test_factscore_options_are_typed_with_their_defaults() -> None:
+    cfg = validate_config({**BASE, "method": "factscore", "factscore": {"k": 3, "topic": "meta:title"}})
+    assert cfg.factscore is not None
+    assert (cfg.factscore.k, cfg.factscore.knowledge, cfg.factscore.max_facts) == (3, "auto", 100)
+    assert cfg.factscore.topic_key == "title" and not cfg.factscore.wants_corpus
+    assert validate_config(BASE).factscore is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"pairs": "some"}, "pairs must be all or baseline"),
+        ({"baseline": 3}, "baseline must be a string"),
+        ({"summarizer_model": 3}, "summarizer_model must be a string"),
+        ({"output": {"format": "auto", "regex": 3}}, "output.regex must be a string"),
+    ],
+)
+def test_fields_a_method_ignores_must_still_have_their_type(change: dict, message: str) -> None:
+    assert message in errors_of({**BASE, **change})
+
+
+@pytest.mark.django_db
+def test_a_stored_config_is_read_back_typed_once_per_instance() -> None:
+    row = JudgeConfig.objects.create(name="j", config=validate_config(BASE).stored())
+    typed = row.judge_settings
+    assert isinstance(typed, JudgeSettings) and typed.model == "openai/gpt-4o-mini" and typed.max_concurrency == 32
+    assert row.judge_settings is typed
+    assert JudgeConfig.objects.get(pk=row.pk).judge_settings == typed

@@ -237,12 +237,14 @@ def test_estimate_counts_calls_tokens_cost_and_cache(
     assert (estimate.units, estimate.calls, estimate.cached_calls) == (24, 24, 0)
     assert estimate.prompt_tokens > 24 * 50 and estimate.completion_tokens == 24 * 200
     assert estimate.cost_usd is not None and estimate.cost_usd > 0
-    launch(dataset, cfg, django_capture_on_commit_callbacks)
+    launch(dataset, cfg.stored(), django_capture_on_commit_callbacks)
     again = services.estimate_run(dataset=dataset, cfg=cfg)
     assert (again.calls, again.cached_calls) == (0, 24)
     limited = services.estimate_run(dataset=dataset, cfg=cfg, limit=2)
     assert limited.units == 2 * 2 * 2
-    unknown = services.estimate_run(dataset=dataset, cfg={**cfg, "model": "openai/private-model", "cache": False})
+    unknown = services.estimate_run(
+        dataset=dataset, cfg=cfg.model_copy(update={"model": "openai/private-model", "cache": False})
+    )
     assert unknown.cost_usd is None
 
 

@@ -3,8 +3,9 @@ import time
 
 import pytest
 
-from judging.gateway import CallSpec, Gateway, check_key_destination, classify, model_known, price_estimate
-from judging.ratelimit import Limits, LocalLimiter
+from judging.llm.calls import CallSpec
+from judging.llm.gateway import Gateway, check_key_destination, classify, model_known, price_estimate
+from judging.llm.ratelimit import Limits, LocalLimiter
 from tests.fakeprovider import FakeProvider
 
 MESSAGES = [{"role": "user", "content": "Rate this answer."}]

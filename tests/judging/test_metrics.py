@@ -1,7 +1,7 @@
 import pytest
 import sacrebleu
 
-from judging import metrics
+from judging.methods import metrics
 
 
 def test_japanese_is_tokenized_morphologically() -> None:

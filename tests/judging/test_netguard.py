@@ -1,8 +1,8 @@
 import httpx
 import pytest
 
-from judging import netguard
-from judging.netguard import ApiBaseRefused, validate_api_base
+from judging.llm import netguard
+from judging.llm.netguard import ApiBaseRefused, validate_api_base
 
 
 @pytest.mark.parametrize(

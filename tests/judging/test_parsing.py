@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from judging.parsing import (
+from judging.methods.parsing import (
     RegexRejected,
     compile_user_regex,
     parse_auto,

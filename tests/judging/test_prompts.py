@@ -1,6 +1,6 @@
 import re
 
-from judging import prompts
+from judging.methods import prompts
 
 
 def test_fill_is_one_pass_and_never_evaluates_data() -> None:

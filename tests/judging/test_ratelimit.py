@@ -4,7 +4,7 @@ import threading
 import time
 import uuid
 
-from judging.ratelimit import Limits, LocalLimiter, RedisLimiter, make_limiter
+from judging.llm.ratelimit import Limits, LocalLimiter, RedisLimiter, make_limiter
 
 REDIS_URL = os.environ.get("JUDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/3")
 
@@ -152,7 +152,7 @@ def test_make_limiter_follows_the_broker(settings) -> None:  # type: ignore[no-u
 
 
 def test_stop_all_reaches_every_worker_of_the_run_until_cleared(settings) -> None:  # type: ignore[no-untyped-def]
-    from judging.ratelimit import clear_stop
+    from judging.llm.ratelimit import clear_stop
 
     settings.BROKER_IS_REDIS = True
     settings.REDIS_URL = REDIS_URL
@@ -228,7 +228,7 @@ def test_waiting_calls_of_one_process_do_not_all_poll_redis() -> None:
 
 
 def test_slices_of_one_run_in_one_process_share_one_limiter(settings) -> None:  # type: ignore[no-untyped-def]
-    from judging.ratelimit import shared_limiter, shared_limiter_done
+    from judging.llm.ratelimit import shared_limiter, shared_limiter_done
 
     settings.BROKER_IS_REDIS = False
     limits = Limits(max_concurrency=3)

@@ -1,14 +1,11 @@
-"""Judge runs executed by real Celery worker processes on Redis, against the fake provider."""
+"""Judge runs executed by real Celery worker processes on the configured broker, against the fake provider."""
 
 import hashlib
 import os
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
-from django.conf import settings
 
 from judging import services
 from judging.models import JudgeRun, Judgment, JudgmentStatus, RunStatus
@@ -25,15 +22,6 @@ WORKER_ENV = {
     "JUDGE_LEASE_S": "4",
     "JUDGE_TIME_SLICE_S": "30",
 }
-
-
-@pytest.fixture
-def clean_broker() -> Iterator[None]:
-    """Our own Redis database: start every test with an empty queue and no limiter state."""
-    assert settings.BROKER_IS_REDIS, "these tests need CELERY_BROKER_URL=redis://..."
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    yield
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
 
 
 def cfg(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
@@ -90,7 +78,7 @@ def test_transient_faults_every_answer_judged_without_duplicate_calls(
     assert Judgment.objects.filter(run=run, status=JudgmentStatus.DONE).count() == 160
 
 
-def test_limits_hold_across_two_workers(fake_provider: FakeProvider, celery_worker_factory, clean_broker: None) -> None:  # type: ignore[no-untyped-def]
+def test_limits_hold_across_two_workers(fake_provider: FakeProvider, celery_worker_factory, redis_broker: str) -> None:  # type: ignore[no-untyped-def]
     fake_provider.script(default={"latency": 0.15})
     dataset = make_dataset(items=25, systems=4)
     env = {**WORKER_ENV, "JUDGE_TASKS_PER_RUN": "4"}
@@ -103,7 +91,7 @@ def test_limits_hold_across_two_workers(fake_provider: FakeProvider, celery_work
 
 
 def test_rpm_is_never_exceeded_across_workers(
-    fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
+    fake_provider: FakeProvider, celery_worker_factory, redis_broker: str
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=15, systems=2)
     env = {**WORKER_ENV, "JUDGE_TASKS_PER_RUN": "4"}

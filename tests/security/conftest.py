@@ -52,8 +52,8 @@ def full_world(  # type: ignore[no-untyped-def]
     outsider,
 ):
     """Every feature with tenant A full of hostile data (see tests/security/world.py build_full_world)."""
-    from judging import netguard
     from judging.factscore import services as fact_services
+    from judging.llm import netguard
     from tests.factscore.factories import script_world
     from tests.factscore.fakeworld import FactWorld
     from tests.security.recorder import RecordingServer

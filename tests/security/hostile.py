@@ -1,4 +1,4 @@
-"""The shared corpus of hostile strings (issue 7, item 1) and a dataset that carries it in every imported field.
+"""The shared corpus of hostile strings and a dataset that carries it in every imported field.
 
 Every payload that would create an element carries a ``data-pwn`` attribute, and every script in it sets
 ``window.__pwned`` or calls ``alert``. So a parser finds a payload that became markup by the attribute alone

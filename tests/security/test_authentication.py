@@ -1,4 +1,4 @@
-"""Issue 7, item 10: login and token endpoints are rate-limited, `next` stays on our host, the session rotates at
+"""Login and token endpoints are rate-limited, `next` stays on our host, the session rotates at
 login and dies at logout, and no account has a default password."""
 
 import ast

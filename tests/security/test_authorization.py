@@ -1,4 +1,4 @@
-"""Issue 7, item 2: the authorization matrix.
+"""The authorization matrix.
 
 Roles: anonymous, annotator (pool A), annotator_b (pool B), outsider, researcher (owns A), researcher_b (owns B),
 superuser. Every URL pattern is requested with tenant A's ids (GET, and POST with a valid CSRF token), and the status

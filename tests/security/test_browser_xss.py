@@ -1,4 +1,4 @@
-"""Issue 7, item 1: in real Chromium, no payload of the hostile world executes on the annotator, researcher,
+"""In real Chromium, no payload of the hostile world executes on the annotator, researcher,
 dashboard, admin and run pages. Every payload script sets window.__pwned or calls alert(); the test listens for
 dialogs, reads window.__pwned after each page settles, and counts CSP refusals (a blocked injection is still one)."""
 

@@ -1,4 +1,4 @@
-"""Issue 7, item 11: our own static rules for Django code, run in pytest (an AST checker in place of semgrep, which
+"""Our own static rules for Django code, run in pytest (an AST checker in place of semgrep, which
 is too heavy for this machine). Five rules, each proven on a bad snippet, then applied to all of our code:
 
   mass-assignment   Meta.fields = "__all__" (serializers, model forms), or **request.data / POST / GET / query_params
@@ -6,7 +6,7 @@ is too heavy for this machine). Five rules, each proven on a bad snippet, then a
   csrf-exempt       csrf_exempt anywhere, or an enforce_csrf override that switches DRF's check off
   user-regex        re.compile/search/match/... with a pattern that is not a literal: user regexes go through re2
   user-url          a module that makes HTTP requests (httpx, requests, urllib, aiohttp, litellm) without
-                    judging.netguard, which validates the address and turns redirects off
+                    judging.llm.netguard, which validates the address and turns redirects off
   raw-redirect      redirect()/HttpResponseRedirect() whose target comes from request data or headers
 """
 
@@ -29,7 +29,7 @@ REDIRECTS = {
     "HttpResponseLocation",
 }
 # Modules allowed to talk HTTP on their own: the guard itself.
-NETGUARD_MODULES = {"judging/netguard.py"}
+NETGUARD_MODULES = {"judging/llm/netguard.py"}
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,7 @@ def check_source(source: str, path: str) -> list[Violation]:
 
     if imports_http and not imports_netguard and path not in NETGUARD_MODULES:
         line, module = imports_http[0]
-        found.append(Violation("user-url", path, line, f"imports {module} without judging.netguard"))
+        found.append(Violation("user-url", path, line, f"imports {module} without judging.llm.netguard"))
     return found
 
 
@@ -275,7 +275,7 @@ GOOD_SNIPPETS = [
     "import re2\ndef parse(p, text):\n    return re2.search(p, text)\n",
     "import re\ndef _rule(name, p):\n    return re.compile(p, re.I)\n"
     "RULES = (_rule('a', r'\\bno'), _rule('b', p='x'))\n",
-    "import httpx\nfrom judging import netguard\n",
+    "import httpx\nfrom judging.llm import netguard\n",
     "def v(request):\n    return redirect('home')\n",
     "class S(serializers.ModelSerializer):\n    class Meta:\n        fields = ['id', 'name']\n",
     "def v(request):\n    form = Form(data=request.POST)\n",

@@ -1,4 +1,4 @@
-"""Issue 7, item 5: every state-changing request without a CSRF token is refused, on every URL pattern of the
+"""Every state-changing request without a CSRF token is refused, on every URL pattern of the
 project and for every role (htmx requests included), and GET requests change nothing in the database."""
 
 from collections.abc import Iterable
@@ -141,12 +141,12 @@ def _admin_object_params(endpoint: Endpoint) -> dict[str, str]:
     return {}
 
 
-def _get_everything(clients: Iterable[Client], target: str) -> None:
+def _get_everything(clients: Iterable[Client], target: str, query: dict[str, str] | None = None) -> None:
     # HEAD runs the GET view in Django, so GET covers it; the admin has no htmx partials.
     for client in clients:
-        client.get(target)
+        client.get(target, query)
         if not target.startswith("/admin/"):
-            client.get(target, HTTP_HX_REQUEST="true")
+            client.get(target, query, HTTP_HX_REQUEST="true")
 
 
 def get_writers(endpoints: Iterable[Endpoint], roles: dict[str, User | None], params: dict[str, str]) -> list[str]:
@@ -191,19 +191,44 @@ def test_get_sweep_catches_a_view_that_writes(researcher: User) -> None:
 
 
 @pytest.mark.django_db
-def test_get_changes_nothing_in_the_full_world(full_world) -> None:  # type: ignore[no-untyped-def]
-    """Every feature present (judge runs, FActScore review, both campaigns): GET as every role writes nothing."""
+def test_get_changes_nothing_in_the_full_world(  # type: ignore[no-untyped-def]
+    full_world, django_capture_on_commit_callbacks, _fact_provider_server, monkeypatch
+) -> None:
+    """Every feature present (judge runs, FActScore review, both campaigns), plus what a read could be tempted to fix:
+    runs whose task was lost and FActScore runs whose judgments were never projected. GET as every role, on every
+    URL and on the pages of those runs, writes nothing and enqueues no task."""
+    from tests.judging.stalled import recording_enqueued_tasks
     from tests.security.test_authorization import _target
+    from tests.security.world import age_full_world
 
-    endpoints = list(iter_endpoints())
+    old = age_full_world(full_world, capture=django_capture_on_commit_callbacks, fact_provider=_fact_provider_server)
+    targets = [
+        (
+            endpoint.route,
+            _target(full_world, endpoint, full_world.params_for(endpoint.route)),
+            full_world.query_for(endpoint.route),
+        )
+        for endpoint in iter_endpoints()
+    ]
+    targets += [("(old work)", path, query) for path, query in old.targets]
     clients = [_client(user) for user in full_world.roles.values()]
     writers = []
-    for endpoint in endpoints:
-        target = _target(full_world, endpoint, full_world.params_for(endpoint.route))
-        before = database_snapshot()
-        _get_everything(clients, target)
-        after = database_snapshot()
-        changed = sorted(table for table in before if before[table] != after.get(table))
-        if changed:
-            writers.append(f"GET {target} ({endpoint.route}) changed {', '.join(changed)}")
+    with (
+        recording_enqueued_tasks(monkeypatch) as enqueued,
+        django_capture_on_commit_callbacks(execute=False) as on_commit,
+    ):
+        for route, target, query in targets:
+            before = database_snapshot()
+            sent_before = len(enqueued.calls) + len(on_commit)
+            _get_everything(clients, target, query)
+            after = database_snapshot()
+            changed = sorted(table for table in before if before[table] != after.get(table))
+            if changed:
+                writers.append(f"GET {target} {query} ({route}) changed {', '.join(changed)}")
+            if len(enqueued.calls) + len(on_commit) != sent_before:
+                writers.append(f"GET {target} {query} ({route}) enqueued {enqueued.calls[-1:] or 'a task on commit'}")
     assert writers == [], "\n".join(writers)
+    report = Client()
+    report.force_login(full_world.researcher)
+    page = report.get(old.targets[3][0])
+    assert page.status_code == 200 and b"data-results-pending" in page.content

@@ -1,8 +1,9 @@
-"""Issue 7, item 11: no known-vulnerable release of our dependencies is installed.
+"""No known-vulnerable release of our dependencies is installed.
 
-The check walks the installed distributions reachable from requirements.txt (importlib.metadata, markers
-evaluated), and fails on a version below a patched floor or on a release known to be malicious. Floors come from
-public advisories; raise them when a new advisory lands (the test names the package and the reason).
+The check walks the installed distributions reachable from requirements-dev.txt, which includes the runtime's
+requirements.txt (importlib.metadata, markers evaluated), and fails on a version below a patched floor or on a
+release known to be malicious. Floors come from public advisories; raise them when a new advisory lands (the test
+names the package and the reason).
 """
 
 import re
@@ -69,11 +70,27 @@ def vulnerable(installed: dict[str, str]) -> list[str]:
     return problems
 
 
+def requirement_lines(path: Path = PROJECT_ROOT / "requirements-dev.txt") -> list[str]:
+    """The requirement lines of a requirements file and of the files it includes with -r, comments removed."""
+    lines = []
+    for raw in path.read_text().splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("-r "):
+            lines.extend(requirement_lines(path.parent / line[3:].strip()))
+        elif line:
+            lines.append(line)
+    return lines
+
+
+def test_dev_requirements_include_the_runtime() -> None:
+    runtime = requirement_lines(PROJECT_ROOT / "requirements.txt")
+    assert runtime and set(runtime) < set(requirement_lines())
+
+
 def _requirement_names() -> list[str]:
     names = []
-    for line in (PROJECT_ROOT / "requirements.txt").read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line or line.startswith("-"):
+    for line in requirement_lines():
+        if line.startswith("-"):
             continue
         try:
             names.append(Requirement(line).name)
@@ -83,7 +100,8 @@ def _requirement_names() -> list[str]:
 
 
 def dependency_closure() -> dict[str, str]:
-    """Installed {name: version} for requirements.txt and everything they require (markers evaluated)."""
+    """Installed {name: version} for requirements-dev.txt (runtime included) and everything they require (markers
+    evaluated)."""
     environment = default_environment()
     seen: dict[str, str] = {}
     pending = [(name, frozenset[str]()) for name in _requirement_names()]
@@ -116,8 +134,8 @@ def test_no_installed_dependency_is_known_vulnerable() -> None:
 
 def test_every_pinned_requirement_is_installed_at_its_pin() -> None:
     mismatched = []
-    for line in (PROJECT_ROOT / "requirements.txt").read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;#]+)", line.strip())
+    for line in requirement_lines():
+        match = re.match(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;#]+)", line)
         if not match:
             continue
         name = re.sub(r"\[.*\]", "", match.group(1))

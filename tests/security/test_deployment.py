@@ -1,4 +1,4 @@
-"""Issue 7, item 11: the deployment gate. Production settings pass `check --deploy`, responses carry the security
+"""The deployment gate. Production settings pass `check --deploy`, responses carry the security
 headers, DRF renders JSON only in production, and Celery accepts JSON only."""
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 7, item 9: every CSV download neutralises cells that start with = + - @ tab or CR; JSONL stays unchanged.
+"""Every CSV download neutralises cells that start with = + - @ tab or CR; JSONL stays unchanged.
 
 The hostile dataset puts formula payloads in item ids, system keys, rater ids, judge names and aspect names, and
 app ratings carry them in rationales and comments, so every CSV below has hostile cells to neutralise."""
@@ -145,7 +145,7 @@ def test_jsonl_round_trip_of_the_hostile_file_is_exact(researcher: User) -> None
 
 
 def _dashboard_tables() -> tuple[list[str], list[str]]:
-    from judging.dashboard_views import DATASET_TABLES, JUDGE_TABLES
+    from judging.analysis.views import DATASET_TABLES, JUDGE_TABLES
 
     return sorted(DATASET_TABLES), sorted(JUDGE_TABLES)
 

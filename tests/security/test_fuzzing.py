@@ -1,4 +1,4 @@
-"""Issue 7, item 12: Hypothesis properties over the importer, the CSV escaper, the markdown sanitizer and the score
+"""Hypothesis properties over the importer, the CSV escaper, the markdown sanitizer and the score
 parser (never an uncaught exception, never active output), and schemathesis over our OpenAPI schema in-process
 (no 5xx; authentication and the researcher role are honoured on every operation)."""
 
@@ -29,7 +29,7 @@ from annotations.exporting import FORMULA_PREFIXES, csv_safe, iter_flat_csv
 from annotations.importing import dataset_import
 from annotations.markdown import ALLOWED_ATTRIBUTES, ALLOWED_TAGS, render_markdown
 from annotations.rubrics import load_rubric_bytes
-from judging.parsing import parse_score
+from judging.methods.parsing import parse_score
 from tests.security.hostile import CORPUS, MARKDOWN_PAYLOADS, MARKUP_PAYLOADS
 from tests.security.html_checks import find_active_payloads
 

@@ -1,4 +1,4 @@
-"""Issue 7, item 8: upload size caps, line length, JSON nesting depth, NUL bytes and bad UTF-8 on imports (API and
+"""Upload size caps, line length, JSON nesting depth, NUL bytes and bad UTF-8 on imports (API and
 admin), rubrics and API bodies end in a 400 or 413 with a clear message, never a 500. Downloads are attachments
 with nosniff."""
 

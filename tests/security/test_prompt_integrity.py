@@ -1,4 +1,4 @@
-"""Issue 7, item 7, end to end: an answer that tries to steer the judge cannot change its parsed score, and the
+"""An answer that tries to steer the judge cannot change its parsed score, and the
 prompt that reaches the provider carries the answer verbatim, inside a delimiter, with no template evaluated.
 (Unit tests of the template filler are in tests/judging/test_prompts.py.)"""
 
@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from annotations.models import Response
-from judging import netguard, services
+from judging import services
+from judging.llm import netguard
 from judging.models import Judgment
 from tests.judging.factories import make_dataset
 from tests.security.recorder import RecordingServer

@@ -1,4 +1,4 @@
-"""Issue 7, item 3: provider URLs and keys, end to end through real judge runs.
+"""Provider URLs and keys, end to end through real judge runs.
 
 Two recording endpoints listen on real sockets: "own" (127.0.0.1, the host the operator bound the canary key to)
 and "foreign" (127.0.0.2, allowlisted as an address but not bound to the key). A canary key sits in the
@@ -18,8 +18,9 @@ from django.contrib.auth.models import User
 from django.core import serializers
 from django.test import Client
 
-from judging import gateway, netguard, services
+from judging import services
 from judging.config import ConfigError, validate_config
+from judging.llm import gateway, netguard
 from judging.models import JudgeRun, Judgment
 from tests.judging.factories import make_dataset
 from tests.security.recorder import RecordingServer

@@ -1,4 +1,4 @@
-"""Issue 7, item 1: no active content from data, on every page and htmx partial, for every role.
+"""No active content from data, on every page and htmx partial, for every role.
 
 The full world (tests/security/world.py) imports the hostile dataset (the corpus in every imported field), runs a
 judge whose provider answers with the corpus as reasoning, opens a campaign whose guidelines are markdown payloads,

@@ -13,8 +13,9 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from annotations.campaign_services import assignment_claim, campaign_create
 from annotations.importing import dataset_import
-from annotations.models import Dataset
+from annotations.models import Dataset, Response
 from tests.conftest import CAST_PASSWORD
 
 SAMPLE = Path(__file__).resolve().parents[2] / "annotations" / "sample_data" / "llm_jp_sample.jsonl"
@@ -102,10 +103,6 @@ def build_world(
         dataset_a=dataset_a,
         dataset_b=dataset_b,
     )
-    try:
-        from annotations.campaign_services import assignment_claim, campaign_create
-    except ImportError:
-        return world
     world.campaign_a = campaign_create(
         name="campaign-a", dataset=dataset_a, raters_per_item=2, annotators=[annotator], created_by=researcher
     )
@@ -286,7 +283,6 @@ def build_full_world(
     from judging import services as engine
     from judging.factscore import services as fact_services
     from judging.factscore.models import FactAnswer
-    from judging.factscore.results import factscore_project
     from tests.factscore.factories import factscore_config, make_fact_dataset
     from tests.security.hostile import (
         CORPUS,
@@ -362,7 +358,6 @@ def build_full_world(
             dataset=fact_dataset, config=factscore_config(fact_provider), launched_by=researcher
         )
     fact_run.refresh_from_db()
-    factscore_project(run=fact_run)
     review_campaign = fact_services.fact_review_campaign_create(
         name="review " + MARKUP_PAYLOADS[0][:100], run=fact_run, raters_per_answer=2, annotators=[annotator]
     )
@@ -397,3 +392,53 @@ def build_full_world(
         review_task=review_lease.task,
         secrets=secrets,
     )
+
+
+@dataclass
+class OldWork:
+    """What a database holds after lost tasks and before projection on write: see age_full_world."""
+
+    stalled: Any  # tests.judging.stalled.StalledRuns on dataset A
+    unprojected_run: Any  # a finished FActScore run on the fact dataset with judgments and no facts at all
+    targets: list[tuple[str, dict[str, str]]]  # GETs that show these runs, beyond the URL walk's own ids
+
+
+def age_full_world(world: FullWorld, *, capture: Any, fact_provider: Any) -> OldWork:
+    """Add to a full world what only reads must leave alone: runs whose task was lost (a unit claimed with an expired
+    lease, pending units with no task in flight, a queued run never started), a finished FActScore run whose judgments
+    were never projected, and the world's own FActScore run with judgments newer than its facts (both as a database
+    from before projection on write holds them)."""
+    from django.urls import reverse
+    from django.utils import timezone
+
+    from judging import services as engine
+    from judging.factscore.models import FactAnswer
+    from judging.models import JudgeRun, Judgment
+    from tests.factscore.factories import factscore_config
+    from tests.judging.stalled import make_stalled_runs
+
+    responses = list(Response.objects.filter(turn__item__dataset=world.dataset).order_by("pk")[:2])
+    stalled = make_stalled_runs(world.dataset, responses)
+    with capture(execute=True):
+        unprojected = engine.judge_run_launch(
+            dataset=world.fact_dataset, config=factscore_config(fact_provider), launched_by=world.researcher
+        )
+    FactAnswer.objects.filter(run=unprojected).delete()
+    JudgeRun.objects.filter(method="factscore").update(results_projected_at=None)
+    Judgment.objects.filter(run=world.fact_run).update(finished_at=timezone.now())
+    unprojected.refresh_from_db()
+    fact_dashboard = reverse("dashboard-judges", args=[world.fact_dataset.pk])
+    targets: list[tuple[str, dict[str, str]]] = [
+        (reverse("admin:judging_judgerun_change", args=[stalled.running.pk]), {}),
+        (reverse("admin:judging_judgerun_change", args=[stalled.queued.pk]), {}),
+        (reverse("admin:judging_judgerun_change", args=[unprojected.pk]), {}),
+        (reverse("factscore:report", args=[unprojected.pk]), {}),
+        (reverse("factscore:api-report", args=[unprojected.pk]), {"answers": "1"}),
+        (fact_dashboard, {"judge": unprojected.judge.name}),
+        (fact_dashboard, {"judge": world.fact_run.judge.name}),
+    ]
+    for run in (unprojected, world.fact_run):
+        for table in ("factscore-systems", "factscore-estimator"):
+            path = reverse("dashboard-judge-table", args=[world.fact_dataset.pk, table, "csv"])
+            targets.append((path, {"judge": run.judge.name}))
+    return OldWork(stalled=stalled, unprojected_run=unprojected, targets=targets)

@@ -14,8 +14,8 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from annotations.stats import agreement
-from annotations.stats.agreement import (
+from judging.statistics import agreement
+from judging.statistics.agreement import (
     LEVELS,
     agreement_summary,
     alpha_bootstrap_ci,

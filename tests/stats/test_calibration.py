@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judging.stats.calibration import AspectScale, apply_mate, deductions, fit_mate
+from judging.statistics.calibration import AspectScale, apply_mate, deductions, fit_mate
 
 FACTUALITY = AspectScale("factuality", 0, 3, 3)
 AMOUNT = AspectScale("amount info", -1, 1, 0)

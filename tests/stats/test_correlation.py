@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judging.stats import correlation
-from judging.stats.correlation import (
+from judging.statistics import correlation
+from judging.statistics.correlation import (
     COEFFICIENTS,
     LEVELS,
     RaterScores,
@@ -41,7 +41,7 @@ def scipy_coefficients(x: np.ndarray, y: np.ndarray) -> list[float] | None:
 
 
 def naive_levels(human: np.ndarray, judge: np.ndarray, prompt: np.ndarray, system: np.ndarray) -> dict:
-    """The four levels of DESIGN 6.2 written plainly with scipy, for comparison."""
+    """The four correlation levels written plainly with scipy, for comparison."""
     result: dict = {"response": scipy_coefficients(human, judge)}
     for level, key in (("per_prompt", prompt), ("per_system", system)):
         values = []

@@ -1,0 +1,104 @@
+"""The slot-and-lease engine itself: the claim rule is the same on every path, and the progress count follows it.
+
+Every claim path the database offers runs the same scenarios: on Postgres both the one-statement claim and the
+portable one (which SQLite and other databases use), elsewhere the portable one.
+"""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from annotations import slots
+from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.models import Assignment, AssignmentStatus, Skip
+from tests.annotate.factories import make_campaign, make_dataset
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CLAIM_PATHS = [slots._claim_portable]
+if connection.vendor == "postgresql":
+    CLAIM_PATHS.append(slots._claim_in_one_statement)
+
+
+@pytest.fixture(params=CLAIM_PATHS, ids=lambda path: path.__name__)
+def claim(request):  # type: ignore[no-untyped-def]
+    path = request.param
+
+    def claim_next(campaign, user, now=None):  # type: ignore[no-untyped-def]
+        return path(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user, now=now, details=slots.NO_DETAILS)
+
+    return claim_next
+
+
+def test_claim_rule_resume_order_skip_and_expiry(claim, researcher, annotator1, annotator2, annotator3):  # type: ignore[no-untyped-def]
+    campaign = make_campaign(
+        make_dataset(owner=researcher, items=3, systems=2), [annotator1, annotator2], raters_per_item=1
+    )
+    first = claim(campaign, annotator1)
+    assert first.resumed is False and first.slot.task_position == 0 and first.slot.status == AssignmentStatus.LEASED
+    again = claim(campaign, annotator1)
+    assert again.resumed is True and again.slot.pk == first.slot.pk  # one open lease, extended
+    second = claim(campaign, annotator2)
+    assert second.slot.task_position == 1  # the lowest claimable slot: task 0 has its one rater
+    slots.slot_skip(pool=CAMPAIGN_SLOTS, slot=second.slot, user=annotator2, reason="other")
+    third = claim(campaign, annotator2)
+    assert third.slot.task_position == 2  # never the skipped task again
+    later = timezone.now() + timedelta(minutes=campaign.lease_minutes + 1)
+    slots.slot_release(pool=CAMPAIGN_SLOTS, slot_id=first.slot.pk, user=annotator1)
+    Assignment.objects.filter(pk=third.slot.pk).update(lease_expires_at=timezone.now())
+    taken = claim(campaign, annotator1, now=later)
+    assert taken.slot.task_position == 0  # released, then the lowest again
+    assert claim(campaign, annotator1, now=later).slot.pk == taken.slot.pk
+    with pytest.raises(slots.NotInPool):
+        claim(campaign, annotator3)
+
+
+def test_expired_lease_goes_to_the_next_person(claim, researcher, annotator1, annotator2):  # type: ignore[no-untyped-def]
+    campaign = make_campaign(
+        make_dataset(owner=researcher, items=1, systems=2), [annotator1, annotator2], raters_per_item=1
+    )
+    held = claim(campaign, annotator1)
+    assert claim(campaign, annotator2) is None  # the only slot is leased
+    later = timezone.now() + timedelta(minutes=campaign.lease_minutes + 1)
+    taken = claim(campaign, annotator2, now=later)
+    assert taken.slot.pk == held.slot.pk and taken.slot.annotator_id == annotator2.pk
+    # The one who lost it cannot take the task back while someone else holds it.
+    assert claim(campaign, annotator1, now=later) is None
+
+
+def test_progress_counts_what_the_claim_would_hand_out(claim, researcher, annotator1, annotator2):  # type: ignore[no-untyped-def]
+    campaign = make_campaign(
+        make_dataset(owner=researcher, items=4, systems=2), [annotator1, annotator2], raters_per_item=1
+    )
+    counts = slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1)
+    assert (counts.done, counts.leased, counts.available) == (0, 0, 4)
+    taken = claim(campaign, annotator2)
+    slots.slot_skip(pool=CAMPAIGN_SLOTS, slot=claim(campaign, annotator1).slot, user=annotator1, reason="other")
+    counts = slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1)
+    assert (counts.done, counts.leased, counts.available) == (0, 0, 2)  # one leased by annotator2, one skipped
+    handed_out = 0
+    while (next_claim := claim(campaign, annotator1)) is not None:
+        assert slots.slot_complete(
+            pool=CAMPAIGN_SLOTS, slot=next_claim.slot, user=annotator1, now=timezone.now(), seconds_spent=1.0
+        )
+        handed_out += 1
+    assert handed_out == 2
+    counts = slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1)
+    assert (counts.done, counts.leased, counts.available) == (2, 0, 0)
+    assert Skip.objects.filter(annotator=annotator1).count() == 1
+    assert Assignment.objects.get(pk=taken.slot.pk).status == AssignmentStatus.LEASED
+
+
+def test_complete_needs_the_open_lease_and_the_pool(claim, researcher, annotator1, annotator2):  # type: ignore[no-untyped-def]
+    campaign = make_campaign(
+        make_dataset(owner=researcher, items=2, systems=2), [annotator1, annotator2], raters_per_item=1
+    )
+    mine = claim(campaign, annotator1).slot
+    now = timezone.now()
+    assert not slots.slot_complete(pool=CAMPAIGN_SLOTS, slot=mine, user=annotator2, now=now, seconds_spent=1.0)
+    campaign.annotators.remove(annotator1)
+    assert not slots.slot_complete(pool=CAMPAIGN_SLOTS, slot=mine, user=annotator1, now=now, seconds_spent=1.0)
+    assert slots.slots_release_outside_pool(pool=CAMPAIGN_SLOTS, campaign=campaign) == 1
+    assert Assignment.objects.get(pk=mine.pk).status == AssignmentStatus.FREE
