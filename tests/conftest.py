@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from evalsite.celery import app
+from judging import tasks as judging_tasks  # noqa: F401 - registers the tasks for the tests that run them eagerly
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

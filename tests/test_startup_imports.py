@@ -11,6 +11,8 @@ import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HEAVY_AT_USE = ("litellm", "openai", "rouge_score", "nltk", "sacrebleu", "sklearn", "scipy.stats", "pandas", "bm25s")
+# Loaded by every process but only used by some: the engine's HTTP client, corpus search and the statistics.
+NOT_AT_SETUP = ("httpx", "numpy", "scipy", "judging.tasks")
 
 PROGRAM = """
 import json, sys
@@ -33,6 +35,7 @@ def test_django_setup_imports_no_heavy_module() -> None:
     loaded = modules_after(PROGRAM)
     assert "judging.llm.gateway" in loaded and "judging.methods.metrics" in loaded  # the modules that use them
     assert sorted(name for name in HEAVY_AT_USE if name in loaded) == []
+    assert sorted(name for name in NOT_AT_SETUP if name in loaded) == []
 
 
 @pytest.mark.parametrize(

@@ -23,9 +23,10 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 PASSAGE_TOKENS = 256
 MAX_DOCUMENT_CHARS = 2_000_000
@@ -243,6 +244,7 @@ class PassageIndex:
 
     def __init__(self, passages: Sequence[PassageRecord], *, bm25: Any = None) -> None:
         import bm25s  # noqa: PLC0415 - ~0.8 s; only FActScore runs with a corpus use it
+        import numpy as np  # noqa: PLC0415 - ~0.1 s of every process start-up, since the engine imports this module
 
         self.passages = list(passages)
         self.title_keys = [title_key(p.title) for p in self.passages]
@@ -263,6 +265,8 @@ class PassageIndex:
 
     def search(self, query: str, *, k: int = 5, title: str | None = None) -> Retrieval:
         """Top-k passages by BM25; with `title`, only passages of documents with that title."""
+        import numpy as np  # noqa: PLC0415 - see __init__
+
         if not self.passages or k <= 0:
             return Retrieval(hits=[], title_matched=not title)
         mask: np.ndarray | None = None

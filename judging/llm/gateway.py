@@ -344,9 +344,11 @@ class Gateway:
         if client is None:
             from openai import AsyncOpenAI  # noqa: PLC0415 -- ~1.1 s to import; litellm has loaded it by now
 
+            from judging.llm import egress  # noqa: PLC0415 -- httpx, kept out of start-up; litellm has loaded it
+
             # litellm's aiohttp-based transport costs a third of the CPU per call of httpcore's pool,
             # which rescans every pooled connection per request; redirects stay off either way.
-            http = netguard.guarded_async_client(spec.timeout_s, inner=_fast_transport())
+            http = egress.guarded_async_client(spec.timeout_s, inner=_fast_transport())
             self._http.append(http)
             client = AsyncOpenAI(
                 api_key=api_key,

@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-import httpx
 from django.conf import settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -136,31 +135,3 @@ def validate_api_base(url: str) -> str:
 
 def url_host(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
-
-
-class GuardedTransport(httpx.AsyncBaseTransport):
-    """Checks the real target of every request right before the connection is made."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        port = request.url.port or (443 if request.url.scheme == "https" else 80)
-        check_host(request.url.host, port)
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-def guarded_async_client(
-    timeout: float, max_connections: int = 256, inner: httpx.AsyncBaseTransport | None = None
-) -> httpx.AsyncClient:
-    if inner is None:
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        inner = httpx.AsyncHTTPTransport(limits=limits)
-    return httpx.AsyncClient(
-        transport=GuardedTransport(inner),
-        follow_redirects=False,
-        timeout=httpx.Timeout(timeout),
-    )

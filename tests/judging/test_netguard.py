@@ -1,7 +1,7 @@
 import httpx
 import pytest
 
-from judging.llm import netguard
+from judging.llm import egress, netguard
 from judging.llm.netguard import ApiBaseRefused, validate_api_base
 
 
@@ -59,7 +59,7 @@ def test_guarded_client_checks_at_connect_time_and_never_follows_redirects(setti
     settings.JUDGE_API_BASE_ALLOWLIST = []
 
     async def fetch() -> None:
-        client = netguard.guarded_async_client(timeout=1)
+        client = egress.guarded_async_client(timeout=1)
         assert client.follow_redirects is False
         try:
             await client.get("http://127.0.0.1:9/")
@@ -68,4 +68,4 @@ def test_guarded_client_checks_at_connect_time_and_never_follows_redirects(setti
 
     with pytest.raises(ApiBaseRefused):
         asyncio.run(fetch())
-    assert isinstance(netguard.guarded_async_client(1), httpx.AsyncClient)
+    assert isinstance(egress.guarded_async_client(1), httpx.AsyncClient)

@@ -44,6 +44,9 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 class Command(BaseCommand):
+    # A read-only report: the system checks would load every URL and view first (about 0.4 s), and
+    # `manage.py check` runs them on their own.
+    requires_system_checks: list[str] = []
     help = (
         "Agreement between raters per aspect: Krippendorff's alpha (nominal, ordinal, interval) with "
         "a bootstrap 95% CI for the rubric's level, Fleiss' kappa, Gwet's AC1, ICCs and percent agreement."

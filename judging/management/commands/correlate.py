@@ -10,6 +10,9 @@ from judging.statistics.correlation import LEVELS
 
 
 class Command(BaseCommand):
+    # A read-only report: the system checks would load every URL and view first (about 0.4 s), and
+    # `manage.py check` runs them on their own.
+    requires_system_checks: list[str] = []
     help = (
         "Judge versus humans per aspect at four levels (response, per_prompt, per_system, system): "
         "Pearson, Spearman, Kendall tau-b, n and bootstrap 95% CIs (prompts resampled)."

@@ -26,6 +26,9 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 class Command(BaseCommand):
+    # A read-only report: the system checks would load every URL and view first (about 0.4 s), and
+    # `manage.py check` runs them on their own.
+    requires_system_checks: list[str] = []
     help = (
         "FActScore of a factscore judge run per system: FActScore (supported/all facts, averaged over answers that "
         "did not refuse), %% responding and facts per answer; with human fact reviews, the estimator's error rate "
