@@ -268,6 +268,10 @@ class Scale:
         return bool(self.options)
 
     @property
+    def is_signed(self) -> bool:
+        return self.aspect.min_value < 0
+
+    @property
     def range_text(self) -> str:
         return f"{format_number(self.aspect.min_value)}–{format_number(self.aspect.max_value)}"
 
@@ -280,17 +284,26 @@ def _is_whole(value: float) -> bool:
     return float(value).is_integer()
 
 
+def _option_key(value: int, position: int, values: list[int]) -> str:
+    """The key shown on an option. A digit must never mean anything but its own value: on a signed scale "1"
+    picking -1 would be a lie, so there "-" and "+" step from 0 (the page script) and only 0 has a key of its
+    own; scales that are neither signed nor single-digit pick the n-th option."""
+    if values[0] < 0:
+        return {0: "0", -1: "-", 1: "+"}.get(value, "")
+    if values[-1] <= 9:
+        return str(value)
+    return str(position) if position <= 9 else ""
+
+
 def aspect_scale(aspect: Aspect, index: int) -> Scale:
     options: list[ScaleOption] = []
     lo, hi = aspect.min_value, aspect.max_value
     if _is_whole(lo) and _is_whole(hi) and hi - lo + 1 <= MAX_DISCRETE_OPTIONS:
         values = list(range(int(lo), int(hi) + 1))
-        # Digits type the value itself when every value is a single digit; otherwise they pick the n-th option.
-        typed_as_value = all(0 <= v <= 9 for v in values)
         for position, value in enumerate(values, start=1):
             text = format_number(value)
             meaning = aspect.labels.get(text) or aspect.labels.get(f"{value}.0") or ""
-            key = str(value) if typed_as_value else (str(position) if position <= 9 else "")
+            key = _option_key(value, position, values)
             options.append(
                 ScaleOption(token=text, value=float(value), label=f"{text} · {meaning}" if meaning else text, key=key)
             )

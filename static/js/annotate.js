@@ -17,11 +17,13 @@
     return document.querySelector(`form[data-task-form] [data-aspect-control][data-row="${row}"][data-col="${col}"]`);
   }
 
-  // After the last score, keyboard users continue with the preference, then the reason.
+  // After the last score, keyboard users continue with the preference (its "none is appropriate" box first),
+  // then the reason.
   function afterLastControl() {
+    const noneAppropriate = document.querySelector("form[data-task-form] input[name='none_appropriate']");
     const checked = document.querySelector("form[data-task-form] input[data-preference]:checked");
     const firstChoice = document.querySelector("form[data-task-form] input[data-preference]");
-    return checked || firstChoice || document.getElementById("rationale");
+    return noneAppropriate || checked || firstChoice || document.getElementById("rationale");
   }
 
   function moveLinear(el, step) {
@@ -73,6 +75,21 @@
     return true;
   }
 
+  // Signed scales have no digit per value (a digit that sets -1 would mislead); "-" and "+" step from the
+  // current value, or from 0 when nothing is set yet, so -1..1 takes one key per value. Returns whether the
+  // step reached an end of the scale, where there is nothing more to step to and the focus can move on.
+  function stepSigned(select, step) {
+    const numeric = Array.from(select.options).filter((o) => o.value !== "" && o.dataset.key !== "n");
+    let index = numeric.findIndex((o) => o.value === select.value);
+    if (index < 0) index = numeric.findIndex((o) => Number(o.value) === 0);
+    const nextIndex = Math.min(Math.max(index + step, 0), numeric.length - 1);
+    const next = numeric[nextIndex];
+    if (!next) return false;
+    select.value = next.value;
+    select.dispatchEvent(new Event("change", { bubbles: true }));
+    return nextIndex === 0 || nextIndex === numeric.length - 1;
+  }
+
   function toggleHelp(el) {
     const help = document.getElementById(`help-${el.id}`);
     if (help && typeof help.togglePopover === "function") help.togglePopover();
@@ -80,12 +97,12 @@
 
   document.addEventListener("keydown", (event) => {
     const theForm = form();
-    if (!theForm || event.altKey || event.metaKey || event.isComposing) return;
+    if (!theForm || event.altKey || event.isComposing) return;
     const target = event.target;
     if (!(target instanceof HTMLElement) || !theForm.contains(target)) return;
 
     if (event.key === "Enter") {
-      if (event.ctrlKey) {
+      if (event.ctrlKey || event.metaKey) {
         event.preventDefault();
         theForm.requestSubmit();
         return;
@@ -96,7 +113,7 @@
       submitIfComplete(theForm);
       return;
     }
-    if (event.ctrlKey) return;
+    if (event.ctrlKey || event.metaKey) return;
 
     if (isControl(target)) {
       if (event.key === "ArrowDown" || event.key === "ArrowUp") {
@@ -115,6 +132,11 @@
         toggleHelp(target);
         return;
       }
+      if (target instanceof HTMLSelectElement && target.hasAttribute("data-signed") && /^[-+]$/.test(event.key)) {
+        event.preventDefault();
+        if (stepSigned(target, event.key === "+" ? 1 : -1)) moveLinear(target, 1);
+        return;
+      }
       if (target instanceof HTMLSelectElement && /^[0-9n]$/.test(event.key)) {
         event.preventDefault();
         if (setByKey(target, event.key)) moveLinear(target, 1);
@@ -123,7 +145,8 @@
       return;
     }
 
-    if (target instanceof HTMLInputElement && target.hasAttribute("data-preference") && /^[1-9]$/.test(event.key)) {
+    const inPreference = target instanceof HTMLInputElement && !!target.closest("fieldset.preference");
+    if (inPreference && /^[1-9]$/.test(event.key)) {
       const choice = theForm.querySelector(`input[data-preference][value="${event.key}"]`);
       if (choice) {
         event.preventDefault();

@@ -324,10 +324,19 @@ def test_scale_options_keys_and_missing():
 
     negative = Aspect(name="amount", min_value=-1, max_value=1, ideal=0, labels={"-1": "too little"}, missing=["NA"])
     scale = aspect_scale(negative, 1)
-    assert [(o.token, o.key) for o in scale.options] == [("-1", "1"), ("0", "2"), ("1", "3")]
+    # a digit never stands for another value: signed scales use "-", "0" and "+"
+    assert [(o.token, o.key) for o in scale.options] == [("-1", "-"), ("0", "0"), ("1", "+")]
+    assert scale.is_signed
     assert scale.options[0].label == "-1 · too little" and scale.allows_missing and scale.missing_token == "NA"
     jp = Aspect(name="fluency", min_value=1, max_value=5, ideal=5, missing=[None, "NA", 0])
     assert [o.key for o in aspect_scale(jp, 2).options] == ["1", "2", "3", "4", "5"]
+    assert not aspect_scale(jp, 2).is_signed
+    zero_based = Aspect(name="factuality", min_value=0, max_value=3, ideal=3, missing=[])
+    assert [o.key for o in aspect_scale(zero_based, 2).options] == ["0", "1", "2", "3"]
+    signed_wide = Aspect(name="bias", min_value=-2, max_value=2, ideal=0, missing=[])
+    assert [o.key for o in aspect_scale(signed_wide, 2).options] == ["", "-", "0", "+", ""]
+    ten = Aspect(name="overall", min_value=1, max_value=10, ideal=10, missing=[])
+    assert [o.key for o in aspect_scale(ten, 2).options] == ["1", "2", "3", "4", "5", "6", "7", "8", "9", ""]
     wide = Aspect(name="score", min_value=0, max_value=100, ideal=100, missing=[])
     wide_scale = aspect_scale(wide, 3)
     assert not wide_scale.is_discrete and not wide_scale.allows_missing

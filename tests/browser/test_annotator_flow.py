@@ -129,9 +129,16 @@ def test_keyboard_only_two_tasks_with_validation_and_japanese(page: Page, live_s
     assert_no_horizontal_scroll(page)
     shot(page, "task1-1280x720")
 
-    # 3 candidates x (factuality 0-3 typed as the value, amount info -1..1 typed as position 1-3 or n)
-    type_scores(page, ["3", "2", "2", "n", "1", "1"])
-    expect(page.locator("input[data-preference]").first).to_be_focused()
+    # 3 candidates x (factuality 0-3 typed as the value, amount info -1..1 as "-", "0", "+" or n)
+    for select in ("#r-1-2", "#r-2-2", "#r-3-2"):
+        expect(page.locator(f"{select} option[value='-1']")).to_have_text(re.compile(r"^\[-\] -1 "))
+        expect(page.locator(f"{select} option[value='0']")).to_have_text(re.compile(r"^\[0\] 0 "))
+        expect(page.locator(f"{select} option[value='1']")).to_have_text(re.compile(r"^\[\+\] 1 "))
+    type_scores(page, ["3", "0", "2", "n", "1"])
+    page.keyboard.type("-")
+    expect(page.locator("#r-3-2")).to_have_value("-1")
+    # the focus order reaches "none is appropriate" before the candidates
+    expect(page.locator("input[name='none_appropriate']")).to_be_focused()
     page.keyboard.press("2")  # prefer Candidate 2 and move on to the reason
     expect(page.locator("#rationale")).to_be_focused()
     page.keyboard.type("Candidate 2 is accurate and just long enough.")
@@ -161,10 +168,14 @@ def test_keyboard_only_two_tasks_with_validation_and_japanese(page: Page, live_s
     page.keyboard.press("Tab")  # the first problem link
     page.keyboard.press("Enter")
     expect(page.locator("#r-1-2")).to_be_focused()
-    type_scores(page, ["2", "1", "3", "0", "2"])
+    type_scores(page, ["0", "1"])
+    page.keyboard.type("+")
+    type_scores(page, ["0", "0"])
+    expect(page.locator("#r-1-2")).to_have_value("0")
+    expect(page.locator("#r-2-2")).to_have_value("1")
     page.keyboard.press("1")
     page.keyboard.type("Only the first one answers the question.")
-    page.keyboard.press("Control+Enter")
+    page.keyboard.press("Meta+Enter")
     page.wait_for_url(re.compile(rf".*/annotate/{campaign.pk}/$"))
     expect(page.get_by_text("no more tasks for you")).to_be_visible()
     assert Submission.objects.count() == 2
