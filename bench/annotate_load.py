@@ -424,10 +424,11 @@ def _database_server_pid(postgres_url: str) -> int:
     """The postmaster's process id (same host only): the parent of this connection's backend."""
     import psycopg
 
+    # The backend exits with its connection, so its stat file is read while the connection is still open.
     with psycopg.connect(f"{postgres_url}/postgres", autocommit=True) as conn:
         (backend,) = conn.execute("SELECT pg_backend_pid()").fetchall()[0]
-    with open(f"/proc/{backend}/stat") as stat:
-        return int(stat.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{backend}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
 def _percentile(values: list[float], q: float) -> float:
