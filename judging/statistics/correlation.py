@@ -13,6 +13,7 @@ scipy calls.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -702,23 +703,34 @@ def position_consistency(consistent: Sequence[bool] | None) -> dict[str, Any]:
     return {"rate": defined(sum(1 for flag in flags if flag) / len(flags)), "n": len(flags)}
 
 
-_FAMILY_ALIASES = {"chatgpt": "gpt", "o1": "gpt", "o3": "gpt", "o4": "gpt", "meta": "llama", "codellama": "llama"}
+# Vendor prefixes that some hosts put before the model's own name ("bedrock/anthropic.claude-3-5-sonnet-…",
+# "bedrock/meta.llama3-70b-…"): the name after them says the family.
+_VENDOR_PREFIX = re.compile(r"^(?:anthropic|meta|mistral|amazon|cohere|ai21|google|deepseek|qwen)\.")
+# First match wins. The o-series (o1, o3-mini, …) is OpenAI's, so it shares the family of the GPT models.
+_FAMILY_PATTERNS = (
+    (re.compile(r"^claude"), "claude"),
+    (re.compile(r"^(?:chat)?gpt"), "gpt"),
+    (re.compile(r"^o\d+(?:$|[-_.:@])"), "gpt"),
+    (re.compile(r"^gemini"), "gemini"),
+    (re.compile(r"llama"), "llama"),
+    (re.compile(r"^(?:qwen|qwq)"), "qwen"),
+    (re.compile(r"^(?:open-)?(?:mistral|mixtral|codestral|ministral|magistral|pixtral)"), "mistral"),
+    (re.compile(r"^deepseek"), "deepseek"),
+)
 
 
 def model_family(model: str | None) -> str | None:
-    """Family of a model string: 'openai/gpt-4o-mini' -> 'gpt', 'meta-llama/Llama-2-7b' -> 'llama'."""
+    """Family of a model string, whatever provider prefix it carries: 'openai/gpt-4o-mini' and 'azure/o3-mini'
+    -> 'gpt', 'bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0' -> 'claude', 'meta-llama/Llama-2-7b' -> 'llama'.
+    Unknown names fall back to their leading word."""
     if not model:
         return None
-    name = model.strip().split("/")[-1].lower()
-    word = ""
-    for char in name:
-        if char.isalpha():
-            word += char
-        elif word:
-            break
-    if not word:
-        return None
-    return _FAMILY_ALIASES.get(word, word)
+    name = _VENDOR_PREFIX.sub("", model.strip().split("/")[-1].lower())
+    for pattern, family in _FAMILY_PATTERNS:
+        if pattern.search(name):
+            return family
+    word = re.match(r"[a-z]+", name)
+    return word.group(0) if word else None
 
 
 def self_preference(paired: Paired, judge_model: str | None, system_models: dict[str, str]) -> dict[str, Any]:

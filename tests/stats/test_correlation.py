@@ -268,6 +268,47 @@ def test_bias_diagnostics() -> None:
     assert model_family(None) is None
 
 
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("anthropic/claude-3-5-sonnet-20240620", "claude"),
+        ("bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0", "claude"),
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude"),
+        ("vertex_ai/claude-3-5-sonnet@20240620", "claude"),
+        ("openrouter/anthropic/claude-3.5-sonnet", "claude"),
+        ("claude-3-haiku-20240307", "claude"),
+        ("openai/gpt-4o-mini", "gpt"),
+        ("azure/gpt-4o", "gpt"),
+        ("gpt-35-turbo-1106", "gpt"),
+        ("chatgpt-4o-latest", "gpt"),
+        ("openrouter/openai/gpt-4o", "gpt"),
+        ("o3-mini", "gpt"),
+        ("openai/o1-preview", "gpt"),
+        ("azure/o4-mini", "gpt"),
+        ("o1", "gpt"),
+        ("gemini/gemini-1.5-flash", "gemini"),
+        ("vertex_ai/gemini-1.5-pro", "gemini"),
+        ("openrouter/google/gemini-pro-1.5", "gemini"),
+        ("meta-llama/Llama-2-70b-chat-hf", "llama"),
+        ("bedrock/meta.llama3-70b-instruct-v1:0", "llama"),
+        ("groq/llama3-70b-8192", "llama"),
+        ("openrouter/meta-llama/llama-3-70b-instruct", "llama"),
+        ("together_ai/Qwen/Qwen2-72B-Instruct", "qwen"),
+        ("openrouter/qwen/qwq-32b", "qwen"),
+        ("mistral/mistral-large-latest", "mistral"),
+        ("bedrock/mistral.mixtral-8x7b-instruct-v0:1", "mistral"),
+        ("mistral/open-mixtral-8x22b", "mistral"),
+        ("mistral/codestral-latest", "mistral"),
+        ("deepseek/deepseek-chat", "deepseek"),
+        ("openrouter/deepseek/deepseek-r1", "deepseek"),
+        ("rinna/japanese-gpt-neox", "japanese"),
+        ("openchat-3.5", "openchat"),
+    ],
+)
+def test_model_family_sees_through_provider_prefixes(model: str, family: str) -> None:
+    assert model_family(model) == family
+
+
 def test_self_preference_sign() -> None:
     rng = np.random.default_rng(4)
     system = np.repeat(["llm_a", "llm_b", "llm_c"], 40)
