@@ -341,12 +341,15 @@ def compute_correlation_report(
     data = data or load_dataset_data(dataset)
     scores = judge_scores(judge, data.answers)
     aspects = {}
+    diagnostics = {}
     for aspect in data.aspects:
         if aspect.name not in scores:
             continue
-        paired = _paired_for(data, human_means(data, aspect), scores[aspect.name])
+        human = human_means(data, aspect)
+        paired = _paired_for(data, human, scores[aspect.name])
         aspects[aspect.name] = correlation_levels(paired, n_resamples=n_resamples, seed=seed)
-    return {"dataset": dataset.name, "judge": judge.name, "aspects": aspects}
+        diagnostics[aspect.name] = _judge_diagnostics(dataset, judge, data, aspect, human, scores[aspect.name], paired)
+    return {"dataset": dataset.name, "judge": judge.name, "aspects": aspects, "diagnostics": diagnostics}
 
 
 def _judge_or_raise(dataset: Dataset, judge_name: str) -> Judge:
@@ -357,7 +360,8 @@ def _judge_or_raise(dataset: Dataset, judge_name: str) -> Judge:
 
 
 def correlation_report(dataset: Dataset, judge_name: str) -> dict[str, Any]:
-    """``correlate --dataset N --judge J --json``: {"dataset", "judge", "aspects": {A: {level: {...}}}}."""
+    """``correlate --dataset N --judge J --json``: {"dataset", "judge", "aspects": {A: {level: {...}}},
+    "diagnostics": {A: {"ceiling", "alternative_annotator", "bias"}}}."""
     judge = _judge_or_raise(dataset, judge_name)
     return _cached(dataset, ["correlation", judge.pk], lambda data: compute_correlation_report(dataset, judge, data))
 
@@ -410,6 +414,34 @@ def compute_judge_details(
     paired = _paired_for(data, human, judge_values)
     mask = _system_mask(data, system_key)
     shown = _paired_for(data, human, judge_values, mask)
+    result.update(
+        {
+            "scale": {"min": aspect.min_value, "max": aspect.max_value},
+            # Only the shown aspect, from the same inputs and function as correlation_report's entry for it.
+            "levels": correlation_levels(paired, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED),
+            **_judge_diagnostics(dataset, judge, data, aspect, human, judge_values, paired),
+            "scatter": [
+                {"human": float(h), "judge": float(j), "system": shown.system_labels[s]}
+                for h, j, s in zip(shown.human, shown.judge, shown.system, strict=True)
+            ],
+            "confusion": confusion_matrix(shown, aspect.min_value, aspect.max_value),
+            "per_system": per_system_table(paired),
+        }
+    )
+    return result
+
+
+def _judge_diagnostics(
+    dataset: Dataset,
+    judge: Judge,
+    data: DatasetData,
+    aspect: AspectInfo,
+    human: np.ndarray,
+    judge_values: np.ndarray,
+    paired: Paired,
+) -> dict[str, Any]:
+    """The human ceiling, the alternative-annotator test and the bias diagnostics of one judge on one aspect: the
+    judges page, `correlate --json` and the statistics API all report these same figures."""
     judged = np.isfinite(judge_values)
     rows = _aspect_rows(data, aspect, judged)
     rater_ids, rater_codes = np.unique(data.ratings.rater_id[rows], return_inverse=True)
@@ -421,27 +453,15 @@ def compute_judge_details(
     )
     keep = np.isfinite(human) & judged
     lengths = data.answers.lengths[np.flatnonzero(keep)].astype(np.float64)
-    result.update(
-        {
-            "scale": {"min": aspect.min_value, "max": aspect.max_value},
-            # Only the shown aspect, from the same inputs and function as correlation_report's entry for it.
-            "levels": correlation_levels(paired, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED),
-            "ceiling": human_ceiling(rater_scores, list(data.answers.turn_ids), list(data.answers.system_keys)),
-            "alternative_annotator": alternative_annotator_test(rater_scores, judge_values),
-            "scatter": [
-                {"human": float(h), "judge": float(j), "system": shown.system_labels[s]}
-                for h, j, s in zip(shown.human, shown.judge, shown.system, strict=True)
-            ],
-            "confusion": confusion_matrix(shown, aspect.min_value, aspect.max_value),
-            "per_system": per_system_table(paired),
-            "bias": {
-                "length": length_bias(lengths, paired.human, paired.judge),
-                "position_consistency": _position_consistency(judge),
-                "self_preference": self_preference(paired, _judge_model(judge), system_models(dataset)),
-            },
-        }
-    )
-    return result
+    return {
+        "ceiling": human_ceiling(rater_scores, list(data.answers.turn_ids), list(data.answers.system_keys)),
+        "alternative_annotator": alternative_annotator_test(rater_scores, judge_values),
+        "bias": {
+            "length": length_bias(lengths, paired.human, paired.judge),
+            "position_consistency": _position_consistency(judge),
+            "self_preference": self_preference(paired, _judge_model(judge), system_models(dataset)),
+        },
+    }
 
 
 def judge_details(

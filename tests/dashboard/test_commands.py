@@ -107,6 +107,21 @@ def test_correlate_json_shape_and_scipy_values(stats_dataset: Dataset, stats_jso
         assert levels["system"]["n"] == len(systems)
 
 
+def test_correlate_json_carries_the_judges_page_diagnostics(stats_dataset: Dataset) -> None:
+    from judging.analysis.reports import judge_details
+
+    report = json.loads(run("correlate", "--dataset", DATASET_NAME, "--judge", JUDGE_NAME, "--json"))
+    assert list(report["diagnostics"]) == ASPECTS
+    for aspect, diagnostics in report["diagnostics"].items():
+        assert set(diagnostics) == {"ceiling", "alternative_annotator", "bias"}
+        assert set(diagnostics["bias"]) == {"length", "position_consistency", "self_preference"}
+        page = json.loads(json.dumps(judge_details(stats_dataset, JUDGE_NAME, aspect)))
+        for key in ("ceiling", "alternative_annotator", "bias"):
+            assert diagnostics[key] == page[key], key
+    # the length bias is the Spearman correlation of answer length with the judge's scores
+    assert report["diagnostics"][ASPECTS[0]]["bias"]["length"]["judge"]["value"] is not None
+
+
 def test_correlate_text_and_errors(stats_dataset: Dataset) -> None:
     text = run("correlate", "--dataset", DATASET_NAME, "--judge", JUDGE_NAME)
     assert f"Judge {JUDGE_NAME} versus humans" in text
