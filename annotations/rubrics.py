@@ -247,6 +247,14 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
         missing = raw.get("missing", list(DEFAULT_MISSING))
         if not isinstance(missing, list) or any(isinstance(code, (dict, list)) for code in missing):
             raise RubricError(f"{where}: 'missing' must be a list of scalar tokens")
+        # A code that is also a valid score would silently turn every such score into a missing value.
+        for code in missing:
+            if is_json_number(code) and lo <= code <= hi:
+                raise RubricError(
+                    f"{where}: missing code {format_number(code)} lies inside the scale "
+                    f"[{format_number(lo)}, {format_number(hi)}], so every {format_number(code)} would be read as "
+                    'missing; use a code outside the scale, such as "NA" or null'
+                )
         for text_key in ("label", "description"):
             if text_key in raw and not isinstance(raw[text_key], str):
                 raise RubricError(f"{where}: '{text_key}' must be a string")

@@ -332,3 +332,26 @@ def test_missing_file_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFix
     code, _, err = run_import_cli(tmp_path / "absent.jsonl", "incoming", capsys=capsys)
     assert code != 0 and "cannot read" in err
     assert row_counts() == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("missing", [[0, "NA"], [3], [2.5]])
+def test_missing_code_inside_the_scale_is_refused(
+    existing_dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], missing: list[Any]
+) -> None:
+    rubric = tmp_path / "rubric.json"
+    rubric.write_text(json.dumps({"aspects": [{"name": "overall", "min": 0, "max": 3, "missing": missing}]}))
+    path = write_lines(tmp_path / "ok.jsonl", [good(0)])
+    before = row_counts()
+    code, _, err = run_import_cli(path, "incoming", "--rubric", str(rubric), capsys=capsys)
+    assert code != 0
+    assert "lies inside the scale [0, 3]" in err and "would be read as missing" in err
+    assert row_counts() == before
+
+
+@pytest.mark.parametrize("missing", [[-1], ["0"], [None, 99], [False]])
+def test_missing_codes_outside_the_scale_are_kept(missing: list[Any]) -> None:
+    from annotations.rubrics import parse_rubric
+
+    spec = parse_rubric({"aspects": [{"name": "overall", "min": 0, "max": 3, "missing": missing}]}, source="file")
+    assert spec.aspects[0].missing == missing
