@@ -312,17 +312,19 @@ def gwet_ac1(ratings: Ratings) -> Stat:
 
     pa averages, over answers with r_i >= 2 ratings, sum_k r_ik (r_ik - 1) / (r_i (r_i - 1));
     pi_k averages r_ik / r_i over answers with at least one rating; pe = sum_k pi_k (1 - pi_k) / (q - 1).
+    With a single category observed irrCAC sets pe just below 1, which makes AC1 equal 1 (every pair agrees);
+    this returns exactly 1 there.
     """
     unit_counts = _unit_counts(ratings, min_ratings=1)
     m = unit_counts.per_unit
     q = unit_counts.domain.size
     if m.size == 0:
         return undefined("no ratings")
-    if q < 2:
-        return undefined("every rating has the same value")
     pairable = m >= 2
     if not pairable.any():
         return undefined("no answer has two or more ratings")
+    if q < 2:
+        return defined(1.0)
     table = unit_counts.counts
     same = np.asarray(table.multiply(table).sum(axis=1)).ravel() - m
     observed = float(np.mean(same[pairable] / (m[pairable] * (m[pairable] - 1.0))))

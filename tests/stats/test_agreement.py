@@ -206,8 +206,11 @@ def test_ac1_kappa_paradox() -> None:
     assert kappa < 0 < 0.85 < ac1
 
 
-def test_ac1_undefined_for_single_category() -> None:
-    assert gwet_ac1(ratings_from_matrix(np.full((4, 3), 2.0)))["undefined"] == "every rating has the same value"
+def test_ac1_is_one_for_a_single_category_as_in_irrcac() -> None:
+    # irrCAC's gwet() sets pe = 1 - 1e-15 when q < 2, so (pa - pe) / (1 - pe) = 1 with pa = 1.
+    assert gwet_ac1(ratings_from_matrix(np.full((4, 3), 2.0))) == {"value": 1.0, "undefined": None}
+    single_rating_each = np.array([[2.0, np.nan, np.nan]] * 4)
+    assert gwet_ac1(ratings_from_matrix(single_rating_each))["undefined"] == "no answer has two or more ratings"
 
 
 def pingouin_iccs(matrix: np.ndarray) -> dict[str, float]:
