@@ -618,7 +618,7 @@ def _inference_notice(rubric: RubricSpec) -> str:
     return (
         "No rubric was given, so aspects were inferred from the data "
         f'({described or "none found"}); missing codes are null and "NA". '
-        "Pass --preset or --rubric to declare ranges, levels and missing codes."
+        "Give a rubric file or a built-in preset to declare ranges, levels and missing codes."
     )
 
 
@@ -637,7 +637,7 @@ def dataset_import(
     if not name or len(name) > 200:
         raise DatasetImportError("invalid dataset name", expected="1 to 200 characters", found=repr(name))
     if Dataset.objects.filter(name=name).exists():
-        raise DatasetImportError(f"a dataset named {name!r} already exists; choose another --name")
+        raise DatasetImportError(f"a dataset named {name!r} already exists; choose another name")
     if rubric is not None:
         _check_rubric_fits(rubric)
     stream = _seekable_copy(stream)

@@ -32,8 +32,17 @@ def _keep_only_absolute_links(element: str, attribute: str, value: str) -> str |
     return value
 
 
-def render_markdown(text: str | None) -> SafeString:
-    """Safe HTML for untrusted markdown. The only place that marks dataset text safe, after sanitising it."""
+def render_markdown(text: str | None, *, site_links: str | None = None) -> SafeString:
+    """Safe HTML for untrusted markdown. The only place that marks dataset text safe, after sanitising it.
+
+    `site_links` is a path prefix (such as "/help/") whose links are kept too: only the project's own documents
+    link inside the site; dataset text never gets that."""
+
+    def keep_link(element: str, attribute: str, value: str) -> str | None:
+        if site_links and element == "a" and attribute == "href" and value.startswith(site_links):
+            return value
+        return _keep_only_absolute_links(element, attribute, value)
+
     html = _renderer.render(text or "")
     cleaned = nh3.clean(
         html,
@@ -42,6 +51,6 @@ def render_markdown(text: str | None) -> SafeString:
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
         strip_comments=True,
-        attribute_filter=_keep_only_absolute_links,
+        attribute_filter=keep_link,
     )
     return mark_safe(cleaned)  # noqa: S308 - nh3 output restricted to the allowlist above  # nosec B308 B703

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from evalsite import auth
+from evalsite import auth, help_pages
 
 urlpatterns = [
     path("admin/login/", auth.admin_login_view),
@@ -11,6 +11,8 @@ urlpatterns = [
     path("accounts/login/", auth.login_view, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("help/", help_pages.help_index, name="help-index"),
+    path("help/<str:slug>/", help_pages.help_page, name="help-page"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/token/", auth.token_obtain, name="api-token"),
     path("api/datasets/", include("annotations.api_urls")),
