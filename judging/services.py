@@ -36,6 +36,8 @@ from judging.models import (
     RunStatus,
 )
 
+PARSE_ERROR_PREFIX = "parse:"
+
 # judging.tasks calls these services, so they enqueue its tasks by name instead of importing it.
 JUDGE_RUN_START = "judging.judge_run_start"
 JUDGE_RUN_WORK = "judging.judge_run_work"
@@ -489,14 +491,25 @@ def judge_run_finalize(*, run_id: int) -> bool:
         if Judgment.objects.filter(run=run, status__in=[JudgmentStatus.PENDING, JudgmentStatus.CLAIMED]).exists():
             return False
         _recount(run)
-        run.status = RunStatus.FAILED if run.failed else RunStatus.SUCCEEDED
+        unparsed = Judgment.objects.filter(
+            run=run, status=JudgmentStatus.DONE, score__isnull=True, error_kind__startswith=PARSE_ERROR_PREFIX
+        ).count()
+        # A run that read no score at all has produced nothing, however cleanly each call returned.
+        nothing_parsed = run.total > 0 and unparsed == run.total
+        run.status = RunStatus.FAILED if run.failed or nothing_parsed else RunStatus.SUCCEEDED
         run.finished_at = timezone.now()
         notes = []
+        if nothing_parsed:
+            kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if k.startswith("parse:"))
+            notes.append(
+                f"No score could be read from any of the {run.total} judgment(s) ({kinds}); the raw output of each "
+                "judgment shows what the judge replied."
+            )
         if run.logprob_fallbacks:
             samples = run.judge_settings.samples
             notes.append(
-                f"Log-probabilities were unavailable for {run.logprob_fallbacks} judgment(s); their score is the "
-                f"parsed score, averaged over {samples} sample(s) per answer."
+                f"Log-probabilities were unavailable or unusable for {run.logprob_fallbacks} judgment(s) (each "
+                f"records why); their score is the parsed score, averaged over {samples} sample(s) per answer."
             )
         if run.failed:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if not k.startswith("parse:"))

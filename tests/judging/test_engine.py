@@ -185,14 +185,29 @@ def test_geval_logprob_weighting_and_visible_fallback(
 def test_parse_errors_keep_raw_output_and_do_not_fail_the_run(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
-    fake_provider.script(default={"content": "I would rather not say. <script>alert(1)</script>"})
-    dataset = make_dataset(items=2, systems=1)
+    fake_provider.script(
+        default={"content": "I would rather not say. <script>alert(1)</script>"},
+        rules=[{"match": "Answer 0 from system 0", "behaviour": {"content": "Fine.\nScore: 4"}}],
+    )
+    dataset = make_dataset(items=3, systems=1)
     run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
     assert run.status == RunStatus.SUCCEEDED
-    assert run.parse_errors == 2 and run.done == 2
-    judgment = Judgment.objects.filter(run=run).first()
-    assert judgment.score is None and judgment.error_kind == "parse:no_score"
+    assert run.parse_errors == 2 and run.done == 3 and run.failed == 0
+    judgment = Judgment.objects.filter(run=run, score__isnull=True).first()
+    assert judgment.error_kind == "parse:no_score"
     assert "<script>" in judgment.raw_output
+    assert list(JudgeScore.objects.filter(judge=run.judge).values_list("value", flat=True)) == [4.0]
+
+
+def test_a_run_in_which_no_score_could_be_read_fails(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    fake_provider.script(default={"content": "I would rather not say."})
+    dataset = make_dataset(items=2, systems=1)
+    run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
+    assert run.status == RunStatus.FAILED
+    assert (run.done, run.failed, run.parse_errors) == (2, 0, 2)
+    assert "No score could be read from any of the 2 judgment(s) (parse:no_score: 2)" in run.notes
     assert not JudgeScore.objects.filter(judge=run.judge).exists()
 
 
