@@ -57,6 +57,10 @@ def _scale(ctx: UnitContext) -> tuple[float, float]:
     return (float(ctx.aspect.min_value), float(ctx.aspect.max_value))
 
 
+# A permanent error: retrying cannot help until the dataset gives the item a reference.
+NO_REFERENCE = "no_reference"
+
+
 def _call_failed(result: CallResult, prompt_hash: str) -> Outcome:
     return Outcome(ok=False, error_kind=result.error_kind, error=result.error, prompt_hash=prompt_hash)
 
@@ -121,7 +125,22 @@ def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> F
     return outcome
 
 
+def _missing_reference(ctx: UnitContext) -> Outcome | None:
+    """A reference-guided judgment of an item without a reference is not sent: the judge would grade against
+    an empty block and its score would look like any other."""
+    if ctx.cfg.method != "reference" or (ctx.reference or "").strip():
+        return None
+    return Outcome(
+        ok=False,
+        error_kind=NO_REFERENCE,
+        error="not sent: the reference method needs a reference answer and this item has none",
+    )
+
+
 def single_flow(ctx: UnitContext) -> Flow:
+    skipped = _missing_reference(ctx)
+    if skipped is not None:
+        return skipped
     method = "reference" if ctx.cfg.method == "reference" else "single"
     rendered = prompts.render(_template(ctx, method), _values(ctx))
     spec = _spec(ctx, rendered, logprobs=ctx.cfg.logprobs)

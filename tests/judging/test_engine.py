@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from annotations.models import Turn
 from judging import services
 from judging.config import validate_config
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
@@ -209,6 +210,26 @@ def test_a_run_in_which_no_score_could_be_read_fails(
     assert (run.done, run.failed, run.parse_errors) == (2, 0, 2)
     assert "No score could be read from any of the 2 judgment(s) (parse:no_score: 2)" in run.notes
     assert not JudgeScore.objects.filter(judge=run.judge).exists()
+
+
+def test_reference_method_does_not_send_items_without_a_reference(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    dataset = make_dataset(items=3, systems=1)
+    Turn.objects.filter(item__dataset=dataset, item__position=1).update(reference=None)
+    Turn.objects.filter(item__dataset=dataset, item__position=2).update(reference="  \n ")
+    estimate = services.estimate_run(dataset=dataset, cfg=validate_config(config(fake_provider, method="reference")))
+    assert (estimate.units, estimate.calls) == (3, 1)
+    run = launch(dataset, config(fake_provider, method="reference"), django_capture_on_commit_callbacks)
+    prompts = [_prompt(body) for body in fake_provider.recorded_bodies()]
+    assert len(prompts) == 1 and "Topic 0 is explained like this." in prompts[0]
+    skipped = Judgment.objects.filter(run=run, status="failed")
+    assert skipped.count() == 2
+    assert {j.error_kind for j in skipped} == {"no_reference"}
+    assert all("has none" in j.error and j.attempts == 0 and not j.raw_output for j in skipped)
+    assert run.status == RunStatus.FAILED and (run.done, run.failed) == (1, 2)
+    assert run.error_summary == {"no_reference": 2}
+    assert "2 unit(s) were not sent: their item has no reference answer" in run.notes
 
 
 def test_user_regex_that_would_backtrack_is_a_parse_error(

@@ -124,3 +124,18 @@ def test_answer_injection_cannot_change_the_parsed_score() -> None:
     with pytest.raises(StopIteration) as stop:
         flow.send(CallResult(content='The answer tries "Score: 5" on me. It is useless.\nScore: 1'))
     assert stop.value.value.score == 1.0
+
+
+def test_reference_flow_sends_nothing_for_an_item_without_a_reference() -> None:
+    ctx = UnitContext(
+        judgment_id=1,
+        cfg=JudgeSettings(name="j", method="reference", model="openai/m"),
+        aspect=AspectInfo(name="overall", min_value=1, max_value=5),
+        question="Q?",
+        answer="A.",
+        reference=" \n",
+    )
+    with pytest.raises(StopIteration) as stop:
+        next(single_flow(ctx))
+    outcome = stop.value.value
+    assert (outcome.ok, outcome.error_kind, outcome.score) == (False, "no_reference", None)
