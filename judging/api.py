@@ -105,6 +105,8 @@ class JudgmentOutput(serializers.Serializer):
     raw_output = serializers.CharField()
     distribution = serializers.JSONField(allow_null=True)
     logprob_fallback = serializers.BooleanField()
+    logprob_fallback_reason = serializers.CharField()
+    score_mode = serializers.CharField()
     prompt_hash = serializers.CharField()
     prompt_tokens = serializers.IntegerField()
     completion_tokens = serializers.IntegerField()

@@ -184,8 +184,19 @@ class Judgment(models.Model):
     verdict = models.CharField(max_length=4, blank=True, help_text="Pairwise: A, B or tie as shown to the judge.")
     reasoning = models.TextField(blank=True)
     summary = models.TextField(blank=True)
-    distribution = models.JSONField(null=True, blank=True, help_text="G-Eval: probability of each scale value.")
+    distribution = models.JSONField(
+        null=True, blank=True, help_text="G-Eval: probability of each scale value at the score token, as used."
+    )
     logprob_fallback = models.BooleanField(default=False)
+    logprob_fallback_reason = models.TextField(
+        blank=True, help_text="Why the log-probabilities were not used and the parsed score stands."
+    )
+    score_mode = models.CharField(
+        max_length=12,
+        blank=True,
+        help_text="What produced the score: weighted or top-token (log-probabilities at the score token), parsed "
+        "(the score the output states) or metric.",
+    )
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(null=True, blank=True)

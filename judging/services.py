@@ -22,7 +22,7 @@ from judging.engine.executor import SliceExecutor, SliceReport, claimable_q
 from judging.engine.units import UnitKey, aspect_infos, build_contexts
 from judging.factscore.results import factscore_results_project
 from judging.llm import gateway, ratelimit
-from judging.methods.flows import mean_scores, pairwise_scores
+from judging.methods.flows import NO_REFERENCE, mean_scores, pairwise_scores
 from judging.methods.registry import FLOWS, calls_per_unit, first_spec
 from judging.models import (
     CachedCompletion,
@@ -35,6 +35,8 @@ from judging.models import (
     JudgmentStatus,
     RunStatus,
 )
+
+PARSE_ERROR_PREFIX = "parse:"
 
 # judging.tasks calls these services, so they enqueue its tasks by name instead of importing it.
 JUDGE_RUN_START = "judging.judge_run_start"
@@ -195,7 +197,9 @@ def estimate_run(
                 CachedCompletion.objects.filter(key__in=keys[start : start + 5000]).values_list("key", flat=True)
             )
         cached = sum(1 for k in keys if k in found)
-    uncached_units = len(units) - cached
+    # A unit with no first request is skipped by its method (e.g. no reference to grade against) and costs nothing.
+    sent_units = sum(1 for spec in specs if spec is not None)
+    uncached_units = sent_units - cached
     calls = uncached_units * per_unit
     sample = [s for s in specs if s is not None][:100]
     tokens_per_char = (
@@ -207,7 +211,7 @@ def estimate_run(
     prompt_chars = sum(
         len(m["content"]) for s, u in zip(specs, units, strict=True) if s is not None for m in s.messages
     )
-    prompt_tokens_first = math.ceil(prompt_chars * tokens_per_char * (uncached_units / max(1, len(units))))
+    prompt_tokens_first = math.ceil(prompt_chars * tokens_per_char * (uncached_units / max(1, sent_units)))
     expected_completion = cfg.max_tokens or 200
     completion_tokens = calls * expected_completion
     # A second call (judging a summary) sends a prompt about as long as the summary plus the template.
@@ -489,18 +493,34 @@ def judge_run_finalize(*, run_id: int) -> bool:
         if Judgment.objects.filter(run=run, status__in=[JudgmentStatus.PENDING, JudgmentStatus.CLAIMED]).exists():
             return False
         _recount(run)
-        run.status = RunStatus.FAILED if run.failed else RunStatus.SUCCEEDED
+        unparsed = Judgment.objects.filter(
+            run=run, status=JudgmentStatus.DONE, score__isnull=True, error_kind__startswith=PARSE_ERROR_PREFIX
+        ).count()
+        # A run that read no score at all has produced nothing, however cleanly each call returned.
+        nothing_parsed = run.total > 0 and unparsed == run.total
+        run.status = RunStatus.FAILED if run.failed or nothing_parsed else RunStatus.SUCCEEDED
         run.finished_at = timezone.now()
         notes = []
+        if nothing_parsed:
+            kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if k.startswith("parse:"))
+            notes.append(
+                f"No score could be read from any of the {run.total} judgment(s) ({kinds}); the raw output of each "
+                "judgment shows what the judge replied."
+            )
         if run.logprob_fallbacks:
             samples = run.judge_settings.samples
             notes.append(
-                f"Log-probabilities were unavailable for {run.logprob_fallbacks} judgment(s); their score is the "
-                f"parsed score, averaged over {samples} sample(s) per answer."
+                f"Log-probabilities were unavailable or unusable for {run.logprob_fallbacks} judgment(s) (each "
+                f"records why); their score is the parsed score, averaged over {samples} sample(s) per answer."
             )
         if run.failed:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if not k.startswith("parse:"))
             notes.append(f"{run.failed} unit(s) failed ({kinds}). Use “retry failed” to send them again.")
+        if run.error_summary.get(NO_REFERENCE):
+            notes.append(
+                f"{run.error_summary[NO_REFERENCE]} unit(s) were not sent: their item has no reference answer for "
+                "the reference method to grade against."
+            )
         run.notes = "\n".join(notes)
         run.save(update_fields=[*_COUNTERS, "status", "finished_at", "notes", "error_summary"])
     judge_run_write_scores(run_id=run_id)

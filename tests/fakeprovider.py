@@ -15,6 +15,10 @@ process: `python tests/fakeprovider.py --port 8001 --latency 0.3`, scripted and 
     empty         true: a 200 response with empty assistant content
     logprobs      {"4": 0.6, "5": 0.3, "3": 0.1}: top_logprobs offered on the score token when the
                   request asks for logprobs
+    tokens        the exact `logprobs.content` to return (when the request asks for logprobs), whose
+                  tokens also spell the reply unless `content` is given: a list of
+                  [token, {alternative: probability} or null], or of
+                  {"bytes": [...], "top": {...}} for a token that is part of a multi-byte character
     usage         {"prompt_tokens": 10, "completion_tokens": 5}
     redirect_to   URL for a 307 redirect
 
@@ -30,6 +34,8 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
+import re
 import socket
 import threading
 import time
@@ -293,7 +299,9 @@ class FakeProvider:
             "finish_reason": "stop",
             "logprobs": None,
         }
-        if body.get("logprobs") and behaviour.get("logprobs"):
+        if body.get("logprobs") and behaviour.get("tokens"):
+            choice["logprobs"] = {"content": self._scripted_logprobs(behaviour["tokens"], body)}
+        elif body.get("logprobs") and behaviour.get("logprobs"):
             choice["logprobs"] = {"content": self._logprobs(content, behaviour["logprobs"], body)}
         payload = {
             "id": "chatcmpl-" + key[:24],
@@ -312,6 +320,8 @@ class FakeProvider:
             return self.content_fn(body)
         if "content" in behaviour:
             return str(behaviour["content"])
+        if behaviour.get("tokens"):
+            return b"".join(_scripted_token_bytes(t) for t in behaviour["tokens"]).decode("utf-8")
         scale = behaviour.get("score") or {"min": 1, "max": 5}
         lo, hi = int(scale["min"]), int(scale["max"])
         value = lo + int(key[8:16], 16) % (hi - lo + 1)
@@ -320,8 +330,6 @@ class FakeProvider:
     @staticmethod
     def _logprobs(content: str, distribution: dict[str, float], body: dict[str, Any]) -> list[dict[str, Any]]:
         """Split the content into tokens; the last digit token carries the scripted distribution."""
-        import math
-        import re
 
         tokens = re.findall(r"\d|\s+|[^\d\s]+", content)
         top_n = int(body.get("top_logprobs") or 5)
@@ -345,6 +353,33 @@ class FakeProvider:
                 out.append({"token": tok, "logprob": -0.01, "bytes": list(tok.encode()), "top_logprobs": []})
         return out
 
+    @staticmethod
+    def _scripted_logprobs(tokens: list[Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The scripted tokens as OpenAI returns them: token text, logprob, bytes and the top alternatives.
+
+        A token that is only part of a character is shown the way OpenAI shows it, as escaped bytes."""
+        top_n = int(body.get("top_logprobs") or 5)
+        out = []
+        for scripted in tokens:
+            raw = _scripted_token_bytes(scripted)
+            alternatives = (scripted.get("top") if isinstance(scripted, dict) else scripted[1]) or {}
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = "".join(f"\\x{b:02x}" for b in raw)
+            top = sorted(alternatives.items(), key=lambda kv: -kv[1])[:top_n]
+            out.append(
+                {
+                    "token": text,
+                    "logprob": math.log(max(alternatives.get(text, 1.0 if not alternatives else 1e-9), 1e-9)),
+                    "bytes": list(raw),
+                    "top_logprobs": [
+                        {"token": t, "logprob": math.log(max(p, 1e-9)), "bytes": list(t.encode())} for t, p in top
+                    ],
+                }
+            )
+        return out
+
     # -- helpers for assertions ------------------------------------------------------------
     def successes_per_request(self) -> dict[str, int]:
         with self._lock:
@@ -361,6 +396,12 @@ class FakeProvider:
     def recorded_bodies(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.stats.bodies)
+
+
+def _scripted_token_bytes(scripted: Any) -> bytes:
+    if isinstance(scripted, dict):
+        return bytes(scripted["bytes"])
+    return str(scripted[0]).encode("utf-8")
 
 
 def _main() -> None:

@@ -282,6 +282,8 @@ def _extract_logprobs(response: Any) -> list[dict[str, Any]] | None:
             {
                 "token": item.get("token"),
                 "logprob": item.get("logprob"),
+                # The exact bytes: a token string cannot show half of a multi-byte character.
+                "bytes": item.get("bytes"),
                 "top_logprobs": [
                     {"token": t.get("token"), "logprob": t.get("logprob")}
                     for t in (item.get("top_logprobs") or [])

@@ -77,6 +77,8 @@ class Outcome:
     raw_output: str = ""
     distribution: dict[str, float] | None = None
     logprob_fallback: bool = False
+    logprob_fallback_reason: str = ""
+    score_mode: str = ""  # what produced the score: "weighted", "top-token", "parsed", "metric"; "" for others
     error_kind: str = ""
     error: str = ""
     prompt_hash: str = ""

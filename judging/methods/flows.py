@@ -10,7 +10,6 @@ resume: every finished step is in the cache.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -19,6 +18,7 @@ from typing import Any
 from judging.llm.calls import CallResult, CallSpec
 from judging.methods import metrics, prompts
 from judging.methods.base import Flow, Outcome, UnitContext
+from judging.methods.geval import PARSED, score_from_logprobs
 from judging.methods.parsing import ParseResult, parse_score, parse_verdict
 
 
@@ -57,6 +57,10 @@ def _scale(ctx: UnitContext) -> tuple[float, float]:
     return (float(ctx.aspect.min_value), float(ctx.aspect.max_value))
 
 
+# A permanent error: retrying cannot help until the dataset gives the item a reference.
+NO_REFERENCE = "no_reference"
+
+
 def _call_failed(result: CallResult, prompt_hash: str) -> Outcome:
     return Outcome(ok=False, error_kind=result.error_kind, error=result.error, prompt_hash=prompt_hash)
 
@@ -74,9 +78,11 @@ def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> F
     parsed: ParseResult = parse_score(result.content, ctx.cfg.output.model_dump(), _scale(ctx))
     raw = result.content or ""
     messages = list(spec.messages)
+    reasked = False
     for _ in range(ctx.cfg.parse_retries):
         if parsed.ok:
             break
+        reasked = True
         lo, hi = _scale(ctx)
         messages = [
             *messages,
@@ -93,17 +99,48 @@ def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> F
         outcome.error_kind = f"parse:{parsed.error_kind}"
         outcome.error = parsed.error
         return outcome
-    outcome.score = parsed.score
-    if spec.logprobs:
-        weighted = logprob_weighted_score(first.logprobs, _scale(ctx), parsed.score)
-        if weighted is None:
-            outcome.logprob_fallback = True
-        else:
-            outcome.score, outcome.distribution = weighted
+    outcome.score, outcome.score_mode = parsed.score, PARSED
+    mode = ctx.cfg.logprob_scoring or "off"
+    if mode == "off" or parsed.score is None:
+        return outcome
+    if not spec.logprobs:
+        reason = "log-probabilities were not requested for this call"
+    elif reasked:
+        reason = "the score came from a re-ask, which is sent without log-probabilities"
+    else:
+        token_score = score_from_logprobs(
+            content=first.content,
+            tokens=first.logprobs,
+            span=parsed.span,
+            parsed=parsed.score,
+            scale=_scale(ctx),
+            mode=mode,
+        )
+        if not token_score.fell_back:
+            outcome.score, outcome.score_mode = token_score.score, token_score.mode
+            outcome.distribution = token_score.distribution
+            return outcome
+        reason = token_score.fallback_reason
+    outcome.logprob_fallback, outcome.logprob_fallback_reason = True, reason
     return outcome
 
 
+def _missing_reference(ctx: UnitContext) -> Outcome | None:
+    """A reference-guided judgment of an item without a reference is not sent: the judge would grade against
+    an empty block and its score would look like any other."""
+    if ctx.cfg.method != "reference" or (ctx.reference or "").strip():
+        return None
+    return Outcome(
+        ok=False,
+        error_kind=NO_REFERENCE,
+        error="not sent: the reference method needs a reference answer and this item has none",
+    )
+
+
 def single_flow(ctx: UnitContext) -> Flow:
+    skipped = _missing_reference(ctx)
+    if skipped is not None:
+        return skipped
     method = "reference" if ctx.cfg.method == "reference" else "single"
     rendered = prompts.render(_template(ctx, method), _values(ctx))
     spec = _spec(ctx, rendered, logprobs=ctx.cfg.logprobs)
@@ -152,6 +189,7 @@ def pairwise_flow(ctx: UnitContext) -> Flow:
         return outcome
     outcome.verdict = parsed.verdict
     outcome.score = verdict_score_for_response(parsed.verdict, ctx.pair_order)
+    outcome.score_mode = PARSED
     return outcome
 
 
@@ -160,52 +198,11 @@ def metric_flow(ctx: UnitContext) -> Flow:
     value = metrics.compute(name, ctx.answer, ctx.reference)
     if value is None:
         return Outcome(ok=True, error_kind="parse:no_reference", error=f"{name} needs a reference answer")
-    return Outcome(ok=True, score=value, raw_output=f"{name}={value:.6g}")
+    return Outcome(ok=True, score=value, raw_output=f"{name}={value:.6g}", score_mode="metric")
     yield  # pragma: no cover - makes this a generator like the other flows
 
 
 # --- pure arithmetic ------------------------------------------------------------------------------
-
-
-def logprob_weighted_score(
-    tokens: list[dict[str, Any]] | None, scale: tuple[float, float], parsed: float | None
-) -> tuple[float, dict[str, float]] | None:
-    """G-Eval: the probability-weighted mean over the scale's values at the score token.
-
-    The score token is the last output token that reads as the parsed score. Its alternatives
-    that are valid scale values are renormalised; other alternatives are ignored. None when the
-    provider gave no usable log-probabilities (the caller then falls back visibly)."""
-    if not tokens or parsed is None:
-        return None
-    lo, hi = scale
-    for entry in reversed(tokens):
-        value = _as_scale_value(entry.get("token"), lo, hi)
-        if value is None or value != parsed:
-            continue
-        mass: dict[float, float] = defaultdict(float)
-        for alt in entry.get("top_logprobs") or []:
-            alt_value = _as_scale_value(alt.get("token"), lo, hi)
-            logprob = alt.get("logprob")
-            if alt_value is None or logprob is None:
-                continue
-            mass[alt_value] += math.exp(float(logprob))
-        total = sum(mass.values())
-        if total <= 0:
-            return None
-        distribution = {f"{v:g}": p / total for v, p in sorted(mass.items())}
-        score = sum(v * p / total for v, p in mass.items())
-        return score, distribution
-    return None
-
-
-def _as_scale_value(token: Any, lo: float, hi: float) -> float | None:
-    if not isinstance(token, str):
-        return None
-    text = unicodedata.normalize("NFKC", token).strip()
-    if not text or not text.lstrip("-").isdigit():
-        return None
-    value = float(text)
-    return value if lo <= value <= hi else None
 
 
 def verdict_score_for_response(verdict: str, pair_order: int) -> float:

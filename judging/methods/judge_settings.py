@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
+from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, model_validator
 
 from judging.factscore.options import FactScoreOptions, validate_options
 from judging.methods.metrics import METRICS
@@ -22,6 +22,10 @@ OutputFormat = Literal["auto", "json", "regex"]
 METHODS: tuple[str, ...] = get_args(Method)
 LLM_METHODS = frozenset(METHODS) - {"metric"}
 OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
+# How a score is read from the log-probabilities at the score token: their probability-weighted mean over the
+# scale's values (G-Eval), the most probable value, or not at all (the score the text states).
+LogprobScoring = Literal["weighted", "top-token", "off"]
+LOGPROB_SCORING_MODES: tuple[str, ...] = get_args(LogprobScoring)
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,99}$")
 # Key variables must look like keys: a researcher must not be able to point the gateway at
 # SECRET_KEY's neighbours such as DATABASE_URL and have them sent as a bearer token.
@@ -60,6 +64,7 @@ class JudgeSettings(BaseModel):
     temperature: float = 0.0
     logprobs: bool = False
     top_logprobs: int = 5
+    logprob_scoring: LogprobScoring | None = None  # None: "weighted" with logprobs, "off" without
     max_tokens: int | None = None
     summarizer_model: str | None = None
     summarizer_prompt: str | None = None
@@ -75,6 +80,14 @@ class JudgeSettings(BaseModel):
     budget_usd: float | None = None
     cache: bool = True
     factscore: FactScoreOptions | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _logprob_scoring_default(cls, data: Any) -> Any:
+        # Configs stored before this field existed read back as what they did then: weighted when logprobs were on.
+        if isinstance(data, dict) and data.get("logprob_scoring") is None:
+            return {**data, "logprob_scoring": default_logprob_scoring(data.get("logprobs"))}
+        return data
 
     @classmethod
     def from_stored(cls, stored: dict[str, Any]) -> JudgeSettings:
@@ -100,6 +113,10 @@ class JudgeSettings(BaseModel):
 
 
 KNOWN_KEYS = frozenset(JudgeSettings.model_fields)
+
+
+def default_logprob_scoring(logprobs: Any) -> str:
+    return "weighted" if logprobs is True else "off"
 
 
 class ConfigError(ValueError):
@@ -180,6 +197,12 @@ def _check_numbers(cfg: dict[str, Any], errors: list[str]) -> None:
     if not isinstance(cfg["logprobs"], bool):
         errors.append("logprobs must be true or false")
     _int(cfg, "top_logprobs", 1, 20, errors)
+    if cfg["logprob_scoring"] is None:
+        cfg["logprob_scoring"] = default_logprob_scoring(cfg["logprobs"])
+    elif cfg["logprob_scoring"] not in LOGPROB_SCORING_MODES:
+        errors.append(f"logprob_scoring must be one of {', '.join(LOGPROB_SCORING_MODES)}")
+    elif cfg["logprob_scoring"] != "off" and cfg["logprobs"] is not True:
+        errors.append(f"logprob_scoring {cfg['logprob_scoring']} needs logprobs: true")
     _int(cfg, "max_tokens", 1, 32_000, errors, nullable=True)
     _int(cfg, "parse_retries", 0, 3, errors)
     _int(cfg, "max_concurrency", 1, 1024, errors)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import re2
@@ -29,6 +29,9 @@ class ParseResult:
     reasoning: str = ""
     error: str = ""
     error_kind: str = ""  # "" | "empty" | "no_score" | "out_of_range" | "refusal" | "bad_regex"
+    # Where the score's number stands in the text as given (not the normalised copy), so the log-probabilities
+    # can be read at the token the judge wrote it with. None when the parser cannot point at it.
+    span: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -52,6 +55,8 @@ class RegexRejected(ValueError):
 
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
+_LEADING_NUMBER = re.compile(r"\s*(" + _NUMBER + r")")
+_JSON_WHITESPACE = " \t\n\r"
 # Labels a judge may put before its score, English and Japanese. Deliberately flat alternations
 # with bounded gaps: these run on untrusted model output.
 _LABELS = (
@@ -85,9 +90,10 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text[:MAX_PARSE_CHARS])
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
+def _json_objects(text: str) -> list[tuple[dict[str, Any], int]]:
+    """The JSON objects in the text, each with the offset of its opening brace."""
     decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
+    found: list[tuple[dict[str, Any], int]] = []
     start = text.find("{")
     scanned = 0
     while start != -1 and scanned < 200:
@@ -98,9 +104,72 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
             start = text.find("{", start + 1)
             continue
         if isinstance(obj, dict):
-            found.append(obj)
+            found.append((obj, start))
         start = text.find("{", end)
     return found
+
+
+def _skip_json_whitespace(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _JSON_WHITESPACE:
+        pos += 1
+    return pos
+
+
+def _member_spans(text: str, start: int) -> dict[str, tuple[int, int]]:
+    """Where each top-level member's value of the object opening at `start` stands, by lowered key.
+
+    A later duplicate key wins, as it does in the decoded object."""
+    decoder = json.JSONDecoder()
+    spans: dict[str, tuple[int, int]] = {}
+    pos = start + 1
+    try:
+        while True:
+            pos = _skip_json_whitespace(text, pos)
+            if text[pos] == "}":
+                return spans
+            key, pos = decoder.raw_decode(text, pos)
+            pos = _skip_json_whitespace(text, pos)
+            if text[pos] != ":":
+                return spans
+            value_start = _skip_json_whitespace(text, pos + 1)
+            _value, pos = decoder.raw_decode(text, value_start)
+            spans[str(key).strip().lower()] = (value_start, pos)
+            pos = _skip_json_whitespace(text, pos)
+            if text[pos] == ",":
+                pos += 1
+    except (ValueError, IndexError):
+        return spans
+
+
+def _number_span_in_value(text: str, value_span: tuple[int, int], score: float) -> tuple[int, int] | None:
+    """The number's own span inside a JSON value: the literal itself, or the number a string value starts with."""
+    start, end = value_span
+    quoted = text[start] == '"'
+    match = _LEADING_NUMBER.match(text, start + 1 if quoted else start, end)
+    if match is None or float(match.group(1)) != score or (not quoted and match.end() != end):
+        return None  # an escaped or exponent form: no honest position to give
+    return match.span(1)
+
+
+def _raw_offset(text: str, normal_offset: int) -> int | None:
+    """The offset in the original text of a position in its normalised copy, folding one character at a time."""
+    produced = 0
+    for index, char in enumerate(text[:MAX_PARSE_CHARS]):
+        if produced >= normal_offset:
+            return index if produced == normal_offset else None
+        produced += len(unicodedata.normalize("NFKC", char))
+    return min(len(text), MAX_PARSE_CHARS) if produced == normal_offset else None
+
+
+def _raw_span(text: str, normal: str, span: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The span in the original text of a span found in its normalised copy, or None when folding the text as a
+    whole and character by character disagree there (composed characters), so no position is claimed wrongly."""
+    if span is None:
+        return None
+    start, end = _raw_offset(text, span[0]), _raw_offset(text, span[1])
+    if start is None or end is None or unicodedata.normalize("NFKC", text[start:end]) != normal[span[0] : span[1]]:
+        return None
+    return start, end
 
 
 def _lookup(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -130,25 +199,35 @@ def _strip_reasoning(text: str, cut: tuple[int, int] | None) -> str:
     return text.strip()[:20_000]
 
 
-def _in_range(score: float, scale: tuple[float, float] | None, reasoning: str) -> ParseResult:
+def _in_range(
+    score: float, scale: tuple[float, float] | None, reasoning: str, span: tuple[int, int] | None = None
+) -> ParseResult:
     if scale is not None and not (scale[0] <= score <= scale[1]):
         return ParseResult(
             None, reasoning, f"score {score:g} outside the scale {scale[0]:g}..{scale[1]:g}", "out_of_range"
         )
-    return ParseResult(score, reasoning)
+    return ParseResult(score, reasoning, span=span)
+
+
+def _score_key_found(obj: dict[str, Any]) -> str | None:
+    lowered = {str(k).strip().lower() for k in obj}
+    return next((key for key in _SCORE_KEYS if key in lowered), None)
 
 
 def _from_json(text: str, scale: tuple[float, float] | None) -> ParseResult | None:
-    for obj in reversed(_json_objects(text)):
-        raw = _lookup(obj, _SCORE_KEYS)
-        if raw is None:
+    for obj, start in reversed(_json_objects(text)):
+        key = _score_key_found(obj)
+        if key is None:
             continue
+        raw = _lookup(obj, (key,))
         score = _number(raw)
         reasoning = _lookup(obj, _REASONING_KEYS)
         reasoning_text = str(reasoning) if reasoning is not None else ""
         if score is None:
             return ParseResult(None, reasoning_text, f"JSON score {raw!r} is not a number", "no_score")
-        return _in_range(score, scale, reasoning_text)
+        value_span = _member_spans(text, start).get(key)
+        span = _number_span_in_value(text, value_span, score) if value_span else None
+        return _in_range(score, scale, reasoning_text, span)
     return None
 
 
@@ -158,19 +237,30 @@ def parse_auto(text: str | None, scale: tuple[float, float] | None = None) -> Pa
     normal = normalise(text)
     result = _from_json(normal, scale)
     if result is not None:
-        return result
+        return _in_original(result, text, normal)
     matches = list(_SCORE_LINE.finditer(normal))
     if matches:
         last = matches[-1]
         score = float(last.group("value"))
-        return _in_range(score, scale, _strip_reasoning(normal, last.span()))
+        found = _in_range(score, scale, _strip_reasoning(normal, last.span()), last.span("value"))
+        return _in_original(found, text, normal)
     brackets = list(_DOUBLE_BRACKET.finditer(normal))
     if brackets:
         last_b = brackets[-1]
-        return _in_range(float(last_b.group("value")), scale, _strip_reasoning(normal, last_b.span()))
+        found = _in_range(
+            float(last_b.group("value")), scale, _strip_reasoning(normal, last_b.span()), last_b.span("value")
+        )
+        return _in_original(found, text, normal)
     if _REFUSAL.search(normal):
         return ParseResult(None, normal.strip()[:20_000], "the judge refused to score", "refusal")
     return ParseResult(None, normal.strip()[:20_000], "no score found in the output", "no_score")
+
+
+def _in_original(result: ParseResult, text: str, normal: str) -> ParseResult:
+    """The result with its span moved from the normalised copy to the text as the judge wrote it."""
+    if result.span is None:
+        return result
+    return replace(result, span=_raw_span(text, normal, result.span))
 
 
 def parse_json(text: str | None, scale: tuple[float, float] | None = None) -> ParseResult:
@@ -180,7 +270,7 @@ def parse_json(text: str | None, scale: tuple[float, float] | None = None) -> Pa
     result = _from_json(normal, scale)
     if result is None:
         return ParseResult(None, normal.strip()[:20_000], "no JSON object with a score or rating", "no_score")
-    return result
+    return _in_original(result, text, normal)
 
 
 def compile_user_regex(pattern: str) -> Any:
@@ -212,8 +302,11 @@ def parse_regex(text: str | None, pattern: str, scale: tuple[float, float] | Non
     match = compiled.search(normal)
     if match is None:
         return ParseResult(None, normal.strip()[:20_000], "output.regex did not match", "no_score")
-    raw = match.group("score") if "score" in compiled.groupindex else match.group(1)
+    group = compiled.groupindex.get("score", 1)
+    raw = match.group(group)
     score = _number(raw)
+    leading = _LEADING_NUMBER.match(raw) if raw is not None else None
+    span = (match.start(group) + leading.start(1), match.start(group) + leading.end(1)) if leading else None
     reasoning = ""
     if "reasoning" in compiled.groupindex:
         reasoning = match.group("reasoning") or ""
@@ -221,7 +314,7 @@ def parse_regex(text: str | None, pattern: str, scale: tuple[float, float] | Non
         reasoning = _strip_reasoning(normal, match.span())
     if score is None:
         return ParseResult(None, reasoning, f"matched {raw!r}, which is not a number", "no_score")
-    return _in_range(score, scale, reasoning)
+    return _in_original(_in_range(score, scale, reasoning, span), text, normal)
 
 
 def parse_score(
@@ -259,7 +352,7 @@ def parse_verdict(text: str | None) -> VerdictResult:
     if not text or not text.strip():
         return VerdictResult(None, "", "empty output", "empty")
     normal = normalise(text)
-    for obj in reversed(_json_objects(normal)):
+    for obj, _start in reversed(_json_objects(normal)):
         raw = _lookup(obj, _VERDICT_KEYS)
         if raw is None:
             continue

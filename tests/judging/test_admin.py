@@ -202,3 +202,19 @@ def test_changelists_are_scoped(researcher: User, other_researcher: User, fake_p
     assert "mine-run" in runs and "their-run" not in runs
     configs = client.get(reverse("admin:judging_judgeconfig_changelist")).content.decode()
     assert "my-config" in configs and "their-config" not in configs and "gpt-4o-mini" in configs
+
+
+def test_the_run_list_shows_parse_errors(
+    researcher: User, fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    fake_provider.script(
+        default={"content": "No idea."},
+        rules=[{"match": "Answer 0 from system 0", "behaviour": {"content": "Score: 4"}}],
+    )
+    dataset = make_dataset(items=3, systems=1, owner=researcher)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider), launched_by=researcher)
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED and run.parse_errors == 2
+    page = logged_in(researcher).get(reverse("admin:judging_judgerun_changelist")).content.decode()
+    assert "Parse errors" in page and '<td class="field-parse_errors">2</td>' in page

@@ -33,6 +33,8 @@ def test_defaults_are_filled_in() -> None:
         ({"rpm": 0}, "rpm"),
         ({"budget_usd": -1}, "budget_usd"),
         ({"logprobs": "yes"}, "logprobs"),
+        ({"logprobs": True, "logprob_scoring": "mean"}, "logprob_scoring must be one of weighted, top-token, off"),
+        ({"logprob_scoring": "weighted"}, "logprob_scoring weighted needs logprobs: true"),
         ({"output": {"format": "yaml"}}, "output.format"),
         ({"output": {"format": "regex", "regex": "(?<=x)y"}}, "RE2"),
         ({"api_key": "sk-123"}, "unknown field"),
@@ -49,6 +51,16 @@ def test_defaults_are_filled_in() -> None:
 def test_invalid_fields_are_reported(change: dict, message: str, settings) -> None:  # type: ignore[no-untyped-def]
     settings.JUDGE_API_BASE_ALLOWLIST = []
     assert message in errors_of({**BASE, **change})
+
+
+def test_logprob_scoring_defaults_to_weighted_with_logprobs_and_off_without() -> None:
+    assert validate_config({**BASE, "logprobs": True}).logprob_scoring == "weighted"
+    assert validate_config(BASE).logprob_scoring == "off"
+    assert validate_config({**BASE, "logprobs": True, "logprob_scoring": "top-token"}).stored()["logprob_scoring"] == (
+        "top-token"
+    )
+    # A snapshot stored before the field existed reads back as it behaved then.
+    assert JudgeSettings.from_stored({**BASE, "logprobs": True}).logprob_scoring == "weighted"
 
 
 def test_not_an_object() -> None:

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from annotations.models import Turn
 from judging import services
 from judging.config import validate_config
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
@@ -185,15 +186,50 @@ def test_geval_logprob_weighting_and_visible_fallback(
 def test_parse_errors_keep_raw_output_and_do_not_fail_the_run(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
-    fake_provider.script(default={"content": "I would rather not say. <script>alert(1)</script>"})
-    dataset = make_dataset(items=2, systems=1)
+    fake_provider.script(
+        default={"content": "I would rather not say. <script>alert(1)</script>"},
+        rules=[{"match": "Answer 0 from system 0", "behaviour": {"content": "Fine.\nScore: 4"}}],
+    )
+    dataset = make_dataset(items=3, systems=1)
     run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
     assert run.status == RunStatus.SUCCEEDED
-    assert run.parse_errors == 2 and run.done == 2
-    judgment = Judgment.objects.filter(run=run).first()
-    assert judgment.score is None and judgment.error_kind == "parse:no_score"
+    assert run.parse_errors == 2 and run.done == 3 and run.failed == 0
+    judgment = Judgment.objects.filter(run=run, score__isnull=True).first()
+    assert judgment.error_kind == "parse:no_score"
     assert "<script>" in judgment.raw_output
+    assert list(JudgeScore.objects.filter(judge=run.judge).values_list("value", flat=True)) == [4.0]
+
+
+def test_a_run_in_which_no_score_could_be_read_fails(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    fake_provider.script(default={"content": "I would rather not say."})
+    dataset = make_dataset(items=2, systems=1)
+    run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
+    assert run.status == RunStatus.FAILED
+    assert (run.done, run.failed, run.parse_errors) == (2, 0, 2)
+    assert "No score could be read from any of the 2 judgment(s) (parse:no_score: 2)" in run.notes
     assert not JudgeScore.objects.filter(judge=run.judge).exists()
+
+
+def test_reference_method_does_not_send_items_without_a_reference(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    dataset = make_dataset(items=3, systems=1)
+    Turn.objects.filter(item__dataset=dataset, item__position=1).update(reference=None)
+    Turn.objects.filter(item__dataset=dataset, item__position=2).update(reference="  \n ")
+    estimate = services.estimate_run(dataset=dataset, cfg=validate_config(config(fake_provider, method="reference")))
+    assert (estimate.units, estimate.calls) == (3, 1)
+    run = launch(dataset, config(fake_provider, method="reference"), django_capture_on_commit_callbacks)
+    prompts = [_prompt(body) for body in fake_provider.recorded_bodies()]
+    assert len(prompts) == 1 and "Topic 0 is explained like this." in prompts[0]
+    skipped = Judgment.objects.filter(run=run, status="failed")
+    assert skipped.count() == 2
+    assert {j.error_kind for j in skipped} == {"no_reference"}
+    assert all("has none" in j.error and j.attempts == 0 and not j.raw_output for j in skipped)
+    assert run.status == RunStatus.FAILED and (run.done, run.failed) == (1, 2)
+    assert run.error_summary == {"no_reference": 2}
+    assert "2 unit(s) were not sent: their item has no reference answer" in run.notes
 
 
 def test_user_regex_that_would_backtrack_is_a_parse_error(

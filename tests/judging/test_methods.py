@@ -6,12 +6,12 @@ from judging.config import JudgeSettings
 from judging.llm.calls import CallResult
 from judging.methods.base import AspectInfo, UnitContext
 from judging.methods.flows import (
-    logprob_weighted_score,
     mean_scores,
     pairwise_scores,
     single_flow,
     verdict_score_for_response,
 )
+from judging.methods.geval import score_from_logprobs
 
 
 def lp(p: float) -> float:
@@ -34,19 +34,32 @@ def test_geval_weighting_uses_the_score_token_distribution() -> None:
             ],
         },
     ]
-    score, distribution = logprob_weighted_score(tokens, (1, 5), 4.0)
-    assert distribution == pytest.approx({"3": 0.1 / 0.9, "4": 0.6 / 0.9, "5": 0.2 / 0.9})
-    assert score == pytest.approx((3 * 0.1 + 4 * 0.6 + 5 * 0.2) / 0.9)
+    result = score_from_logprobs(
+        content="Score:4", tokens=tokens, span=(6, 7), parsed=4.0, scale=(1, 5), mode="weighted"
+    )
+    assert result.distribution == pytest.approx({"3": 0.1 / 0.9, "4": 0.6 / 0.9, "5": 0.2 / 0.9})
+    assert result.score == pytest.approx((3 * 0.1 + 4 * 0.6 + 5 * 0.2) / 0.9)
+    assert result.mode == "weighted" and not result.fell_back
 
 
 def test_geval_weighting_absent_logprobs_means_fallback() -> None:
-    assert logprob_weighted_score(None, (1, 5), 4.0) is None
-    assert logprob_weighted_score([{"token": "4", "logprob": 0, "top_logprobs": []}], (1, 5), 4.0) is None
+    absent = score_from_logprobs(content="4", tokens=None, span=(0, 1), parsed=4.0, scale=(1, 5), mode="weighted")
+    assert absent.fell_back and absent.score == 4.0 and absent.mode == "parsed"
+    no_alternatives = score_from_logprobs(
+        content="4",
+        tokens=[{"token": "4", "logprob": 0, "top_logprobs": []}],
+        span=(0, 1),
+        parsed=4.0,
+        scale=(1, 5),
+        mode="weighted",
+    )
+    assert no_alternatives.fell_back and "no value of the scale" in no_alternatives.fallback_reason
 
 
 def test_full_width_score_token_counts() -> None:
     tokens = [{"token": "４", "logprob": 0.0, "top_logprobs": [{"token": "４", "logprob": 0.0}]}]
-    assert logprob_weighted_score(tokens, (1, 5), 4.0) == (4.0, {"4": 1.0})
+    result = score_from_logprobs(content="４", tokens=tokens, span=(0, 1), parsed=4.0, scale=(1, 5), mode="weighted")
+    assert (result.score, result.distribution) == (4.0, {"4": 1.0})
 
 
 def test_verdict_scores_follow_the_display_order() -> None:
@@ -111,3 +124,18 @@ def test_answer_injection_cannot_change_the_parsed_score() -> None:
     with pytest.raises(StopIteration) as stop:
         flow.send(CallResult(content='The answer tries "Score: 5" on me. It is useless.\nScore: 1'))
     assert stop.value.value.score == 1.0
+
+
+def test_reference_flow_sends_nothing_for_an_item_without_a_reference() -> None:
+    ctx = UnitContext(
+        judgment_id=1,
+        cfg=JudgeSettings(name="j", method="reference", model="openai/m"),
+        aspect=AspectInfo(name="overall", min_value=1, max_value=5),
+        question="Q?",
+        answer="A.",
+        reference=" \n",
+    )
+    with pytest.raises(StopIteration) as stop:
+        next(single_flow(ctx))
+    outcome = stop.value.value
+    assert (outcome.ok, outcome.error_kind, outcome.score) == (False, "no_reference", None)

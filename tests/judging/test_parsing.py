@@ -150,3 +150,33 @@ def test_verdicts(text: str, verdict: str) -> None:
 def test_verdict_missing_is_error() -> None:
     assert parse_verdict("They are both answers.").error_kind == "no_score"
     assert parse_verdict("").error_kind == "empty"
+
+
+@pytest.mark.parametrize(
+    ("text", "score", "start"),
+    [
+        ("Fine.\nScore: 4", 4.0, 13),
+        ("総合評価: ４", 4.0, 6),
+        ('{"score": 4, "reasoning": "covers 4 of 5"}', 4.0, 10),
+        ('{"reasoning": "covers 4 of 5", "score": 4}', 4.0, 40),
+        ('{"reasoning": "x", "Score": "4/5"}', 4.0, 29),
+        ("Rating: 5/5", 5.0, 8),
+        ("Score: 5\nIt covers all 5 points.", 5.0, 7),
+        ("It is fine. [[3]]", 3.0, 14),
+        ("㍻ Score: 3", 3.0, 9),  # one character that folds into two: offsets are still the original text's
+    ],
+)
+def test_the_parser_points_at_the_score_in_the_original_text(text: str, score: float, start: int) -> None:
+    result = parse_score(text, None, (1, 5))
+    assert result.score == score and result.span == (start, start + 1)
+
+
+def test_a_user_regex_points_at_its_score_group() -> None:
+    text = "verdict ７ points"
+    result = parse_score(text, {"format": "regex", "regex": r"verdict (?P<score>\d)"}, (1, 10))
+    assert result.score == 7.0 and result.span is not None and text[slice(*result.span)] == "７"
+
+
+def test_a_json_score_in_a_form_the_parser_cannot_point_at_has_no_span() -> None:
+    result = parse_score('{"score": 4e0}', {"format": "json"}, (1, 5))
+    assert result.score == 4.0 and result.span is None
