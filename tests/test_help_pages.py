@@ -64,3 +64,11 @@ def test_unknown_pages_are_not_found(researcher: User, slug: str) -> None:
 def test_the_menu_links_to_help(annotator1: User) -> None:
     html = client_for(annotator1).get(reverse("home")).content.decode()
     assert f'href="{reverse("help-index")}"' in html
+
+
+def test_every_judge_config_field_is_documented() -> None:
+    from judging.methods.judge_settings import JudgeSettings
+
+    reference = (DOCS / "judge-config.md").read_text(encoding="utf-8")
+    undocumented = [name for name in JudgeSettings.model_fields if f"`{name}`" not in reference]
+    assert undocumented == []
