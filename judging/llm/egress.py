@@ -2,15 +2,20 @@
 credential from the environment, only the headers a chat request needs, and the address guard applied to the real
 target of every request right before its connection is made.
 
-Kept apart from `netguard` because httpx costs about 45 ms to import, which every process would pay at start-up
-through the config checks; only a worker that calls a provider needs it.
+Kept apart from `netguard` because httpx (about 45 ms to import) and aiohttp would otherwise be paid by every process
+at start-up through the config checks; only a worker that calls a provider needs them.
 """
 
 from __future__ import annotations
 
-import httpx
+import ipaddress
+import socket
 
-from judging.llm.netguard import check_host
+import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
+
+from judging.llm.netguard import check_addresses, check_host
 
 MAX_CONNECTIONS = 256
 # Everything else is dropped: the OpenAI SDK and litellm add headers from the environment (OPENAI_ORG_ID,
@@ -53,6 +58,25 @@ class GuardedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class GuardedResolver(AbstractResolver):
+    """The aiohttp connector's own DNS lookup, checked like the transport's: the connection uses this answer, not
+    the one `check_host` saw, and a host that answers differently the second time (DNS rebinding) must not reach an
+    internal address."""
+
+    def __init__(self, inner: AbstractResolver | None = None) -> None:
+        self.inner = inner or DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self.inner.resolve(host, port, family)
+        check_addresses(host.lower(), [ipaddress.ip_address(str(r["host"]).split("%")[0]) for r in results])
+        return results
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 def guarded_async_client(

@@ -318,9 +318,10 @@ def _extract_logprobs(response: Any) -> list[dict[str, Any]] | None:
     return tokens
 
 
-def _fast_transport(max_connections: int) -> Any:
-    """litellm's aiohttp transport on a session that reads nothing from the environment: its own factory turns
-    trust_env on when AIOHTTP_TRUST_ENV is set, and then proxies and ~/.netrc credentials apply."""
+def _fast_transport(max_connections: int, resolver: Callable[[], Any]) -> Any:
+    """litellm's aiohttp transport on a session that reads nothing from the environment (its own factory turns
+    trust_env on when AIOHTTP_TRUST_ENV is set, and then proxies and ~/.netrc credentials apply) and resolves
+    hosts through `resolver`."""
     try:
         _litellm()  # configured before any of its submodules is used
         from aiohttp import ClientSession, DummyCookieJar, TCPConnector  # noqa: PLC0415 -- loaded with litellm
@@ -332,7 +333,9 @@ def _fast_transport(max_connections: int) -> Any:
         return None
 
     def session() -> Any:
-        connector = TCPConnector(limit=max_connections, keepalive_timeout=AIOHTTP_KEEPALIVE_TIMEOUT)
+        connector = TCPConnector(
+            limit=max_connections, keepalive_timeout=AIOHTTP_KEEPALIVE_TIMEOUT, resolver=resolver()
+        )
         return ClientSession(connector=connector, cookie_jar=DummyCookieJar(), trust_env=False)
 
     return LiteLLMAiohttpTransport(client=session, session_factory=session)
@@ -377,7 +380,8 @@ class Gateway:
 
             # litellm's aiohttp-based transport costs a third of the CPU per call of httpcore's pool,
             # which rescans every pooled connection per request; redirects stay off either way.
-            http = egress.guarded_async_client(spec.timeout_s, inner=_fast_transport(egress.MAX_CONNECTIONS))
+            inner = _fast_transport(egress.MAX_CONNECTIONS, egress.GuardedResolver)
+            http = egress.guarded_async_client(spec.timeout_s, inner=inner)
             self._http.append(http)
             client = AsyncOpenAI(
                 api_key=api_key,

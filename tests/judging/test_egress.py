@@ -11,14 +11,16 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from evalsite.celery import app as celery_app
 from judging import services
 from judging.config import ConfigError, validate_config
-from judging.llm import netguard
+from judging.llm import egress, gateway, netguard
 from judging.llm.calls import SUPPORTED_PROVIDERS, CallResult, CallSpec
 from judging.llm.gateway import NO_KEY, Gateway, api_base_for
+from judging.llm.netguard import ApiBaseRefused
 from judging.models import JudgeRun, Judgment
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
@@ -355,3 +357,26 @@ def test_without_api_base_the_client_targets_the_fixed_default_not_the_environme
     base_url, api_key, trust_env = asyncio.run(build())
     assert base_url.startswith("https://api.openai.com/v1") and str(internal.port) not in base_url
     assert api_key == NO_KEY and trust_env is False
+
+
+# -- the connection's own DNS answer --------------------------------------------------------------------------
+
+
+def test_the_connectors_own_lookup_is_checked_not_only_the_earlier_one(attack: FakeProvider, settings) -> None:  # type: ignore[no-untyped-def]
+    # The judge client's connector resolves a host again when it connects; a host that answered with a public
+    # address to the first lookup and a private one to this one must still be refused. Here the earlier check is
+    # left out altogether (no GuardedTransport), so only the connector's own lookup stands in the way.
+    url = f"http://localhost:{attack.port}/v1/chat/completions"
+    body = {"model": "m", "messages": MESSAGES}
+
+    async def post() -> int:
+        async with httpx.AsyncClient(transport=gateway._fast_transport(4, egress.GuardedResolver)) as client:
+            return (await client.post(url, json=body)).status_code
+
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    with pytest.raises(ApiBaseRefused):
+        asyncio.run(post())
+    assert attack.snapshot()["calls"] == 0
+    settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.0/8", "::1/128"]
+    assert asyncio.run(post()) == 200
+    assert attack.snapshot()["calls"] == 1
