@@ -1,13 +1,14 @@
 """Judge config validation: the one entry point used by the admin form, the API, the `judge` command and the
 services, so every entry point accepts exactly the same thing. The fields, defaults and rules live in
-`judging.methods.judge_settings`; here they meet the network and the operator's policy on where keys may go."""
+`judging.methods.judge_settings`; here they meet the network, the operator's policy on where keys may go, and
+litellm's own view of a model (which code path its calls would take)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from judging.llm import netguard
-from judging.llm.gateway import KeyNotAllowed, check_default_destination, check_key_destination
+from judging.llm.gateway import KeyNotAllowed, check_key_destination, route_problem
 from judging.methods.judge_settings import (
     LLM_METHODS,
     METHODS,
@@ -36,11 +37,19 @@ def _destination_problems(cfg: dict[str, Any], *, check_network: bool) -> list[s
             )
         except KeyNotAllowed as exc:
             problems.append(str(exc))
-    if check_network and cfg["api_base"] is None and model is not None and cfg.get("method") in LLM_METHODS:
-        try:
-            check_default_destination(model, None)
-        except netguard.ApiBaseRefused as exc:
-            problems.append(f"the default endpoint of {model} is refused: {exc}")
+    return problems
+
+
+def _route_problems(cfg: dict[str, Any], already: list[str]) -> list[str]:
+    """The models whose calls would leave the guarded client, by what litellm itself would do with them."""
+    if cfg.get("method") not in LLM_METHODS:
+        return []
+    models = {cfg.get("model"), cfg.get("summarizer_model") if cfg.get("method") == "summarize_then_judge" else None}
+    problems = []
+    for model in sorted(m for m in models if isinstance(m, str)):
+        problem = route_problem(model)
+        if problem and not any(problem in seen for seen in already):
+            problems.append(problem)
     return problems
 
 
@@ -50,6 +59,7 @@ def validate_config(raw: Any, *, check_network: bool = True) -> JudgeSettings:
         raise ConfigError(["the config must be a JSON object"])
     cfg, errors = normalise_config(raw)
     errors.extend(_destination_problems(cfg, check_network=check_network))
+    errors.extend(_route_problems(cfg, errors))
     if errors:
         raise ConfigError(errors)
     return JudgeSettings.from_normalised(cfg)

@@ -20,7 +20,7 @@ process: `python tests/fakeprovider.py --port 8001 --latency 0.3`, scripted and 
                   [token, {alternative: probability} or null], or of
                   {"bytes": [...], "top": {...}} for a token that is part of a multi-byte character
     usage         {"prompt_tokens": 10, "completion_tokens": 5}
-    redirect_to   URL for a 307 redirect
+    redirect_to   URL for a redirect (307 unless redirect_status says 301, 302, 303 or 308)
 
 Rules (`match` = substring of the request's messages) apply before the default, optionally a
 limited number of `times`. `faults` injects transient failures on the first attempt of a
@@ -260,7 +260,8 @@ class FakeProvider:
 
     def _render(self, body: dict[str, Any], key: str, behaviour: Behaviour) -> web.Response:
         if behaviour.get("redirect_to"):
-            return web.Response(status=307, headers={"Location": str(behaviour["redirect_to"])})
+            status = int(behaviour.get("redirect_status", 307))
+            return web.Response(status=status, headers={"Location": str(behaviour["redirect_to"])})
         status = behaviour.get("status")
         if behaviour.get("error") == "context_length":
             return web.json_response(

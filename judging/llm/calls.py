@@ -10,8 +10,40 @@ from typing import Any
 
 TEMPORARY = frozenset({"timeout", "connection", "rate_limit", "server", "malformed"})
 PERMANENT = frozenset(
-    {"bad_request", "auth", "not_found", "context_length", "refused_host", "redirect", "key_not_allowed"}
+    {
+        "bad_request",
+        "auth",
+        "not_found",
+        "context_length",
+        "refused_host",
+        "redirect",
+        "key_not_allowed",
+        "unsupported_provider",
+    }
 )
+
+# Providers whose requests travel only through the gateway's own HTTP client: redirects off, the address of every
+# connection checked, no proxy, header or key taken from the environment. litellm's other providers use its own
+# client, which follows redirects and reads credentials from the environment by itself, so they are refused.
+# Other vendors are reachable through their OpenAI-compatible endpoint: openai/<model> with that api_base.
+SUPPORTED_PROVIDERS: tuple[str, ...] = ("openai",)
+
+
+def provider_problem(model: str) -> str | None:
+    """Why a model string cannot be called, or None when its provider is supported."""
+    supported = ", ".join(f"{name}/" for name in SUPPORTED_PROVIDERS)
+    prefix, slash, name = model.partition("/")
+    if not slash or not name:
+        return f"model {model!r} must start with its provider; supported providers: {supported}"
+    if prefix not in SUPPORTED_PROVIDERS:
+        return (
+            f"provider {prefix!r} (model {model!r}) is not supported; supported providers: {supported} "
+            "(other vendors through their OpenAI-compatible endpoint as api_base)"
+        )
+    if name.startswith("responses/"):
+        # litellm sends these through the Responses API with its own client, not ours.
+        return f"model {model!r} would use the Responses API, which is not supported; name a chat model"
+    return None
 
 
 @dataclass(frozen=True)

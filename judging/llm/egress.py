@@ -1,15 +1,46 @@
-"""The HTTP client that judge requests to OpenAI-compatible endpoints go through: redirects off, and the
-address guard applied to the real target of every request right before its connection is made.
+"""The HTTP client that judge requests to OpenAI-compatible endpoints go through: redirects off, no proxy or
+credential from the environment, only the headers a chat request needs, and the address guard applied to the real
+target of every request right before its connection is made.
 
-Kept apart from `netguard` because httpx costs about 45 ms to import, which every process would pay at start-up
-through the config checks; only a worker that calls a provider needs it.
+Kept apart from `netguard` because httpx (about 45 ms to import) and aiohttp would otherwise be paid by every process
+at start-up through the config checks; only a worker that calls a provider needs them.
 """
 
 from __future__ import annotations
 
-import httpx
+import ipaddress
+import socket
 
-from judging.llm.netguard import check_host
+import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
+
+from judging.llm.netguard import check_addresses, check_host
+
+MAX_CONNECTIONS = 256
+# Everything else is dropped: the OpenAI SDK and litellm add headers from the environment (OPENAI_ORG_ID,
+# OPENAI_PROJECT_ID, OPENAI_ORGANIZATION, OPENAI_CUSTOM_HEADERS), which would travel to whatever api_base a
+# researcher typed. The only credential a request carries is the Authorization header built from api_key_env.
+_SENDABLE_HEADERS = frozenset(
+    {
+        "host",
+        "accept",
+        "accept-encoding",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "idempotency-key",
+        "transfer-encoding",
+        "user-agent",
+    }
+)
+_SENDABLE_PREFIXES = ("x-stainless-",)
+
+
+def _sendable(name: str) -> bool:
+    name = name.lower()
+    return name in _SENDABLE_HEADERS or name.startswith(_SENDABLE_PREFIXES)
 
 
 class GuardedTransport(httpx.AsyncBaseTransport):
@@ -21,20 +52,44 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         port = request.url.port or (443 if request.url.scheme == "https" else 80)
         check_host(request.url.host, port)
+        for name in [name for name in request.headers if not _sendable(name)]:
+            del request.headers[name]
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
 
+class GuardedResolver(AbstractResolver):
+    """The aiohttp connector's own DNS lookup, checked like the transport's: the connection uses this answer, not
+    the one `check_host` saw, and a host that answers differently the second time (DNS rebinding) must not reach an
+    internal address."""
+
+    def __init__(self, inner: AbstractResolver | None = None) -> None:
+        self.inner = inner or DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self.inner.resolve(host, port, family)
+        check_addresses(host.lower(), [ipaddress.ip_address(str(r["host"]).split("%")[0]) for r in results])
+        return results
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
 def guarded_async_client(
-    timeout: float, max_connections: int = 256, inner: httpx.AsyncBaseTransport | None = None
+    timeout: float, max_connections: int = MAX_CONNECTIONS, inner: httpx.AsyncBaseTransport | None = None
 ) -> httpx.AsyncClient:
     if inner is None:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         inner = httpx.AsyncHTTPTransport(limits=limits)
+    # No setting from the environment: a proxy taken from HTTP(S)_PROXY/ALL_PROXY would receive the key and sit
+    # outside the address check. httpx skips them already when given a transport; this keeps it so if that changes.
     return httpx.AsyncClient(
         transport=GuardedTransport(inner),
         follow_redirects=False,
+        trust_env=False,
         timeout=httpx.Timeout(timeout),
     )

@@ -6,10 +6,15 @@ with exponential backoff, full jitter and the provider's Retry-After; permanent 
 404, context length, refused host, redirects) fail at once. The slot is released while waiting
 between attempts so a backing-off call never blocks others.
 
+Egress: only the providers in `calls.SUPPORTED_PROVIDERS` are called, each through our own OpenAI client on the
+guarded HTTP client of `egress` (redirects off, every connection's address checked, no proxy or header from the
+environment), with an explicit base URL so neither the SDK nor litellm can pick one from the environment. Any
+other model is refused before a connection is made.
+
 Keys: only the environment variable named by the config is ever read, and it is always passed
-explicitly, so litellm never falls back to some other key from the environment (e.g. sending
-OPENAI_API_KEY to an api_base a researcher typed in). A key goes to a custom api_base only when
-the operator's JUDGE_API_KEY_HOSTS binds that variable to that host.
+explicitly (a placeholder when none is named), so neither litellm nor the SDK falls back to some other key from
+the environment (e.g. sending OPENAI_API_KEY to an api_base a researcher typed in). A key goes to a custom
+api_base only when the operator's JUDGE_API_KEY_HOSTS binds that variable to that host.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any
 from django.conf import settings
 
 from judging.llm import netguard
-from judging.llm.calls import TEMPORARY, CallResult, CallSpec
+from judging.llm.calls import TEMPORARY, CallResult, CallSpec, provider_problem
 from judging.llm.ratelimit import Lease, Limiter, Limits, LocalLimiter
 
 
@@ -49,6 +54,9 @@ def _litellm() -> Any:
         logging.getLogger(name).setLevel(logging.WARNING)
     litellm.suppress_debug_info = True
     litellm.drop_params = True  # e.g. logprobs on a provider without them: dropped, and we fall back visibly
+    # Its aiohttp transport otherwise looks up HTTP(S)_PROXY per request, and a proxy would receive the key.
+    litellm.aiohttp_trust_env = False
+    litellm.disable_aiohttp_trust_env = True
     return litellm
 
 
@@ -78,47 +86,52 @@ def _key_hosts() -> dict[str, set[str]]:
     return hosts
 
 
-# Where a provider's requests go when a config gives no api_base (litellm's built-in endpoint).
-_PROVIDER_HOSTS = {
-    "openai": "api.openai.com",
-    "anthropic": "api.anthropic.com",
-    "gemini": "generativelanguage.googleapis.com",
-    "mistral": "api.mistral.ai",
-    "groq": "api.groq.com",
-    "deepseek": "api.deepseek.com",
-}
+# Where a supported provider's requests go when a config gives no api_base. Always passed explicitly: left unset,
+# the SDK and litellm would take OPENAI_BASE_URL or OPENAI_API_BASE from the environment instead.
+DEFAULT_API_BASES = {"openai": "https://api.openai.com/v1"}
+# litellm reads this itself and then bypasses the client we hand it.
+_CLIENT_BYPASS_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 
 
-def default_api_base(model: str) -> str | None:
-    """The base URL litellm picks for a model without api_base, when it has one (ollama: http://localhost:11434)."""
-    try:
-        return _litellm().get_llm_provider(model)[3] or None
-    except Exception:
-        return None
+class ProviderNotSupported(ValueError):
+    pass
+
+
+def _provider_prefix(model: str) -> str:
+    return model.partition("/")[0]
+
+
+def api_base_for(model: str, api_base: str | None) -> str | None:
+    return api_base or DEFAULT_API_BASES.get(_provider_prefix(model))
 
 
 def destination_host(model: str | None, api_base: str | None) -> str | None:
-    if api_base:
-        return netguard.url_host(api_base)
-    if not model:
-        return None
-    base = default_api_base(model)
-    return netguard.url_host(base) if base else _PROVIDER_HOSTS.get(provider_of(model))
+    base = api_base_for(model, api_base) if model else api_base
+    return netguard.url_host(base) if base else None
 
 
-def check_default_destination(model: str, api_base: str | None) -> None:
-    """Without api_base, litellm's own default endpoint must pass the same address check as a typed one."""
-    if not api_base:
-        base = default_api_base(model)
-        if base:
-            netguard.validate_api_base(base)
+def route_problem(model: str) -> str | None:
+    """Why a call to this model would not go through our guarded client, or None.
+
+    The model string's own prefix must be supported, litellm must agree on the provider (it alone picks the code
+    path), and litellm must not send the model through its Responses API bridge, which uses its own client."""
+    problem = provider_problem(model)
+    if problem:
+        return problem
+    if provider_of(model) not in DEFAULT_API_BASES:
+        return f"model {model!r} is not routed to a supported provider"
+    if _model_info(model).get("mode") == "responses":
+        return f"model {model!r} would use the Responses API, which is not supported; name a chat model"
+    if os.environ.get(_CLIENT_BYPASS_ENV, "").strip().lower() not in ("", "0", "false", "no", "off"):
+        return f"{_CLIENT_BYPASS_ENV} is set, which makes litellm bypass the guarded HTTP client"
+    return None
 
 
 def check_key_destination(api_key_env: str | None, api_base: str | None, model: str | None = None) -> None:
     """A key goes only to its own provider: its default host, or a host the operator bound to it.
 
-    Without api_base the destination is the model's provider endpoint, so OPENAI_API_KEY cannot ride along to
-    api.anthropic.com, nor an unrelated secret such as SECRET_KEY to any provider."""
+    Without api_base the destination is the model's provider endpoint, so ANTHROPIC_API_KEY cannot ride along to
+    api.openai.com, nor an unrelated secret such as SECRET_KEY to any provider."""
     if not api_key_env or (not api_base and not model):
         return
     host = destination_host(model, api_base)
@@ -130,6 +143,8 @@ def check_key_destination(api_key_env: str | None, api_base: str | None, model: 
 
 
 def api_key_for(api_key_env: str | None) -> str:
+    """The named variable's value, else a placeholder: never None, which the SDK and litellm would replace with
+    OPENAI_API_KEY from the environment."""
     if api_key_env:
         return os.environ.get(api_key_env, "") or NO_KEY
     return NO_KEY
@@ -144,12 +159,16 @@ def provider_of(model: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
+def _model_info(model: str) -> dict[str, Any]:
+    try:
+        return dict(_litellm().get_model_info(model))
+    except Exception:
+        return {}
+
+
 def model_known(model: str) -> bool:
     """Whether litellm has prices for this model (else costs are unknown, never 0)."""
-    try:
-        info = _litellm().get_model_info(model)
-    except Exception:
-        return False
+    info = _model_info(model)
     return bool(info.get("input_cost_per_token") is not None or info.get("output_cost_per_token") is not None)
 
 
@@ -226,6 +245,8 @@ def classify(exc: BaseException) -> str:
         return "refused_host"
     if any(isinstance(e, KeyNotAllowed) for e in chain):
         return "key_not_allowed"
+    if any(isinstance(e, ProviderNotSupported) for e in chain):
+        return "unsupported_provider"
     if isinstance(exc, litellm.ContextWindowExceededError):
         return "context_length"
     if isinstance(exc, litellm.Timeout) or any(isinstance(e, asyncio.TimeoutError | TimeoutError) for e in chain):
@@ -299,14 +320,27 @@ def _extract_logprobs(response: Any) -> list[dict[str, Any]] | None:
     return tokens
 
 
-def _fast_transport() -> Any:
+def _fast_transport(max_connections: int, resolver: Callable[[], Any]) -> Any:
+    """litellm's aiohttp transport on a session that reads nothing from the environment (its own factory turns
+    trust_env on when AIOHTTP_TRUST_ENV is set, and then proxies and ~/.netrc credentials apply) and resolves
+    hosts through `resolver`."""
     try:
         _litellm()  # configured before any of its submodules is used
-        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler  # noqa: PLC0415 -- litellm: see _litellm
-
-        return AsyncHTTPHandler.create_async_transport()
+        from aiohttp import ClientSession, DummyCookieJar, TCPConnector  # noqa: PLC0415 -- loaded with litellm
+        from litellm.constants import AIOHTTP_KEEPALIVE_TIMEOUT  # noqa: PLC0415 -- litellm: see _litellm
+        from litellm.llms.custom_httpx.aiohttp_transport import (  # noqa: PLC0415 -- litellm: see _litellm
+            LiteLLMAiohttpTransport,
+        )
     except Exception:  # an older or newer litellm without it: plain httpx still works
         return None
+
+    def session() -> Any:
+        connector = TCPConnector(
+            limit=max_connections, keepalive_timeout=AIOHTTP_KEEPALIVE_TIMEOUT, resolver=resolver()
+        )
+        return ClientSession(connector=connector, cookie_jar=DummyCookieJar(), trust_env=False)
+
+    return LiteLLMAiohttpTransport(client=session, session_factory=session)
 
 
 def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -> float:
@@ -336,12 +370,10 @@ class Gateway:
         self._clients: dict[tuple[str, float, str], Any] = {}
         self._http: list[Any] = []
 
-    def _client_for(self, spec: CallSpec) -> Any:
-        """Our own OpenAI client for OpenAI-compatible endpoints: no SDK retries, no redirects."""
-        if provider_of(spec.model) != "openai":
-            return None
+    def _client_for(self, spec: CallSpec, api_base: str) -> Any:
+        """Our own OpenAI client on the guarded HTTP client: no SDK retries, no redirects, no proxies."""
         api_key = api_key_for(spec.api_key_env)
-        key = (spec.api_base or "", spec.timeout_s, api_key)
+        key = (api_base, spec.timeout_s, api_key)
         client = self._clients.get(key)
         if client is None:
             from openai import AsyncOpenAI  # noqa: PLC0415 -- ~1.1 s to import; litellm has loaded it by now
@@ -350,11 +382,12 @@ class Gateway:
 
             # litellm's aiohttp-based transport costs a third of the CPU per call of httpcore's pool,
             # which rescans every pooled connection per request; redirects stay off either way.
-            http = egress.guarded_async_client(spec.timeout_s, inner=_fast_transport())
+            inner = _fast_transport(egress.MAX_CONNECTIONS, egress.GuardedResolver)
+            http = egress.guarded_async_client(spec.timeout_s, inner=inner)
             self._http.append(http)
             client = AsyncOpenAI(
                 api_key=api_key,
-                base_url=spec.api_base or None,
+                base_url=api_base,
                 http_client=http,
                 max_retries=0,
                 timeout=spec.timeout_s,
@@ -369,24 +402,27 @@ class Gateway:
         self._clients.clear()
 
     async def _attempt(self, spec: CallSpec) -> Any:
+        # Checked again here, not only when the config was saved: a stored config or run snapshot may predate
+        # these rules, and litellm's own client must never see a request.
+        problem = route_problem(spec.model)
+        if problem:
+            raise ProviderNotSupported(problem)
+        api_base = api_base_for(spec.model, spec.api_base)
+        if api_base is None:  # route_problem has vouched for the provider, whose default base is known
+            raise ProviderNotSupported(f"no endpoint is known for {spec.model!r}")
         if spec.api_base:
             netguard.validate_api_base(spec.api_base)
-        else:
-            check_default_destination(spec.model, spec.api_base)
         check_key_destination(spec.api_key_env, spec.api_base, spec.model)
-        kwargs: dict[str, Any] = dict(spec.params())
-        client = self._client_for(spec)
-        if client is not None:
-            kwargs["client"] = client
         return await _litellm().acompletion(
             model=spec.model,
             messages=spec.messages,
-            api_base=spec.api_base or None,
+            api_base=api_base,
             api_key=api_key_for(spec.api_key_env),
+            client=self._client_for(spec, api_base),
             timeout=spec.timeout_s,
             max_retries=0,
             num_retries=0,
-            **kwargs,
+            **spec.params(),
         )
 
     async def call(self, spec: CallSpec) -> CallResult:

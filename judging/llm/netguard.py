@@ -105,7 +105,11 @@ def check_host(host: str, port: int) -> None:
         literal: IPAddress | None = ipaddress.ip_address(host)
     except ValueError:
         literal = None
-    addresses = [literal] if literal is not None else resolve(host, port)
+    check_addresses(host, [literal] if literal is not None else resolve(host, port))
+
+
+def check_addresses(host: str, addresses: list[IPAddress]) -> None:
+    """The addresses a host resolved to, as the connection will use them."""
     if not addresses:
         raise ApiBaseRefused(f"host {host!r} resolves to no address")
     if _allowed_by_list(host, addresses):

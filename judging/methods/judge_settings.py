@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, model_validator
 
 from judging.factscore.options import FactScoreOptions, validate_options
+from judging.llm.calls import provider_problem
 from judging.methods.metrics import METRICS
 from judging.methods.parsing import RegexRejected, compile_user_regex
 from judging.methods.prompts import placeholders_in
@@ -221,6 +222,8 @@ def _check_method_fields(cfg: dict[str, Any], method: Any, model: Any, errors: l
         summarizer = cfg["summarizer_model"] or model
         if not isinstance(summarizer, str) or not _MODEL.match(summarizer):
             errors.append("summarizer_model must be a litellm model string")
+        elif summarizer != model and (problem := provider_problem(summarizer)):
+            errors.append(f"summarizer_model: {problem}")
         cfg["summarizer_model"] = summarizer
     else:
         _optional_string(cfg, "summarizer_model", errors)
@@ -271,6 +274,8 @@ def normalise_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if method in LLM_METHODS:
         if not isinstance(model, str) or not _MODEL.match(model):
             errors.append("model must be a litellm model string such as openai/gpt-4o-mini")
+        elif problem := provider_problem(model):
+            errors.append(problem)
     elif model is not None and not isinstance(model, str):
         errors.append("model must be a string")
     if cfg["api_base"] is not None and not isinstance(cfg["api_base"], str):

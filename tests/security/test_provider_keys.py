@@ -190,7 +190,7 @@ def test_private_metadata_and_odd_api_bases_are_refused(api_base: str, settings)
 @pytest.mark.parametrize(
     ("model", "key_env"),
     [
-        ("anthropic/claude-3-haiku-20240307", "OPENAI_API_KEY"),  # a key riding along to another provider
+        ("openai/gpt-4o-mini", "ANTHROPIC_API_KEY"),  # a key riding along to another provider
         ("openai/gpt-4o-mini", "SECRET_KEY"),  # an unrelated secret sent as a bearer token
         ("openai/gpt-4o-mini", "AWS_SECRET_ACCESS_KEY"),
         ("openai/gpt-4o-mini", "CANARY_API_KEY"),  # bound to 127.0.0.1, not to api.openai.com
@@ -201,10 +201,11 @@ def test_a_key_never_goes_to_another_providers_default_endpoint(model: str, key_
         validate_config({"name": "x", "method": "single", "model": model, "api_key_env": key_env})
 
 
-def test_default_endpoints_on_loopback_are_refused(keyed, settings) -> None:  # type: ignore[no-untyped-def]
+def test_providers_with_a_default_endpoint_on_loopback_are_refused(keyed, settings) -> None:  # type: ignore[no-untyped-def]
     settings.JUDGE_API_BASE_ALLOWLIST = []
-    with pytest.raises(ConfigError, match="default endpoint"):
-        validate_config({"name": "x", "method": "single", "model": "ollama/llama3"})
+    for model in ("ollama/llama3", "ollama_chat/llama3", "langflow/flow"):
+        with pytest.raises(ConfigError, match="not supported"):
+            validate_config({"name": "x", "method": "single", "model": model})
 
 
 def test_without_api_key_env_no_environment_key_is_sent(own, keyed, eager, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
