@@ -10,7 +10,7 @@ from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from annotations.models import Campaign
+from annotations.models import AssignmentStatus, Campaign, Dataset, Item, Rater, Rating, Response
 from annotations.selectors import datasets_for_user
 from judging.models import JudgeConfig, JudgeRun, Judgment, JudgmentStatus
 
@@ -40,6 +40,66 @@ def judge_run_for_user_or_404(user: User, pk: int) -> JudgeRun:
 
 def campaigns_of_dataset(dataset_id: int) -> QuerySet[Campaign]:
     return Campaign.objects.filter(dataset_id=dataset_id).order_by("name")
+
+
+@dataclass(frozen=True)
+class CampaignFill:
+    campaign: Campaign
+    slots_total: int
+    slots_submitted: int
+    slots_leased: int
+
+    @property
+    def percent(self) -> float:
+        return round(100.0 * self.slots_submitted / self.slots_total, 1) if self.slots_total else 100.0
+
+
+def campaign_fills_of_dataset(dataset: Dataset) -> list[CampaignFill]:
+    """Each campaign of the dataset with how many of its rater slots are submitted and held, in one query."""
+    campaigns = (
+        Campaign.objects.filter(dataset=dataset)
+        .order_by("name")
+        .annotate(
+            slots_total=Count("assignments"),
+            slots_submitted=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED)),
+            slots_leased=Count("assignments", filter=Q(assignments__status=AssignmentStatus.LEASED)),
+        )
+    )
+    return [
+        CampaignFill(
+            campaign=campaign,
+            slots_total=campaign.slots_total,  # type: ignore[attr-defined]
+            slots_submitted=campaign.slots_submitted,  # type: ignore[attr-defined]
+            slots_leased=campaign.slots_leased,  # type: ignore[attr-defined]
+        )
+        for campaign in campaigns
+    ]
+
+
+def judge_runs_of_dataset(dataset: Dataset) -> QuerySet[JudgeRun]:
+    return JudgeRun.objects.filter(dataset=dataset).select_related("judge", "campaign").order_by("-created_at")
+
+
+@dataclass(frozen=True)
+class DatasetCounts:
+    items: int
+    answers: int
+    raters_imported: int
+    raters_app: int
+    ratings: int
+
+
+def dataset_counts(dataset: Dataset) -> DatasetCounts:
+    raters = Rater.objects.filter(dataset=dataset).aggregate(
+        imported=Count("pk", filter=Q(user__isnull=True)), app=Count("pk", filter=Q(user__isnull=False))
+    )
+    return DatasetCounts(
+        items=Item.objects.filter(dataset=dataset).count(),
+        answers=Response.objects.filter(turn__item__dataset=dataset).count(),
+        raters_imported=raters["imported"],
+        raters_app=raters["app"],
+        ratings=Rating.objects.filter(rater__dataset=dataset).count(),
+    )
 
 
 @dataclass(frozen=True)

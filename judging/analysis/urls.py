@@ -1,9 +1,11 @@
 from django.urls import path
 
+from judging.analysis import overview
 from judging.analysis import views as dashboard_views
 
 urlpatterns = [
     path("", dashboard_views.dashboard_index, name="dashboard-index"),
+    path("<int:dataset_id>/overview/", overview.dataset_overview, name="dashboard-overview"),
     path("<int:dataset_id>/", dashboard_views.dataset_page, name="dashboard-dataset"),
     path(
         "<int:dataset_id>/tables/<slug:table>.<slug:fmt>",

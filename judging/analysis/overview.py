@@ -1,0 +1,28 @@
+"""The dataset overview: the researcher's map of the whole loop for one dataset (its rubric, campaigns, judge runs,
+statistics pages and exports), each linked to the page where the work happens."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from judging import selectors
+from judging.analysis.selectors import dataset_for_stats_or_404
+from judging.analysis.views import researcher_required
+
+
+@require_GET
+@researcher_required
+def dataset_overview(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    context = {
+        "dataset": dataset,
+        "page": "overview",
+        "counts": selectors.dataset_counts(dataset),
+        "aspects": list(dataset.aspects.order_by("position")),
+        "rubric_source": getattr(getattr(dataset, "rubric", None), "source", ""),
+        "campaigns": selectors.campaign_fills_of_dataset(dataset),
+        "runs": list(selectors.judge_runs_of_dataset(dataset)),
+    }
+    return render(request, "dashboard/overview.html", context)

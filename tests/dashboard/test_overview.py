@@ -1,0 +1,103 @@
+"""The dataset overview: rubric, campaigns with their fill, judge runs with status and cost, and the links onward."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from annotations.campaign_services import assignment_claim, submission_create
+from annotations.models import Dataset
+from judging.models import Judge, JudgeKind, JudgeRun, RunStatus
+from tests.annotate.factories import make_campaign, make_dataset
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(user: User | None) -> Client:
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def world(researcher: User, annotator1: User, annotator2: User) -> dict:
+    dataset = make_dataset("overview set", owner=researcher, items=2, systems=2)
+    campaign = make_campaign(dataset, [annotator1, annotator2], name="pilot Ξ", raters_per_item=2)
+    assert assignment_claim(campaign=campaign, user=annotator1) is not None
+    judge = Judge.objects.create(dataset=dataset, name="geval <mini>", kind=JudgeKind.RUN, params={})
+    run = JudgeRun.objects.create(
+        judge=judge,
+        dataset=dataset,
+        config_snapshot={"name": "geval <mini>", "method": "single", "model": "openai/gpt-4o-mini"},
+        method="single",
+        status=RunStatus.FAILED,
+        total=4,
+        done=1,
+        failed=3,
+        parse_errors=2,
+        cost_usd=0.0123,
+    )
+    return {"dataset": dataset, "campaign": campaign, "run": run}
+
+
+def test_owner_sees_the_whole_loop_of_the_dataset(researcher: User, world: dict) -> None:
+    dataset: Dataset = world["dataset"]
+    response = client_for(researcher).get(reverse("dashboard-overview", args=[dataset.pk]))
+    assert response.status_code == 200
+    html = response.content.decode()
+    # rubric
+    assert "Factuality" in html and "Amount Info" in html and "<code>NA</code>" in html
+    # campaign with its fill: 2 items x 1 turn = 2 tasks x 2 raters = 4 slots, one leased, none submitted
+    assert reverse("campaign-progress", args=[world["campaign"].pk]) in html
+    assert "pilot Ξ" in html and "0 / 4 (0.0%)" in html
+    # judge run: status, counts, cost, a link to its run page and to its comparison with the humans
+    assert reverse("admin:judging_judgerun_change", args=[world["run"].pk]) in html
+    assert "geval &lt;mini&gt;" in html and "geval <mini>" not in html
+    assert "1 / 4" in html and "2 parse errors" in html and "0.0123" in html
+    assert "?judge=geval%20%3Cmini%3E" in html
+    # onward links
+    for name in ("dashboard-dataset", "dashboard-judges", "dashboard-calibrate", "admin:judging_dataset_launch"):
+        assert reverse(name, args=[dataset.pk]) in html
+
+
+def test_the_menu_and_the_dataset_list_lead_to_the_overview(researcher: User, world: dict) -> None:
+    html = client_for(researcher).get(reverse("dashboard-index")).content.decode()
+    assert reverse("dashboard-overview", args=[world["dataset"].pk]) in html
+    for name in ("dashboard-index", "admin:annotations_campaign_changelist", "admin:judging_judgerun_changelist"):
+        assert f'href="{reverse(name)}"' in html
+
+
+def test_overview_access(researcher: User, annotator1: User, outsider: User, world: dict) -> None:
+    url = reverse("dashboard-overview", args=[world["dataset"].pk])
+    other = User.objects.create_user("other-researcher", password="x" * 20, is_staff=True)
+    anonymous = client_for(None).get(url)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith(reverse("login"))
+    assert client_for(annotator1).get(url).status_code == 403
+    assert client_for(outsider).get(url).status_code == 403
+    assert client_for(other).get(url).status_code == 404
+    assert client_for(researcher).post(url).status_code == 405
+    assert (
+        client_for(researcher).get(reverse("dashboard-overview", args=[world["dataset"].pk + 999])).status_code == 404
+    )
+
+
+def test_overview_counts_ratings_of_the_app(researcher: User, annotator1: User, world: dict) -> None:
+    from tests.annotate.test_services import full_answer
+
+    campaign = world["campaign"]
+    slot = campaign.assignments.get(annotator=annotator1)
+    before = client_for(researcher).get(reverse("dashboard-overview", args=[world["dataset"].pk])).content.decode()
+    assert "imported and 0 app raters" in before
+    submission_create(
+        campaign=campaign,
+        task_id=slot.task_id,
+        user=annotator1,
+        idempotency_key="overview-1",
+        answer=full_answer(slot, annotator1),
+    )
+    after = client_for(researcher).get(reverse("dashboard-overview", args=[world["dataset"].pk])).content.decode()
+    # one app rater now, and one of the 4 slots submitted
+    assert "imported and 1 app raters" in after and "1 / 4 (25.0%)" in after
