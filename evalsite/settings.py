@@ -192,7 +192,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "evalsite API",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The schema maps every endpoint, the researchers' included: it is documentation for researchers' clients.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
 }
 
 # Private addresses that judge api_base may point at (operators list their own gateways here).

@@ -251,12 +251,12 @@ def test_csrf_is_enforced_for_session_uploads(researcher: User) -> None:
 
 
 @pytest.mark.django_db
-def test_openapi_schema_is_served_to_authenticated_users(researcher: User, annotator1: User) -> None:
+def test_openapi_schema_is_served_to_researchers_only(researcher: User, annotator1: User) -> None:
     response = client_for(researcher).get("/api/schema/", {"format": "json"})
     assert response.status_code == 200
     schema = json.loads(response.content)
     assert schema["openapi"].startswith("3.")
     assert {"/api/datasets/", "/api/datasets/import/", "/api/datasets/{id}/export/"} <= set(schema["paths"])
     assert "post" in schema["paths"]["/api/datasets/import/"]
-    assert client_for(annotator1).get("/api/schema/").status_code == 200
+    assert client_for(annotator1).get("/api/schema/").status_code == 403
     assert Client().get("/api/schema/").status_code in (401, 403)

@@ -23,6 +23,8 @@ SAMPLES = [
     ("demo-lfqa", "lfqa_sample.jsonl", "lfqa-multiaspect"),
 ]
 DEMO_RESEARCHER = "researcher"
+# Site administration (user accounts, deleting runs) is kept apart from research work, as it would be in a lab.
+DEMO_ADMIN = "site-admin"
 DEMO_ANNOTATORS = ["annotator1", "annotator2", "annotator3"]
 
 
@@ -40,6 +42,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         researcher = self._account(DEMO_RESEARCHER, staff=True)
         annotators = [self._account(name, staff=False) for name in DEMO_ANNOTATORS]
+        site_admin = self._account(DEMO_ADMIN, staff=True, superuser=True)
         for name, filename, preset in SAMPLES:
             if not Dataset.objects.filter(name=name).exists():
                 with open(SAMPLE_DIR / filename, "rb") as stream:
@@ -48,18 +51,18 @@ class Command(BaseCommand):
         self._demo_campaign(researcher[0], [user for user, _ in annotators])
         self._demo_metric_run(researcher[0])
         self.stdout.write(self.style.SUCCESS("\nDemo accounts (passwords are new on every start):"))
-        for user, password in [researcher, *annotators]:
-            role = "researcher" if user.is_staff else "annotator"
+        for user, password in [researcher, *annotators, site_admin]:
+            role = "admin" if user.is_superuser else "researcher" if user.is_staff else "annotator"
             self.stdout.write(f"  {role:<10}  {user.username:<12}  {password}")
         if options["setup_only"]:
             return
         self._serve(options["addrport"])
 
-    def _account(self, username: str, *, staff: bool) -> tuple[User, str]:
+    def _account(self, username: str, *, staff: bool, superuser: bool = False) -> tuple[User, str]:
         password = secrets.token_urlsafe(12)
         user, _ = User.objects.get_or_create(username=username, defaults={"is_staff": staff})
         user.is_staff = staff
-        user.is_superuser = staff
+        user.is_superuser = superuser
         user.set_password(password)
         user.save()
         return user, password
