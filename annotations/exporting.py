@@ -534,15 +534,13 @@ def export_filename(dataset: Dataset, kind: str) -> str:
 
 
 def export_disposition(dataset: Dataset, kind: str) -> str:
-    """An attachment header naming the file after the dataset. Non-ASCII names go in filename* (RFC 6266, UTF-8),
-    after an ASCII filename for clients that do not read it."""
+    """An attachment header naming the file after the dataset. A non-ASCII name goes in filename* (RFC 6266, UTF-8)
+    after a plain filename for clients that do not read filename*: the dataset id, since what is left of a
+    name once its non-ASCII letters are dropped is rarely recognisable."""
     filename = export_filename(dataset, kind)
     if filename.isascii():
         return f'attachment; filename="{filename}"'
-    ascii_stem = safe_file_stem(
-        filename.encode("ascii", "ignore").decode("ascii").removesuffix(EXPORT_KINDS[kind].suffix)
-    )
-    fallback = f"{ascii_stem or f'dataset-{dataset.pk}'}{EXPORT_KINDS[kind].suffix}"
+    fallback = f"dataset-{dataset.pk}{EXPORT_KINDS[kind].suffix}"
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
