@@ -447,3 +447,35 @@ def test_import_keeps_unknown_keys_of_a_preference() -> None:
     assert_json_equal([json.loads(x) for x in iter_export_lines(dataset=dataset)], [line])
     (row,) = list(iter_flat_rows(dataset=dataset))
     assert (row["kind"], row["rater"], row["preferred"], row["origin"]) == ("preference", "w1", "b", "import")
+
+
+@pytest.mark.django_db
+def test_cli_flat_with_judges_warns_and_writes_the_flat_export(rated: Campaign, tmp_path: Path) -> None:
+    err = io.StringIO()
+    call_command("export_dataset", NAME, "--flat", "--include-judges", "--out", str(tmp_path), stderr=err)
+    assert "ignored with --flat" in err.getvalue()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo-llm-jp.flat.jsonl"]
+
+
+@pytest.mark.django_db
+def test_a_campaign_without_the_preference_question_still_exports_the_reason(
+    researcher: User, annotator1: User
+) -> None:
+    dataset = make_dataset("no-preference", owner=researcher, items=1, systems=2)
+    campaign = make_campaign(dataset, [annotator1], raters_per_item=1, ask_preference=False)
+    assignment = assignment_claim(campaign=campaign, user=annotator1)
+    candidates = task_candidates(assignment=assignment, user_id=annotator1.pk)
+    submission_create(
+        campaign=campaign,
+        task_id=assignment.task_id,
+        user=annotator1,
+        idempotency_key="no-preference-1",
+        answer=TaskAnswer(ratings={(c.number, s): 1 for c in candidates for s in (1, 2)}, rationale="both vague"),
+    )
+    (line,) = [json.loads(x) for x in iter_export_lines(dataset=dataset)]
+    (preference,) = line["turns"][0]["preferences"]
+    assert (preference["preferred"], preference["none_appropriate"], preference["reason"]) == (
+        None,
+        False,
+        "both vague",
+    )
