@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations.errors import DatasetImportError, RubricError
-from annotations.exporting import iter_export_lines, iter_flat_csv, iter_flat_jsonl, iter_flat_rows
+from annotations.exporting import export_kind, export_response
 from annotations.importing import dataset_import
 from annotations.permissions import IsResearcher
 from annotations.rubrics import PRESETS, RUBRIC_MAX_BYTES, load_rubric_bytes
@@ -89,24 +89,18 @@ def dataset_import_view(request: Request) -> Response:
     return Response(ImportResultOutput(result).data, status=status.HTTP_201_CREATED)
 
 
-@extend_schema(parameters=[ExportQuery], responses={(200, "application/jsonl"): str})
+@extend_schema(
+    parameters=[ExportQuery],
+    responses={(200, "application/jsonl"): str, (200, "text/csv"): str},
+    description="The dataset as a download named after it: the JSONL import format with the collected preferences "
+    "(name.jsonl), with judge-run scores too (include_judges, name.judges.jsonl), or the flat layout of one row per "
+    "rating and one per preference (flat=csv or flat=jsonl, name.flat.csv or name.flat.jsonl).",
+)
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def dataset_export_view(request: Request, pk: int) -> StreamingHttpResponse:
     dataset = dataset_for_user_or_404(request.user, pk)
     query = ExportQuery(data=request.query_params)
     query.is_valid(raise_exception=True)
-    flat = query.validated_data["flat"]
-    if flat == "csv":
-        body = iter_flat_csv(iter_flat_rows(dataset=dataset))
-        content_type, suffix = "text/csv; charset=utf-8", "csv"
-    elif flat == "jsonl":
-        body = iter_flat_jsonl(iter_flat_rows(dataset=dataset))
-        content_type, suffix = "application/jsonl; charset=utf-8", "flat.jsonl"
-    else:
-        body = iter_export_lines(dataset=dataset, include_judges=query.validated_data["include_judges"])
-        content_type, suffix = "application/jsonl; charset=utf-8", "jsonl"
-    response = StreamingHttpResponse((chunk.encode("utf-8") for chunk in body), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="dataset-{dataset.pk}.{suffix}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    kind = export_kind(flat=query.validated_data["flat"], include_judges=query.validated_data["include_judges"])
+    return export_response(dataset, kind)

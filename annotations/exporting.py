@@ -1,21 +1,33 @@
-"""Export in the JSONL import format (lossless for imported data) and the flat one-row-per-rating layout."""
+"""Export in the JSONL import format (lossless for imported data) and the flat layout (one row per rating and one
+per preference), plus the four downloads built on them: their file names, media types and bodies."""
 
 import csv
+import heapq
 import io
 import json
+import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import StreamingHttpResponse
 
-from annotations.models import Dataset, Item, Rating, RatingOrigin, Response, Turn
+from annotations.models import Dataset, Item, Rater, Rating, RatingOrigin, Response, Submission, Task, Turn
 
 # The one reviewed import of the judge from the domain: a JSONL line carries its answers' judge scores.
 from judging.models import JudgeKind, JudgeScore
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
+PREFERENCES_KEY = "preferences"
+
+# New columns go last so scripts that read the older layout by position keep working.
 FLAT_FIELDS = [
     "item_id",
     "turn",
@@ -30,7 +42,13 @@ FLAT_FIELDS = [
     "comment",
     "seconds_spent",
     "created_at",
+    "kind",
+    "campaign",
+    "preferred",
+    "none_appropriate",
+    "candidates",
 ]
+RATING_FIELDS = FLAT_FIELDS[: FLAT_FIELDS.index("kind")]
 
 
 def csv_safe(value: Any) -> Any:
@@ -110,9 +128,113 @@ def _rebuild_answer(
     return answer
 
 
+# --- preferences --------------------------------------------------------------------------------------------------
+
+_BATCH = 2000
+
+
+def _batches(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(rows)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+@dataclass(frozen=True)
+class _Preference:
+    """A submission's task-level answer: the preferred candidate, "none is appropriate" and the reason."""
+
+    item_position: int
+    item_id: str
+    turn_id: int
+    turn_index: int
+    rater: str | None
+    campaign: str
+    candidates: list[str]
+    preferred: str | None
+    none_appropriate: bool
+    reason: str
+    comment: str
+    seconds_spent: float
+    created_at: Any
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "rater": self.rater,
+            "campaign": self.campaign,
+            "candidates": self.candidates,
+            "preferred": self.preferred,
+            "none_appropriate": self.none_appropriate,
+            "reason": self.reason,
+            "comment": self.comment,
+        }
+
+
+def _app_raters_by_user(dataset: Dataset) -> dict[int, str]:
+    return dict(Rater.objects.filter(dataset=dataset, user__isnull=False).values_list("user_id", "pseudonym"))
+
+
+def _app_preferences(submissions: QuerySet[Submission], raters_by_user: dict[int, str]) -> Iterator[_Preference]:
+    """The submissions in the queryset's order, each with the system keys of the answers its task showed, which a
+    preference among a chunk of a turn's answers is meaningless without."""
+    rows = submissions.values(
+        "created_at",
+        "seconds_spent",
+        "none_appropriate",
+        "rationale",
+        "comment",
+        "assignment__task_id",
+        "assignment__task__turn_id",
+        "assignment__task__turn__index",
+        "assignment__task__turn__item__position",
+        "assignment__task__turn__item__external_id",
+        "assignment__annotator_id",
+        "assignment__campaign__name",
+        "preferred_response__system__key",
+    )
+    for batch in _batches(rows.iterator(chunk_size=_BATCH), _BATCH):
+        shown: dict[int, list[str]] = defaultdict(list)
+        for task_id, key in (
+            Task.responses.through.objects.filter(task_id__in={row["assignment__task_id"] for row in batch})
+            .order_by("task_id", "response__position")
+            .values_list("task_id", "response__system__key")
+        ):
+            shown[task_id].append(key)
+        for row in batch:
+            yield _Preference(
+                item_position=row["assignment__task__turn__item__position"],
+                item_id=row["assignment__task__turn__item__external_id"],
+                turn_id=row["assignment__task__turn_id"],
+                turn_index=row["assignment__task__turn__index"],
+                rater=raters_by_user.get(row["assignment__annotator_id"]),
+                campaign=row["assignment__campaign__name"],
+                candidates=shown[row["assignment__task_id"]],
+                preferred=row["preferred_response__system__key"],
+                none_appropriate=row["none_appropriate"],
+                reason=row["rationale"],
+                comment=row["comment"],
+                seconds_spent=row["seconds_spent"],
+                created_at=row["created_at"],
+            )
+
+
+def _turn_preferences(source: dict[str, Any], collected: list[dict[str, Any]]) -> Any:
+    """Imported preferences first, then those collected in the app, as ratings are. A value the importer kept from
+    before the key had a meaning stays as it was: the collected ones are still in the flat export."""
+    imported = source.get(PREFERENCES_KEY)
+    if not collected:
+        return imported
+    if imported is None:
+        return collected
+    return [*imported, *collected] if isinstance(imported, list) else imported
+
+
+# --- the JSONL format -------------------------------------------------------------------------------------------
+
+
 def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> Iterator[dict[str, Any]]:
     aspect_order = {name: position for name, position in dataset.aspects.values_list("name", "position")}
     pseudonyms = dict(dataset.raters.values_list("id", "pseudonym"))
+    raters_by_user = _app_raters_by_user(dataset)
     for chunk in _chunks(dataset):
         item_ids = [item_id for item_id, _ in chunk]
         turns_by_item: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
@@ -138,6 +260,14 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
             .values("response_id", "aspect__name", "raw", "origin", "rater_id", "created_at")
         ):
             ratings_by_response[rating["response_id"]].append(dict(rating))
+        preferences_by_turn: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for preference in _app_preferences(
+            Submission.objects.filter(assignment__task__turn_id__in=turn_ids).order_by(
+                "assignment__task__turn_id", "created_at", "id"
+            ),
+            raters_by_user,
+        ):
+            preferences_by_turn[preference.turn_id].append(preference.as_json())
         run_scores: dict[int, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
         if include_judges:
             for response_id, judge_name, aspect_name, value in (
@@ -166,6 +296,9 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
                         )
                         for a in answers
                     }
+                preferences = _turn_preferences(turn_source, preferences_by_turn.get(turn_id, []))
+                if preferences is not None:
+                    turn[PREFERENCES_KEY] = preferences
                 turns_out.append(turn)
             item = dict(item_source)
             item["turns"] = turns_out
@@ -177,9 +310,28 @@ def iter_export_lines(*, dataset: Dataset, include_judges: bool = False) -> Iter
         yield _dumps(obj) + "\n"
 
 
-def iter_flat_rows(*, dataset: Dataset) -> Iterator[dict[str, Any]]:
+# --- the flat layout --------------------------------------------------------------------------------------------
+
+_FlatRow = tuple[tuple[int, int], dict[str, Any]]  # ((item position, turn index), row)
+
+_NOT_A_RATING = {"kind": "rating", "campaign": None, "preferred": None, "none_appropriate": None, "candidates": None}
+
+
+def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
+    # The submission a rating was entered with: its rater's user, its answer among the task's and its aspect among
+    # the campaign's. One rater rates an answer's aspect once per dataset, so at most one submission matches.
+    entered_with = (
+        Submission.objects.filter(
+            assignment__annotator_id=OuterRef("rater__user_id"),
+            assignment__task__responses=OuterRef("response_id"),
+            assignment__campaign__aspects=OuterRef("aspect_id"),
+        )
+        .order_by("id")
+        .values("id")[:1]
+    )
     ratings = (
         Rating.objects.filter(response__turn__item__dataset=dataset)
+        .annotate(submission_id=Subquery(entered_with))
         .order_by(
             "response__turn__item__position",
             "response__turn__index",
@@ -189,6 +341,7 @@ def iter_flat_rows(*, dataset: Dataset) -> Iterator[dict[str, Any]]:
             "id",
         )
         .values_list(
+            "response__turn__item__position",
             "response__turn__item__external_id",
             "response__turn__index",
             "response__system__key",
@@ -202,13 +355,105 @@ def iter_flat_rows(*, dataset: Dataset) -> Iterator[dict[str, Any]]:
             "comment",
             "seconds_spent",
             "created_at",
+            "submission_id",
         )
     )
-    for row in ratings.iterator(chunk_size=5000):
-        record: dict[str, Any] = dict(zip(FLAT_FIELDS, row, strict=True))
-        record["turn"] = record["turn"] + 1
-        record["created_at"] = record["created_at"].isoformat() if record["created_at"] else None
-        yield record
+    for batch in _batches(ratings.iterator(chunk_size=5000), 5000):
+        submissions = {
+            pk: (rationale, comment, campaign)
+            for pk, rationale, comment, campaign in Submission.objects.filter(
+                pk__in={row[-1] for row in batch if row[-1] is not None}
+            ).values_list("pk", "rationale", "comment", "assignment__campaign__name")
+        }
+        for position, *values, submission_id in batch:
+            record: dict[str, Any] = dict(zip(RATING_FIELDS, values, strict=True))
+            key = (position, record["turn"])
+            record["turn"] = record["turn"] + 1
+            record["created_at"] = record["created_at"].isoformat() if record["created_at"] else None
+            record.update(_NOT_A_RATING)
+            if submission_id in submissions:
+                rationale, comment, campaign = submissions[submission_id]
+                record["campaign"] = campaign
+                # The form asks for one reason and one comment per task: they belong to the preference row, and
+                # repeating them on every rating made them look like per-rating judgements.
+                if record["rationale"] == rationale:
+                    record["rationale"] = ""
+                if record["comment"] == comment:
+                    record["comment"] = ""
+            yield key, record
+
+
+def _preference_row(
+    *, item_id: Any, turn_index: int, origin: str, entry: dict[str, Any], seconds_spent: Any, created_at: Any
+) -> dict[str, Any]:
+    return {
+        "item_id": item_id,
+        "turn": turn_index + 1,
+        "system": None,
+        "aspect": None,
+        "rater": entry.get("rater"),
+        "origin": origin,
+        "raw": None,
+        "value": None,
+        "is_missing": None,
+        "rationale": entry.get("reason"),
+        "comment": entry.get("comment"),
+        "seconds_spent": seconds_spent,
+        "created_at": created_at,
+        "kind": "preference",
+        "campaign": entry.get("campaign"),
+        "preferred": entry.get("preferred"),
+        "none_appropriate": entry.get("none_appropriate"),
+        "candidates": entry.get("candidates"),
+    }
+
+
+def _flat_imported_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
+    turns = (
+        Turn.objects.filter(item__dataset=dataset, source__has_key=PREFERENCES_KEY)
+        .order_by("item__position", "index")
+        .values_list("item__position", "item__external_id", "index", f"source__{PREFERENCES_KEY}")
+    )
+    for position, item_id, index, preferences in turns.iterator(chunk_size=_BATCH):
+        for entry in preferences if isinstance(preferences, list) else []:
+            if isinstance(entry, dict):
+                row = _preference_row(
+                    item_id=item_id,
+                    turn_index=index,
+                    origin=RatingOrigin.IMPORT.value,
+                    entry=entry,
+                    seconds_spent=None,
+                    created_at=None,
+                )
+                yield (position, index), row
+
+
+def _flat_app_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
+    submissions = Submission.objects.filter(assignment__campaign__dataset=dataset).order_by(
+        "assignment__task__turn__item__position", "assignment__task__turn__index", "created_at", "id"
+    )
+    for preference in _app_preferences(submissions, _app_raters_by_user(dataset)):
+        row = _preference_row(
+            item_id=preference.item_id,
+            turn_index=preference.turn_index,
+            origin=RatingOrigin.APP.value,
+            entry=preference.as_json(),
+            seconds_spent=preference.seconds_spent,
+            created_at=preference.created_at.isoformat(),
+        )
+        yield (preference.item_position, preference.turn_index), row
+
+
+def iter_flat_rows(*, dataset: Dataset) -> Iterator[dict[str, Any]]:
+    """One row per rating, then per turn one row per preference (imported ones first, as in the JSONL export)."""
+    merged = heapq.merge(
+        _flat_rating_rows(dataset),
+        _flat_imported_preference_rows(dataset),
+        _flat_app_preference_rows(dataset),
+        key=lambda pair: pair[0],
+    )
+    for _, row in merged:
+        yield row
 
 
 def iter_flat_jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
@@ -233,3 +478,78 @@ def iter_flat_csv(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
             buffer.seek(0)
             buffer.truncate()
     yield buffer.getvalue()
+
+
+# --- downloads --------------------------------------------------------------------------------------------------
+
+JSONL_TYPE = "application/jsonl; charset=utf-8"
+CSV_TYPE = "text/csv; charset=utf-8"
+FILE_STEM_MAX_CHARS = 100
+_UNSAFE_IN_FILENAME = re.compile(r"[^\w.-]+")
+
+
+@dataclass(frozen=True)
+class ExportKind:
+    suffix: str
+    content_type: str
+    include_judges: bool = False
+    flat: str = ""  # "", "jsonl" or "csv"
+
+
+EXPORT_KINDS: dict[str, ExportKind] = {
+    "jsonl": ExportKind(".jsonl", JSONL_TYPE),
+    "judges-jsonl": ExportKind(".judges.jsonl", JSONL_TYPE, include_judges=True),
+    "flat-csv": ExportKind(".flat.csv", CSV_TYPE, flat="csv"),
+    "flat-jsonl": ExportKind(".flat.jsonl", JSONL_TYPE, flat="jsonl"),
+}
+
+
+def export_kind(*, flat: str = "", include_judges: bool = False) -> str:
+    """The download the command line's and the API's flags name. The flat layout carries no judge scores, so
+    include_judges only matters without flat."""
+    if flat:
+        return f"flat-{flat}"
+    return "judges-jsonl" if include_judges else "jsonl"
+
+
+def iter_export(*, dataset: Dataset, kind: str) -> Iterator[str]:
+    spec = EXPORT_KINDS[kind]
+    if spec.flat == "csv":
+        return iter_flat_csv(iter_flat_rows(dataset=dataset))
+    if spec.flat == "jsonl":
+        return iter_flat_jsonl(iter_flat_rows(dataset=dataset))
+    return iter_export_lines(dataset=dataset, include_judges=spec.include_judges)
+
+
+def safe_file_stem(name: str) -> str:
+    """The name as a file name on any system: letters (any script), digits, "_", "-" and inner dots only. Empty
+    when nothing usable is left; a leading dot would hide the file, and separators or controls could misplace it."""
+    text = _UNSAFE_IN_FILENAME.sub("-", unicodedata.normalize("NFKC", name))
+    text = re.sub(r"\.{2,}", ".", text)
+    return text.strip("-._")[:FILE_STEM_MAX_CHARS].rstrip("-._")
+
+
+def export_filename(dataset: Dataset, kind: str) -> str:
+    return f"{safe_file_stem(dataset.name) or f'dataset-{dataset.pk}'}{EXPORT_KINDS[kind].suffix}"
+
+
+def export_disposition(dataset: Dataset, kind: str) -> str:
+    """An attachment header naming the file after the dataset. A non-ASCII name goes in filename* (RFC 6266, UTF-8)
+    after a plain filename for clients that do not read filename*: the dataset id, since what is left of a
+    name once its non-ASCII letters are dropped is rarely recognisable."""
+    filename = export_filename(dataset, kind)
+    if filename.isascii():
+        return f'attachment; filename="{filename}"'
+    fallback = f"dataset-{dataset.pk}{EXPORT_KINDS[kind].suffix}"
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
+
+
+def export_response(dataset: Dataset, kind: str) -> StreamingHttpResponse:
+    """One download for the pages and the API alike."""
+    body = iter_export(dataset=dataset, kind=kind)
+    response = StreamingHttpResponse(
+        (chunk.encode("utf-8") for chunk in body), content_type=EXPORT_KINDS[kind].content_type
+    )
+    response["Content-Disposition"] = export_disposition(dataset, kind)
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

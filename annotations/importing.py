@@ -340,7 +340,36 @@ def _validate_item(line: int, obj: dict[str, Any], state: _ValidationState) -> N
             raise _fail(line, f"{where}.responses", "an object keyed by system", responses)
         for system_key, answer in responses.items():
             _validate_answer(line, f"{where}.responses.{system_key}", system_key, answer, state)
+        if "preferences" in turn:
+            _validate_preferences(line, f"{where}.preferences", turn["preferences"])
     state.items += 1
+
+
+# The export writes these under a turn's "preferences"; other keys of an entry are kept as they are.
+PREFERENCE_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "rater": ("a rater id (string or integer) or null", lambda v: v is None or _is_id(v)),
+    "campaign": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "candidates": ("a list of system keys", lambda v: isinstance(v, list) and all(isinstance(k, str) for k in v)),
+    "preferred": ("a system key or null", lambda v: v is None or isinstance(v, str)),
+    "none_appropriate": ("true or false", lambda v: isinstance(v, bool)),
+    "reason": ("a string", lambda v: isinstance(v, str)),
+    "comment": ("a string", lambda v: isinstance(v, str)),
+}
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _validate_preferences(line: int, where: str, preferences: Any) -> None:
+    if not isinstance(preferences, list):
+        raise _fail(line, where, "a list of preferences (objects)", preferences)
+    for index, entry in enumerate(preferences):
+        if not isinstance(entry, dict):
+            raise _fail(line, f"{where}[{index}]", "an object", entry)
+        for key, (expected, accepts) in PREFERENCE_FIELDS.items():
+            if key in entry and not accepts(entry[key]):
+                raise _fail(line, f"{where}[{index}].{key}", expected, entry[key])
 
 
 def _validate_answer(line: int, here: str, system_key: str, answer: Any, state: _ValidationState) -> None:

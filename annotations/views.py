@@ -1,4 +1,5 @@
-"""Server-rendered pages: the home page, the annotator's campaign and task pages, and campaign progress.
+"""Server-rendered pages: the home page, the annotator's campaign and task pages, campaign progress and the
+dataset downloads.
 
 Views stay thin: they parse the request, call a selector or service, and pick a template (an htmx partial when
 htmx asked). Blinding is enforced by what the selectors load, not by what the templates leave out.
@@ -13,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -50,8 +51,9 @@ from annotations.campaign_services import (
     rating_field_id,
     submission_create,
 )
+from annotations.exporting import EXPORT_KINDS, export_response
 from annotations.models import Assignment, Campaign, SkipReason
-from annotations.selectors import datasets_for_user
+from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -320,3 +322,16 @@ def task_skip(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpR
 def campaign_progress_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = campaign_for_researcher(request.user, campaign_id)
     return render(request, "annotate/progress.html", {"campaign": campaign, "progress": campaign_progress(campaign)})
+
+
+@require_GET
+@login_required
+def dataset_export(request: HttpRequest, dataset_id: int, kind: str) -> StreamingHttpResponse:
+    """The export buttons' target: the same downloads as the API, behind the login page instead of a 401.
+    403 for anyone who is not a researcher and 404 outside the researcher's datasets, as on the progress page."""
+    if not request.user.is_staff:
+        raise PermissionDenied("researcher access is required")
+    if kind not in EXPORT_KINDS:
+        raise Http404("no such export")
+    dataset = dataset_for_user_or_404(request.user, dataset_id)
+    return export_response(dataset, kind)

@@ -26,7 +26,7 @@ def test_every_reference_document_is_listed_in_reading_order(researcher: User) -
     slugs = [document.slug for document in help_documents()]
     present = [slug for slug in ORDER if (DOCS / f"{slug}.md").exists()]
     assert slugs[: len(present)] == present
-    assert {"jsonl-format", "rubric", "judge-config", "cli"} <= set(slugs)
+    assert {"formats", "rubric", "judge-config", "cli"} <= set(slugs)
     html = response.content.decode()
     for document in help_documents():
         assert reverse("help-page", args=[document.slug]) in html and document.title in html
@@ -39,8 +39,8 @@ def test_a_page_renders_its_markdown_with_links_between_documents(role: str, req
     assert response.status_code == 200
     html = response.content.decode()
     assert "<h1>Command line</h1>" in html and "<table>" in html
-    # "[JSONL file](jsonl-format.md)" in the file becomes a link to its help page
-    assert f'href="{reverse("help-page", args=["jsonl-format"])}"' in html
+    # "[JSONL file](formats.md)" in the file becomes a link to its help page
+    assert f'href="{reverse("help-page", args=["formats"])}"' in html
     assert 'aria-current="page"' in html
 
 

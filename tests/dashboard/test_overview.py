@@ -101,3 +101,12 @@ def test_overview_counts_ratings_of_the_app(researcher: User, annotator1: User, 
     after = client_for(researcher).get(reverse("dashboard-overview", args=[world["dataset"].pk])).content.decode()
     # one app rater now, and one of the 4 slots submitted
     assert "imported and 1 app raters" in after and "1 / 4 (25.0%)" in after
+
+
+def test_overview_offers_the_four_downloads(researcher: User, world: dict) -> None:
+    dataset = world["dataset"]
+    html = client_for(researcher).get(reverse("dashboard-overview", args=[dataset.pk])).content.decode()
+    for kind in ("jsonl", "judges-jsonl", "flat-csv", "flat-jsonl"):
+        assert reverse("dataset-export", args=[dataset.pk, kind]) in html
+    home = client_for(researcher).get(reverse("home")).content.decode()
+    assert reverse("dashboard-overview", args=[dataset.pk]) in home

@@ -157,7 +157,7 @@ def test_download_streams_the_lossless_export(researcher: User, own_dataset: Dat
     assert response.status_code == 200
     assert response.streaming
     assert response["Content-Type"].startswith("application/jsonl")
-    assert f'filename="dataset-{own_dataset.pk}.jsonl"' in response["Content-Disposition"]
+    assert 'filename="mine.jsonl"' in response["Content-Disposition"]
     exported = [json.loads(x) for x in body_of(response).decode("utf-8").splitlines()]
     assert_json_equal(exported, [json.loads(x) for x in SAMPLE.read_text(encoding="utf-8").splitlines()])
 

@@ -72,7 +72,13 @@ def test_flat_jsonl_has_one_row_per_rating_in_file_order(lfqa: Dataset, tmp_path
         "comment",
         "seconds_spent",
         "created_at",
+        "kind",
+        "campaign",
+        "preferred",
+        "none_appropriate",
+        "candidates",
     }
+    assert {r["kind"] for r in rows} == {"rating"}
     assert (first["item_id"], first["turn"], first["system"], first["rater"]) == (HOSTILE_ID, 1, "+sys", "@w1")
     assert [(r["aspect"], r["raw"], r["value"], r["is_missing"]) for r in rows[:4]] == [
         ("factuality", 3, 3.0, False),

@@ -235,7 +235,7 @@ def test_downloads_are_attachments_with_nosniff(api: Client) -> None:
         assert response.status_code == 200
         assert response["Content-Disposition"].startswith("attachment;")
         assert response["X-Content-Type-Options"] == "nosniff"
-        assert f'filename="dataset-{dataset.pk}.' in response["Content-Disposition"]
+        assert 'filename="limits.' in response["Content-Disposition"]
 
 
 CORPUS_CASES = {

@@ -175,7 +175,7 @@ class FullWorld:
 
     def params_for(self, route: str) -> dict[str, str]:
         """URL parameter values that point into tenant A, by what the route is about."""
-        values: dict[str, str] = {"table": "agreement", "fmt": "csv", "slug": "cli"}
+        values: dict[str, str] = {"table": "agreement", "fmt": "csv", "slug": "cli", "kind": "jsonl"}
         if "judges/tables" in route:
             values["table"] = "levels"
         if route.startswith("factscore/review/"):

@@ -1,22 +1,28 @@
 import os
 import sys
-from collections.abc import Iterator
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.exporting import iter_export_lines, iter_flat_csv, iter_flat_jsonl, iter_flat_rows
+from annotations.exporting import export_filename, export_kind, iter_export
 from annotations.models import Dataset
 from annotations.selectors import dataset_by_name
 
 
 class Command(BaseCommand):
-    help = "Export a dataset as JSONL in the import format, or one row per rating with --flat (JSONL or CSV)."
+    help = (
+        "Export a dataset as JSONL in the import format (with the collected preferences per turn), or with --flat one "
+        "row per rating plus one per preference (JSONL or CSV)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="dataset name")
-        parser.add_argument("--out", help="output file (default: standard output)")
+        parser.add_argument(
+            "--out",
+            help="output file, or a directory to write the file named after the dataset into "
+            "(e.g. demo-llm-jp.flat.csv); default: standard output",
+        )
         parser.add_argument("--include-judges", action="store_true", help="add judge-run scores under auto_evals")
-        parser.add_argument("--flat", action="store_true", help="one row per rating")
+        parser.add_argument("--flat", action="store_true", help="one row per rating and one per preference")
         parser.add_argument("--format", choices=["jsonl", "csv"], help="flat format (default: from --out, else jsonl)")
 
     def handle(self, *args: object, **options: object) -> None:
@@ -24,23 +30,25 @@ class Command(BaseCommand):
             dataset = dataset_by_name(str(options["name"]))
         except Dataset.DoesNotExist:
             raise CommandError(f"no dataset named {options['name']!r}") from None
-        out = options["out"]
-        chunks: Iterator[str]
+        out = str(options["out"]) if options["out"] else None
+        flat = ""
         if options["flat"]:
-            fmt = options["format"] or ("csv" if isinstance(out, str) and out.lower().endswith(".csv") else "jsonl")
-            rows = iter_flat_rows(dataset=dataset)
-            chunks = iter_flat_csv(rows) if fmt == "csv" else iter_flat_jsonl(rows)
-        else:
-            if options["format"] == "csv":
-                raise CommandError("--format csv needs --flat: the nested format is JSONL only")
-            chunks = iter_export_lines(dataset=dataset, include_judges=bool(options["include_judges"]))
+            flat = str(options["format"] or ("csv" if out and out.lower().endswith(".csv") else "jsonl"))
+            if options["include_judges"]:
+                self.stderr.write("--include-judges is ignored with --flat: the flat layout has no judge scores")
+        elif options["format"] == "csv":
+            raise CommandError("--format csv needs --flat: the nested format is JSONL only")
+        kind = export_kind(flat=flat, include_judges=bool(options["include_judges"]))
+        chunks = iter_export(dataset=dataset, kind=kind)
         if out:
+            if os.path.isdir(out):
+                out = os.path.join(out, export_filename(dataset, kind))
             tmp_path = f"{out}.partial"
-            with open(str(tmp_path), "w", encoding="utf-8", newline="") as handle:
+            with open(tmp_path, "w", encoding="utf-8", newline="") as handle:
                 for chunk in chunks:
                     handle.write(chunk)
             # Written beside the target and renamed, so a failed export never leaves a truncated file behind.
-            os.replace(tmp_path, str(out))
+            os.replace(tmp_path, out)
         else:
             for chunk in chunks:
                 sys.stdout.write(chunk)
