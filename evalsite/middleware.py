@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.messages.middleware import MessageMiddleware
 from django.contrib.messages.storage import default_storage
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.utils.functional import SimpleLazyObject, empty
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
@@ -182,7 +183,12 @@ def request_problem(request: HttpRequest, depth: int) -> Problem | None:
             return None
         return json_problem(parsed, "")
     if request.method == "POST" and content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        for name, values in request.POST.lists():
+        try:
+            form = request.POST
+        except MultiPartParserError:
+            # Left to the view: an API view authenticates first and answers 401/403 to a stranger, as before.
+            return None
+        for name, values in form.lists():
             for value in values:
                 problem = field_problem(name, value, depth)
                 if problem:

@@ -243,3 +243,14 @@ def test_field_checks_name_nested_paths() -> None:
     assert field_problem("note", "plain text with [brackets", 64) is None
     assert printable("a\x00b\ud800c\nd") == "a\\u0000b\\ud800c\\u000ad"
     assert len(printable("x" * 500)) == 103
+
+
+@pytest.mark.django_db
+def test_unparseable_multipart_is_left_to_the_view(researcher: User) -> None:
+    # Without a boundary Django cannot read the form; the API view still authenticates first.
+    response = _client(None).generic("POST", "/api/judging/configs/new/", b"x", content_type="multipart/form-data")
+    assert response.status_code in {401, 403}
+    signed_in = _client(researcher).generic(
+        "POST", "/api/judging/configs/new/", b"x", content_type="multipart/form-data"
+    )
+    assert signed_in.status_code == 400
