@@ -1,7 +1,7 @@
 import httpx
 import pytest
 
-from judging.llm import egress, netguard
+from judging.llm import egress
 from judging.llm.netguard import ApiBaseRefused, validate_api_base
 
 
