@@ -178,6 +178,8 @@ def test_nul_in_the_path_and_json_keys_are_named(researcher: User) -> None:
     client = _client(researcher)
     response = client.get("/dashboard/%00/")
     assert response.status_code == 400 and _named(response, "path")
+    refused = {_client(None).get(endpoint.path + "%00").status_code for endpoint in iter_endpoints()}
+    assert refused == {400}
     keyed = client.post(
         "/api/judging/configs/new/",
         '{"config": {"aspects": [{"ok": 1}, {"a\\u0000b": 1}]}}',
