@@ -235,6 +235,7 @@ def signed_in(request: HttpRequest) -> bool:
     if user is not None and user.is_authenticated:
         return True
     try:
+        # DRF's token check reads only the Authorization header, which the plain Django request already carries.
         return TokenAuthentication().authenticate(request) is not None  # type: ignore[arg-type]
     except AuthenticationFailed:
         return False
