@@ -2,11 +2,15 @@
 
 Failed attempts are counted in the cache per client address and per username, in fixed windows whose size and
 count come from REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] ("login" for the HTML logins, "token" for api/token/).
-The per-username counter stops a password spray spread over many addresses; the per-address counter stops one
-client trying many usernames. The token endpoint is additionally throttled per address on every request.
+The per-address counter stops one client trying many usernames. The per-username counter, keyed on the username as
+the login form reads it (NFKC, then case-folded, so look-alikes share it), stops a password spray spread over many
+addresses: once it is used up, only addresses with no recent failure may still try that account, so a spray costs
+a fresh address per guess while the owner, signing in from a clean address, is never locked out by an attacker.
+The token endpoint is additionally throttled per address on every request.
 """
 
 import hashlib
+import unicodedata
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -61,17 +65,41 @@ def _rate(scope: str) -> tuple[int, int]:
     return int(count), {"s": 1, "m": 60, "h": 3600, "d": 86400}[period[0]]
 
 
+def username_key(username: str) -> str:
+    """The username as the login form authenticates it (NFKC, stripped) and case-folded; folding can leave text
+    that NFKC changes again, hence the second pass."""
+    folded = unicodedata.normalize("NFKC", username).strip().casefold()
+    return unicodedata.normalize("NFKC", folded)
+
+
+def _address_key(scope: str, request: HttpRequest) -> str:
+    return f"auth-failures:{scope}:addr:{client_address(request)}"
+
+
+def _username_key(scope: str, username: str) -> str:
+    digest = hashlib.sha256(username_key(username).encode("utf-8")).hexdigest()
+    return f"auth-failures:{scope}:user:{digest}"
+
+
 def _counter_keys(scope: str, request: HttpRequest, username: str) -> list[str]:
-    keys = [f"auth-failures:{scope}:addr:{client_address(request)}"]
-    if username:
-        digest = hashlib.sha256(username.strip().casefold().encode("utf-8")).hexdigest()
-        keys.append(f"auth-failures:{scope}:user:{digest}")
+    keys = [_address_key(scope, request)]
+    if username_key(username):
+        keys.append(_username_key(scope, username))
     return keys
 
 
 def attempts_blocked(scope: str, request: HttpRequest, username: str) -> bool:
     limit, _ = _rate(scope)
-    return any((cache.get(key) or 0) >= limit for key in _counter_keys(scope, request, username))
+    address_failures = cache.get(_address_key(scope, request)) or 0
+    if address_failures >= limit:
+        return True
+    if not username_key(username):
+        return False
+    if (cache.get(_username_key(scope, username)) or 0) < limit:
+        return False
+    # A used-up account holds back only addresses that failed recently: blocking every address would let anyone
+    # lock the owner out by spraying wrong passwords.
+    return address_failures > 0
 
 
 def record_failed_attempt(scope: str, request: HttpRequest, username: str) -> None:
@@ -119,7 +147,7 @@ def limit_login_attempts(view: View) -> View:
             response.status_code in (301, 302, 303)
             and user is not None
             and user.is_authenticated
-            and user.get_username().casefold() == username.strip().casefold()
+            and username_key(user.get_username()) == username_key(username)
         )
         if succeeded:
             forget_failed_attempts("login", request, username)

@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "evalsite.middleware.RequestHygieneMiddleware",
     "evalsite.middleware.LazyMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -126,6 +127,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1024)
 IMPORT_MAX_LINE_BYTES = env_int("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024, minimum=1024)
 IMPORT_MAX_JSON_DEPTH = env_int("IMPORT_MAX_JSON_DEPTH", 64, minimum=4)
+# Bodies of requests with no signed-in user or valid token: a login form or a token request is far smaller, and
+# nothing an anonymous client sends should make the server parse (or spool to disk) more than this.
+ANONYMOUS_MAX_BODY_BYTES = env_int("ANONYMOUS_MAX_BODY_BYTES", 64 * 1024, minimum=1024)
 IMPORT_CHUNK_ITEMS = env_int("IMPORT_CHUNK_ITEMS", 200, minimum=1)
 
 # Celery: Redis in production, a server-less SQLite-backed kombu transport by default.

@@ -173,3 +173,19 @@ def test_app_code_reads_settings_as_declared_attributes() -> None:
         if "getattr(settings," in line.replace(" ", "")
     ]
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("64k", "ANONYMOUS_MAX_BODY_BYTES must be an integer"), ("100", "ANONYMOUS_MAX_BODY_BYTES must be at least 1024")],
+)
+def test_anonymous_body_cap_fails_at_start_up_on_a_bad_value(value: str, message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SETUP_DJANGO],
+        env={"ANONYMOUS_MAX_BODY_BYTES": value, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr

@@ -18,7 +18,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from evalsite import settings as project_settings
-from evalsite.auth import attempts_blocked, record_failed_attempt
+from evalsite.auth import attempts_blocked, record_failed_attempt, username_key
 from tests.conftest import CAST_PASSWORD
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -52,8 +52,46 @@ def test_login_refuses_an_address_after_too_many_failures_even_with_the_right_pa
 def test_login_refuses_a_username_sprayed_from_many_addresses(researcher: User) -> None:
     for attempt in range(LIMIT):
         assert _login(Client(), "researcher", "wrong", addr=f"10.1.0.{attempt + 1}").status_code == 200
+    # Every spraying address is held back, even with the right password, under any spelling of the name.
+    assert _login(Client(), "researcher", CAST_PASSWORD, addr="10.1.0.1").status_code == 429
+    assert _login(Client(), "RESEARCHER ", CAST_PASSWORD, addr="10.1.0.2").status_code == 429
+    # A fresh address gets one guess: its first failure puts it among the held-back ones.
+    assert _login(Client(), "researcher", "wrong", addr="10.1.1.1").status_code == 200
     assert _login(Client(), "researcher", CAST_PASSWORD, addr="10.1.1.1").status_code == 429
-    assert _login(Client(), "RESEARCHER ", CAST_PASSWORD, addr="10.1.1.2").status_code == 429
+
+
+def test_a_sprayed_username_still_lets_its_owner_in_from_a_clean_address(researcher: User) -> None:
+    for attempt in range(LIMIT * 3):
+        _login(Client(), "researcher", "wrong", addr=f"10.11.0.{attempt + 1}")
+    owner = Client()
+    assert _login(owner, "researcher", CAST_PASSWORD, addr="10.11.9.9").status_code == 302
+    assert "_auth_user_id" in owner.session
+    # The success clears the username counter, so the addresses that sprayed fall back to their own limit.
+    assert _login(Client(), "researcher", CAST_PASSWORD, addr="10.11.0.1").status_code == 302
+
+
+@pytest.mark.parametrize("spelling", ["ｒｅｓＢ", "𝐫𝐞𝐬𝐁", "RESB", "resB", " resb "])
+def test_look_alike_usernames_share_one_counter(db: None, spelling: str) -> None:
+    User.objects.create_user(username="resB", password=CAST_PASSWORD)
+    # The login form reads every one of these as resB (NFKC), so each is a guess at the same account.
+    look_alikes = ["ｒｅｓＢ", "𝐫𝐞𝐬𝐁", "RESB", "resB"]
+    assert {username_key(name) for name in look_alikes} == {username_key("resB")}
+    assert _login(Client(), "𝐫𝐞𝐬𝐁", CAST_PASSWORD, addr="10.12.9.1").status_code == 302
+    for attempt in range(LIMIT):
+        name = look_alikes[attempt % len(look_alikes)]
+        assert _login(Client(), name, "wrong", addr=f"10.12.0.{attempt + 1}").status_code == 200
+    # The 10 failures, spread over four spellings, used up the one counter: any spelling is now held back.
+    blocked = _login(Client(), spelling, CAST_PASSWORD, addr="10.12.0.1")
+    assert blocked.status_code == 429
+    token = Client().post(reverse("api-token"), {"username": spelling, "password": "x"}, REMOTE_ADDR="10.12.0.2")
+    assert token.status_code == 400  # the token scope counts apart, but under the same key
+    for attempt in range(TOKEN_LIMIT):
+        name = look_alikes[attempt % len(look_alikes)]
+        Client().post(reverse("api-token"), {"username": name, "password": "x"}, REMOTE_ADDR=f"10.13.0.{attempt + 1}")
+    again = Client().post(
+        reverse("api-token"), {"username": spelling, "password": CAST_PASSWORD}, REMOTE_ADDR="10.13.0.1"
+    )
+    assert again.status_code == 429
 
 
 def test_forged_x_forwarded_for_does_not_give_a_fresh_address(researcher: User) -> None:
@@ -90,8 +128,15 @@ def test_admin_login_is_limited_too_and_counts_guesses_by_signed_in_users(resear
     for _ in range(LIMIT):
         response = client.post(admin_login, {"username": "researcher", "password": "guess"}, REMOTE_ADDR="10.4.0.1")
         assert response.status_code == 200
-    blocked = Client().post(admin_login, {"username": "researcher", "password": CAST_PASSWORD}, REMOTE_ADDR="10.4.0.2")
+    blocked = Client().post(admin_login, {"username": "researcher", "password": CAST_PASSWORD}, REMOTE_ADDR="10.4.0.1")
     assert blocked.status_code == 429
+    # The signed-in guesses used up the username counter too: another address is held back after one failure.
+    other = Client()
+    assert (
+        other.post(admin_login, {"username": "researcher", "password": "x"}, REMOTE_ADDR="10.4.0.2").status_code == 200
+    )
+    again = other.post(admin_login, {"username": "researcher", "password": CAST_PASSWORD}, REMOTE_ADDR="10.4.0.2")
+    assert again.status_code == 429
 
 
 def test_login_counters_work_on_the_configured_cache_backend(settings, researcher: User) -> None:  # type: ignore[no-untyped-def]
@@ -114,9 +159,12 @@ def test_token_endpoint_issues_a_token_and_limits_failures_per_username(research
         bad = Client().post(url, {"username": "researcher", "password": "x"}, REMOTE_ADDR=f"10.5.1.{attempt + 1}")
         assert bad.status_code == 400
         assert "token" not in bad.json()
-    blocked = Client().post(url, {"username": "researcher", "password": CAST_PASSWORD}, REMOTE_ADDR="10.5.2.1")
+    blocked = Client().post(url, {"username": "researcher", "password": CAST_PASSWORD}, REMOTE_ADDR="10.5.1.1")
     assert blocked.status_code == 429
     assert "token" not in blocked.json()
+    # The owner, from an address that has not failed, still gets a token.
+    owner = Client().post(url, {"username": "researcher", "password": CAST_PASSWORD}, REMOTE_ADDR="10.5.2.1")
+    assert owner.status_code == 200 and len(owner.json()["token"]) == 40
 
 
 def test_token_endpoint_throttles_every_request_per_address(researcher: User) -> None:
