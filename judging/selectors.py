@@ -64,6 +64,7 @@ class RunProgress:
     notes: str
     position_consistency: float | None
     logprob_fallbacks: int
+    sampled_fallbacks: int
 
 
 def judge_run_progress(run: JudgeRun) -> RunProgress:
@@ -105,6 +106,7 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
         notes=run.notes,
         position_consistency=run.position_consistency,
         logprob_fallbacks=run.logprob_fallbacks,
+        sampled_fallbacks=run.sampled_fallbacks,
     )
 
 

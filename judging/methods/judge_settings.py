@@ -65,6 +65,10 @@ class JudgeSettings(BaseModel):
     logprobs: bool = False
     top_logprobs: int = 5
     logprob_scoring: LogprobScoring | None = None  # None: "weighted" with logprobs, "off" without
+    # Without log-probabilities from the provider, a logprob score is estimated from this many replies sampled at
+    # this temperature instead.
+    fallback_samples: int = 3
+    fallback_temperature: float = 1.0
     max_tokens: int | None = None
     summarizer_model: str | None = None
     summarizer_prompt: str | None = None
@@ -203,6 +207,18 @@ def _check_numbers(cfg: dict[str, Any], errors: list[str]) -> None:
         errors.append(f"logprob_scoring must be one of {', '.join(LOGPROB_SCORING_MODES)}")
     elif cfg["logprob_scoring"] != "off" and cfg["logprobs"] is not True:
         errors.append(f"logprob_scoring {cfg['logprob_scoring']} needs logprobs: true")
+    _int(cfg, "fallback_samples", 1, 20, errors)
+    fallback_temperature = cfg["fallback_temperature"]
+    if (
+        isinstance(fallback_temperature, bool)
+        or not isinstance(fallback_temperature, int | float)
+        or not math.isfinite(float(fallback_temperature))
+        or not 0 < float(fallback_temperature) <= 2
+    ):
+        errors.append(
+            "fallback_temperature must be a number above 0 and at most 2: samples at temperature 0 would all be "
+            "the same reply"
+        )
     _int(cfg, "max_tokens", 1, 32_000, errors, nullable=True)
     _int(cfg, "parse_retries", 0, 3, errors)
     _int(cfg, "max_concurrency", 1, 1024, errors)
@@ -213,6 +229,21 @@ def _check_numbers(cfg: dict[str, Any], errors: list[str]) -> None:
     _number(cfg, "budget_usd", 0, 1_000_000, errors, nullable=True)
     if not isinstance(cfg["cache"], bool):
         errors.append("cache must be true or false")
+
+
+def _check_samples(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
+    samples, temperature = cfg["samples"], cfg["temperature"]
+    if (
+        method in LLM_METHODS
+        and isinstance(samples, int)
+        and samples > 1
+        and isinstance(temperature, int | float)
+        and temperature == 0
+    ):
+        errors.append(
+            f"samples {samples} at temperature 0 refused: several samples at temperature 0 are identical requests; "
+            "raise temperature or use one sample"
+        )
 
 
 def _check_method_fields(cfg: dict[str, Any], method: Any, model: Any, errors: list[str]) -> None:
@@ -291,4 +322,5 @@ def normalise_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     _check_output(cfg, errors)
     _check_numbers(cfg, errors)
     _check_method_fields(cfg, method, model, errors)
+    _check_samples(cfg, method, errors)
     return cfg, errors

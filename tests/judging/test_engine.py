@@ -177,7 +177,8 @@ def test_geval_logprob_weighting_and_visible_fallback(
 
     fake_provider.script(default={"content": "Good.\nScore: 4"})  # this provider returns no logprobs
     other = make_dataset(items=2, systems=1, japanese=True)  # different prompts: nothing cached
-    fallback = launch(other, config(fake_provider, logprobs=True, samples=3), django_capture_on_commit_callbacks)
+    cfg = config(fake_provider, logprobs=True, samples=3, temperature=0.7)
+    fallback = launch(other, cfg, django_capture_on_commit_callbacks)
     assert fallback.logprob_fallbacks == 6
     assert "unavailable" in fallback.notes and "3 sample" in fallback.notes
     assert set(Judgment.objects.filter(run=fallback).values_list("logprob_fallback", flat=True)) == {True}
@@ -268,7 +269,7 @@ def test_estimate_counts_calls_tokens_cost_and_cache(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=3, systems=2, aspects=(("overall", 1, 5), ("fluency", 1, 5)))
-    cfg = validate_config(config(fake_provider, samples=2))
+    cfg = validate_config(config(fake_provider, samples=2, temperature=0.7))
     estimate = services.estimate_run(dataset=dataset, cfg=cfg)
     assert (estimate.units, estimate.calls, estimate.cached_calls) == (24, 24, 0)
     assert estimate.prompt_tokens > 24 * 50 and estimate.completion_tokens == 24 * 200
