@@ -246,7 +246,7 @@ def pairwise_flow(ctx: UnitContext) -> Flow:
 
 def metric_flow(ctx: UnitContext) -> Flow:
     name = ctx.cfg.metric or ""
-    value = metrics.compute(name, ctx.answer, ctx.reference)
+    value = metrics.compute(name, ctx.answer, ctx.reference, ctx.cfg.tokenize)
     if value is None:
         return Outcome(ok=True, error_kind="parse:no_reference", error=f"{name} needs a reference answer")
     return Outcome(ok=True, score=value, raw_output=f"{name}={value:.6g}", score_mode="metric")

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, model_validator
 
 from judging.factscore.options import FactScoreOptions, validate_options
-from judging.methods.metrics import METRICS
+from judging.methods.metrics import BLEU_TOKENIZERS, METRICS, ja_mecab_missing
 from judging.methods.parsing import RegexRejected, compile_user_regex
 from judging.methods.prompts import placeholders_in
 
@@ -26,6 +26,7 @@ OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
 # scale's values (G-Eval), the most probable value, or not at all (the score the text states).
 LogprobScoring = Literal["weighted", "top-token", "off"]
 LOGPROB_SCORING_MODES: tuple[str, ...] = get_args(LogprobScoring)
+BleuTokenizer = Literal["unidic", "ja-mecab"]
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,99}$")
 # Key variables must look like keys: a researcher must not be able to point the gateway at
 # SECRET_KEY's neighbours such as DATABASE_URL and have them sent as a bearer token.
@@ -73,6 +74,7 @@ class JudgeSettings(BaseModel):
     summarizer_model: str | None = None
     summarizer_prompt: str | None = None
     metric: str | None = None
+    tokenize: BleuTokenizer = "unidic"
     pairs: Literal["all", "baseline"] = "all"
     baseline: str | None = None
     parse_retries: int = 0
@@ -231,6 +233,21 @@ def _check_numbers(cfg: dict[str, Any], errors: list[str]) -> None:
         errors.append("cache must be true or false")
 
 
+def _check_tokenize(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
+    tokenize = cfg["tokenize"]
+    if tokenize not in BLEU_TOKENIZERS:
+        errors.append(f"tokenize must be one of {', '.join(BLEU_TOKENIZERS)}")
+    elif tokenize != "unidic" and not (method == "metric" and cfg["metric"] == "bleu"):
+        errors.append(f"tokenize {tokenize} is only used by the metric method's bleu")
+    elif tokenize == "ja-mecab":
+        missing = ja_mecab_missing()
+        if missing:
+            errors.append(
+                f"tokenize ja-mecab needs {' and '.join(missing)} (sacreBLEU's Japanese tokenizer: MeCab with the "
+                "IPA dictionary), which this installation does not have; use unidic or install them"
+            )
+
+
 def _check_samples(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
     samples, temperature = cfg["samples"], cfg["temperature"]
     if (
@@ -261,6 +278,7 @@ def _check_method_fields(cfg: dict[str, Any], method: Any, model: Any, errors: l
         cfg["samples"] = 1
     elif cfg["metric"] is not None:
         errors.append("metric is only used by the metric method")
+    _check_tokenize(cfg, method, errors)
     if cfg["pairs"] not in ("all", "baseline"):
         errors.append("pairs must be all or baseline")
     elif (

@@ -4,10 +4,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import sacrebleu
 
 from annotations.models import Turn
 from judging import services
 from judging.config import validate_config
+from judging.methods import metrics
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
@@ -161,6 +163,20 @@ def test_metric_method_makes_no_calls_and_tokenizes_japanese(
     # Reference keywords {東京, 日本, 首都}; every answer ("東京が首都です。…") has 東京 and 首都.
     assert values == [pytest.approx(2 / 3)] * 4
     assert run.cost_usd == 0 and run.calls == 0
+
+
+@pytest.mark.skipif(bool(metrics.ja_mecab_missing()), reason="sacreBLEU's ja-mecab needs mecab-python3 and ipadic")
+def test_metric_method_bleu_with_ja_mecab_stores_sacrebleu_s_scores(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    dataset = make_dataset(items=1, systems=2, japanese=True)
+    cfg = {"name": "ja-bleu", "method": "metric", "metric": "bleu", "tokenize": "ja-mecab"}
+    run = launch(dataset, cfg, django_capture_on_commit_callbacks)
+    assert run.status == RunStatus.SUCCEEDED and fake_provider.snapshot()["calls"] == 0
+    for score in JudgeScore.objects.filter(judge=run.judge).select_related("response__turn"):
+        turn = score.response.turn
+        expected = sacrebleu.sentence_bleu(score.response.text, [turn.reference], tokenize="ja-mecab").score / 100
+        assert score.value == pytest.approx(expected)
 
 
 def test_geval_logprob_weighting_and_visible_fallback(
