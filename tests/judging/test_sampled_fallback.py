@@ -14,7 +14,7 @@ from judging import selectors, services
 from judging.api import RunOutput
 from judging.config import ConfigError, validate_config
 from judging.llm.calls import CallSpec
-from judging.models import CachedCompletion, JudgeRun, JudgeScore, Judgment, RunStatus
+from judging.models import CachedCompletion, JudgeConfig, JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
@@ -187,6 +187,9 @@ def test_several_samples_at_temperature_0_are_refused() -> None:
     assert "several samples at temperature 0 are identical requests; raise temperature or use one sample" in message
     assert validate_config({**BASE, "samples": 3, "temperature": 0.7}).samples == 3
     assert validate_config({**BASE, "samples": 1}).samples == 1
+    with pytest.raises(ConfigError, match="several samples at temperature 0"):
+        services.judge_config_create(raw={**BASE, "samples": 2}, owner=None)
+    assert not JudgeConfig.objects.exists()
 
 
 @pytest.mark.parametrize(
