@@ -119,7 +119,18 @@ class LaunchForm(forms.Form):
 
 @admin.register(JudgeRun)
 class JudgeRunAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "dataset", "method", "status", "done", "failed", "parse_errors", "total", "created_at")
+    list_display = (
+        "__str__",
+        "dataset",
+        "method",
+        "status",
+        "done",
+        "failed",
+        "parse_errors",
+        "sampled_fallbacks",
+        "total",
+        "created_at",
+    )
     list_filter = ("status", "method")
     search_fields = ("judge__name", "dataset__name")
 

@@ -54,6 +54,9 @@ class RunOutput(serializers.Serializer):
     cost_known = serializers.BooleanField()
     position_consistency = serializers.FloatField(allow_null=True)
     logprob_fallbacks = serializers.IntegerField()
+    sampled_fallbacks = serializers.IntegerField(
+        help_text="Judgments scored from sampled replies because the provider returned no log-probabilities."
+    )
     error_summary = serializers.JSONField()
     notes = serializers.CharField()
     config = serializers.JSONField(source="config_snapshot")

@@ -108,6 +108,11 @@ class JudgeRun(models.Model):
     cost_usd = models.FloatField(default=0.0, help_text="Sum of the known costs.")
     unpriced_calls = models.PositiveIntegerField(default=0, help_text="Calls whose cost litellm does not know.")
     logprob_fallbacks = models.PositiveIntegerField(default=0)
+    sampled_fallbacks = models.PositiveIntegerField(
+        default=0,
+        help_text="Judgments scored from replies sampled above temperature 0 because the provider returned no "
+        "log-probabilities (counted among the logprob fallbacks too).",
+    )
     position_consistency = models.FloatField(null=True, blank=True)
     error_summary = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
@@ -189,13 +194,16 @@ class Judgment(models.Model):
     )
     logprob_fallback = models.BooleanField(default=False)
     logprob_fallback_reason = models.TextField(
-        blank=True, help_text="Why the log-probabilities were not used and the parsed score stands."
+        blank=True,
+        help_text="Why the log-probabilities were not used, and whether the parsed score or sampled replies stand "
+        "in for them.",
     )
     score_mode = models.CharField(
         max_length=12,
         blank=True,
-        help_text="What produced the score: weighted or top-token (log-probabilities at the score token), parsed "
-        "(the score the output states) or metric.",
+        help_text="What produced the score: weighted or top-token (log-probabilities at the score token), sampled "
+        "(the mean score of replies sampled when the provider returned no log-probabilities), parsed (the score "
+        "the output states) or metric.",
     )
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

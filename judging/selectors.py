@@ -124,6 +124,7 @@ class RunProgress:
     notes: str
     position_consistency: float | None
     logprob_fallbacks: int
+    sampled_fallbacks: int
 
 
 def judge_run_progress(run: JudgeRun) -> RunProgress:
@@ -165,6 +166,7 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
         notes=run.notes,
         position_consistency=run.position_consistency,
         logprob_fallbacks=run.logprob_fallbacks,
+        sampled_fallbacks=run.sampled_fallbacks,
     )
 
 

@@ -23,6 +23,7 @@ from judging.engine.units import UnitKey, aspect_infos, build_contexts
 from judging.factscore.results import factscore_results_project
 from judging.llm import gateway, ratelimit
 from judging.methods.flows import NO_REFERENCE, mean_scores, pairwise_scores
+from judging.methods.geval import SAMPLED
 from judging.methods.registry import FLOWS, calls_per_unit, first_spec
 from judging.models import (
     CachedCompletion,
@@ -450,6 +451,7 @@ _COUNTERS = (
     "cost_usd",
     "unpriced_calls",
     "logprob_fallbacks",
+    "sampled_fallbacks",
 )
 
 
@@ -465,6 +467,7 @@ def _recount(run: JudgeRun) -> None:
         completion_tokens=Sum("completion_tokens"),
         cost_usd=Sum("cost_usd"),
         logprob_fallbacks=Count("id", filter=Q(logprob_fallback=True)),
+        sampled_fallbacks=Count("id", filter=Q(score_mode=SAMPLED)),
     )
     run.done = agg["done"]
     run.failed = agg["failed"]
@@ -474,6 +477,7 @@ def _recount(run: JudgeRun) -> None:
     run.completion_tokens = agg["completion_tokens"] or 0
     run.cost_usd = float(agg["cost_usd"] or 0.0)
     run.logprob_fallbacks = agg["logprob_fallbacks"]
+    run.sampled_fallbacks = agg["sampled_fallbacks"]
     run.error_summary = dict(
         Counter(
             {
@@ -481,6 +485,23 @@ def _recount(run: JudgeRun) -> None:
                 for row in judgments.exclude(error_kind="").values("error_kind").annotate(n=Count("id"))
             }
         )
+    )
+
+
+def _logprob_fallback_note(run: JudgeRun) -> str:
+    cfg = run.judge_settings
+    parsed = run.logprob_fallbacks - run.sampled_fallbacks
+    scored = []
+    if run.sampled_fallbacks:
+        scored.append(
+            f"{run.sampled_fallbacks} of them, whose provider returned none, are scored by the mean of up to "
+            f"{cfg.fallback_samples} sample(s) at temperature {cfg.fallback_temperature:g}"
+        )
+    if parsed:
+        scored.append(f"{parsed} by the score their reply states")
+    return (
+        f"Log-probabilities were unavailable or unusable for {run.logprob_fallbacks} judgment(s) (each records "
+        f"why): {'; '.join(scored)}. An answer's score averages its {cfg.samples} sample(s)."
     )
 
 
@@ -508,11 +529,7 @@ def judge_run_finalize(*, run_id: int) -> bool:
                 "judgment shows what the judge replied."
             )
         if run.logprob_fallbacks:
-            samples = run.judge_settings.samples
-            notes.append(
-                f"Log-probabilities were unavailable or unusable for {run.logprob_fallbacks} judgment(s) (each "
-                f"records why); their score is the parsed score, averaged over {samples} sample(s) per answer."
-            )
+            notes.append(_logprob_fallback_note(run))
         if run.failed:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if not k.startswith("parse:"))
             notes.append(f"{run.failed} unit(s) failed ({kinds}). Use “retry failed” to send them again.")

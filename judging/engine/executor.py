@@ -43,6 +43,7 @@ from judging.llm.calls import CallResult, CallSpec
 from judging.llm.gateway import Gateway
 from judging.llm.ratelimit import Limits, shared_limiter, shared_limiter_done
 from judging.methods.base import Flow, Outcome, UnitContext
+from judging.methods.geval import SAMPLED
 from judging.methods.judge_settings import JudgeSettings
 from judging.methods.registry import FLOWS
 from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, RunStatus
@@ -344,6 +345,7 @@ class SliceExecutor:
                 counts["completion_tokens"] += state.completion_tokens
                 counts["unpriced_calls"] += state.unpriced
                 counts["logprob_fallbacks"] += int(outcome.logprob_fallback)
+                counts["sampled_fallbacks"] += int(outcome.score_mode == SAMPLED)
                 counts["cost_micro"] += round(state.cost * 1_000_000_000)
             if released:
                 Judgment.objects.filter(pk__in=released, claim_token=self.token).update(
@@ -361,6 +363,7 @@ class SliceExecutor:
                     "completion_tokens",
                     "unpriced_calls",
                     "logprob_fallbacks",
+                    "sampled_fallbacks",
                 )
                 if counts[name]
             }

@@ -59,6 +59,9 @@ class CallSpec:
     timeout_s: float = 60.0
     max_retries: int = 6
     variant: int = 0  # sample index: k samples are k distinct requests, each cached on its own
+    # Which of a unit's sampled-fallback replies this request is: the same prompt sent again at a temperature
+    # above 0 must reach the provider again, not be answered from the cache or a waiting identical request.
+    draw: int = 0
 
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"temperature": self.temperature}
@@ -77,6 +80,9 @@ class CallSpec:
             "params": self.params(),
             "variant": self.variant,
         }
+        if self.draw:
+            # Only when set, so the keys of every request without one (and the cache built on them) stay as they were.
+            material["draw"] = self.draw
         return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     def estimated_tokens(self) -> int:

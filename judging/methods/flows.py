@@ -18,7 +18,7 @@ from typing import Any
 from judging.llm.calls import CallResult, CallSpec
 from judging.methods import metrics, prompts
 from judging.methods.base import Flow, Outcome, UnitContext
-from judging.methods.geval import PARSED, score_from_logprobs
+from judging.methods.geval import NO_LOGPROBS, PARSED, SAMPLED, score_from_logprobs
 from judging.methods.parsing import ParseResult, parse_score, parse_verdict
 
 
@@ -105,6 +105,8 @@ def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> F
         return outcome
     if not spec.logprobs:
         reason = "log-probabilities were not requested for this call"
+    elif not first.logprobs:
+        return (yield from _sampled_fallback(ctx, spec, outcome, first_sampled=not reasked))
     elif reasked:
         reason = "the score came from a re-ask, which is sent without log-probabilities"
     else:
@@ -123,6 +125,55 @@ def _score_with_reasks(ctx: UnitContext, spec: CallSpec, first: CallResult) -> F
         reason = token_score.fallback_reason
     outcome.logprob_fallback, outcome.logprob_fallback_reason = True, reason
     return outcome
+
+
+def _sampled_fallback(ctx: UnitContext, spec: CallSpec, parsed: Outcome, *, first_sampled: bool) -> Flow:
+    """The score estimated from replies sampled above temperature 0, for a provider that returned no
+    log-probabilities: the mean of the scores they state.
+
+    The first reply counts as one of the samples only when it was itself sampled at the fallback temperature and
+    its score is its own (not a re-ask's); otherwise all of them are sent."""
+    cfg = ctx.cfg
+    temperature, wanted = cfg.fallback_temperature, cfg.fallback_samples
+    scores: list[float] = []
+    if first_sampled and spec.temperature == temperature and parsed.score is not None:
+        scores.append(parsed.score)
+    raw = parsed.raw_output
+    sample_spec = replace(spec, temperature=temperature, logprobs=False)
+    sent = unreadable = 0
+    for draw in range(1, wanted - len(scores) + 1):
+        result = yield replace(sample_spec, draw=draw)
+        sent += 1
+        if not result.ok:
+            # A lost sample would bias the mean towards the replies that happened to arrive; the unit fails and a
+            # retry resends only what the cache does not already hold.
+            failed = _call_failed(result, "")
+            failed.raw_output = raw
+            return failed
+        raw = f"{raw}\n\n--- sample {draw} (temperature {temperature:g}) ---\n{result.content or ''}"
+        sample = parse_score(result.content, cfg.output.model_dump(), _scale(ctx))
+        if sample.ok and sample.score is not None:
+            scores.append(sample.score)
+        else:
+            unreadable += 1
+    parsed.raw_output = raw
+    parsed.logprob_fallback = True
+    if not scores:
+        parsed.logprob_fallback_reason = (
+            f"{NO_LOGPROBS}; none of the {sent} replies sampled at temperature {temperature:g} stated a readable "
+            "score, so the first reply's score stands"
+        )
+        return parsed
+    counts: dict[float, int] = defaultdict(int)
+    for score in scores:
+        counts[score] += 1
+    parsed.score, parsed.score_mode = sum(scores) / len(scores), SAMPLED
+    parsed.distribution = {f"{value:g}": n / len(scores) for value, n in sorted(counts.items())}
+    skipped = f" ({unreadable} unreadable sample(s) left out)" if unreadable else ""
+    parsed.logprob_fallback_reason = (
+        f"{NO_LOGPROBS}; the score is the mean of {len(scores)} sample(s) at temperature {temperature:g}{skipped}"
+    )
+    return parsed
 
 
 def _missing_reference(ctx: UnitContext) -> Outcome | None:
@@ -195,7 +246,7 @@ def pairwise_flow(ctx: UnitContext) -> Flow:
 
 def metric_flow(ctx: UnitContext) -> Flow:
     name = ctx.cfg.metric or ""
-    value = metrics.compute(name, ctx.answer, ctx.reference)
+    value = metrics.compute(name, ctx.answer, ctx.reference, ctx.cfg.tokenize)
     if value is None:
         return Outcome(ok=True, error_kind="parse:no_reference", error=f"{name} needs a reference answer")
     return Outcome(ok=True, score=value, raw_output=f"{name}={value:.6g}", score_mode="metric")

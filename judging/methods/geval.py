@@ -18,6 +18,9 @@ from typing import Any
 
 # What produced a judgment's score: one of the log-probability modes, or the score as the text states it.
 PARSED = "parsed"
+# Log-probabilities were asked for and the provider returned none: the mean score of replies sampled instead.
+SAMPLED = "sampled"
+NO_LOGPROBS = "the provider returned no log-probabilities"
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ def score_from_logprobs(
         return TokenScore(parsed, PARSED, fallback_reason=reason)
 
     if not tokens:
-        return fallback("the provider returned no log-probabilities")
+        return fallback(NO_LOGPROBS)
     if content is None or span is None:
         return fallback("the parser could not say where in the output the score stands")
     try:

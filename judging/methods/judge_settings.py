@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, m
 
 from judging.factscore.options import FactScoreOptions, validate_options
 from judging.llm.calls import provider_problem
-from judging.methods.metrics import METRICS
+from judging.methods.metrics import BLEU_TOKENIZERS, METRICS, ja_mecab_missing
 from judging.methods.parsing import RegexRejected, compile_user_regex
 from judging.methods.prompts import placeholders_in
 
@@ -27,6 +27,7 @@ OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
 # scale's values (G-Eval), the most probable value, or not at all (the score the text states).
 LogprobScoring = Literal["weighted", "top-token", "off"]
 LOGPROB_SCORING_MODES: tuple[str, ...] = get_args(LogprobScoring)
+BleuTokenizer = Literal["unidic", "ja-mecab"]
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,99}$")
 # Key variables must look like keys: a researcher must not be able to point the gateway at
 # SECRET_KEY's neighbours such as DATABASE_URL and have them sent as a bearer token.
@@ -66,10 +67,15 @@ class JudgeSettings(BaseModel):
     logprobs: bool = False
     top_logprobs: int = 5
     logprob_scoring: LogprobScoring | None = None  # None: "weighted" with logprobs, "off" without
+    # Without log-probabilities from the provider, a logprob score is estimated from this many replies sampled at
+    # this temperature instead.
+    fallback_samples: int = 3
+    fallback_temperature: float = 1.0
     max_tokens: int | None = None
     summarizer_model: str | None = None
     summarizer_prompt: str | None = None
     metric: str | None = None
+    tokenize: BleuTokenizer = "unidic"
     pairs: Literal["all", "baseline"] = "all"
     baseline: str | None = None
     parse_retries: int = 0
@@ -204,6 +210,18 @@ def _check_numbers(cfg: dict[str, Any], errors: list[str]) -> None:
         errors.append(f"logprob_scoring must be one of {', '.join(LOGPROB_SCORING_MODES)}")
     elif cfg["logprob_scoring"] != "off" and cfg["logprobs"] is not True:
         errors.append(f"logprob_scoring {cfg['logprob_scoring']} needs logprobs: true")
+    _int(cfg, "fallback_samples", 1, 20, errors)
+    fallback_temperature = cfg["fallback_temperature"]
+    if (
+        isinstance(fallback_temperature, bool)
+        or not isinstance(fallback_temperature, int | float)
+        or not math.isfinite(float(fallback_temperature))
+        or not 0 < float(fallback_temperature) <= 2
+    ):
+        errors.append(
+            "fallback_temperature must be a number above 0 and at most 2: samples at temperature 0 would all be "
+            "the same reply"
+        )
     _int(cfg, "max_tokens", 1, 32_000, errors, nullable=True)
     _int(cfg, "parse_retries", 0, 3, errors)
     _int(cfg, "max_concurrency", 1, 1024, errors)
@@ -214,6 +232,36 @@ def _check_numbers(cfg: dict[str, Any], errors: list[str]) -> None:
     _number(cfg, "budget_usd", 0, 1_000_000, errors, nullable=True)
     if not isinstance(cfg["cache"], bool):
         errors.append("cache must be true or false")
+
+
+def _check_tokenize(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
+    tokenize = cfg["tokenize"]
+    if tokenize not in BLEU_TOKENIZERS:
+        errors.append(f"tokenize must be one of {', '.join(BLEU_TOKENIZERS)}")
+    elif tokenize != "unidic" and not (method == "metric" and cfg["metric"] == "bleu"):
+        errors.append(f"tokenize {tokenize} is only used by the metric method's bleu")
+    elif tokenize == "ja-mecab":
+        missing = ja_mecab_missing()
+        if missing:
+            errors.append(
+                f"tokenize ja-mecab needs {' and '.join(missing)} (sacreBLEU's Japanese tokenizer: MeCab with the "
+                "IPA dictionary), which this installation does not have; use unidic or install them"
+            )
+
+
+def _check_samples(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
+    samples, temperature = cfg["samples"], cfg["temperature"]
+    if (
+        method in LLM_METHODS
+        and isinstance(samples, int)
+        and samples > 1
+        and isinstance(temperature, int | float)
+        and temperature == 0
+    ):
+        errors.append(
+            f"samples {samples} at temperature 0 refused: several samples at temperature 0 are identical requests; "
+            "raise temperature or use one sample"
+        )
 
 
 def _check_method_fields(cfg: dict[str, Any], method: Any, model: Any, errors: list[str]) -> None:
@@ -233,6 +281,7 @@ def _check_method_fields(cfg: dict[str, Any], method: Any, model: Any, errors: l
         cfg["samples"] = 1
     elif cfg["metric"] is not None:
         errors.append("metric is only used by the metric method")
+    _check_tokenize(cfg, method, errors)
     if cfg["pairs"] not in ("all", "baseline"):
         errors.append("pairs must be all or baseline")
     elif (
@@ -296,4 +345,5 @@ def normalise_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     _check_output(cfg, errors)
     _check_numbers(cfg, errors)
     _check_method_fields(cfg, method, model, errors)
+    _check_samples(cfg, method, errors)
     return cfg, errors

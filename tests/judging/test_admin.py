@@ -183,7 +183,7 @@ def test_config_admin_saves_new_versions(researcher: User, fake_provider: FakePr
     first = JudgeConfig.objects.get()
     edited = client.post(
         reverse("admin:judging_judgeconfig_change", args=[first.pk]),
-        {"config_json": json.dumps(cfg(fake_provider, samples=3))},
+        {"config_json": json.dumps(cfg(fake_provider, samples=3, temperature=0.7))},
     )
     assert edited.status_code == 302
     versions = list(JudgeConfig.objects.order_by("version").values_list("version", "config__samples"))

@@ -4,6 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from judging.config import ConfigError, JudgeSettings, validate_config
+from judging.methods import metrics
 from judging.models import JudgeConfig
 
 BASE = {"name": "j", "method": "single", "model": "openai/gpt-4o-mini"}
@@ -126,3 +127,13 @@ def test_a_stored_config_is_read_back_typed_once_per_instance() -> None:
     assert isinstance(typed, JudgeSettings) and typed.model == "openai/gpt-4o-mini" and typed.max_concurrency == 32
     assert row.judge_settings is typed
     assert JudgeConfig.objects.get(pk=row.pk).judge_settings == typed
+
+
+def test_bleu_tokenize_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    bleu = {"name": "b", "method": "metric", "metric": "bleu"}
+    assert validate_config(bleu).tokenize == "unidic"
+    assert "tokenize must be one of unidic, ja-mecab" in errors_of({**bleu, "tokenize": "mecab"})
+    assert "only used by the metric method's bleu" in errors_of({**bleu, "metric": "rouge1", "tokenize": "ja-mecab"})
+    assert "only used by the metric method's bleu" in errors_of({**BASE, "tokenize": "ja-mecab"})
+    monkeypatch.setattr(metrics, "_JA_MECAB_PACKAGES", {"MeCab_not_installed_here": "mecab-python3"})
+    assert "tokenize ja-mecab needs mecab-python3" in errors_of({**bleu, "tokenize": "ja-mecab"})

@@ -4,10 +4,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import sacrebleu
 
 from annotations.models import Turn
 from judging import services
 from judging.config import validate_config
+from judging.methods import metrics
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
@@ -163,6 +165,20 @@ def test_metric_method_makes_no_calls_and_tokenizes_japanese(
     assert run.cost_usd == 0 and run.calls == 0
 
 
+@pytest.mark.skipif(bool(metrics.ja_mecab_missing()), reason="sacreBLEU's ja-mecab needs mecab-python3 and ipadic")
+def test_metric_method_bleu_with_ja_mecab_stores_sacrebleu_s_scores(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    dataset = make_dataset(items=1, systems=2, japanese=True)
+    cfg = {"name": "ja-bleu", "method": "metric", "metric": "bleu", "tokenize": "ja-mecab"}
+    run = launch(dataset, cfg, django_capture_on_commit_callbacks)
+    assert run.status == RunStatus.SUCCEEDED and fake_provider.snapshot()["calls"] == 0
+    for score in JudgeScore.objects.filter(judge=run.judge).select_related("response__turn"):
+        turn = score.response.turn
+        expected = sacrebleu.sentence_bleu(score.response.text, [turn.reference], tokenize="ja-mecab").score / 100
+        assert score.value == pytest.approx(expected)
+
+
 def test_geval_logprob_weighting_and_visible_fallback(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
@@ -177,7 +193,8 @@ def test_geval_logprob_weighting_and_visible_fallback(
 
     fake_provider.script(default={"content": "Good.\nScore: 4"})  # this provider returns no logprobs
     other = make_dataset(items=2, systems=1, japanese=True)  # different prompts: nothing cached
-    fallback = launch(other, config(fake_provider, logprobs=True, samples=3), django_capture_on_commit_callbacks)
+    cfg = config(fake_provider, logprobs=True, samples=3, temperature=0.7)
+    fallback = launch(other, cfg, django_capture_on_commit_callbacks)
     assert fallback.logprob_fallbacks == 6
     assert "unavailable" in fallback.notes and "3 sample" in fallback.notes
     assert set(Judgment.objects.filter(run=fallback).values_list("logprob_fallback", flat=True)) == {True}
@@ -268,7 +285,7 @@ def test_estimate_counts_calls_tokens_cost_and_cache(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=3, systems=2, aspects=(("overall", 1, 5), ("fluency", 1, 5)))
-    cfg = validate_config(config(fake_provider, samples=2))
+    cfg = validate_config(config(fake_provider, samples=2, temperature=0.7))
     estimate = services.estimate_run(dataset=dataset, cfg=cfg)
     assert (estimate.units, estimate.calls, estimate.cached_calls) == (24, 24, 0)
     assert estimate.prompt_tokens > 24 * 50 and estimate.completion_tokens == 24 * 200

@@ -47,3 +47,31 @@ def test_metrics_needing_a_reference_return_none_without_one() -> None:
 def test_unknown_metric() -> None:
     with pytest.raises(ValueError):
         metrics.compute("bertscore", "a", "b")
+
+
+# Sentences the two tokenizers split differently (UniDic: の で, NFKC-folded ＡＩ; IPA: ので, Ａ Ｉ) and alike.
+JAPANESE_PAIRS = [
+    ("猫がマットの上に座った。", "猫はマットの上に座っていた。"),
+    ("東京は日本の首都で、人口は約1400万人です。", "日本の首都は東京で、約1400万人が住んでいます。"),
+    (
+        "昨日、友達と一緒に映画を見に行きたかったけど、雨が降ったので行けませんでした。",
+        "昨日は雨が降ったので、友達と映画を見に行けなかった。",
+    ),
+    ("ＡＩの研究が急速に進んでいる。", "AI研究は急速に進歩している。"),
+]
+
+
+@pytest.mark.skipif(bool(metrics.ja_mecab_missing()), reason="sacreBLEU's ja-mecab needs mecab-python3 and ipadic")
+def test_ja_mecab_bleu_is_sacrebleu_s_own_score() -> None:
+    # Our BLEU is per answer, so it is compared with sacreBLEU's sentence-level score of the same sentence.
+    differs = False
+    for hyp, ref in JAPANESE_PAIRS:
+        expected = sacrebleu.sentence_bleu(hyp, [ref], tokenize="ja-mecab").score / 100
+        assert metrics.compute("bleu", hyp, ref, "ja-mecab") == pytest.approx(expected, abs=1e-12)
+        differs = differs or metrics.compute("bleu", hyp, ref) != pytest.approx(expected)
+    # The default is not that score: the reason the option exists.
+    assert differs
+    # A one-sentence corpus whose every n-gram order matches: corpus BLEU is the same number.
+    hyp, ref = JAPANESE_PAIRS[0]
+    corpus = sacrebleu.corpus_bleu([hyp], [[ref]], tokenize="ja-mecab").score / 100
+    assert metrics.compute("bleu", hyp, ref, "ja-mecab") == pytest.approx(corpus, abs=1e-12)
