@@ -165,7 +165,6 @@ def test_metric_method_makes_no_calls_and_tokenizes_japanese(
     assert run.cost_usd == 0 and run.calls == 0
 
 
-@pytest.mark.skipif(bool(metrics.ja_mecab_missing()), reason="sacreBLEU's ja-mecab needs mecab-python3 and ipadic")
 def test_metric_method_bleu_with_ja_mecab_stores_sacrebleu_s_scores(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]

@@ -61,7 +61,6 @@ JAPANESE_PAIRS = [
 ]
 
 
-@pytest.mark.skipif(bool(metrics.ja_mecab_missing()), reason="sacreBLEU's ja-mecab needs mecab-python3 and ipadic")
 def test_ja_mecab_bleu_is_sacrebleu_s_own_score() -> None:
     # Our BLEU is per answer, so it is compared with sacreBLEU's sentence-level score of the same sentence.
     differs = False
