@@ -9,7 +9,6 @@ import sacrebleu
 from annotations.models import Turn
 from judging import services
 from judging.config import validate_config
-from judging.methods import metrics
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
