@@ -110,3 +110,14 @@ def test_overview_offers_the_four_downloads(researcher: User, world: dict) -> No
         assert reverse("dataset-export", args=[dataset.pk, kind]) in html
     home = client_for(researcher).get(reverse("home")).content.decode()
     assert reverse("dashboard-overview", args=[dataset.pk]) in home
+
+
+def test_overview_speaks_japanese(researcher: User, world: dict) -> None:
+    client = client_for(researcher)
+    html = client.get(
+        reverse("dashboard-overview", args=[world["dataset"].pk]), HTTP_ACCEPT_LANGUAGE="ja"
+    ).content.decode()
+    for text in ("概要", "ルーブリック", "アノテーションキャンペーン", "ジャッジ実行", "2 件の解析エラー", "ヘルプ"):
+        assert text in html, text
+    for english in ("Rubric", "Judge runs", "parse errors", "Launch a judge run"):
+        assert english not in html, english
