@@ -241,6 +241,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def classify(exc: BaseException) -> str:
     chain = _chain(exc)
     litellm = _litellm()
+    if any(isinstance(e, netguard.HostUnresolvable) for e in chain):
+        return "connection"
     if any(isinstance(e, netguard.ApiBaseRefused) for e in chain):
         return "refused_host"
     if any(isinstance(e, KeyNotAllowed) for e in chain):

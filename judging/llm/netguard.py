@@ -33,6 +33,11 @@ class ApiBaseRefused(ValueError):
     """The api_base (or a connection target) is not allowed."""
 
 
+class HostUnresolvable(ApiBaseRefused):
+    """The name did not resolve. Refused when a config is saved, but at call time it is a network failure (DNS down,
+    no route), not a verdict on the address, so the gateway retries it like any connection error."""
+
+
 def _allowlist() -> list[str]:
     raw = settings.JUDGE_API_BASE_ALLOWLIST
     if isinstance(raw, str):
@@ -82,7 +87,7 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     try:
         infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
-        raise ApiBaseRefused(f"cannot resolve host {host!r}") from exc
+        raise HostUnresolvable(f"cannot resolve host {host!r}") from exc
     addresses = []
     for info in infos:
         try:

@@ -194,3 +194,26 @@ def test_cache_key_depends_on_model_messages_params_and_sample() -> None:
     assert base.cache_key() != CallSpec(model="openai/m", messages=MESSAGES, variant=1).cache_key()
     # Retry settings are not part of what the provider sees.
     assert base.cache_key() == CallSpec(model="openai/m", messages=MESSAGES, max_retries=1, timeout_s=5).cache_key()
+
+
+def test_a_host_that_does_not_resolve_is_a_retried_connection_error_not_a_refused_address(settings) -> None:  # type: ignore[no-untyped-def]
+    # No DNS answer (a resolver outage, no route) says nothing about where the host points, so it is retried.
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    spec = CallSpec(
+        model="openai/gpt-4o-mini",
+        messages=MESSAGES,
+        api_base="http://no-such-host.invalid/v1",
+        timeout_s=2.0,
+        max_retries=2,
+    )
+    result = call(spec)
+    assert not result.ok
+    assert result.error_kind == "connection"
+    assert result.attempts == 3 and result.errors_seen[:2] == ["connection", "connection"]
+
+
+def test_a_private_address_is_refused_once_and_never_retried(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    spec = CallSpec(model="openai/gpt-4o-mini", messages=MESSAGES, api_base="http://10.1.2.3:9/v1", timeout_s=2.0)
+    result = call(spec)
+    assert result.error_kind == "refused_host" and result.attempts == 1
