@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import api_view, authentication_classes, content_negotiation_class, renderer_classes
 from rest_framework.exceptions import AuthenticationFailed, NotFound
@@ -47,19 +47,21 @@ from annotations.campaign_services import (
 )
 from annotations.models import Assignment, Campaign, SkipReason
 from annotations.statements import instance_from_row, statement_cursor
+from annotations.tokens import ExpiringTokenAuthentication, expired_token_error, token_is_expired
 
 # What the annotator API reads of the account; any other field loads on first access (the ORM's deferred fields).
 # Timestamps and the password hash are left out: Django's timestamp loader is Python code, run per column and row.
 USER_COLUMNS = ("id", "username", "is_active", "is_staff", "is_superuser")
 _ACCOUNT_BY_KEY_SQL = """
-SELECT token.key, token.user_id, account.id, account.username, account.is_active, account.is_staff, account.is_superuser
+SELECT token.key, token.user_id, token.created,
+       account.id, account.username, account.is_active, account.is_staff, account.is_superuser
 FROM authtoken_token token
 JOIN auth_user account ON account.id = token.user_id
 WHERE token.key = %(key)s
 """
 
 
-class AnnotatorTokenAuthentication(TokenAuthentication):
+class AnnotatorTokenAuthentication(ExpiringTokenAuthentication):
     """DRF's token authentication with the same checks, reading the token and its user in one SQL statement:
     the ORM's query building for that lookup was the largest single cost of an annotator request."""
 
@@ -69,10 +71,12 @@ class AnnotatorTokenAuthentication(TokenAuthentication):
             row = cursor.fetchone()
         if row is None:
             raise AuthenticationFailed(_("Invalid token."))
-        user = instance_from_row(User, USER_COLUMNS, row[2:])
+        user = instance_from_row(User, USER_COLUMNS, row[3:])
         if not user.is_active:
             raise AuthenticationFailed(_("User inactive or deleted."))
-        token = instance_from_row(Token, ("key", "user_id"), row[:2])
+        token = instance_from_row(Token, ("key", "user_id", "created"), row[:3])
+        if token_is_expired(token.created):
+            raise expired_token_error()
         token.user = user
         return user, token
 

@@ -18,6 +18,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import render
@@ -34,6 +35,7 @@ from rest_framework.decorators import (
     renderer_classes,
     throttle_classes,
 )
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
@@ -41,6 +43,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
+
+from annotations.tokens import token_expires_at, token_issue, token_revoke
 
 View = Callable[..., HttpResponseBase]
 
@@ -177,6 +181,7 @@ class TokenAddressThrottle(SimpleRateThrottle):
 
 class TokenOutput(serializers.Serializer):
     token = serializers.CharField()
+    expires_at = serializers.DateTimeField()
 
 
 @extend_schema(
@@ -208,8 +213,36 @@ def token_obtain(request: Request) -> Response:
         record_failed_attempt("token", request, username)
         return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
     forget_failed_attempts("token", request, username)
-    token, _ = Token.objects.get_or_create(user=form.validated_data["user"])
-    return Response({"token": token.key})
+    token = token_issue(user=form.validated_data["user"])
+    return Response({"token": token.key, "expires_at": token_expires_at(token.created)})
+
+
+class TokenInfo(serializers.Serializer):
+    key_prefix = serializers.CharField()
+    created = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+
+
+@extend_schema(
+    methods=["GET"],
+    responses={200: inline_serializer("TokenList", {"tokens": TokenInfo(many=True)})},
+)
+@extend_schema(methods=["DELETE"], responses={204: None})
+@api_view(["GET", "DELETE"])
+@renderer_classes([JSONRenderer])
+def token_mine(request: Request) -> Response:
+    """The signed-in user's API tokens (GET, without the secret part), or revokes them (DELETE)."""
+    user = request.user
+    if not isinstance(user, User):
+        raise NotAuthenticated
+    if request.method == "DELETE":
+        token_revoke(user=user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    tokens = [
+        {"key_prefix": token.key[:6], "created": token.created, "expires_at": token_expires_at(token.created)}
+        for token in Token.objects.filter(user=user)
+    ]
+    return Response({"tokens": TokenInfo(tokens, many=True).data})
 
 
 class AnnotatorTokenScheme(OpenApiAuthenticationExtension):

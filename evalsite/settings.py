@@ -130,6 +130,8 @@ IMPORT_MAX_JSON_DEPTH = env_int("IMPORT_MAX_JSON_DEPTH", 64, minimum=4)
 # Bodies of requests with no signed-in user or valid token: a login form or a token request is far smaller, and
 # nothing an anonymous client sends should make the server parse (or spool to disk) more than this.
 ANONYMOUS_MAX_BODY_BYTES = env_int("ANONYMOUS_MAX_BODY_BYTES", 64 * 1024, minimum=1024)
+# API tokens stop working this many hours after they were issued (30 days by default).
+API_TOKEN_TTL_HOURS = env_int("API_TOKEN_TTL_HOURS", 30 * 24, minimum=1)
 IMPORT_CHUNK_ITEMS = env_int("IMPORT_CHUNK_ITEMS", 200, minimum=1)
 
 # Celery: Redis in production, a server-less SQLite-backed kombu transport by default.
@@ -174,7 +176,7 @@ if REDIS_URL:
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotations.tokens.ExpiringTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": (

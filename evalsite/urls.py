@@ -15,6 +15,7 @@ urlpatterns = [
     path("help/<str:slug>/", help_pages.help_page, name="help-page"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/token/", auth.token_obtain, name="api-token"),
+    path("api/token/mine/", auth.token_mine, name="api-token-mine"),
     path("api/datasets/", include("annotations.api_urls")),
     path("api/annotate/", include("annotations.annotator_api_urls")),
     path("api/stats/", include("judging.analysis.api_urls")),
