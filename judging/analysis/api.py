@@ -24,6 +24,10 @@ from judging.analysis.selectors import (
     stats_campaign_or_404,
 )
 
+# The largest id the database can hold; a larger number cannot name a campaign.
+CAMPAIGN_ID_MAX = 2**63 - 1
+NOT_A_CAMPAIGN_ID = "campaign must be a campaign id (a positive whole number)."
+
 
 class ScopeQuery(serializers.Serializer):
     origin = serializers.ChoiceField(
@@ -33,10 +37,12 @@ class ScopeQuery(serializers.Serializer):
     )
     campaign = serializers.IntegerField(
         min_value=1,
+        max_value=CAMPAIGN_ID_MAX,
         required=False,
         error_messages={
-            "invalid": "campaign must be a campaign id (a positive whole number).",
-            "min_value": "campaign must be a campaign id (a positive whole number).",
+            "invalid": NOT_A_CAMPAIGN_ID,
+            "min_value": NOT_A_CAMPAIGN_ID,
+            "max_value": NOT_A_CAMPAIGN_ID,
         },
     )
 

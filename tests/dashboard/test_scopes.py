@@ -216,7 +216,7 @@ def test_api_rejects_bad_scopes(endpoint: str, scoped: ScopedData, researcher: U
     bad_origin = client.get(url, {**judge, "origin": "humans"})
     assert bad_origin.status_code == 400
     assert bad_origin.json()["origin"] == ['origin must be one of all, imported, app, not "humans".']
-    for value in ("A", "-1", "0", "1.5"):
+    for value in ("A", "-1", "0", "1.5", str(10**30)):
         bad_id = client.get(url, {**judge, "campaign": value})
         assert bad_id.status_code == 400, value
         assert "campaign must be a campaign id" in bad_id.json()["campaign"][0]
