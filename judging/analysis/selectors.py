@@ -64,11 +64,15 @@ class RatingScope:
         # The name is part of the key because the reports print it: a renamed campaign must not show the old one.
         return (self.origin, self.campaign_id, self.campaign_name)
 
-    def query(self) -> dict[str, str]:
-        """The URL parameters that select this scope; none for all ratings."""
+    def parameter(self) -> tuple[str, str]:
+        """The one URL parameter that selects this scope."""
         if self.campaign_id is not None:
-            return {"campaign": str(self.campaign_id)}
-        return {} if self.origin == "all" else {"origin": self.origin}
+            return ("campaign", str(self.campaign_id))
+        return ("origin", self.origin)
+
+    def query(self) -> dict[str, str]:
+        """The URL parameters that select this scope; none for all ratings, the default."""
+        return {} if self == ALL_RATINGS else dict([self.parameter()])
 
     @property
     def label(self) -> str:
@@ -150,9 +154,12 @@ def campaign_by_name(dataset: Dataset, name: str) -> Campaign | None:
     return Campaign.objects.filter(dataset=dataset, name=name).first()
 
 
-def stats_campaigns(user: AbstractBaseUser | AnonymousUser, dataset: Dataset) -> list[tuple[int, str]]:
-    """(id, name) of the dataset's campaigns the user may see, for the scope selector."""
-    return list(campaigns_for_researcher(user).filter(dataset=dataset).order_by("name").values_list("pk", "name"))
+def stats_scopes(user: AbstractBaseUser | AnonymousUser, dataset: Dataset) -> list[RatingScope]:
+    """Every scope the user may pick on this dataset: each origin, then each of its campaigns the user may see."""
+    campaigns = campaigns_for_researcher(user).filter(dataset=dataset).order_by("name").values_list("pk", "name")
+    return [RatingScope(origin=origin) for origin in ORIGINS] + [
+        RatingScope(origin="app", campaign_id=pk, campaign_name=name) for pk, name in campaigns
+    ]
 
 
 def stats_campaign_or_404(user: AbstractBaseUser | AnonymousUser, dataset: Dataset, pk: int) -> Campaign:

@@ -31,7 +31,6 @@ from judging.analysis.reports import (
     judge_details,
 )
 from judging.analysis.selectors import (
-    ORIGINS,
     RatingScope,
     ScopeError,
     dataset_for_stats_or_404,
@@ -40,7 +39,7 @@ from judging.analysis.selectors import (
     researcher_datasets,
     stats_aspects,
     stats_campaign_or_404,
-    stats_campaigns,
+    stats_scopes,
 )
 from judging.factscore.selectors import factscore_report, factscore_runs_for_user
 from judging.models import JudgeKind, JudgeRun
@@ -107,18 +106,13 @@ def _scope_context(
 ) -> dict[str, Any]:
     """The scope selector (one submit button per scope, keeping the other filters) and the scope's URL parameters
     for every link and form of the page."""
-    choices = [("origin", origin, rating_scope(origin)) for origin in ORIGINS]
-    choices += [
-        ("campaign", str(pk), RatingScope(origin="app", campaign_id=pk, campaign_name=name))
-        for pk, name in stats_campaigns(request.user, dataset)
-    ]
     params = scope.query()
     return {
         "scope": scope,
         "scope_action": reverse(page, args=[dataset.pk]),
         "scope_choices": [
-            {"name": name, "value": value, "label": option.label, "current": option.query() == params}
-            for name, value, option in choices
+            {"parameter": option.parameter(), "label": option.label, "current": option.query() == params}
+            for option in stats_scopes(request.user, dataset)
         ],
         "scope_keep": [(name, value) for name, value in keep.items() if value],
         "scope_params": list(params.items()),

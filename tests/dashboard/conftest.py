@@ -5,8 +5,10 @@ file itself with the reference libraries (independently of the ORM and of the se
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import random
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,8 +184,12 @@ def _submit_tasks(campaign: Campaign, users: list[User], tasks: int, rng: random
 
 
 @pytest.fixture
-def scoped(researcher: User, annotators: list[User], tmp_path: Path) -> ScopedData:
+def scoped(researcher: User, annotators: list[User], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ScopedData:
     cache.clear()
+    # Campaign seeds and rater pseudonyms come from secrets.token_hex; a counter makes the candidate order, and so
+    # which value lands on which answer, the same on every run, while keeping every token distinct.
+    counter = itertools.count(1)
+    monkeypatch.setattr(secrets, "token_hex", lambda nbytes=16: f"{next(counter):0{2 * nbytes}x}")
     path = tmp_path / "scoped.jsonl"
     generate_llm_jp_jsonl(
         path, items=12, systems=3, raters=3, seed=11, max_chars=120, missing_rate=0.0, two_turn_share=0.0
