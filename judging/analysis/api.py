@@ -2,33 +2,88 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotations.models import Dataset
 from annotations.permissions import IsResearcher
 from judging.analysis.reports import JudgeNotFound, agreement_report, correlation_report
-from judging.analysis.selectors import dataset_for_stats_or_404
+from judging.analysis.selectors import (
+    ORIGINS,
+    RatingScope,
+    ScopeError,
+    dataset_for_stats_or_404,
+    rating_scope,
+    stats_campaign_or_404,
+)
+
+# The largest id the database can hold; a larger number cannot name a campaign.
+CAMPAIGN_ID_MAX = 2**63 - 1
+NOT_A_CAMPAIGN_ID = "campaign must be a campaign id (a positive whole number)."
 
 
-class CorrelationQuery(serializers.Serializer):
+class ScopeQuery(serializers.Serializer):
+    origin = serializers.ChoiceField(
+        choices=ORIGINS,
+        required=False,
+        error_messages={"invalid_choice": f"origin must be one of {', '.join(ORIGINS)}, not " + '"{input}".'},
+    )
+    campaign = serializers.IntegerField(
+        min_value=1,
+        max_value=CAMPAIGN_ID_MAX,
+        required=False,
+        error_messages={
+            "invalid": NOT_A_CAMPAIGN_ID,
+            "min_value": NOT_A_CAMPAIGN_ID,
+            "max_value": NOT_A_CAMPAIGN_ID,
+        },
+    )
+
+
+class CorrelationQuery(ScopeQuery):
     judge = serializers.CharField(max_length=200)
 
 
-@extend_schema(responses={200: OpenApiTypes.OBJECT}, description="`agreement N --json` for dataset `pk`.")
+SCOPE_PARAMETERS = [
+    OpenApiParameter(
+        "origin", str, enum=list(ORIGINS), description="whose ratings: all (default), imported or app raters"
+    ),
+    OpenApiParameter("campaign", int, description="id of a campaign of the dataset: only the ratings it collected"),
+]
+
+
+def _scope(request: Request, dataset: Dataset, query: dict[str, Any]) -> RatingScope:
+    """404 for a campaign outside the researcher's datasets or of another dataset, 400 for a contradiction."""
+    campaign = stats_campaign_or_404(request.user, dataset, query["campaign"]) if "campaign" in query else None
+    try:
+        return rating_scope(query.get("origin"), campaign)
+    except ScopeError as exc:
+        raise ValidationError({"origin": [str(exc)]}) from None
+
+
+@extend_schema(
+    parameters=SCOPE_PARAMETERS,
+    responses={200: OpenApiTypes.OBJECT},
+    description="`agreement N --json` for dataset `pk`.",
+)
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def agreement_view(request: Request, pk: int) -> Response:
     dataset = dataset_for_stats_or_404(request.user, pk)
-    return Response(agreement_report(dataset))
+    query = ScopeQuery(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return Response(agreement_report(dataset, _scope(request, dataset, query.validated_data)))
 
 
 @extend_schema(
-    parameters=[OpenApiParameter("judge", str, required=True, description="judge name (free text)")],
+    parameters=[OpenApiParameter("judge", str, required=True, description="judge name (free text)"), *SCOPE_PARAMETERS],
     responses={200: OpenApiTypes.OBJECT},
     description="`correlate --dataset N --judge J --json` for dataset `pk`.",
 )
@@ -38,7 +93,8 @@ def correlation_view(request: Request, pk: int) -> Response:
     dataset = dataset_for_stats_or_404(request.user, pk)
     query = CorrelationQuery(data=request.query_params)
     query.is_valid(raise_exception=True)
+    scope = _scope(request, dataset, query.validated_data)
     try:
-        return Response(correlation_report(dataset, query.validated_data["judge"]))
+        return Response(correlation_report(dataset, query.validated_data["judge"], scope))
     except JudgeNotFound as exc:
         raise NotFound(str(exc)) from None

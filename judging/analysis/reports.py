@@ -1,8 +1,9 @@
 """One function per statistics report, used identically by the CLI, the API and the dashboard.
 
 ``agreement_report`` and ``correlation_report`` produce the stable JSON documented in the README
-(``agreement N --json`` and ``correlate --dataset N --judge J --json``). Results are cached in the
-Django cache under a key that includes ``stats_version``, so any change to ratings, judge scores,
+(``agreement N --json`` and ``correlate --dataset N --judge J --json``). Every report reads the ratings of one
+``RatingScope`` (all ratings unless asked otherwise) and says which under ``"scope"``. Results are cached in the
+Django cache under a key that includes the scope and ``stats_version``, so any change to ratings, judge scores,
 judges or aspects makes the next request recompute.
 """
 
@@ -23,9 +24,11 @@ from threadpoolctl import threadpool_limits
 
 from annotations.models import Dataset
 from judging.analysis.selectors import (
+    ALL_RATINGS,
     Answers,
     AspectInfo,
     RatingRows,
+    RatingScope,
     answer_details,
     judge_by_name,
     judge_scores,
@@ -91,27 +94,31 @@ class DatasetData:
     aspects: list[AspectInfo]
     answers: Answers
     ratings: RatingRows
+    scope: RatingScope = ALL_RATINGS
 
 
-def load_dataset_data(dataset: Dataset) -> DatasetData:
+def load_dataset_data(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> DatasetData:
+    """Every answer of the dataset, and the ratings of the scope only: an answer outside it simply has none."""
     answers = stats_answers(dataset)
-    return DatasetData(aspects=stats_aspects(dataset), answers=answers, ratings=stats_ratings(dataset, answers))
+    return DatasetData(
+        aspects=stats_aspects(dataset), answers=answers, ratings=stats_ratings(dataset, answers, scope), scope=scope
+    )
 
 
-# The last few datasets' arrays, keyed by (dataset, data version): one page computes several reports from the
-# same ratings, and this keeps it to one round of queries. Entries of an old version are never read again.
-_DATA_MEMO: dict[tuple[int, str], DatasetData] = {}
+# The last few datasets' arrays, keyed by (dataset, scope, data version): one page computes several reports from
+# the same ratings, and this keeps it to one round of queries. Entries of an old version are never read again.
+_DATA_MEMO: dict[tuple[int, tuple[str, int | None, str | None], str], DatasetData] = {}
 _DATA_MEMO_SIZE = 4
 _DATA_MEMO_LOCK = threading.Lock()
 
 
-def _dataset_data(dataset: Dataset, version: str) -> DatasetData:
-    key = (dataset.pk, version)
+def _dataset_data(dataset: Dataset, version: str, scope: RatingScope) -> DatasetData:
+    key = (dataset.pk, scope.cache_key(), version)
     with _DATA_MEMO_LOCK:
         found = _DATA_MEMO.get(key)
     if found is not None:
         return found
-    data = load_dataset_data(dataset)
+    data = load_dataset_data(dataset, scope)
     with _DATA_MEMO_LOCK:
         _DATA_MEMO[key] = data
         while len(_DATA_MEMO) > _DATA_MEMO_SIZE:
@@ -119,14 +126,14 @@ def _dataset_data(dataset: Dataset, version: str) -> DatasetData:
     return data
 
 
-def _cached(dataset: Dataset, parts: Sequence[Any], compute: Callable[[DatasetData], T]) -> T:
-    version = stats_version(dataset)
-    raw = json.dumps([STATS_CODE_VERSION, dataset.pk, version, *parts], ensure_ascii=True)
+def _cached(dataset: Dataset, scope: RatingScope, parts: Sequence[Any], compute: Callable[[DatasetData], T]) -> T:
+    version = stats_version(dataset, scope)
+    raw = json.dumps([STATS_CODE_VERSION, dataset.pk, scope.cache_key(), version, *parts], ensure_ascii=True)
     key = "evalsite:stats:" + hashlib.sha256(raw.encode()).hexdigest()
     found = cache.get(key)
     if found is not None:
         return found  # type: ignore[no-any-return]
-    value = compute(_dataset_data(dataset, version))
+    value = compute(_dataset_data(dataset, version, scope))
     cache.set(key, value, CACHE_SECONDS)
     return value
 
@@ -176,6 +183,7 @@ def compute_agreement_report(
     data = data or load_dataset_data(dataset)
     return {
         "dataset": dataset.name,
+        "scope": data.scope.as_json(),
         "aspects": {
             aspect.name: agreement_summary(
                 aspect_ratings(data, aspect), aspect.level, n_resamples=n_resamples, seed=seed
@@ -185,9 +193,9 @@ def compute_agreement_report(
     }
 
 
-def agreement_report(dataset: Dataset) -> dict[str, Any]:
-    """``agreement N --json``: {"dataset": N, "aspects": {A: {...}}} (see README)."""
-    return _cached(dataset, ["agreement"], lambda data: compute_agreement_report(dataset, data))
+def agreement_report(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> dict[str, Any]:
+    """``agreement N --json``: {"dataset": N, "scope": {...}, "aspects": {A: {...}}} (see README)."""
+    return _cached(dataset, scope, ["agreement"], lambda data: compute_agreement_report(dataset, data))
 
 
 def _histogram(values: np.ndarray, aspect: AspectInfo) -> list[dict[str, Any]]:
@@ -289,6 +297,7 @@ def compute_dataset_details(
             }
         )
     return {
+        "scope": data.scope.as_json(),
         "aspect": aspect.name if aspect else None,
         "system": system_key or None,
         "systems": sorted(set(data.answers.system_keys)),
@@ -300,10 +309,16 @@ def compute_dataset_details(
     }
 
 
-def dataset_details(dataset: Dataset, aspect_name: str | None = None, system_key: str | None = None) -> dict[str, Any]:
+def dataset_details(
+    dataset: Dataset,
+    aspect_name: str | None = None,
+    system_key: str | None = None,
+    scope: RatingScope = ALL_RATINGS,
+) -> dict[str, Any]:
     """Distributions (per aspect), per-rater table and most-disagreed answers for the dataset page."""
     return _cached(
         dataset,
+        scope,
         ["details", aspect_name or "", system_key or ""],
         lambda data: compute_dataset_details(dataset, aspect_name, system_key, data),
     )
@@ -349,7 +364,13 @@ def compute_correlation_report(
         paired = _paired_for(data, human, scores[aspect.name])
         aspects[aspect.name] = correlation_levels(paired, n_resamples=n_resamples, seed=seed)
         diagnostics[aspect.name] = _judge_diagnostics(dataset, judge, data, aspect, human, scores[aspect.name], paired)
-    return {"dataset": dataset.name, "judge": judge.name, "aspects": aspects, "diagnostics": diagnostics}
+    return {
+        "dataset": dataset.name,
+        "judge": judge.name,
+        "scope": data.scope.as_json(),
+        "aspects": aspects,
+        "diagnostics": diagnostics,
+    }
 
 
 def _judge_or_raise(dataset: Dataset, judge_name: str) -> Judge:
@@ -359,11 +380,13 @@ def _judge_or_raise(dataset: Dataset, judge_name: str) -> Judge:
     return judge
 
 
-def correlation_report(dataset: Dataset, judge_name: str) -> dict[str, Any]:
-    """``correlate --dataset N --judge J --json``: {"dataset", "judge", "aspects": {A: {level: {...}}},
+def correlation_report(dataset: Dataset, judge_name: str, scope: RatingScope = ALL_RATINGS) -> dict[str, Any]:
+    """``correlate --dataset N --judge J --json``: {"dataset", "judge", "scope", "aspects": {A: {level: {...}}},
     "diagnostics": {A: {"ceiling", "alternative_annotator", "bias"}}}."""
     judge = _judge_or_raise(dataset, judge_name)
-    return _cached(dataset, ["correlation", judge.pk], lambda data: compute_correlation_report(dataset, judge, data))
+    return _cached(
+        dataset, scope, ["correlation", judge.pk], lambda data: compute_correlation_report(dataset, judge, data)
+    )
 
 
 def _position_consistency(judge: Judge) -> dict[str, Any]:
@@ -400,6 +423,7 @@ def compute_judge_details(
     result: dict[str, Any] = {
         "judge": judge.name,
         "kind": judge.kind,
+        "scope": data.scope.as_json(),
         "aspects": [aspect.name for aspect in shared],
         "unmatched_aspects": sorted(set(scores) - {aspect.name for aspect in data.aspects}),
         "systems": sorted(set(data.answers.system_keys)),
@@ -465,12 +489,17 @@ def _judge_diagnostics(
 
 
 def judge_details(
-    dataset: Dataset, judge_name: str, aspect_name: str | None = None, system_key: str | None = None
+    dataset: Dataset,
+    judge_name: str,
+    aspect_name: str | None = None,
+    system_key: str | None = None,
+    scope: RatingScope = ALL_RATINGS,
 ) -> dict[str, Any]:
     """Everything the judges page shows for one judge and aspect."""
     judge = _judge_or_raise(dataset, judge_name)
     return _cached(
         dataset,
+        scope,
         ["judge", judge.pk, aspect_name or "", system_key or ""],
         lambda data: compute_judge_details(dataset, judge, aspect_name, system_key, data),
     )

@@ -2,6 +2,9 @@
 
 Scoping: the dashboard and API reach a dataset only through ``dataset_for_stats_or_404`` (the requesting
 user's datasets); management commands run with operator rights and use ``dataset_by_name``.
+
+A ``RatingScope`` picks which human ratings the statistics read: all of them, the imported raters' only, the app
+raters' only, or the ratings one annotation campaign collected.
 """
 
 from __future__ import annotations
@@ -14,15 +17,74 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Exists, Max, OuterRef, Q, Sum
 from django.db.models.functions import Length
+from django.http import Http404
+from django.utils.translation import gettext
 
-from annotations.models import Aspect, Dataset, Rater, Rating, Response, System
+from annotations.campaign_selectors import campaigns_for_researcher
+from annotations.models import (
+    Aspect,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    Dataset,
+    Rater,
+    Rating,
+    RatingOrigin,
+    Response,
+    System,
+)
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 from judging.models import Judge, JudgeScore
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+ORIGINS = ("all", "imported", "app")
+_RATING_ORIGINS = {"imported": RatingOrigin.IMPORT, "app": RatingOrigin.APP}
+
+
+class ScopeError(ValueError):
+    """A scope asked for with a value that names no scope; the message says which values exist."""
+
+
+@dataclass(frozen=True)
+class RatingScope:
+    """Which ratings the statistics read. A campaign's scope holds only app ratings, so its origin is "app"."""
+
+    origin: str = "all"
+    campaign_id: int | None = None
+    campaign_name: str | None = None
+
+    def as_json(self) -> dict[str, str | None]:
+        return {"origin": self.origin, "campaign": self.campaign_name}
+
+    def cache_key(self) -> tuple[str, int | None, str | None]:
+        # The name is part of the key because the reports print it: a renamed campaign must not show the old one.
+        return (self.origin, self.campaign_id, self.campaign_name)
+
+    def parameter(self) -> tuple[str, str]:
+        """The one URL parameter that selects this scope."""
+        if self.campaign_id is not None:
+            return ("campaign", str(self.campaign_id))
+        return ("origin", self.origin)
+
+    def query(self) -> dict[str, str]:
+        """The URL parameters that select this scope; none for all ratings, the default."""
+        return {} if self == ALL_RATINGS else dict([self.parameter()])
+
+    @property
+    def label(self) -> str:
+        if self.campaign_name is not None:
+            return gettext("Campaign: %(name)s") % {"name": self.campaign_name}
+        return {
+            "imported": gettext("Imported raters only"),
+            "app": gettext("App raters only"),
+        }.get(self.origin, gettext("All ratings"))
+
+
+ALL_RATINGS = RatingScope()
 
 
 @dataclass(frozen=True)
@@ -74,6 +136,57 @@ def dataset_by_name(name: str) -> Dataset | None:
     return Dataset.objects.filter(name=name).first()
 
 
+def rating_scope(origin: str | None = None, campaign: Campaign | None = None) -> RatingScope:
+    """The scope of an origin (default "all") and an optional campaign, whose ratings are app ratings: asking for
+    a campaign's imported ratings is a contradiction, not an empty scope."""
+    chosen = origin or "all"
+    if chosen not in ORIGINS:
+        raise ScopeError(f"origin must be one of {', '.join(ORIGINS)}, not {chosen!r}")
+    if campaign is None:
+        return RatingScope(origin=chosen)
+    if chosen == "imported":
+        raise ScopeError("a campaign's ratings are app ratings: with a campaign, origin must be app or all")
+    return RatingScope(origin="app", campaign_id=campaign.pk, campaign_name=campaign.name)
+
+
+def campaign_by_name(dataset: Dataset, name: str) -> Campaign | None:
+    """For management commands (operator rights)."""
+    return Campaign.objects.filter(dataset=dataset, name=name).first()
+
+
+def stats_scopes(user: AbstractBaseUser | AnonymousUser, dataset: Dataset) -> list[RatingScope]:
+    """Every scope the user may pick on this dataset: each origin, then each of its campaigns the user may see."""
+    campaigns = campaigns_for_researcher(user).filter(dataset=dataset).order_by("name").values_list("pk", "name")
+    return [RatingScope(origin=origin) for origin in ORIGINS] + [
+        RatingScope(origin="app", campaign_id=pk, campaign_name=name) for pk, name in campaigns
+    ]
+
+
+def stats_campaign_or_404(user: AbstractBaseUser | AnonymousUser, dataset: Dataset, pk: int) -> Campaign:
+    """A campaign of this dataset among the user's; any other id is not found, so its existence is not revealed."""
+    campaign = campaigns_for_researcher(user).filter(dataset=dataset, pk=pk).first()
+    if campaign is None:
+        raise Http404("no such campaign on this dataset")
+    return campaign
+
+
+def _scope_filter(scope: RatingScope) -> Q:
+    """Ratings carry no campaign: a campaign's are the app ratings its submitted assignments produced, i.e. by the
+    assignment's annotator, on an answer of the assignment's task and an aspect the campaign asks for. An annotator
+    cannot rate the same answer and aspect in two campaigns, so no rating is claimed by two."""
+    if scope.campaign_id is None:
+        origin = _RATING_ORIGINS.get(scope.origin)
+        return Q() if origin is None else Q(origin=origin)
+    submitted = Assignment.objects.filter(
+        campaign_id=scope.campaign_id,
+        status=AssignmentStatus.SUBMITTED,
+        annotator_id=OuterRef("rater__user_id"),
+        task__responses=OuterRef("response_id"),
+    )
+    asked = Campaign.aspects.through.objects.filter(campaign_id=scope.campaign_id).values("aspect_id")
+    return Q(origin=RatingOrigin.APP, aspect_id__in=asked) & Q(Exists(submitted))
+
+
 def stats_aspects(dataset: Dataset) -> list[AspectInfo]:
     rows = (
         Aspect.objects.filter(dataset=dataset)
@@ -97,12 +210,12 @@ def stats_answers(dataset: Dataset) -> Answers:
     )
 
 
-def stats_ratings(dataset: Dataset, answers: Answers) -> RatingRows:
+def stats_ratings(dataset: Dataset, answers: Answers, scope: RatingScope = ALL_RATINGS) -> RatingRows:
     aspect_ids = list(Aspect.objects.filter(dataset=dataset).values_list("id", flat=True))
     rows = list(
-        Rating.objects.filter(aspect_id__in=aspect_ids, is_missing=False, value__isnull=False).values_list(
-            "aspect_id", "response_id", "rater_id", "value"
-        )
+        Rating.objects.filter(aspect_id__in=aspect_ids, is_missing=False, value__isnull=False)
+        .filter(_scope_filter(scope))
+        .values_list("aspect_id", "response_id", "rater_id", "value")
     )
     raters = list(Rater.objects.filter(dataset=dataset).values_list("id", "pseudonym", "is_positional"))
     table = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
@@ -161,12 +274,13 @@ def answer_details(response_ids: list[int]) -> dict[int, dict[str, Any]]:
     }
 
 
-def stats_version(dataset: Dataset) -> str:
+def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
     """Changes whenever a rating or a judge score of the dataset is added, edited or removed.
 
     Ratings carry ``updated_at``; judge scores have no timestamp, so their count, id range and value sum
     stand in for one. Aspect scales and levels, judge parameters (model, pairwise consistency) and system model
-    names are included because they change the statistics too.
+    names are included because they change the statistics too. A campaign's scope also depends on its submitted
+    assignments and its aspects, which can change without any rating changing.
     """
     # The value sum also catches queryset.update(), which leaves updated_at alone.
     ratings = Rating.objects.filter(aspect__dataset=dataset).aggregate(
@@ -182,5 +296,13 @@ def stats_version(dataset: Dataset) -> str:
         .order_by("id")
         .values_list("id", "name", "level", "min_value", "max_value", "ideal")
     )
-    payload = json.dumps([ratings, scores, judges, aspects, systems], default=str, sort_keys=True)
+    campaign: list[Any] = []
+    if scope.campaign_id is not None:
+        submitted = Assignment.objects.filter(campaign_id=scope.campaign_id, status=AssignmentStatus.SUBMITTED)
+        asked = Campaign.aspects.through.objects.filter(campaign_id=scope.campaign_id)
+        campaign = [
+            submitted.aggregate(count=Count("id"), last=Max("submitted_at")),
+            sorted(asked.values_list("aspect_id", flat=True)),
+        ]
+    payload = json.dumps([ratings, scores, judges, aspects, systems, *campaign], default=str, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]

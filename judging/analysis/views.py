@@ -11,7 +11,7 @@ from functools import wraps
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -30,7 +30,17 @@ from judging.analysis.reports import (
     judge_calibrate,
     judge_details,
 )
-from judging.analysis.selectors import dataset_for_stats_or_404, dataset_judges, researcher_datasets, stats_aspects
+from judging.analysis.selectors import (
+    RatingScope,
+    ScopeError,
+    dataset_for_stats_or_404,
+    dataset_judges,
+    rating_scope,
+    researcher_datasets,
+    stats_aspects,
+    stats_campaign_or_404,
+    stats_scopes,
+)
 from judging.factscore.selectors import factscore_report, factscore_runs_for_user
 from judging.models import JudgeKind, JudgeRun
 
@@ -49,6 +59,8 @@ JUDGE_TABLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "scatter": tables.scatter_table,
 }
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+# Longer ids would overflow the database's integer before they could name a campaign.
+CAMPAIGN_ID_MAX_DIGITS = 18
 
 
 def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -74,6 +86,41 @@ def _query(**params: str | None) -> str:
     return "?" + urlencode(present) if present else ""
 
 
+def _scope(request: HttpRequest, dataset: Dataset) -> RatingScope:
+    """The ratings the page shows, from ``origin`` and ``campaign``: 400 for a value that names no scope, 404 for a
+    campaign that is not one of this dataset's among the researcher's."""
+    campaign_id = _param(request, "campaign")
+    campaign = None
+    if campaign_id is not None:
+        if not (campaign_id.isascii() and campaign_id.isdigit() and len(campaign_id) <= CAMPAIGN_ID_MAX_DIGITS):
+            raise BadRequest("campaign must be a campaign id")
+        campaign = stats_campaign_or_404(request.user, dataset, int(campaign_id))
+    try:
+        return rating_scope(_param(request, "origin"), campaign)
+    except ScopeError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _scope_context(
+    request: HttpRequest, dataset: Dataset, scope: RatingScope, page: str, keep: dict[str, Any]
+) -> dict[str, Any]:
+    """The scope selector (one submit button per scope, keeping the other filters) and the scope's URL parameters
+    for every link and form of the page."""
+    params = scope.query()
+    return {
+        "scope": scope,
+        "scope_action": reverse(page, args=[dataset.pk]),
+        "scope_choices": [
+            {"parameter": option.parameter(), "label": option.label, "current": option.query() == params}
+            for option in stats_scopes(request.user, dataset)
+        ],
+        "scope_keep": [(name, value) for name, value in keep.items() if value],
+        "scope_params": list(params.items()),
+        "scope_suffix": "&" + urlencode(params) if params else "",
+        "scope_query": _query(**params),
+    }
+
+
 def _download(table: dict[str, Any], fmt: str, filename: str) -> HttpResponse:
     body = tables.as_csv(table) if fmt == "csv" else tables.as_json(table)
     response = HttpResponse(body, content_type=FORMATS[fmt])
@@ -95,8 +142,9 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
 def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     aspect = _param(request, "aspect")
     system = _param(request, "system")
-    report = agreement_report(dataset)
-    details = dataset_details(dataset, aspect, system)
+    scope = _scope(request, dataset)
+    report = agreement_report(dataset, scope)
+    details = dataset_details(dataset, aspect, system, scope)
     charts = [
         {"aspect": dist["aspect"], "label": dist["label"], "n": dist["n"], "chart": bar_chart(dist["bars"])}
         for dist in details["distributions"]
@@ -113,7 +161,10 @@ def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
         "raters": tables.raters_table(details),
         "disagreements": details["disagreements"],
         "distribution_table": tables.distribution_table(details),
-        "download_query": _query(aspect=details["aspect"], system=details["system"]),
+        "download_query": _query(aspect=details["aspect"], system=details["system"], **scope.query()),
+        **_scope_context(
+            request, dataset, scope, "dashboard-dataset", {"aspect": details["aspect"], "system": details["system"]}
+        ),
     }
 
 
@@ -137,8 +188,9 @@ def dataset_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -
     if table not in DATASET_TABLES:
         raise Http404("no such table")
     aspect, system = _param(request, "aspect"), _param(request, "system")
-    details = dataset_details(dataset, aspect, system) if table != "agreement" else {}
-    built = DATASET_TABLES[table](agreement_report(dataset) if table == "agreement" else {}, details)
+    scope = _scope(request, dataset)
+    details = dataset_details(dataset, aspect, system, scope) if table != "agreement" else {}
+    built = DATASET_TABLES[table](agreement_report(dataset, scope) if table == "agreement" else {}, details)
     return _download(built, fmt, f"dataset-{dataset.pk}-{table}")
 
 
@@ -164,7 +216,9 @@ def _factscore_context(run: JudgeRun) -> dict[str, Any]:
 def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     judges = dataset_judges(dataset)
     judge_name = _param(request, "judge") or (judges[0]["name"] if judges else None)
+    scope = _scope(request, dataset)
     factscore_runs = factscore_runs_for_user(request.user).filter(dataset=dataset, judge__kind=JudgeKind.RUN)
+    keep = {"judge": judge_name, "aspect": _param(request, "aspect"), "system": _param(request, "system")}
     context: dict[str, Any] = {
         "dataset": dataset,
         "judges": judges,
@@ -172,16 +226,19 @@ def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
         "details": None,
         "factscore_judges": set(factscore_runs.values_list("judge__name", flat=True)),
         "factscore": None,
+        **_scope_context(request, dataset, scope, "dashboard-judges", keep),
     }
     if judge_name is None:
         return context
     run = _factscore_run(request, dataset, judge_name) if judge_name in context["factscore_judges"] else None
     try:
-        details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"))
+        details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"), scope)
     except JudgeNotFound:
         raise Http404("no such judge") from None
     context["details"] = details
-    context["download_query"] = _query(judge=details["judge"], aspect=details["aspect"], system=details["system"])
+    context["download_query"] = _query(
+        judge=details["judge"], aspect=details["aspect"], system=details["system"], **scope.query()
+    )
     if run is not None:
         context["factscore"] = _factscore_context(run)
     if details["aspect"] is None:
@@ -228,8 +285,9 @@ def judge_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> 
         return _download(built, fmt, f"dataset-{dataset.pk}-judge-{table}")
     if table not in JUDGE_TABLES or fmt not in FORMATS or judge_name is None:
         raise Http404("no such table")
+    scope = _scope(request, dataset)
     try:
-        details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"))
+        details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"), scope)
     except JudgeNotFound:
         raise Http404("no such judge") from None
     if details["aspect"] is None:

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.models import Dataset
 from judging.analysis.reports import agreement_report
-from judging.analysis.selectors import dataset_by_name
+from judging.analysis.selectors import ORIGINS, RatingScope, ScopeError, campaign_by_name, dataset_by_name, rating_scope
 
 
 def dataset_or_error(name: str) -> Dataset:
@@ -15,6 +15,27 @@ def dataset_or_error(name: str) -> Dataset:
     if dataset is None:
         raise CommandError(f"no dataset named {name!r}")
     return dataset
+
+
+def add_scope_arguments(parser: CommandParser) -> None:
+    parser.add_argument(
+        "--origin",
+        choices=ORIGINS,
+        help="whose ratings: all (default), imported (the raters of the imported file) or app (collected here)",
+    )
+    parser.add_argument("--campaign", help="only the ratings this annotation campaign collected (app ratings)")
+
+
+def scope_or_error(dataset: Dataset, options: dict[str, Any]) -> RatingScope:
+    campaign = None
+    if options.get("campaign"):
+        campaign = campaign_by_name(dataset, str(options["campaign"]))
+        if campaign is None:
+            raise CommandError(f"no campaign named {options['campaign']!r} on this dataset")
+    try:
+        return rating_scope(options.get("origin"), campaign)
+    except ScopeError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def as_json(report: dict[str, Any]) -> str:
@@ -54,11 +75,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="dataset name (quote names with spaces)")
+        add_scope_arguments(parser)
         parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
 
     def handle(self, *args: object, **options: Any) -> None:
         dataset = dataset_or_error(str(options["name"]))
-        report = agreement_report(dataset)
+        scope = scope_or_error(dataset, options)
+        report = agreement_report(dataset, scope)
         if options["json"]:
             self.stdout.write(as_json(report))
             return
@@ -90,6 +113,7 @@ class Command(BaseCommand):
         header = ["aspect", "level", "items", "ratings", "alpha", "95% CI", "nominal", "ordinal", "interval"]
         header += ["fleiss", "AC1", "ICC1", "exact", "±1"]
         self.stdout.write(f"Agreement for dataset {report['dataset']}")
+        self.stdout.write(f"Ratings: {scope.label}")
         self.stdout.write(text_table(header, rows))
         for where, reason in reasons.items():
             self.stdout.write(f"  {where}: undefined ({reason})")

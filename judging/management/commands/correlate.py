@@ -5,7 +5,15 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from judging.analysis.reports import JudgeNotFound, correlation_report
-from judging.management.commands.agreement import as_json, dataset_or_error, interval_text, number, text_table
+from judging.management.commands.agreement import (
+    add_scope_arguments,
+    as_json,
+    dataset_or_error,
+    interval_text,
+    number,
+    scope_or_error,
+    text_table,
+)
 from judging.statistics.correlation import LEVELS
 
 
@@ -21,18 +29,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True, help="dataset name")
         parser.add_argument("--judge", required=True, help="judge name: a run, an imported auto_evals name, or derived")
+        add_scope_arguments(parser)
         parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
 
     def handle(self, *args: object, **options: Any) -> None:
         dataset = dataset_or_error(str(options["dataset"]))
+        scope = scope_or_error(dataset, options)
         try:
-            report = correlation_report(dataset, str(options["judge"]))
+            report = correlation_report(dataset, str(options["judge"]), scope)
         except JudgeNotFound as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
             self.stdout.write(as_json(report))
             return
         self.stdout.write(f"Judge {report['judge']} versus humans on dataset {report['dataset']}")
+        self.stdout.write(f"Ratings: {scope.label}")
         if not report["aspects"]:
             self.stdout.write("The judge has no scores for any aspect of the dataset's rubric.")
         for aspect, levels in report["aspects"].items():
