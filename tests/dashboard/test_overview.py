@@ -53,6 +53,7 @@ def test_owner_sees_the_whole_loop_of_the_dataset(researcher: User, world: dict)
     # campaign with its fill: 2 items x 1 turn = 2 tasks x 2 raters = 4 slots, one leased, none submitted
     assert reverse("campaign-progress", args=[world["campaign"].pk]) in html
     assert "pilot Ξ" in html and "0 / 4 (0.0%)" in html
+    assert f'{reverse("dashboard-dataset", args=[dataset.pk])}?campaign={world["campaign"].pk}' in html
     # judge run: status, counts, cost, a link to its run page and to its comparison with the humans
     assert reverse("admin:judging_judgerun_change", args=[world["run"].pk]) in html
     assert "geval &lt;mini&gt;" in html and "geval <mini>" not in html
