@@ -99,3 +99,36 @@ def test_judge_bad_inputs(tmp_path: Path, fake_provider: FakeProvider) -> None:
             "judge", "--dataset", dataset.name, "--config", write_config(tmp_path, fake_provider, aspects=["nope"])
         )
     assert not JudgeRun.objects.exists()
+
+
+def test_judge_estimate_prints_the_admin_estimate_and_launches_nothing(
+    tmp_path: Path, fake_provider: FakeProvider
+) -> None:
+    from judging.config import validate_config
+    from judging.models import Judge, Judgment
+    from judging.services import estimate_run
+
+    dataset = make_dataset(items=3, systems=2, name="estimate Ξ")
+    config = write_config(tmp_path, fake_provider)
+    out = io.StringIO()
+    call_command("judge", "--dataset", dataset.name, "--config", config, "--limit", "4", "--estimate", stdout=out)
+    text = out.getvalue()
+    expected = estimate_run(dataset=dataset, cfg=validate_config(json.loads(Path(config).read_text())), limit=4)
+    assert expected.units == 4 and expected.calls == 4 and expected.cost_usd
+    assert "nothing was launched" in text
+    assert f"units:             {expected.units}\n" in text
+    assert f"calls:             {expected.calls}\n" in text
+    assert f"cached calls:      {expected.cached_calls}\n" in text
+    assert f"prompt tokens:     {expected.prompt_tokens}\n" in text
+    assert f"cost:              ${expected.cost_usd:.4f}\n" in text
+    assert not JudgeRun.objects.exists() and not Judge.objects.exists() and not Judgment.objects.exists()
+    assert fake_provider.snapshot()["calls"] == 0
+
+
+def test_judge_estimate_names_config_errors(tmp_path: Path) -> None:
+    dataset = make_dataset(items=1, systems=2, name="estimate errors")
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"name": "x", "method": "single", "model": "openai/gpt-4o-mini", "samples": 3}))
+    with pytest.raises(CommandError, match="temperature 0"):
+        call_command("judge", "--dataset", dataset.name, "--config", str(path), "--estimate")
+    assert not JudgeRun.objects.exists()

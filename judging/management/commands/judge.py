@@ -8,8 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotations.models import Campaign, Dataset
 from annotations.selectors import dataset_by_name
 from judging import services
-from judging.config import ConfigError
-from judging.models import RunStatus
+from judging.config import ConfigError, validate_config
+from judging.models import JudgeRun, RunStatus
 from judging.selectors import RunProgress, judge_run_progress
 
 BAR_WIDTH = 30
@@ -47,6 +47,11 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, help="judge at most this many answers")
         parser.add_argument("--campaign", help="only the answers of this annotation campaign")
         parser.add_argument("--wait", action="store_true", help="wait for the run, showing progress")
+        parser.add_argument(
+            "--estimate",
+            action="store_true",
+            help="print units, calls, cached calls, tokens and cost, and launch nothing",
+        )
         parser.add_argument("--poll", type=float, default=0.5, help=argparse_hidden())
 
     def handle(self, *args: object, **options: object) -> None:
@@ -66,6 +71,9 @@ class Command(BaseCommand):
             if campaign is None:
                 raise CommandError(f"no campaign named {options['campaign']!r} on this dataset")
         limit = options["limit"]
+        if options["estimate"]:
+            self._estimate(dataset, raw, campaign, int(limit) if isinstance(limit, int) else None)
+            return
         try:
             run = services.judge_run_launch(
                 dataset=dataset,
@@ -80,6 +88,25 @@ class Command(BaseCommand):
         except services.LaunchError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"launched judge run {run.name!r} (id {run.pk}): {run.total} unit(s)")
+        self._wait(run, options)
+
+    def _estimate(self, dataset: Dataset, raw: object, campaign: Campaign | None, limit: int | None) -> None:
+        if not isinstance(raw, dict):
+            raise CommandError("the config must be a JSON object")
+        if limit is not None and limit < 1:
+            raise CommandError("limit must be at least 1")
+        try:
+            cfg = validate_config(raw)
+            estimate = services.estimate_run(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
+        except ConfigError as exc:
+            raise CommandError("invalid judge config:\n  " + "\n  ".join(exc.errors)) from None
+        except services.LaunchError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"estimate for {cfg.name!r} on {dataset.name!r} (nothing was launched):")
+        for line in estimate_lines(estimate):
+            self.stdout.write("  " + line)
+
+    def _wait(self, run: JudgeRun, options: dict[str, object]) -> None:
         if not options["wait"]:
             return
         poll = max(0.05, float(options["poll"]))  # type: ignore[arg-type]
@@ -100,6 +127,19 @@ class Command(BaseCommand):
             self.stdout.write("errors: " + ", ".join(f"{k}={v}" for k, v in progress.errors_by_kind.items()))
         if progress.status != RunStatus.SUCCEEDED:
             raise CommandError(f"judge run {run.name!r} ended with status {progress.status}")
+
+
+def estimate_lines(estimate: services.Estimate) -> list[str]:
+    cost = f"${estimate.cost_usd:.4f}" if estimate.cost_usd is not None else "unknown (litellm has no prices)"
+    return [
+        f"units:             {estimate.units}",
+        f"calls:             {estimate.calls}",
+        f"cached calls:      {estimate.cached_calls}",
+        f"prompt tokens:     {estimate.prompt_tokens}",
+        f"completion tokens: {estimate.completion_tokens}",
+        f"cost:              {cost}",
+        f"aspects:           {', '.join(estimate.aspects)}",
+    ]
 
 
 def argparse_hidden() -> str:
