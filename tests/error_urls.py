@@ -3,7 +3,8 @@
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
-from evalsite.urls import handler403, handler404, handler500, urlpatterns as site_urlpatterns
+from evalsite.urls import handler403, handler404, handler500
+from evalsite.urls import urlpatterns as site_urlpatterns
 
 __all__ = ["handler403", "handler404", "handler500", "urlpatterns"]
 
