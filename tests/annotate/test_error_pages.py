@@ -104,7 +104,7 @@ def test_405_in_the_layout_keeps_its_allow_header(annotator1):
     response = login(annotator1).post(reverse("home"))
     body = response.content.decode()
     assert response.status_code == 405 and response["Allow"] == "GET"
-    assert NAV in body and "This address cannot be opened directly" in body
+    assert NAV in body and "This address cannot be opened this way" in body
     assert f'<a href="{reverse("home")}">Back to my work</a>' in body
 
 
@@ -117,7 +117,7 @@ def test_405_in_japanese(annotator1):
     response = login(annotator1, "ja").post(reverse("home"))
     body = response.content.decode()
     assert response.status_code == 405
-    assert NAV_JA in body and "このアドレスは直接開けません" in body and "マイページに戻る" in body
+    assert NAV_JA in body and "このアドレスはこの方法では開けません" in body and "マイページに戻る" in body
 
 
 def test_405_under_the_api_stays_json(researcher):
