@@ -19,7 +19,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
@@ -117,11 +117,14 @@ def _next_or_done(request: HtmxHttpRequest, campaign: Campaign) -> HttpResponse:
     return _redirect(request, _task_url(campaign, assignment.task_id))
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def task_next(request: HtmxHttpRequest, campaign_id: int) -> HttpResponse:
-    """POST because it leases a task: GET requests never change anything."""
+    """POST because it leases a task: GET requests never change anything. A GET (a bookmark, a reload) goes to
+    the campaign page, whose button sends the POST."""
     campaign = campaign_for_annotator(request.user, campaign_id)
+    if request.method == "GET":
+        return HttpResponseRedirect(reverse("annotate-campaign", args=[campaign.pk]), status=303)
     return _next_or_done(request, campaign)
 
 
@@ -263,10 +266,19 @@ def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
     )
 
 
-@require_POST
+def _back_to_task(request: HttpRequest, campaign: Campaign, task_id: int) -> HttpResponse:
+    """A GET on a task's POST-only step goes to the task page that offers it, with the same refusals (404 outside
+    the campaign, 403 for a task not leased to the user), so the redirect reveals nothing the page would not."""
+    leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
+    return HttpResponseRedirect(_task_url(campaign, task_id), status=303)
+
+
+@require_http_methods(["GET", "POST"])
 @login_required
 def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
     campaign = campaign_for_annotator(request.user, campaign_id)
+    if request.method == "GET":
+        return _back_to_task(request, campaign, task_id)
     answer, values = answer_from_form(request.POST)
     key = str(request.POST.get("idempotency_key", ""))
     user: User = request.user  # type: ignore[assignment]
@@ -293,10 +305,12 @@ def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> Htt
     return _next_or_done(request, campaign)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def task_skip(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
     campaign = campaign_for_annotator(request.user, campaign_id)
+    if request.method == "GET":
+        return _back_to_task(request, campaign, task_id)
     assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
     try:
         assignment_skip(

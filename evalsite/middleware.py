@@ -12,6 +12,8 @@ from django.utils.functional import SimpleLazyObject, empty
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from evalsite import error_pages
+
 
 class SecurityHeadersMiddleware:
     """Adds the CSP that Django 5.2 does not set itself; the other headers come from SecurityMiddleware."""
@@ -254,3 +256,28 @@ class LazyMessageMiddleware(MessageMiddleware):
         if type(messages) is SimpleLazyObject and messages._wrapped is empty:
             return response
         return super().process_response(request, response)
+
+
+API_PREFIXES = ("/api/", "/factscore/api/")
+
+
+class MethodNotAllowedPageMiddleware:
+    """Gives the empty 405 of require_POST/require_GET (and class-based views) the site's error page, so a
+    bookmarked or reloaded POST-only address does not show a blank page. The API keeps its JSON answers."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or response.streaming
+            or response.content
+            or request.path.startswith(API_PREFIXES)
+        ):
+            return response
+        page = error_pages.method_not_allowed(request)
+        if response.has_header("Allow"):
+            page["Allow"] = response["Allow"]
+        return page

@@ -71,6 +71,7 @@ MIDDLEWARE = [
     "evalsite.middleware.LazyMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "evalsite.middleware.MethodNotAllowedPageMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"

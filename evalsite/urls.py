@@ -3,7 +3,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from evalsite import auth, help_pages
+from evalsite import auth, error_pages, help_pages
+
+handler403 = error_pages.permission_denied
+handler404 = error_pages.page_not_found
+handler500 = error_pages.server_error
 
 urlpatterns = [
     path("admin/login/", auth.admin_login_view),

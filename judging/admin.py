@@ -186,10 +186,8 @@ class JudgeRunAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "opts": JudgeRun._meta,
             "title": f"Judge run {run.name}",
-            "run": run,
-            "progress": selectors.judge_run_progress(run),
+            **_live_context(run),
             "config_json": json.dumps(run.config_snapshot, indent=2, ensure_ascii=False),
-            "recent_errors": selectors.judgments_of_run(run).exclude(error_kind="").order_by("-id")[:10],
         }
         return TemplateResponse(request, "judging/admin/run.html", context)
 
@@ -246,12 +244,20 @@ class JudgeRunAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "judging/admin/launch.html", context)
 
 
+def _live_context(run: JudgeRun) -> dict[str, Any]:
+    """What the polled part of the run page shows: the page and the poll render the same partial from it."""
+    return {
+        "run": run,
+        "progress": selectors.judge_run_progress(run),
+        "recent_errors": selectors.latest_errors_of_run(run),
+    }
+
+
 @require_GET
 def _progress(request: HttpRequest, run: JudgeRun) -> HttpResponse:
-    progress = selectors.judge_run_progress(run)
-    context = {"run": run, "progress": progress}
+    context = _live_context(run)
     response = TemplateResponse(request, "judging/admin/_progress.html", context)
-    if not progress.is_active and getattr(request, "htmx", False):
+    if not context["progress"].is_active and getattr(request, "htmx", False):
         # 286 tells htmx to stop polling; the final state is still swapped in.
         stop = HttpResponseStopPolling(response.rendered_content)
         return stop

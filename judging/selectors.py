@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotations.models import AssignmentStatus, Campaign, Dataset, Item, Rater, Rating, Response
 from annotations.selectors import datasets_for_user
+from judging.llm.ratelimit import calls_in_flight, run_scope
 from judging.models import JudgeConfig, JudgeRun, Judgment, JudgmentStatus
 
 User = AbstractBaseUser | AnonymousUser
@@ -111,7 +112,8 @@ class RunProgress:
     failed: int
     parse_errors: int
     cache_hits: int
-    in_flight: int
+    claimed: int  # units a worker holds now; each may be waiting, computing or calling
+    calls_in_flight: int | None  # provider calls under way now; None when it cannot be counted from here
     calls: int
     percent: float
     calls_per_s: float | None
@@ -126,11 +128,19 @@ class RunProgress:
     logprob_fallbacks: int
     sampled_fallbacks: int
 
+    @property
+    def can_cancel(self) -> bool:
+        return self.is_active
+
+    @property
+    def can_retry_failed(self) -> bool:
+        return not self.is_active and self.failed > 0
+
 
 def judge_run_progress(run: JudgeRun) -> RunProgress:
     run.refresh_from_db()
     finished = run.done + run.failed
-    in_flight = Judgment.objects.filter(run=run, status=JudgmentStatus.CLAIMED).count()
+    claimed = Judgment.objects.filter(run=run, status=JudgmentStatus.CLAIMED).count()
     errors: dict[str, Any] = dict(
         Judgment.objects.filter(run=run)
         .exclude(error_kind="")
@@ -153,7 +163,8 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
         failed=run.failed,
         parse_errors=run.parse_errors,
         cache_hits=run.cache_hits,
-        in_flight=in_flight,
+        claimed=claimed,
+        calls_in_flight=calls_in_flight(run_scope(run.pk)),
         calls=run.calls,
         percent=round(100.0 * finished / run.total, 1) if run.total else 100.0,
         calls_per_s=round(calls_rate, 2) if calls_rate else None,
@@ -172,3 +183,7 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
 
 def judgments_of_run(run: JudgeRun) -> QuerySet[Judgment]:
     return Judgment.objects.filter(run=run).select_related("response__system", "response__turn__item")
+
+
+def latest_errors_of_run(run: JudgeRun, limit: int = 10) -> list[Judgment]:
+    return list(judgments_of_run(run).exclude(error_kind="").order_by("-id")[:limit])

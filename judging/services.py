@@ -314,7 +314,7 @@ def judge_run_start(*, run_id: int) -> int:
     )
     if not updated:
         return 0
-    ratelimit.clear_stop(f"run{run_id}")
+    ratelimit.clear_stop(ratelimit.run_scope(run_id))
     run = JudgeRun.objects.get(pk=run_id)
     per_run = settings.JUDGE_TASKS_PER_RUN
     batch = max(16, run.judge_settings.max_concurrency)

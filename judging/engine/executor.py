@@ -41,7 +41,7 @@ from judging.factscore.models import KnowledgeCorpus
 from judging.factscore.options import FactScoreOptions
 from judging.llm.calls import CallResult, CallSpec
 from judging.llm.gateway import Gateway
-from judging.llm.ratelimit import Limits, shared_limiter, shared_limiter_done
+from judging.llm.ratelimit import Limits, run_scope, shared_limiter, shared_limiter_done
 from judging.methods.base import Flow, Outcome, UnitContext
 from judging.methods.geval import SAMPLED
 from judging.methods.judge_settings import JudgeSettings
@@ -421,7 +421,7 @@ class SliceExecutor:
         self._check_run()
         if self.stop.is_set():
             return SliceReport(state="stopped")
-        self.loop = _LoopThread(self.cfg, scope=f"run{self.run.pk}", stop=self.stop)
+        self.loop = _LoopThread(self.cfg, scope=run_scope(self.run.pk), stop=self.stop)
         self.loop.start()
         started = last_check = last_renew = time.monotonic()
         exhausted = False

@@ -257,6 +257,30 @@ class RedisLimiter:
         await self.client.aclose()
 
 
+def run_scope(run_id: int) -> str:
+    """The limiter scope of a judge run: its slots, windows and stop flag are kept under this name."""
+    return f"run{run_id}"
+
+
+def calls_in_flight(scope: str) -> int | None:
+    """Provider calls of the scope holding a slot now, across every worker: a slot is taken just before a call and
+    given back when it returns. Read only (expired leases are counted out, not removed). None when it cannot be
+    known here: without Redis each worker keeps its slots in its own memory, and Redis may be unreachable."""
+    if not uses_redis():
+        return None
+    import redis  # noqa: PLC0415 - ~0.25 s, and only a Redis broker uses it
+
+    client = redis.Redis.from_url(redis_url())
+    try:
+        seconds, micros = client.time()
+        # Leases are scored with their expiry on Redis's clock; one that ran out belongs to a worker that died.
+        return int(client.zcount(f"evalsite:judge:{scope}:inflight", f"({seconds + micros / 1_000_000}", "+inf"))
+    except redis.RedisError:
+        return None
+    finally:
+        client.close()
+
+
 def redis_url() -> str:
     return str(settings.REDIS_URL)
 

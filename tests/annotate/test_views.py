@@ -1,4 +1,5 @@
-"""Every annotation view for every role: success, wrong method (405), no access (403/404, login for anonymous)."""
+"""Every annotation view for every role: success, wrong method (405, or a redirect for a GET on a POST-only
+step), no access (403/404, login for anonymous)."""
 
 import re
 
@@ -101,7 +102,7 @@ def test_campaign_page_roles(campaign, annotator1, outsider, researcher):
 def test_next_leases_and_redirects_to_the_task(campaign, annotator1, outsider):
     url = reverse("annotate-next", args=[campaign.pk])
     client = login(annotator1)
-    assert client.get(url).status_code == 405  # GET never leases
+    assert client.get(url)["Location"] == reverse("annotate-campaign", args=[campaign.pk])  # GET never leases
     assert not Assignment.objects.filter(annotator=annotator1).exists()
     response = client.post(url)
     assert response.status_code == 303
@@ -186,7 +187,7 @@ def test_submit_saves_and_loads_the_next_task(campaign, leased, annotator1):
     assert nxt.task_id != leased.task_id and response["Location"] == task_url(campaign, nxt)
     assert Rating.objects.filter(origin=RatingOrigin.APP).count() == 8
     assert Submission.objects.get().rationale == "Candidate 2 is accurate"
-    assert client.get(task_url(campaign, leased, "submit")).status_code == 405
+    assert client.get(task_url(campaign, leased, "submit")).status_code == 403  # done: no longer the user's task
 
 
 def test_double_submit_changes_nothing(campaign, leased, annotator1):
@@ -270,7 +271,7 @@ def test_skip_with_reason(campaign, leased, annotator1, annotator2):
     response = client.post(task_url(campaign, leased, "skip"), {"reason": "offensive", "note": "rude"})
     assert response.status_code == 303
     assert Skip.objects.get(annotator=annotator1).reason == "offensive"
-    assert client.get(task_url(campaign, leased, "skip")).status_code == 405
+    assert client.get(task_url(campaign, leased, "skip")).status_code == 403  # skipped: no longer the user's task
     assert login(annotator2).post(task_url(campaign, leased, "skip"), {"reason": "other"}).status_code == 403
 
 

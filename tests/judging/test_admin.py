@@ -115,7 +115,8 @@ def test_run_page_and_progress_partial(
     client = logged_in(researcher)
     page = client.get(reverse("admin:judging_judgerun_change", args=[run.pk]))
     assert page.status_code == 200
-    assert b"<progress" in page.content and b"Retry failed" in page.content and b"Cost so far" in page.content
+    assert b"<progress" in page.content and b"Cost so far" in page.content
+    assert b"Retry failed" not in page.content and b"Cancel run" not in page.content  # succeeded, nothing failed
     assert b"hx-trigger" not in page.content  # finished: nothing to poll
     assert client.post(reverse("admin:judging_judgerun_change", args=[run.pk])).status_code == 405
     progress_url = reverse("admin:judging_judgerun_progress", args=[run.pk])
