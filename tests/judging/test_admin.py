@@ -117,6 +117,9 @@ def test_run_page_and_progress_partial(
     assert page.status_code == 200
     assert b"<progress" in page.content and b"Cost so far" in page.content
     assert b"Retry failed" not in page.content and b"Cancel run" not in page.content  # succeeded, nothing failed
+    # the run page leads back to its dataset's overview and to the comparison with the humans
+    assert reverse("dashboard-overview", args=[run.dataset_id]).encode() in page.content
+    assert reverse("dashboard-judges", args=[run.dataset_id]).encode() in page.content
     assert b"hx-trigger" not in page.content  # finished: nothing to poll
     assert client.post(reverse("admin:judging_judgerun_change", args=[run.pk])).status_code == 405
     progress_url = reverse("admin:judging_judgerun_progress", args=[run.pk])
