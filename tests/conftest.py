@@ -211,3 +211,12 @@ def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.1, message
             return
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    """Celery tasks run in the test's own thread, for tests that are about the work rather than the worker."""
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous

@@ -33,13 +33,3 @@ def world(world_provider: FactWorldProvider) -> FactWorld:
     scripted = FactWorld()
     scripted.install(world_provider)
     return scripted
-
-
-@pytest.fixture
-def eager() -> Iterator[None]:
-    from evalsite.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous

@@ -1,4 +1,3 @@
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,16 +12,6 @@ from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def eager() -> Iterator[None]:
-    from evalsite.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
 
 
 def logged_in(user: User, csrf: bool = False) -> Client:

@@ -1,6 +1,5 @@
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,16 +10,6 @@ from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def eager() -> Iterator[None]:
-    from evalsite.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
 
 
 def write_config(tmp_path: Path, fake: FakeProvider, **extra: object) -> str:

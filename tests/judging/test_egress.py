@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 
-from evalsite.celery import app as celery_app
 from judging import services
 from judging.config import ConfigError, validate_config
 from judging.llm import egress, gateway, netguard
@@ -124,14 +123,6 @@ def attack(fake_provider: FakeProvider, internal: RecordingServer, settings) -> 
     settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1", "127.0.0.2"]
     netguard._RESOLVE_CACHE.clear()
     return fake_provider
-
-
-@pytest.fixture
-def eager_celery() -> Iterator[None]:
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = previous
 
 
 @pytest.fixture
@@ -249,7 +240,7 @@ def test_the_gateway_refuses_an_unsupported_model_without_a_connection(
 
 @pytest.mark.django_db
 def test_a_stored_run_with_an_unsupported_model_fails_its_judgments_permanently(  # type: ignore[no-untyped-def]
-    attack: FakeProvider, internal: RecordingServer, canaries, eager_celery, django_capture_on_commit_callbacks
+    attack: FakeProvider, internal: RecordingServer, canaries, eager, django_capture_on_commit_callbacks
 ) -> None:
     # A snapshot saved before the rule existed (or edited in the database) never reaches litellm's own client.
     with django_capture_on_commit_callbacks(execute=False):
@@ -273,7 +264,7 @@ def test_a_redirect_to_an_internal_server_is_not_followed(  # type: ignore[no-un
     attack: FakeProvider,
     internal: RecordingServer,
     monkeypatch,
-    eager_celery,
+    eager,
     django_capture_on_commit_callbacks,
     status: int,
 ) -> None:

@@ -1,6 +1,5 @@
 """The engine end to end in this process (Celery eager), against the fake provider."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,16 +13,6 @@ from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def eager() -> Iterator[None]:
-    from evalsite.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 score must be the weighted mean at the token where the score was written (computed here by hand), or the judgment
 must say why the parsed score stands."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -65,16 +64,6 @@ CASES: dict[str, tuple[list[Any], float, dict[str, float]]] = {
         {"4": 0.5, "5": 0.5},
     ),
 }  # fmt: skip
-
-
-@pytest.fixture
-def eager() -> Iterator[None]:
-    from evalsite.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:

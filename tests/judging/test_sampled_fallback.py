@@ -4,7 +4,6 @@ sent through the engine like any other request. The fake provider's own request 
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,16 +21,6 @@ pytestmark = pytest.mark.django_db
 
 FIRST_REPLY = "Fine.\nScore: 4"
 SAMPLED_SCORES = (2, 3, 5)  # the n-th sampled reply to a prompt, so each unit's mean is known whatever the order
-
-
-@pytest.fixture
-def eager() -> Iterator[None]:
-    from evalsite.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
 
 
 @pytest.fixture

@@ -29,21 +29,11 @@ def _fact_provider_server() -> Iterator[object]:
 
 
 @pytest.fixture
-def eager_celery() -> Iterator[None]:
-    from evalsite.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
-@pytest.fixture
 def full_world(  # type: ignore[no-untyped-def]
     settings,
     tmp_path,
     fresh_cache,
-    eager_celery,
+    eager,
     django_capture_on_commit_callbacks,
     _fact_provider_server,
     researcher,

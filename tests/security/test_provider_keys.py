@@ -58,16 +58,6 @@ def keyed(settings, monkeypatch, fresh_cache) -> None:  # type: ignore[no-untype
     netguard._RESOLVE_CACHE.clear()
 
 
-@pytest.fixture
-def eager() -> Iterator[None]:
-    from evalsite.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
 def _config(server: RecordingServer, **extra: Any) -> dict[str, Any]:
     values = {
         "name": f"canary-{uuid.uuid4().hex[:6]}",
