@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpR
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from annotations.admin_cascade import WholeObjectDeleteAdmin
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
 from annotations.importing import dataset_import
@@ -123,7 +124,7 @@ class DatasetForm(forms.ModelForm):
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(WholeObjectDeleteAdmin):
     """A dataset is added only by importing a file; its owner may rename it, share it and delete it whole."""
 
     form = DatasetForm
@@ -175,13 +176,6 @@ class DatasetAdmin(admin.ModelAdmin):
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         return
-
-    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, set[str], Any]:
-        # The rows under a dataset go with it; their own admins refuse deleting them one by one, which Django
-        # would otherwise count as a missing permission for the whole dataset.
-        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
-        refused = {str(Dataset._meta.verbose_name) for obj in objs if not self.has_delete_permission(request, obj)}
-        return deleted, counts, refused, protected
 
     def delete_model(self, request: HttpRequest, obj: Dataset) -> None:
         dataset_delete(dataset=obj)

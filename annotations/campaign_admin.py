@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from annotations.admin_cascade import WholeObjectDeleteAdmin
 from annotations.campaign_services import CampaignError, campaign_create, campaign_update
 from annotations.models import Aspect, Campaign, Skip
 from annotations.selectors import annotator_accounts, datasets_for_user
@@ -76,7 +77,7 @@ class CampaignForm(forms.ModelForm):
 
 
 @admin.register(Campaign)
-class CampaignAdmin(admin.ModelAdmin):
+class CampaignAdmin(WholeObjectDeleteAdmin):
     form = CampaignForm
     list_display = ("name", "dataset", "raters_per_item", "candidates_per_task", "is_active", "progress_link")
     # RelatedOnly: the plain filter lists every dataset in the database, other researchers' included.

@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from annotations.admin_cascade import WholeObjectDeleteAdmin
 from annotations.selectors import annotator_accounts, datasets_for_user
 from judging.factscore import services
 from judging.factscore.corpus import PASSAGE_TOKENS
@@ -82,7 +83,7 @@ class CorpusUploadForm(forms.ModelForm):
 
 
 @admin.register(KnowledgeCorpus)
-class KnowledgeCorpusAdmin(StaffAdmin):
+class KnowledgeCorpusAdmin(WholeObjectDeleteAdmin, StaffAdmin):
     list_display = ("name", "dataset", "n_documents", "n_passages", "passage_tokens", "created_at")
     # RelatedOnly: the plain filter lists every dataset in the database, other researchers' included.
     list_filter = (("dataset", admin.RelatedOnlyFieldListFilter),)
@@ -198,7 +199,7 @@ class ReviewCampaignForm(forms.ModelForm):
 
 
 @admin.register(FactReviewCampaign)
-class FactReviewCampaignAdmin(StaffAdmin):
+class FactReviewCampaignAdmin(WholeObjectDeleteAdmin, StaffAdmin):
     list_display = ("name", "run", "raters_per_answer", "is_active", "report_link")
     filter_horizontal = ("annotators",)
 
