@@ -1,3 +1,4 @@
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -7,6 +8,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from annotations.admin_cascade import WholeObjectDeleteAdmin
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
@@ -82,28 +84,6 @@ class DatasetScopedAdmin(admin.ModelAdmin):
         return False
 
 
-class AspectInline(admin.TabularInline):
-    """The rubric as imported: every rating was checked against these ranges and missing codes, so changing one
-    would leave stored ratings outside their scale."""
-
-    model = Aspect
-    extra = 0
-    fields = ("position", "name", "label", "min_value", "max_value", "ideal", "level", "missing")
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Shown inside a dataset the user may already view.
-        return True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 class DatasetForm(forms.ModelForm):
     class Meta:
         model = Dataset
@@ -130,14 +110,32 @@ class DatasetAdmin(WholeObjectDeleteAdmin):
     form = DatasetForm
     list_display = ("name", "owner", "created_at")
     search_fields = ("name",)
-    readonly_fields = ("notice", "created_at")
+    readonly_fields = ("notice", "created_at", "rubric_aspects")
     filter_horizontal = ("members",)
-    inlines = [AspectInline]
     change_list_template = "admin/annotations/dataset/change_list.html"
     actions = ["launch_judge_run"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return datasets_for_user(request.user)
+
+    # The rubric as imported, shown and never edited: every rating was checked against these ranges and missing
+    # codes, so changing one would leave stored ratings outside their scale. A display rather than a view-only
+    # inline, so a change form carries no formset whose refusal could come after the service has written.
+    @admin.display(description="rubric")
+    def rubric_aspects(self, obj: Dataset) -> str:
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{} to {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (a.name, a.label, a.min_value, a.max_value, a.ideal, a.level, json.dumps(a.missing))
+                for a in obj.aspects.order_by("position", "pk")
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>aspect</th><th>label</th><th>range</th><th>ideal</th><th>level</th>"
+            "<th>missing codes</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
 
     def _owns(self, request: HttpRequest, obj: Dataset | None) -> bool:
         return obj is None or request.user.is_superuser or obj.owner_id == request.user.pk
