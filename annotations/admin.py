@@ -93,6 +93,8 @@ class DatasetForm(forms.ModelForm):
         data = super().clean() or {}
         if self.errors:
             return data
+        if self.instance.pk is None:
+            raise forms.ValidationError("a dataset is added by importing a file")
         # The service checks and writes in one step, so a refusal becomes a form error.
         owner = data["owner"] if "owner" in self.fields else self.instance.owner
         members = data["members"] if "members" in self.fields else self.instance.members.all()

@@ -103,8 +103,10 @@ def dataset_update(*, dataset: Dataset, name: str, owner: User | None, members: 
     if Dataset.objects.filter(name=name).exclude(pk=dataset.pk).exists():
         raise DatasetEditError(f"a dataset named {name!r} already exists; choose another name")
     chosen = list(members)
+    # Only newcomers are checked: a dataset whose owner left can still be renamed.
+    present = {dataset.owner_id, *dataset.members.values_list("pk", flat=True)}
     for user in [owner, *chosen]:
-        if user is not None and not (user.is_active and user.is_staff):
+        if user is not None and user.pk not in present and not (user.is_active and user.is_staff):
             raise DatasetEditError(f"{user.get_username()} is not an active researcher account")
     with transaction.atomic():
         dataset.name = name
