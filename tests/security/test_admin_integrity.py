@@ -411,3 +411,18 @@ def test_a_bad_corpus_upload_stores_nothing(tenants: Tenants) -> None:
     )
     assert response.status_code in (200, 400)
     assert (KnowledgeCorpus.objects.count(), Passage.objects.count()) == before
+
+
+def test_review_campaign_settings_change_through_the_service(tenants: Tenants) -> None:
+    review = tenants.rows[FactReviewCampaign]
+    assert isinstance(review, FactReviewCampaign)
+    client = _client(tenants.world.researcher)
+    url = reverse("admin:judging_factreviewcampaign_change", args=[review.pk])
+    page = client.get(url).content.decode()
+    assert f'value="{tenants.world.annotator_b.pk}"' in page
+    assert f'value="{tenants.world.researcher_b.pk}"' not in page
+    body = {**form_of(review), "guidelines": "Check dates.", "lease_minutes": "20"}
+    response = client.post(url, body)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    review.refresh_from_db()
+    assert review.guidelines == "Check dates." and review.lease_minutes == 20
