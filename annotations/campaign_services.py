@@ -422,7 +422,22 @@ def _check_answer(
         problems.append(FieldProblem("rationale", _("Reason: keep it under 10,000 characters.")))
     if len(answer.comment) > MAX_TEXT_CHARS:
         problems.append(FieldProblem("comment", _("Comment: keep it under 10,000 characters.")))
+    # Postgres text cannot hold U+0000 and UTF-8 cannot encode lone surrogates; the token API refuses both too.
+    if not _storable(answer.rationale):
+        problems.append(FieldProblem("rationale", _("Reason: remove the characters that cannot be saved.")))
+    if not _storable(answer.comment):
+        problems.append(FieldProblem("comment", _("Comment: remove the characters that cannot be saved.")))
     return problems
+
+
+def _storable(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _value_allowed(scale: Scale, value: Any) -> bool:
