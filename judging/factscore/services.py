@@ -313,6 +313,8 @@ def _clean_fact_text(text: str) -> str:
         raise ReviewError("a fact cannot be empty")
     if len(text) > MAX_FACT_TEXT:
         raise ReviewError(f"a fact has at most {MAX_FACT_TEXT} characters")
+    if "\x00" in text:  # Postgres text cannot hold it
+        raise ReviewError("a fact cannot contain a NUL character")
     return text
 
 
@@ -431,6 +433,8 @@ def fact_review_submit(
         raise ReviewError("a label must be supported, not_supported or irrelevant")
     if len(comment) > 10_000:
         raise ReviewError("the comment is too long")
+    if "\x00" in comment:  # Postgres text cannot hold it
+        raise ReviewError("the comment cannot contain a NUL character")
     spent = max(0.0, float(seconds_spent)) if seconds_spent is not None else None
     with transaction.atomic():
         if not slot_complete(
