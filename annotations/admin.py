@@ -1,17 +1,23 @@
+import json
+from collections.abc import Iterable
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
-from annotations.errors import DatasetImportError, RubricError
+from annotations.admin_cascade import WholeObjectDeleteAdmin
+from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
 from annotations.importing import dataset_import
 from annotations.models import Aspect, Dataset, Item, Rater, Rating, Response, System, Turn
 from annotations.rubrics import RUBRIC_MAX_BYTES, load_rubric_bytes
-from annotations.selectors import datasets_for_user
+from annotations.selectors import datasets_for_user, researcher_accounts
+from annotations.services import dataset_delete, dataset_update
 
 # How each model reaches its dataset, for scoping foreign-key choices to the user's datasets.
 _DATASET_PATHS: dict[type, str] = {
@@ -50,7 +56,11 @@ class OwnValuesFieldListFilter(admin.AllValuesFieldListFilter):
 
 class DatasetScopedAdmin(admin.ModelAdmin):
     """Researchers see only rows of datasets they own or share, in lists, searches and by id, and are offered
-    only those rows in foreign-key fields (Django offers every row of the table otherwise)."""
+    only those rows in foreign-key fields (Django offers every row of the table otherwise).
+
+    The rows are read-only: they come from an import that checked every range, missing code and rater against
+    the rubric, and ratings made here come from campaigns that check them the same way. A hand edit would bypass
+    all of it (a raw 99 on a 0-3 scale, a rater of another dataset) and silently change every statistic."""
 
     dataset_path = "dataset"
 
@@ -64,25 +74,115 @@ class DatasetScopedAdmin(admin.ModelAdmin):
             kwargs["queryset"] = scoped
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
-class AspectInline(admin.TabularInline):
-    model = Aspect
-    extra = 0
-    fields = ("position", "name", "label", "min_value", "max_value", "ideal", "level", "missing")
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class DatasetForm(forms.ModelForm):
+    class Meta:
+        model = Dataset
+        fields = ("name", "owner", "members")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        if self.instance.pk is None:
+            raise forms.ValidationError("a dataset is added by importing a file")
+        # The service checks and writes in one step, so a refusal becomes a form error.
+        owner = data["owner"] if "owner" in self.fields else self.instance.owner
+        members = data["members"] if "members" in self.fields else self.instance.members.all()
+        try:
+            dataset_update(dataset=self.instance, name=data["name"], owner=owner, members=list(members))
+        except DatasetEditError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(WholeObjectDeleteAdmin):
+    """A dataset is added only by importing a file; its owner may rename it, share it and delete it whole."""
+
+    form = DatasetForm
     list_display = ("name", "owner", "created_at")
     search_fields = ("name",)
-    readonly_fields = ("notice", "created_at")
+    readonly_fields = ("notice", "created_at", "rubric_aspects")
     filter_horizontal = ("members",)
-    inlines = [AspectInline]
     change_list_template = "admin/annotations/dataset/change_list.html"
     actions = ["launch_judge_run"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return datasets_for_user(request.user)
+
+    # The rubric as imported, shown and never edited: every rating was checked against these ranges and missing
+    # codes, so changing one would leave stored ratings outside their scale. A display rather than a view-only
+    # inline, so a change form carries no formset whose refusal could come after the service has written.
+    @admin.display(description="rubric")
+    def rubric_aspects(self, obj: Dataset) -> str:
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{} to {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (a.name, a.label, a.min_value, a.max_value, a.ideal, a.level, json.dumps(a.missing))
+                for a in obj.aspects.order_by("position", "pk")
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>aspect</th><th>label</th><th>range</th><th>ideal</th><th>level</th>"
+            "<th>missing codes</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
+
+    def _owns(self, request: HttpRequest, obj: Dataset | None) -> bool:
+        return obj is None or request.user.is_superuser or obj.owner_id == request.user.pk
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Researchers it is shared with read it; only its owner renames or re-shares it.
+        return super().has_change_permission(request, obj) and self._owns(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and self._owns(request, obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Handing a dataset to someone else is an operator's act: the owner would lose it.
+        fixed = () if request.user.is_superuser else ("owner",)
+        return (*self.readonly_fields, *fixed)
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "owner":
+            kwargs["queryset"] = researcher_accounts()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "members":
+            kwargs["queryset"] = researcher_accounts()
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # An empty dataset without a rubric would be one the importer never makes.
+        return HttpResponseRedirect(reverse("admin:annotations_dataset_import"))
+
+    def save_model(self, request: HttpRequest, obj: Dataset, form: Any, change: bool) -> None:
+        # The form's clean() already stored the change through the service.
+        return
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        return
+
+    def delete_model(self, request: HttpRequest, obj: Dataset) -> None:
+        dataset_delete(dataset=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Iterable[Dataset]) -> None:
+        for dataset in queryset:
+            dataset_delete(dataset=dataset)
 
     # The launcher belongs to the judging admin; the domain app only knows its URL name, not its code.
     @admin.action(description="Launch judge run…", permissions=["view"])

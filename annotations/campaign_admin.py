@@ -1,6 +1,5 @@
 """Admin for annotation campaigns, scoped to the researcher's datasets like the rest of the annotations admin."""
 
-import secrets
 from typing import Any
 
 from django import forms
@@ -10,13 +9,16 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotations.campaign_services import (
-    CampaignError,
-    campaign_leases_release_outside_pool,
-    campaign_tasks_build,
-)
+from annotations.admin_cascade import WholeObjectDeleteAdmin
+from annotations.campaign_services import CampaignError, campaign_create, campaign_update
 from annotations.models import Aspect, Campaign, Skip
-from annotations.selectors import datasets_for_user
+from annotations.selectors import annotator_accounts, datasets_for_user
+
+# What the form may change after creation; dataset, N and K are fixed once the tasks exist.
+_SETTINGS = (
+    "is_active", "guidelines", "show_reference", "show_context", "ask_preference", "rationale_required",
+    "lease_minutes",
+)  # fmt: skip
 
 
 class CampaignForm(forms.ModelForm):
@@ -27,11 +29,15 @@ class CampaignForm(forms.ModelForm):
             "show_reference", "show_context", "ask_preference", "rationale_required", "lease_minutes", "annotators",
         )  # fmt: skip
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.user = user
         if "aspects" in self.fields:
             self.fields["aspects"].required = False
             self.fields["aspects"].help_text = "Leave empty to show every aspect of the dataset."
+        if "annotators" in self.fields:
+            pool = self.instance.annotators.values_list("pk", flat=True) if self.instance.pk else []
+            self.fields["annotators"].queryset = annotator_accounts(keep=pool)  # type: ignore[attr-defined]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -41,11 +47,37 @@ class CampaignForm(forms.ModelForm):
             foreign = [a.name for a in aspects if a.dataset_id != dataset.pk]
             if foreign:
                 self.add_error("aspects", f"not aspects of {dataset.name}: {', '.join(foreign)}")
+        if self.errors:
+            return data
+        # The service checks and writes in one step, so a refusal becomes a form error, never a half-built campaign.
+        settings = {key: data[key] for key in _SETTINGS if key in data}
+        try:
+            if self.instance.pk is None:
+                self.instance = campaign_create(
+                    name=data["name"],
+                    dataset=data["dataset"],
+                    raters_per_item=data["raters_per_item"],
+                    candidates_per_task=data.get("candidates_per_task"),
+                    annotators=list(data.get("annotators") or []),
+                    aspects=list(aspects) if aspects else None,
+                    created_by=self.user,
+                    **settings,
+                )
+            else:
+                campaign_update(
+                    campaign=self.instance,
+                    name=data["name"],
+                    annotators=list(data.get("annotators") or []),
+                    aspects=list(aspects) if aspects else None,
+                    **settings,
+                )
+        except CampaignError as exc:
+            raise forms.ValidationError(str(exc)) from None
         return data
 
 
 @admin.register(Campaign)
-class CampaignAdmin(admin.ModelAdmin):
+class CampaignAdmin(WholeObjectDeleteAdmin):
     form = CampaignForm
     list_display = ("name", "dataset", "raters_per_item", "candidates_per_task", "is_active", "progress_link")
     # RelatedOnly: the plain filter lists every dataset in the database, other researchers' included.
@@ -69,6 +101,15 @@ class CampaignAdmin(admin.ModelAdmin):
         fixed = ("dataset", "raters_per_item", "candidates_per_task") if obj is not None else ()
         return (*self.readonly_fields, *fixed)
 
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form_class = super().get_form(request, obj, change=change, **kwargs)
+
+        class Bound(form_class):  # type: ignore[valid-type, misc]
+            def __init__(self, *args: Any, **inner: Any) -> None:
+                super().__init__(*args, user=request.user, **inner)
+
+        return Bound
+
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "dataset":
             kwargs["queryset"] = datasets_for_user(request.user)
@@ -86,25 +127,14 @@ class CampaignAdmin(admin.ModelAdmin):
         return format_html('<a href="{}">progress</a>', reverse("campaign-progress", args=[obj.pk]))
 
     def save_model(self, request: HttpRequest, obj: Campaign, form: Any, change: bool) -> None:
-        if not change:
-            obj.shuffle_seed = secrets.token_hex(16)
-            obj.created_by = request.user  # type: ignore[assignment]
-        super().save_model(request, obj, form, change)
+        # The form's clean() already stored the campaign through the service.
+        return
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        super().save_related(request, form, formsets, change)
-        campaign: Campaign = form.instance
-        if not campaign.aspects.exists():
-            campaign.aspects.set(campaign.dataset.aspects.all())
-        if not campaign.tasks.exists():
-            try:
-                built = campaign_tasks_build(campaign=campaign)
-            except CampaignError as exc:
-                self.message_user(request, str(exc), level="error")
-            else:
-                self.message_user(request, f"Built {built} tasks with {campaign.raters_per_item} rater slots each.")
-        # Someone taken out of the pool loses their open task at once.
-        campaign_leases_release_outside_pool(campaign=campaign)
+        # The service set the aspects and the pool (and released the leases of those who left it).
+        if not change:
+            built = form.instance.tasks.count()
+            self.message_user(request, f"Built {built} tasks with {form.instance.raters_per_item} rater slots each.")
 
 
 @admin.register(Skip)
@@ -115,3 +145,13 @@ class SkipAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).filter(task__campaign__dataset__in=datasets_for_user(request.user))
+
+    # An annotator's own record: deleting it would hand them the task they declined again.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -186,11 +186,7 @@ def campaign_create(
 
     options: guidelines (markdown), show_reference (False), show_context (True), ask_preference (True),
     rationale_required (True), lease_minutes (30), is_active (True)."""
-    unknown = set(options) - CAMPAIGN_OPTIONS
-    if unknown:
-        raise CampaignError(f"unknown campaign options: {', '.join(sorted(unknown))}")
-    if not name.strip():
-        raise CampaignError("a campaign needs a name")
+    _check_settings(name, options)
     if not 1 <= raters_per_item <= 100:
         raise CampaignError("raters per item must be between 1 and 100")
     if candidates_per_task is not None and candidates_per_task < 1:
@@ -212,6 +208,46 @@ def campaign_create(
         campaign.aspects.set(chosen_aspects)
         campaign.annotators.set(users)
         campaign_tasks_build(campaign=campaign)
+    return campaign
+
+
+def _check_settings(name: str, options: Mapping[str, Any]) -> None:
+    unknown = set(options) - CAMPAIGN_OPTIONS
+    if unknown:
+        raise CampaignError(f"unknown campaign options: {', '.join(sorted(unknown))}")
+    if not name.strip() or len(name) > 200:
+        raise CampaignError("a campaign needs a name of 1 to 200 characters")
+    # Postgres text cannot hold U+0000; the importer refuses it in every string for the same reason.
+    for text in (name, options.get("guidelines", "")):
+        if "\x00" in text:
+            raise CampaignError("text with a NUL character cannot be stored")
+    if options.get("lease_minutes", 1) < 1:
+        raise CampaignError("the lease must be at least one minute")
+
+
+def campaign_update(
+    *,
+    campaign: Campaign,
+    name: str,
+    annotators: Iterable[User | str],
+    aspects: Iterable[Aspect | str] | None = None,
+    **options: Any,
+) -> Campaign:
+    """Changes what a campaign shows and who rates. Its dataset and N and K stay as created: its tasks and rater
+    slots were built from them. Someone taken out of the pool loses their open task at once."""
+    _check_settings(name, options)
+    if Campaign.objects.filter(name=name).exclude(pk=campaign.pk).exists():
+        raise CampaignError(f"a campaign named {name!r} already exists")
+    chosen_aspects = _resolve_aspects(campaign.dataset, aspects)
+    users = _resolve_users(annotators)
+    with transaction.atomic():
+        campaign.name = name
+        for key, value in options.items():
+            setattr(campaign, key, value)
+        campaign.save(update_fields=["name", *options])
+        campaign.aspects.set(chosen_aspects)
+        campaign.annotators.set(users)
+        campaign_leases_release_outside_pool(campaign=campaign)
     return campaign
 
 
@@ -386,7 +422,22 @@ def _check_answer(
         problems.append(FieldProblem("rationale", _("Reason: keep it under 10,000 characters.")))
     if len(answer.comment) > MAX_TEXT_CHARS:
         problems.append(FieldProblem("comment", _("Comment: keep it under 10,000 characters.")))
+    # Postgres text cannot hold U+0000 and UTF-8 cannot encode lone surrogates; the token API refuses both too.
+    if not _storable(answer.rationale):
+        problems.append(FieldProblem("rationale", _("Reason: remove the characters that cannot be saved.")))
+    if not _storable(answer.comment):
+        problems.append(FieldProblem("comment", _("Comment: remove the characters that cannot be saved.")))
     return problems
+
+
+def _storable(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _value_allowed(scale: Scale, value: Any) -> bool:

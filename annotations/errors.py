@@ -33,3 +33,7 @@ class RubricError(ValueError):
 
 class RatingOutOfRange(ValueError):
     pass
+
+
+class DatasetEditError(ValueError):
+    """A change to a dataset's name, owner or sharing was refused; the message says why."""

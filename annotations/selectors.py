@@ -1,4 +1,6 @@
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from collections.abc import Iterable
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -21,3 +23,14 @@ def dataset_for_user_or_404(user: AbstractBaseUser | AnonymousUser, pk: int) -> 
 def dataset_by_name(name: str) -> Dataset:
     """For management commands, which run with operator rights."""
     return Dataset.objects.get(name=name)
+
+
+def researcher_accounts() -> QuerySet[User]:
+    """Accounts a dataset can be owned by or shared with: only staff see datasets at all."""
+    return User.objects.filter(is_active=True, is_staff=True).order_by("username")
+
+
+def annotator_accounts(*, keep: Iterable[int] = ()) -> QuerySet[User]:
+    """Accounts offered for an annotation pool: active annotators (not researchers or operators), plus whoever is
+    already in the pool, so saving a pool someone filled from the command line does not drop them."""
+    return User.objects.filter(Q(is_active=True, is_staff=False) | Q(pk__in=list(keep))).order_by("username")

@@ -19,6 +19,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from annotations.admin_cascade import WholeObjectDeleteAdmin
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
 from judging import selectors, services
@@ -118,7 +119,7 @@ class LaunchForm(forms.Form):
 
 
 @admin.register(JudgeRun)
-class JudgeRunAdmin(admin.ModelAdmin):
+class JudgeRunAdmin(WholeObjectDeleteAdmin):
     list_display = (
         "__str__",
         "dataset",

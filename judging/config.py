@@ -53,10 +53,38 @@ def _route_problems(cfg: dict[str, Any], already: list[str]) -> list[str]:
     return problems
 
 
+def _unstorable_text(raw: Any) -> list[str]:
+    """Where the config holds text Postgres JSON cannot store (U+0000) or UTF-8 cannot encode (lone surrogates);
+    the dataset importer refuses both for the same reason."""
+    problems: list[str] = []
+    stack: list[tuple[str, Any]] = [("config", raw)]
+    while stack:
+        where, node = stack.pop()
+        texts = [node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []
+        for text in texts:
+            if not isinstance(text, str):
+                continue
+            if "\x00" in text:
+                problems.append(f"{where}: a NUL character cannot be stored")
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                problems.append(f"{where}: an unpaired surrogate cannot be stored")
+        if isinstance(node, dict):
+            stack.extend((f"{where}.{key}", child) for key, child in node.items())
+        elif isinstance(node, list):
+            stack.extend((f"{where}[{index}]", child) for index, child in enumerate(node))
+    return problems
+
+
 def validate_config(raw: Any, *, check_network: bool = True) -> JudgeSettings:
     """The typed config with defaults filled in, or ConfigError listing every problem."""
     if not isinstance(raw, dict):
         raise ConfigError(["the config must be a JSON object"])
+    unstorable = _unstorable_text(raw)
+    if unstorable:
+        raise ConfigError(unstorable)
     cfg, errors = normalise_config(raw)
     errors.extend(_destination_problems(cfg, check_network=check_network))
     errors.extend(_route_problems(cfg, errors))

@@ -9,13 +9,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotations.selectors import datasets_for_user
+from annotations.admin_cascade import WholeObjectDeleteAdmin
+from annotations.selectors import annotator_accounts, datasets_for_user
 from judging.factscore import services
 from judging.factscore.corpus import PASSAGE_TOKENS
 from judging.factscore.models import FactAnswer, FactReviewCampaign, KnowledgeCorpus, Passage
@@ -83,7 +83,7 @@ class CorpusUploadForm(forms.ModelForm):
 
 
 @admin.register(KnowledgeCorpus)
-class KnowledgeCorpusAdmin(StaffAdmin):
+class KnowledgeCorpusAdmin(WholeObjectDeleteAdmin, StaffAdmin):
     list_display = ("name", "dataset", "n_documents", "n_passages", "passage_tokens", "created_at")
     # RelatedOnly: the plain filter lists every dataset in the database, other researchers' included.
     list_filter = (("dataset", admin.RelatedOnlyFieldListFilter),)
@@ -113,12 +113,14 @@ class KnowledgeCorpusAdmin(StaffAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return self.readonly_fields if obj is not None else ()
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Passages and the index are built from the upload; a different corpus is a new upload.
+        return obj is None and super().has_change_permission(request, obj)
+
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        if not change:
-            services.forget_cached_indexes()
-            messages.info(request, f"{obj.n_documents} documents split into {obj.n_passages} passages.")
-            return
-        super().save_model(request, obj, form, change)
+        # The upload form's clean() stored the corpus through the service; nothing is ever changed afterwards.
+        services.forget_cached_indexes()
+        messages.info(request, f"{obj.n_documents} documents split into {obj.n_passages} passages.")
 
 
 @admin.register(Passage)
@@ -137,6 +139,10 @@ class PassageAdmin(StaffAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # The corpus counts and its search index are built from all of its passages; a corpus goes whole.
+        return False
+
 
 class ReviewCampaignForm(forms.ModelForm):
     class Meta:
@@ -150,14 +156,26 @@ class ReviewCampaignForm(forms.ModelForm):
                 method="factscore", dataset__in=datasets_for_user(user)
             )
         if "annotators" in self.fields:
-            self.fields["annotators"].queryset = get_user_model().objects.filter(  # type: ignore[attr-defined]
-                is_active=True, is_staff=False
-            )
+            pool = self.instance.annotators.values_list("pk", flat=True) if self.instance.pk else []
+            self.fields["annotators"].queryset = annotator_accounts(keep=pool)  # type: ignore[attr-defined]
         self.user = user
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        if self.errors or self.instance.pk is not None:
+        if self.errors:
+            return data
+        if self.instance.pk is not None:
+            try:
+                services.fact_review_campaign_update(
+                    campaign=self.instance,
+                    name=data["name"],
+                    annotators=data.get("annotators") or [],
+                    lease_minutes=data["lease_minutes"],
+                    show_evidence=data.get("show_evidence", False),
+                    guidelines=data.get("guidelines") or "",
+                )
+            except services.ReviewError as exc:
+                raise forms.ValidationError(str(exc)) from None
             return data
         # Creating builds every task and slot; doing it here turns a refusal into a form error.
         try:
@@ -181,7 +199,7 @@ class ReviewCampaignForm(forms.ModelForm):
 
 
 @admin.register(FactReviewCampaign)
-class FactReviewCampaignAdmin(StaffAdmin):
+class FactReviewCampaignAdmin(WholeObjectDeleteAdmin, StaffAdmin):
     list_display = ("name", "run", "raters_per_answer", "is_active", "report_link")
     filter_horizontal = ("annotators",)
 
@@ -203,15 +221,11 @@ class FactReviewCampaignAdmin(StaffAdmin):
         return ("run", "raters_per_answer") if obj is not None else ()
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        if change:
-            super().save_model(request, obj, form, change)
-        # On add, the form's clean() already created the campaign with its tasks and slots.
+        # The form's clean() already stored the campaign through the service (on add, with its tasks and slots).
+        return
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        if change:
-            super().save_related(request, form, formsets, change)
-            # Someone taken out of the pool loses their open review at once.
-            services.fact_review_leases_release_outside_pool(campaign=form.instance)
+        return
 
     @admin.display(description="report")
     def report_link(self, obj: FactReviewCampaign) -> str:
@@ -236,6 +250,10 @@ class FactAnswerAdmin(StaffAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Projected from the run's judgments; the run's report and its fact reviews read these rows.
         return False
 
     @admin.display(description="facts")

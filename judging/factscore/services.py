@@ -247,6 +247,39 @@ def fact_review_campaign_create(
     return campaign
 
 
+def fact_review_campaign_update(
+    *,
+    campaign: Any,
+    name: str,
+    annotators: Iterable[Any],
+    lease_minutes: int,
+    show_evidence: bool,
+    guidelines: str,
+) -> Any:
+    """Changes what a review shows and who reviews. Its run and N stay as created: its tasks and slots were built
+    from them. Someone taken out of the pool loses their open review at once."""
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise ReviewError("a review campaign needs a name of 1 to 200 characters")
+    if lease_minutes < 1:
+        raise ReviewError("the lease must be at least one minute")
+    # Postgres text cannot hold U+0000.
+    if "\x00" in name or "\x00" in guidelines:
+        raise ReviewError("text with a NUL character cannot be stored")
+    if FactReviewCampaign.objects.filter(name=name).exclude(pk=campaign.pk).exists():
+        raise ReviewError(f"a review campaign named {name!r} already exists")
+    users = list(annotators)
+    with transaction.atomic():
+        campaign.name = name
+        campaign.lease_minutes = lease_minutes
+        campaign.show_evidence = show_evidence
+        campaign.guidelines = guidelines
+        campaign.save(update_fields=["name", "lease_minutes", "show_evidence", "guidelines"])
+        campaign.annotators.set(users)
+        fact_review_leases_release_outside_pool(campaign=campaign)
+    return campaign
+
+
 def fact_review_leases_release_outside_pool(*, campaign: Any) -> int:
     """Frees the open leases of people who left the pool, so their answers go to someone who may still review."""
     return _slots_release_outside_pool(pool=FACT_REVIEW_SLOTS, campaign=campaign)
@@ -280,6 +313,8 @@ def _clean_fact_text(text: str) -> str:
         raise ReviewError("a fact cannot be empty")
     if len(text) > MAX_FACT_TEXT:
         raise ReviewError(f"a fact has at most {MAX_FACT_TEXT} characters")
+    if "\x00" in text:  # Postgres text cannot hold it
+        raise ReviewError("a fact cannot contain a NUL character")
     return text
 
 
@@ -398,6 +433,8 @@ def fact_review_submit(
         raise ReviewError("a label must be supported, not_supported or irrelevant")
     if len(comment) > 10_000:
         raise ReviewError("the comment is too long")
+    if "\x00" in comment:  # Postgres text cannot hold it
+        raise ReviewError("the comment cannot contain a NUL character")
     spent = max(0.0, float(seconds_spent)) if seconds_spent is not None else None
     with transaction.atomic():
         if not slot_complete(

@@ -215,6 +215,17 @@ def test_invalid_submit_lists_every_missing_field_and_keeps_values(campaign, lea
     assert not Submission.objects.exists()
 
 
+@pytest.mark.parametrize("field", ["rationale", "comment"])
+def test_submit_with_a_nul_character_is_refused_not_a_500(campaign, leased, annotator1, field):
+    client = Client(raise_request_exception=False)
+    client.force_login(annotator1)
+    body = complete_form(leased, annotator1, **{field: "accurate\x00"})
+    response = client.post(task_url(campaign, leased, "submit"), body)
+    assert response.status_code == 422
+    assert f'href="#{field}"' in response.content.decode()
+    assert not Submission.objects.exists() and not Rating.objects.filter(origin=RatingOrigin.APP).exists()
+
+
 def test_htmx_submit_gets_a_partial_or_a_client_redirect(campaign, leased, annotator1):
     client = login(annotator1)
     bad = client.post(task_url(campaign, leased, "submit"), {"idempotency_key": "htmx-key-01"}, HTTP_HX_REQUEST="true")

@@ -94,6 +94,18 @@ def test_submit_needs_every_fact_and_rejects_foreign_ids(run, annotator1) -> Non
     assert not FactLabel.objects.exists()
 
 
+def test_a_nul_character_in_a_fact_or_comment_is_refused(run, annotator1) -> None:  # type: ignore[no-untyped-def]
+    campaign = services.fact_review_campaign_create(name="nul", run=run, raters_per_answer=1, annotators=[annotator1])
+    assignment = services.fact_review_claim(campaign=campaign, user=annotator1)
+    facts_before = AtomicFact.objects.count()
+    with pytest.raises(services.ReviewError, match="NUL"):
+        services.fact_review_edit(assignment=assignment, user=annotator1, operation="add", text="A fact.\x00")
+    labels = {f.pk: "supported" for f in services.reviewer_facts(assignment)}
+    with pytest.raises(services.ReviewError, match="NUL"):
+        services.fact_review_submit(assignment=assignment, user=annotator1, labels=labels, comment="ok\x00")
+    assert AtomicFact.objects.count() == facts_before and not FactLabel.objects.exists()
+
+
 def test_split_reword_add_keep_the_original_and_stay_private(run, annotator1, annotator2) -> None:  # type: ignore[no-untyped-def]
     campaign = services.fact_review_campaign_create(
         name="edits", run=run, raters_per_answer=2, annotators=[annotator1, annotator2]

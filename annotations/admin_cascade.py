@@ -1,0 +1,17 @@
+"""Deleting a whole object from the admin (a dataset, a campaign, a run, a corpus) takes the rows under it along."""
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+
+class WholeObjectDeleteAdmin(admin.ModelAdmin):
+    """The rows under the object are read-only in their own admins, which refuse deleting them one by one; Django
+    would count that as a missing permission and refuse the whole object. Only the object's own permission
+    decides here: its rows go with it or not at all."""
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, set[str], Any]:
+        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
+        refused = {str(self.model._meta.verbose_name) for obj in objs if not self.has_delete_permission(request, obj)}
+        return deleted, counts, refused, protected
