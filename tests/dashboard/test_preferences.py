@@ -213,3 +213,17 @@ def test_panel_says_so_when_there_is_no_preference(researcher: User) -> None:
     other = make_dataset("no prefs", owner=researcher)
     html = client.get(reverse("dashboard-dataset", args=[other.pk])).content.decode()
     assert "No preference was given in these ratings." in html
+
+
+def test_panel_in_japanese(setup: PreferenceSetup, researcher: User) -> None:
+    client = Client()
+    client.force_login(researcher)
+    url = reverse("dashboard-dataset", args=[setup.dataset.pk]) + f"?campaign={setup.campaign.pk}"
+    html = client.get(url, HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    for text in ("選ばれた回答", "適切な候補なし", "4 件のプロンプト", "選好が2件以上ある設問 4 件", "勝率："):
+        assert text in html
+    other = make_dataset("no prefs", owner=researcher)
+    assert (
+        "この評価には選好がありません。"
+        in client.get(reverse("dashboard-dataset", args=[other.pk]), HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    )
