@@ -395,7 +395,10 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
     # Preferences: submissions are only ever added; pairwise runs write their scores only when they finish, so
     # the judgments they have done so far stand in for them.
     submissions = Submission.objects.filter(assignment__campaign__dataset=dataset).aggregate(
-        count=Count("id"), last_id=Max("id"), preferred=Sum("preferred_response_id")
+        count=Count("id"),
+        last_id=Max("id"),
+        preferred=Sum("preferred_response_id"),
+        none_appropriate=Count("id", filter=Q(none_appropriate=True)),
     )
     pairwise = list(
         JudgeRun.objects.filter(dataset=dataset, method="pairwise").order_by("id").values_list("id", "status", "done")

@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from annotations.campaign_selectors import campaign_scales, task_candidates
 from annotations.campaign_services import TaskAnswer, assignment_claim, submission_create
-from annotations.models import Campaign, Dataset, Response
+from annotations.models import Campaign, Dataset, Response, Submission
 from judging.analysis.reports import agreement_report
 from judging.analysis.selectors import ALL_RATINGS, rating_scope
 from judging.models import Judge, JudgeKind, JudgeRun, Judgment, JudgmentStatus
@@ -227,3 +227,26 @@ def test_panel_in_japanese(setup: PreferenceSetup, researcher: User) -> None:
         "この評価には選好がありません。"
         in client.get(reverse("dashboard-dataset", args=[other.pk]), HTTP_ACCEPT_LANGUAGE="ja").content.decode()
     )
+
+
+def test_cli_text_shows_the_preferences(setup: PreferenceSetup) -> None:
+    out = io.StringIO()
+    call_command("agreement", setup.dataset.name, "--campaign", setup.campaign.name, stdout=out)
+    text = out.getvalue()
+    assert "Preferences: 12 on 4 prompts; none appropriate 0.167" in text
+    assert "sys_alpha" in text and "0.417" in text
+
+
+def test_an_edited_preference_is_not_served_from_the_cache(setup: PreferenceSetup) -> None:
+    scope = rating_scope(campaign=setup.campaign)
+    assert agreement_report(setup.dataset, scope)["preferences"]["none_appropriate"]["value"] == pytest.approx(2 / 12)
+    # A queryset update touches no rating and adds no row: only the preferences themselves changed.
+    Submission.objects.filter(assignment__campaign=setup.campaign).update(none_appropriate=True)
+    assert agreement_report(setup.dataset, scope)["preferences"]["none_appropriate"]["value"] == 1.0
+    gamma = Response.objects.filter(turn__item__dataset=setup.dataset, system__key="sys_gamma")
+    for submission in Submission.objects.filter(assignment__campaign=setup.campaign).select_related("assignment__task"):
+        Submission.objects.filter(pk=submission.pk).update(
+            preferred_response=gamma.get(turn_id=submission.assignment.task.turn_id)
+        )
+    rows = _by_system(agreement_report(setup.dataset, scope)["preferences"])
+    assert rows["sys_gamma"]["win_rate"]["value"] == 1.0
