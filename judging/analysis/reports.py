@@ -32,8 +32,10 @@ from judging.analysis.selectors import (
     answer_details,
     judge_by_name,
     judge_scores,
+    pairwise_judgments,
     stats_answers,
     stats_aspects,
+    stats_preferences,
     stats_ratings,
     stats_version,
     system_models,
@@ -55,10 +57,11 @@ from judging.statistics.correlation import (
     position_consistency,
     self_preference,
 )
+from judging.statistics.preference import pair_outcomes, preference_data, preference_summary
 from judging.statistics.results import defined
 
 # Bump when a statistic's definition changes so cached reports are not reused.
-STATS_CODE_VERSION = "1"
+STATS_CODE_VERSION = "2"
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 CACHE_SECONDS = 24 * 3600
@@ -172,6 +175,21 @@ def human_means(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
 # ---------------------------------------------------------------- agreement
 
 
+def compute_preferences(
+    dataset: Dataset,
+    scope: RatingScope = ALL_RATINGS,
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    """The preference question of the scope: win rates, "none is appropriate", the raters' agreement on the
+    preferred system and, per pairwise judge run, how often it prefers what the humans prefer."""
+    rows = stats_preferences(dataset, scope)
+    data = preference_data(rows.turn_ids, rows.candidates, rows.preferred, rows.none_appropriate)
+    judges = {name: pair_outcomes(judgments) for name, judgments in pairwise_judgments(dataset).items()}
+    return preference_summary(data, judges, n_resamples=n_resamples, seed=seed)
+
+
 @single_threaded_blas
 def compute_agreement_report(
     dataset: Dataset,
@@ -190,11 +208,13 @@ def compute_agreement_report(
             )
             for aspect in data.aspects
         },
+        "preferences": compute_preferences(dataset, data.scope, n_resamples=n_resamples, seed=seed),
     }
 
 
 def agreement_report(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> dict[str, Any]:
-    """``agreement N --json``: {"dataset": N, "scope": {...}, "aspects": {A: {...}}} (see README)."""
+    """``agreement N --json``: {"dataset": N, "scope": {...}, "aspects": {A: {...}}, "preferences": {...}}
+    (see README)."""
     return _cached(dataset, scope, ["agreement"], lambda data: compute_agreement_report(dataset, data))
 
 

@@ -33,10 +33,13 @@ from annotations.models import (
     Rating,
     RatingOrigin,
     Response,
+    Submission,
     System,
+    Task,
+    Turn,
 )
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
-from judging.models import Judge, JudgeScore
+from judging.models import Judge, JudgeRun, JudgeScore, Judgment, JudgmentStatus
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -274,13 +277,106 @@ def answer_details(response_ids: list[int]) -> dict[int, dict[str, Any]]:
     }
 
 
+@dataclass(frozen=True)
+class PreferenceRows:
+    """One entry per preference of the scope: its turn, the system keys shown, the key chosen (None when none was
+    asked) and "none is appropriate"."""
+
+    turn_ids: list[int]
+    candidates: list[list[str]]
+    preferred: list[str | None]
+    none_appropriate: list[bool]
+
+
+def _imported_preferences(dataset: Dataset, rows: PreferenceRows) -> None:
+    """The turns' imported ``preferences``; an entry that lists no candidates chose among all the turn's answers."""
+    turns = list(Turn.objects.filter(item__dataset=dataset, source__has_key="preferences").values_list("id", "source"))
+    shown: dict[int, list[str]] = {}
+    for turn_id, key in (
+        Response.objects.filter(turn_id__in=[turn_id for turn_id, _ in turns])
+        .order_by("turn_id", "position")
+        .values_list("turn_id", "system__key")
+    ):
+        shown.setdefault(turn_id, []).append(key)
+    for turn_id, source in turns:
+        entries = source.get("preferences")
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            candidates = entry.get("candidates")
+            preferred = entry.get("preferred")
+            rows.turn_ids.append(turn_id)
+            rows.candidates.append(list(candidates) if isinstance(candidates, list) else shown.get(turn_id, []))
+            rows.preferred.append(preferred if isinstance(preferred, str) else None)
+            rows.none_appropriate.append(entry.get("none_appropriate") is True)
+
+
+def _app_preferences(dataset: Dataset, scope: RatingScope, rows: PreferenceRows) -> None:
+    submissions = Submission.objects.filter(assignment__campaign__dataset=dataset)
+    tasks = Task.responses.through.objects.filter(task__campaign__dataset=dataset)
+    if scope.campaign_id is not None:
+        submissions = submissions.filter(assignment__campaign_id=scope.campaign_id)
+        tasks = tasks.filter(task__campaign_id=scope.campaign_id)
+    shown: dict[int, list[str]] = {}
+    for task_id, key in tasks.order_by("task_id", "response__position").values_list("task_id", "response__system__key"):
+        shown.setdefault(task_id, []).append(key)
+    for task_id, turn_id, preferred, none_appropriate in submissions.order_by("id").values_list(
+        "assignment__task_id", "assignment__task__turn_id", "preferred_response__system__key", "none_appropriate"
+    ):
+        rows.turn_ids.append(turn_id)
+        rows.candidates.append(shown.get(task_id, []))
+        rows.preferred.append(preferred)
+        rows.none_appropriate.append(none_appropriate)
+
+
+def stats_preferences(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> PreferenceRows:
+    """The preferences of a scope, as its ratings: imported ones (kept with the turns), app ones (submissions), or
+    one campaign's submissions."""
+    rows = PreferenceRows([], [], [], [])
+    if scope.campaign_id is None and scope.origin in ("all", "imported"):
+        _imported_preferences(dataset, rows)
+    if scope.campaign_id is not None or scope.origin in ("all", "app"):
+        _app_preferences(dataset, scope, rows)
+    return rows
+
+
+def pairwise_judgments(dataset: Dataset) -> dict[str, list[tuple[int, str, str, str, int, int, float]]]:
+    """Per pairwise judge run, its finished judgments as (turn id, system, other system, aspect, sample, pair order,
+    score for the system)."""
+    rows = (
+        Judgment.objects.filter(
+            run__dataset=dataset,
+            run__method="pairwise",
+            status=JudgmentStatus.DONE,
+            score__isnull=False,
+            other_response__isnull=False,
+        )
+        .order_by("id")
+        .values_list(
+            "run__judge__name",
+            "response__turn_id",
+            "response__system__key",
+            "other_response__system__key",
+            "aspect_name",
+            "sample",
+            "pair_order",
+            "score",
+        )
+    )
+    found: dict[str, list[tuple[int, str, str, str, int, int, float]]] = {}
+    for name, *judgment in rows:
+        found.setdefault(name, []).append(tuple(judgment))  # type: ignore[arg-type]
+    return found
+
+
 def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
     """Changes whenever a rating or a judge score of the dataset is added, edited or removed.
 
     Ratings carry ``updated_at``; judge scores have no timestamp, so their count, id range and value sum
     stand in for one. Aspect scales and levels, judge parameters (model, pairwise consistency) and system model
     names are included because they change the statistics too. A campaign's scope also depends on its submitted
-    assignments and its aspects, which can change without any rating changing.
+    assignments and its aspects, which can change without any rating changing. Preferences come from submissions
+    and, for imported ones, from the turns, which only an import writes.
     """
     # The value sum also catches queryset.update(), which leaves updated_at alone.
     ratings = Rating.objects.filter(aspect__dataset=dataset).aggregate(
@@ -296,6 +392,17 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
         .order_by("id")
         .values_list("id", "name", "level", "min_value", "max_value", "ideal")
     )
+    # Preferences: submissions are only ever added; pairwise runs write their scores only when they finish, so
+    # the judgments they have done so far stand in for them.
+    submissions = Submission.objects.filter(assignment__campaign__dataset=dataset).aggregate(
+        count=Count("id"),
+        last_id=Max("id"),
+        preferred=Sum("preferred_response_id"),
+        none_appropriate=Count("id", filter=Q(none_appropriate=True)),
+    )
+    pairwise = list(
+        JudgeRun.objects.filter(dataset=dataset, method="pairwise").order_by("id").values_list("id", "status", "done")
+    )
     campaign: list[Any] = []
     if scope.campaign_id is not None:
         submitted = Assignment.objects.filter(campaign_id=scope.campaign_id, status=AssignmentStatus.SUBMITTED)
@@ -304,5 +411,7 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
             submitted.aggregate(count=Count("id"), last=Max("submitted_at")),
             sorted(asked.values_list("aspect_id", flat=True)),
         ]
-    payload = json.dumps([ratings, scores, judges, aspects, systems, *campaign], default=str, sort_keys=True)
+    payload = json.dumps(
+        [ratings, scores, judges, aspects, systems, submissions, pairwise, *campaign], default=str, sort_keys=True
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]

@@ -88,6 +88,36 @@ def agreement_table(report: dict[str, Any]) -> dict[str, Any]:
     return make_table("agreement", "Agreement per aspect", columns, rows)
 
 
+def preferences_table(report: dict[str, Any]) -> dict[str, Any]:
+    rows = [
+        [row["system"], row["shown"], row["chosen"], row["win_rate"], row["win_rate_ci95"], row["none_appropriate"]]
+        for row in report["preferences"]["systems"]
+    ]
+    columns = ["system", "shown", "chosen", "win rate", "win rate 95% CI", "none appropriate (of its wins)"]
+    return make_table("preferences", "Preferred system", columns, rows)
+
+
+def preference_judges_table(report: dict[str, Any]) -> dict[str, Any]:
+    rows = [
+        [
+            judge,
+            aspect,
+            row["n_pairs"],
+            row["n_decided"],
+            row["n_agree"],
+            row["agreement"],
+            row["agreement_ci95"],
+            row["human_ties"],
+            row["judge_ties"],
+        ]
+        for judge, by_aspect in report["preferences"]["judges"].items()
+        for aspect, row in by_aspect.items()
+    ]
+    columns = ["judge", "aspect", "shared pairs", "decided pairs", "same preference", "agreement", "agreement 95% CI"]
+    columns += ["human ties", "judge ties"]
+    return make_table("preference-judges", "Pairwise judges versus human preferences", columns, rows)
+
+
 def judges_table(judges: list[dict[str, Any]]) -> dict[str, Any]:
     rows = [[judge["name"], judge["kind"], judge["n_scores"]] for judge in judges]
     return make_table("judges", "Judges", ["judge", "kind", "scores"], rows)

@@ -46,6 +46,8 @@ from judging.models import JudgeKind, JudgeRun
 
 DATASET_TABLES = {
     "agreement": lambda report, details: tables.agreement_table(report),
+    "preferences": lambda report, details: tables.preferences_table(report),
+    "preference-judges": lambda report, details: tables.preference_judges_table(report),
     "raters": lambda report, details: tables.raters_table(details),
     "disagreements": lambda report, details: tables.disagreements_table(details),
     "distribution": lambda report, details: tables.distribution_table(details),
@@ -58,6 +60,8 @@ JUDGE_TABLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bias": tables.bias_table,
     "scatter": tables.scatter_table,
 }
+# The tables built from the agreement report alone; the others need the page's details.
+REPORT_TABLES = ("agreement", "preferences", "preference-judges")
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 # Longer ids would overflow the database's integer before they could name a campaign.
 CAMPAIGN_ID_MAX_DIGITS = 18
@@ -158,6 +162,9 @@ def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
         "system": details["system"],
         "aspects": list(report["aspects"]),
         "agreement": tables.agreement_table(report),
+        "preferences": report["preferences"],
+        "preference_table": tables.preferences_table(report),
+        "preference_judges_table": tables.preference_judges_table(report),
         "raters": tables.raters_table(details),
         "disagreements": details["disagreements"],
         "distribution_table": tables.distribution_table(details),
@@ -189,8 +196,9 @@ def dataset_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -
         raise Http404("no such table")
     aspect, system = _param(request, "aspect"), _param(request, "system")
     scope = _scope(request, dataset)
-    details = dataset_details(dataset, aspect, system, scope) if table != "agreement" else {}
-    built = DATASET_TABLES[table](agreement_report(dataset, scope) if table == "agreement" else {}, details)
+    from_report = table in REPORT_TABLES
+    details = {} if from_report else dataset_details(dataset, aspect, system, scope)
+    built = DATASET_TABLES[table](agreement_report(dataset, scope) if from_report else {}, details)
     return _download(built, fmt, f"dataset-{dataset.pk}-{table}")
 
 

@@ -117,3 +117,35 @@ class Command(BaseCommand):
         self.stdout.write(text_table(header, rows))
         for where, reason in reasons.items():
             self.stdout.write(f"  {where}: undefined ({reason})")
+        self._write_preferences(report["preferences"])
+
+    def _write_preferences(self, preferences: dict[str, Any]) -> None:
+        if not preferences["n_preferences"]:
+            self.stdout.write("Preferences: none given")
+            return
+        agreement = preferences["agreement"]
+        self.stdout.write(
+            f"Preferences: {preferences['n_preferences']} on {preferences['n_prompts']} prompts; none appropriate "
+            f"{number(preferences['none_appropriate'])}; alpha (nominal) {number(agreement['alpha'])} "
+            f"{interval_text(agreement['alpha_ci95'])}"
+        )
+        rows = [
+            [
+                row["system"],
+                str(row["shown"]),
+                str(row["chosen"]),
+                number(row["win_rate"]),
+                interval_text(row["win_rate_ci95"]),
+                number(row["none_appropriate"]),
+            ]
+            for row in preferences["systems"]
+        ]
+        self.stdout.write(text_table(["system", "shown", "chosen", "win rate", "95% CI", "none appropriate"], rows))
+        for judge, by_aspect in preferences["judges"].items():
+            for aspect, entry in by_aspect.items():
+                shown = number(entry["agreement"]) if entry["agreement"]["value"] is not None else "-"
+                why = f" ({entry['agreement']['undefined']})" if entry["agreement"]["undefined"] else ""
+                self.stdout.write(
+                    f"  {judge} / {aspect}: same preference as the humans {shown}{why} on "
+                    f"{entry['n_decided']} of {entry['n_pairs']} shared pairs"
+                )
