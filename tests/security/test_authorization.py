@@ -22,7 +22,7 @@ from tests.security.world import SECRET, FullWorld
 pytestmark = pytest.mark.django_db
 
 PUBLIC_ROUTES = {"accounts/login/", "api/token/", "i18n/setlang/", "admin/login/", "admin/logout/"}
-ANY_USER_ROUTES = {"", "accounts/logout/", "help/", "help/<str:slug>/"}
+ANY_USER_ROUTES = {"", "accounts/logout/", "help/", "help/<str:slug>/", "api/token/mine/"}
 ANNOTATOR_PREFIXES = ("annotate/", "api/annotate/", "factscore/review/")
 TENANT_A_MARKERS = (b"data-pwn", b"__pwned")  # every hostile payload of tenant A carries one
 
