@@ -17,7 +17,7 @@ from judging.factscore import services
 from judging.factscore.selectors import factscore_report
 from judging.models import JudgeRun
 from tests.factories import JudgeFactory, JudgeScoreFactory
-from tests.factscore.conftest import _world_server, eager, world, world_provider  # noqa: F401 (fixtures)
+from tests.factscore.conftest import _world_server, world, world_provider  # noqa: F401 (fixtures)
 from tests.factscore.factories import ENGLISH_ANSWERS, factscore_config, make_fact_dataset, script_world
 
 pytestmark = pytest.mark.django_db
