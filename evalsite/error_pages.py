@@ -22,6 +22,11 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
     return render(request, "403.html", {"campaign_url": _campaign_url(request)}, status=403)
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    # The reason names Django's internal check (missing cookie, bad origin...): useful in logs, not to the visitor.
+    return render(request, "403_csrf.html", status=403)
+
+
 def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     return render(request, "404.html", status=404)
 

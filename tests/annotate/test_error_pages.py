@@ -174,3 +174,23 @@ def test_get_on_a_task_step_goes_to_the_task_page(campaign, leased, annotator1, 
     assert outside.status_code == 404 and NAV in outside.content.decode()
     anonymous = Client().get(url)
     assert anonymous.status_code == 302 and reverse("login") in anonymous["Location"]
+
+
+# --- 403 on a CSRF failure ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("language", "title"), [("en", "The form has expired"), ("ja", "フォームの有効期限が切れました")]
+)
+def test_a_form_sent_without_its_csrf_token_gets_the_layout_and_changes_nothing(
+    campaign, leased, annotator1, language, title
+):
+    client = Client(enforce_csrf_checks=True, HTTP_ACCEPT_LANGUAGE=language)
+    client.force_login(annotator1)
+    response = client.post(step_url(campaign, leased, "skip"), {"reason": "other", "note": "x"})
+    body = response.content.decode()
+    assert response.status_code == 403
+    assert (NAV if language == "en" else NAV_JA) in body and title in body
+    assert "cookie not set" not in body  # Django's reason stays in the log
+    leased.refresh_from_db()
+    assert leased.status == "leased"

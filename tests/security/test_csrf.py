@@ -46,7 +46,8 @@ def _refused_for_csrf(response: HttpResponse, *, anonymous: bool) -> bool:
     if anonymous:
         return True  # no session to ride on; a 403 from the permission check is as good
     body = response.content.decode("utf-8", errors="replace")
-    return "CSRF" in body
+    # The site's own page for a failed CSRF check, or DRF's JSON answer ("CSRF Failed: ...") on the API.
+    return 'data-error="csrf"' in body or "CSRF Failed" in body
 
 
 def csrf_offenders(endpoints: Iterable[Endpoint], roles: dict[str, User | None]) -> list[str]:
