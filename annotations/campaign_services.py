@@ -564,10 +564,9 @@ LEFT JOIN annotations_assignment slot
 
 # The writes of submission_create in one statement. `finished` is the slot engine's completing UPDATE: it flips the
 # lease to submitted only if it is still this annotator's open lease and they are still in the pool of an active
-# campaign; the submission and the
-# ratings are inserted, and the lease's draft deleted, only for the row it flipped, so a request that lost a race
-# writes nothing. Positions put
-# app ratings after every earlier rating of the same answer and aspect, as _ratings_store does.
+# campaign; the submission and the ratings are inserted, and the lease's draft deleted, only for the row it flipped,
+# so a request that lost a race writes nothing. Positions put app ratings after every earlier rating of the same
+# answer and aspect, as _ratings_store does.
 _SUBMIT_SQL = f"""
 WITH finished AS (
     {slot_complete_sql(CAMPAIGN_SLOTS)}
