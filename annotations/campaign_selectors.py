@@ -20,7 +20,17 @@ from django.db.models import Count, Max, Model, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
-from annotations.models import Aspect, Assignment, AssignmentStatus, Campaign, Response, Skip, Task, Turn
+from annotations.models import (
+    Aspect,
+    Assignment,
+    AssignmentDraft,
+    AssignmentStatus,
+    Campaign,
+    Response,
+    Skip,
+    Task,
+    Turn,
+)
 from annotations.rubrics import format_number
 from annotations.selectors import datasets_for_user
 from annotations.slots import SlotPool, slot_counts, slot_pool_has
@@ -151,16 +161,18 @@ def campaign_aspects(campaign: Campaign) -> list[Aspect]:
 # --- tasks and leases -------------------------------------------------------------------------------------------
 
 
-def leased_assignment(*, campaign: Campaign, task_id: int, user: AnyUser) -> Assignment:
+def leased_assignment(*, campaign: Campaign, task_id: int, user: AnyUser, lock: bool = False) -> Assignment:
     """The user's open lease on a task of this campaign; 404 for a task outside the campaign, 403 for a task that
-    is not leased to the user (never leased, leased to someone else, expired and taken over, or already done)."""
-    assignment = (
-        Assignment.objects.filter(
-            campaign=campaign, task_id=task_id, annotator_id=user.pk, status=AssignmentStatus.LEASED
-        )
-        .select_related("task__turn")
-        .first()
-    )
+    is not leased to the user (never leased, leased to someone else, expired and taken over, or already done).
+
+    Its draft comes with it, so the task page reads it without a query of its own. `lock` holds the row until the
+    caller's transaction ends, so a write that depends on the lease cannot interleave with the submit."""
+    found = Assignment.objects.filter(
+        campaign=campaign, task_id=task_id, annotator_id=user.pk, status=AssignmentStatus.LEASED
+    ).select_related("task__turn", "draft")
+    if lock:
+        found = found.select_for_update(of=("self",))
+    assignment = found.first()
     if assignment is None:
         if not Task.objects.filter(pk=task_id, campaign=campaign).exists():
             raise Http404("no such task")
@@ -168,6 +180,18 @@ def leased_assignment(*, campaign: Campaign, task_id: int, user: AnyUser) -> Ass
     assignment.campaign = campaign
     assignment.task.campaign = campaign
     return assignment
+
+
+def assignment_draft_values(*, assignment: Assignment, user: AnyUser) -> dict[str, str]:
+    """The form values the user saved as a draft of this lease, or {}. Only the user's own draft: a slot whose
+    lease expired may have passed to them from someone else, whose draft stays theirs."""
+    if Assignment.draft.is_cached(assignment):  # type: ignore[attr-defined]
+        draft: AssignmentDraft | None = getattr(assignment, "draft", None)
+    else:
+        draft = AssignmentDraft.objects.filter(assignment=assignment).first()
+    if draft is None or draft.annotator_id != user.pk:
+        return {}
+    return {str(name): str(value) for name, value in draft.values.items()}
 
 
 def open_assignment(*, campaign: Campaign, user: AnyUser) -> Assignment | None:

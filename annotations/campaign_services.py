@@ -48,12 +48,14 @@ from annotations.campaign_selectors import (
     campaign_has_annotator,
     campaign_scales,
     candidate_order,
+    leased_assignment,
     task_candidates,
 )
 from annotations.errors import RatingOutOfRange
 from annotations.models import (
     Aspect,
     Assignment,
+    AssignmentDraft,
     AssignmentStatus,
     Campaign,
     Dataset,
@@ -93,11 +95,18 @@ CAMPAIGN_OPTIONS = {
     "is_active",
 }
 MAX_TEXT_CHARS = 10_000
+MAX_VALUE_CHARS = 50  # a rating cell or the preference, as the form sends it
+DRAFT_TEXT_FIELDS = ("rationale", "comment")
+DRAFT_CHOICE_FIELDS = ("preference", "none_appropriate")
 IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
 
 class CampaignError(ValueError):
     """A campaign cannot be created or changed as asked; the message says why."""
+
+
+class DraftInvalid(ValueError):
+    """A draft was refused as sent; the message says why and nothing was stored."""
 
 
 @dataclass(frozen=True)
@@ -303,8 +312,14 @@ def campaign_tasks_build(*, campaign: Campaign) -> int:
 
 
 def campaign_leases_release_outside_pool(*, campaign: Campaign) -> int:
-    """Frees the open leases of people who left the pool, so their slots go to someone who may still rate."""
-    return slots_release_outside_pool(pool=CAMPAIGN_SLOTS, campaign=campaign)
+    """Frees the open leases of people who left the pool, so their slots go to someone who may still rate; their
+    drafts go with the leases."""
+    with transaction.atomic():
+        released = slots_release_outside_pool(pool=CAMPAIGN_SLOTS, campaign=campaign)
+        AssignmentDraft.objects.filter(assignment__campaign=campaign).exclude(
+            annotator__in=campaign.annotators.all()
+        ).delete()
+    return released
 
 
 def campaign_annotator_remove(*, campaign: Campaign, user: User) -> None:
@@ -365,8 +380,53 @@ def assignment_skip(*, assignment: Assignment, user: User, reason: str, note: st
         raise CampaignError(_("Choose a reason for skipping."))
     if len(note) > MAX_TEXT_CHARS:
         raise CampaignError(_("The note is too long."))
-    skip: Skip = slot_skip(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, reason=reason, note=note)
+    with transaction.atomic():
+        skip: Skip = slot_skip(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, reason=reason, note=note)
+        AssignmentDraft.objects.filter(assignment_id=assignment.pk).delete()
     return skip
+
+
+# --- drafts -----------------------------------------------------------------------------------------------------
+
+
+def _draft_problem(*, values: Mapping[str, Any], known_fields: set[str]) -> str | None:
+    unknown = set(values) - known_fields
+    if unknown:
+        return _("The draft names fields that are not on this form.")
+    for name, value in values.items():
+        if not isinstance(value, str) or "\x00" in value:
+            return _("The draft holds a value that is not text.")
+        limit = MAX_TEXT_CHARS if name in DRAFT_TEXT_FIELDS else MAX_VALUE_CHARS
+        if len(value) > limit:
+            return _("The draft holds a value that is too long.")
+    return None
+
+
+def assignment_draft_save(*, campaign: Campaign, task_id: int, user: User, values: Mapping[str, Any]) -> None:
+    """Keeps what the annotator has entered so far on their leased task, replacing their earlier draft of it.
+
+    `values` are the form's own fields (the rating cells of this task, preference, none_appropriate, rationale,
+    comment) as text; anything else, or a value over the form's limits, raises DraftInvalid and stores nothing.
+    Outside the pool NotInPool; for a task not leased to the user, what the task page answers (404 or 403)."""
+    if not campaign_has_annotator(campaign, user):
+        raise NotInPool()
+    with transaction.atomic():
+        # Locked: a submit of the same lease that finished first leaves no lease to find here, and one that started
+        # meanwhile waits for this draft and deletes it with the lease. On Postgres the exception is the first draft
+        # of a lease saved while the submit's statement is already running (its snapshot cannot see the new row):
+        # that draft stays on a submitted slot, where nothing reads it.
+        assignment = leased_assignment(campaign=campaign, task_id=task_id, user=user, lock=True)
+        candidates = Task.responses.through.objects.filter(task_id=task_id).count()
+        known_fields = {
+            rating_field_id(number, scale.index)
+            for number in range(1, candidates + 1)
+            for scale in campaign_scales(campaign)
+        } | {*DRAFT_TEXT_FIELDS, *DRAFT_CHOICE_FIELDS}
+        problem = _draft_problem(values=values, known_fields=known_fields)
+        if problem:
+            raise DraftInvalid(problem)
+        kept = {name: value for name, value in values.items() if value}
+        AssignmentDraft.objects.update_or_create(assignment=assignment, defaults={"annotator": user, "values": kept})
 
 
 # --- submitting -------------------------------------------------------------------------------------------------
@@ -526,6 +586,7 @@ def submission_create(
         )
         if not slot_complete(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, now=moment, seconds_spent=spent):
             raise NotLeased()  # the annotator left the pool since the check above
+        AssignmentDraft.objects.filter(assignment=assignment).delete()
     return SubmitResult(submission=submission, replayed=False)
 
 
@@ -554,9 +615,9 @@ LEFT JOIN annotations_assignment slot
 
 # The writes of submission_create in one statement. `finished` is the slot engine's completing UPDATE: it flips the
 # lease to submitted only if it is still this annotator's open lease and they are still in the pool of an active
-# campaign; the submission and the
-# ratings are inserted only for the row it flipped, so a request that lost a race writes nothing. Positions put
-# app ratings after every earlier rating of the same answer and aspect, as _ratings_store does.
+# campaign; the submission and the ratings are inserted, and the lease's draft deleted, only for the row it flipped,
+# so a request that lost a race writes nothing. Positions put app ratings after every earlier rating of the same
+# answer and aspect, as _ratings_store does.
 _SUBMIT_SQL = f"""
 WITH finished AS (
     {slot_complete_sql(CAMPAIGN_SLOTS)}
@@ -583,6 +644,9 @@ rated AS (
     CROSS JOIN jsonb_to_recordset(%(entered)s::jsonb)
          AS entered(response_id bigint, aspect_id bigint, raw jsonb, value float8, is_missing boolean)
     RETURNING 1
+),
+dropped AS (
+    DELETE FROM annotations_assignmentdraft draft USING finished WHERE draft.assignment_id = finished.id
 )
 SELECT (SELECT id FROM submission), (SELECT count(*) FROM rated)
 """  # noqa: S608  # nosec B608 - the completing UPDATE is built from model metadata

@@ -396,3 +396,20 @@ class Submission(models.Model):
 
     def __str__(self) -> str:
         return f"submission {self.idempotency_key}"
+
+
+class AssignmentDraft(models.Model):
+    """What an annotator has entered so far on a leased task, as the form's own field values, so a reload, a
+    later "Continue" or another device finds it again. Never a rating: it is dropped when the task is submitted
+    or given up. It keeps its annotator because a slot whose lease expired can pass to someone else, who must
+    not see it."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="draft")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignment_drafts", db_index=False
+    )
+    values = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"draft of {self.assignment}"

@@ -9,6 +9,7 @@ urlpatterns = [
     path("annotate/<int:campaign_id>/tasks/<int:task_id>/", views.task_page, name="annotate-task"),
     path("annotate/<int:campaign_id>/tasks/<int:task_id>/submit/", views.task_submit, name="annotate-submit"),
     path("annotate/<int:campaign_id>/tasks/<int:task_id>/skip/", views.task_skip, name="annotate-skip"),
+    path("annotate/<int:campaign_id>/tasks/<int:task_id>/draft/", views.task_draft, name="annotate-draft"),
     path("campaigns/<int:campaign_id>/progress/", views.campaign_progress_page, name="campaign-progress"),
     path("datasets/<int:dataset_id>/export/<slug:kind>/", views.dataset_export, name="dataset-export"),
 ]

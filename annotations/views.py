@@ -28,6 +28,7 @@ from annotations.campaign_selectors import (
     Candidate,
     Scale,
     annotator_progress,
+    assignment_draft_values,
     campaign_for_annotator,
     campaign_for_researcher,
     campaign_progress,
@@ -39,14 +40,17 @@ from annotations.campaign_selectors import (
     task_candidates,
 )
 from annotations.campaign_services import (
+    MAX_VALUE_CHARS,
     MISSING,
     CampaignError,
+    DraftInvalid,
     FieldProblem,
     NotInPool,
     NotLeased,
     SubmissionInvalid,
     TaskAnswer,
     assignment_claim,
+    assignment_draft_save,
     assignment_skip,
     rating_field_id,
     submission_create,
@@ -210,6 +214,7 @@ def _task_context(
         "idempotency_key": idempotency_key or uuid.uuid4().hex,
         "submit_url": reverse("annotate-submit", args=[campaign.pk, assignment.task_id]),
         "skip_url": reverse("annotate-skip", args=[campaign.pk, assignment.task_id]),
+        "draft_url": reverse("annotate-draft", args=[campaign.pk, assignment.task_id]),
         "skip_reasons": SkipReason.choices,
         "na_token": NA_TOKEN,
     }
@@ -220,7 +225,27 @@ def _task_context(
 def task_page(request: HttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
     campaign = campaign_for_annotator(request.user, campaign_id)
     assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
-    return render(request, "annotate/task.html", _task_context(request, campaign=campaign, assignment=assignment))
+    values = assignment_draft_values(assignment=assignment, user=request.user)
+    context = _task_context(request, campaign=campaign, assignment=assignment, values=values)
+    context["draft_saved"] = bool(values)
+    return render(request, "annotate/task.html", context)
+
+
+@require_POST
+@login_required
+def task_draft(request: HttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
+    """Keeps the half-filled form; the page sends it as the annotator types and when they leave."""
+    campaign = campaign_for_annotator(request.user, campaign_id)
+    # The CSRF token travels in the body when the page is leaving (a beacon carries no headers); it is no form value.
+    values = {name: value for name, value in request.POST.items() if name != "csrfmiddlewaretoken"}
+    user: User = request.user  # type: ignore[assignment]
+    try:
+        assignment_draft_save(campaign=campaign, task_id=task_id, user=user, values=values)
+    except NotInPool:
+        raise Http404("no such campaign") from None
+    except DraftInvalid as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    return HttpResponse(status=204)
 
 
 def _parse_value(text: str) -> Any:
@@ -243,7 +268,7 @@ def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
     for key in data:
         match = RATING_FIELD.match(key)
         if match:
-            raw = str(data.get(key, ""))[:50]
+            raw = str(data.get(key, ""))[:MAX_VALUE_CHARS]
             values[key] = raw.strip()
             ratings[(int(match[1]), int(match[2]))] = _parse_value(raw)
     preference_text = str(data.get("preference", "")).strip()

@@ -167,10 +167,98 @@
     if (first) first.focus({ preventScroll: true });
   }
 
+  // Drafts: the form's values go to the server shortly after each change and when the page is left, so a reload,
+  // "Continue" or another device finds them; the server fills the form from its draft. Once the form is submitted
+  // or the task skipped, nothing more is sent: the lease is gone and a late draft would be refused anyway.
+  const DRAFT_DELAY_MS = 800;
+  let draftTimer = 0;
+  let draftDirty = false;
+  let draftSending = false;
+  let leaving = false;
+
+  function draftBody(theForm) {
+    const body = new URLSearchParams(new FormData(theForm));
+    body.delete("idempotency_key");
+    return body;
+  }
+
+  function showDraftStatus(key) {
+    const status = document.getElementById("draft-status");
+    if (!status) return;
+    const text = status.dataset[key] || "";
+    if (status.textContent !== text) status.textContent = text;
+  }
+
+  async function saveDraft() {
+    window.clearTimeout(draftTimer);
+    const theForm = form();
+    if (!theForm || leaving || !theForm.dataset.draftUrl || !draftDirty) return;
+    if (draftSending) {
+      // One request at a time, so an older draft never lands after a newer one.
+      draftTimer = window.setTimeout(saveDraft, DRAFT_DELAY_MS);
+      return;
+    }
+    draftSending = true;
+    draftDirty = false;
+    const body = draftBody(theForm);
+    try {
+      const response = await fetch(theForm.dataset.draftUrl, {
+        method: "POST",
+        body,
+        credentials: "same-origin",
+        headers: { "X-CSRFToken": body.get("csrfmiddlewaretoken") || "" },
+      });
+      showDraftStatus(response.ok ? "saved" : "failed");
+    } catch {
+      draftDirty = true;
+      showDraftStatus("failed");
+    } finally {
+      draftSending = false;
+    }
+  }
+
+  function scheduleDraft(event) {
+    const theForm = form();
+    if (!theForm || !(event.target instanceof Element) || !theForm.contains(event.target)) return;
+    draftDirty = true;
+    window.clearTimeout(draftTimer);
+    draftTimer = window.setTimeout(saveDraft, DRAFT_DELAY_MS);
+  }
+
+  // The page may be closed before a request could finish: a beacon (or a keepalive request) outlives it.
+  function sendDraftNow() {
+    const theForm = form();
+    if (!theForm || leaving || !theForm.dataset.draftUrl || !draftDirty) return;
+    window.clearTimeout(draftTimer);
+    draftDirty = false;
+    const body = draftBody(theForm);
+    if (navigator.sendBeacon && navigator.sendBeacon(theForm.dataset.draftUrl, body)) return;
+    fetch(theForm.dataset.draftUrl, { method: "POST", body, credentials: "same-origin", keepalive: true }).catch(
+      () => {},
+    );
+  }
+
+  document.addEventListener("input", scheduleDraft);
+  document.addEventListener("change", scheduleDraft);
+  document.addEventListener("submit", (event) => {
+    if (event.target instanceof Element && event.target.matches("form[data-task-form], form.skip-form")) {
+      leaving = true;
+      window.clearTimeout(draftTimer);
+    }
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") sendDraftNow();
+  });
+  window.addEventListener("pagehide", sendDraftNow);
+
   document.addEventListener("DOMContentLoaded", focusStart);
-  // A refused submit comes back as a new form: put the focus on the list of problems.
+  // A refused submit comes back as a new form: put the focus on the list of problems, and keep what was sent.
   document.addEventListener("htmx:afterSettle", () => {
-    if (form()) focusStart();
+    if (!form()) return;
+    leaving = false;
+    draftDirty = true;
+    draftTimer = window.setTimeout(saveDraft, DRAFT_DELAY_MS);
+    focusStart();
   });
   // An error link moves focus to the field itself, not just the scroll position.
   document.addEventListener("click", (event) => {

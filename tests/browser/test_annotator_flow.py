@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from annotations.campaign_services import campaign_create
-from annotations.models import Submission
+from annotations.models import AssignmentDraft, Submission
 from tests.annotate.factories import SYSTEM_NAMES, lfqa_lines, make_dataset
 from tests.chromium import launch_chromium
 from tests.conftest import CAST_PASSWORD
@@ -228,3 +228,69 @@ def log_in_ja(page: Page, base: str, username: str) -> None:
     with page.expect_navigation():
         page.keyboard.press("Enter")
     expect(page).to_have_url(f"{base}/")
+
+
+def draft_values(campaign) -> dict:  # type: ignore[no-untyped-def]
+    draft = AssignmentDraft.objects.filter(assignment__campaign=campaign).first()
+    return draft.values if draft else {}
+
+
+def test_half_filled_task_survives_a_reload_and_another_device(
+    page: Page, browser: Browser, live_server, campaign, annotator1
+):
+    base = live_server.url
+    log_in(page, base, annotator1.username)
+    page.goto(f"{base}/annotate/{campaign.pk}/")
+    expect(page.locator("form button.primary[autofocus]")).to_be_focused()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    task_url = page.url
+    expect(page.locator("#draft-status")).to_have_text("")
+
+    # half of the task: two scores, a preference and the start of a reason
+    half = {"r-1-1": "3", "r-1-2": "-1", "preference": "2", "rationale": "Candidate 2 is the most careful"}
+    with page.expect_response(lambda r: r.url.endswith("/draft/") and r.status == 204):
+        page.locator("#r-1-1").select_option("3")
+        page.locator("#r-1-2").select_option("-1")
+        page.locator("input[data-preference][value='2']").check()
+        page.locator("#rationale").fill(half["rationale"])
+    expect(page.locator("#draft-status")).to_have_text("Draft saved")
+    expect(page.locator("#draft-status")).to_have_attribute("role", "status")
+    for _attempt in range(50):  # the save that answered may be one that started before the last keystroke
+        if draft_values(campaign) == half:
+            break
+        page.wait_for_timeout(100)
+    assert draft_values(campaign) == half
+    assert Submission.objects.count() == 0
+
+    page.reload()
+    expect(page.locator("#r-1-1")).to_have_value("3")
+    expect(page.locator("#r-1-2")).to_have_value("-1")
+    expect(page.locator("#r-2-1")).to_have_value("")
+    expect(page.locator("input[data-preference][value='2']")).to_be_checked()
+    expect(page.locator("#rationale")).to_have_value(half["rationale"])
+    expect(page.locator("#draft-status")).to_have_text("Draft saved")
+    shot(page, "draft-restored")
+
+    # another device: a fresh session of the same annotator finds the same values
+    other = browser.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
+    try:
+        elsewhere = other.new_page()
+        log_in(elsewhere, base, annotator1.username)
+        elsewhere.goto(task_url)
+        expect(elsewhere.locator("#r-1-1")).to_have_value("3")
+        expect(elsewhere.locator("#rationale")).to_have_value(half["rationale"])
+    finally:
+        other.close()
+
+    # finish and submit: the draft goes with the lease
+    for row in (1, 2, 3):
+        page.locator(f"#r-{row}-1").select_option("2" if row > 1 else "3")
+        page.locator(f"#r-{row}-2").select_option("0" if row > 1 else "-1")
+    page.locator("#rationale").press("Control+Enter")
+    page.wait_for_url(lambda url: url != task_url and "/tasks/" in url)
+    expect(page.get_by_text("Saved. Here is your next task.")).to_be_visible()
+    assert Submission.objects.count() == 1
+    page.wait_for_timeout(1500)  # longer than the save delay: nothing late may bring the draft back
+    assert not AssignmentDraft.objects.exists()
+    assert page.problems == []  # type: ignore[attr-defined]
