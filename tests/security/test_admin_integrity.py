@@ -248,7 +248,10 @@ def _client(user: User) -> Client:
 
 
 def _refused(status: int, body: bytes) -> bool:
-    """403 (no permission), 302 (sent elsewhere), 405, or the form again with its errors (200 or 400)."""
+    """403 (no permission), 302 (sent elsewhere), 405, the form again with its errors (200 or 400), or the request
+    hygiene check's 400 that names the field carrying a NUL or a lone surrogate before any view runs."""
+    if status == 400 and body.startswith((b"Null characters are not allowed", b"Surrogate characters are not allowed")):
+        return b"(field: " in body
     if status in (302, 403, 404, 405):
         return True
     return status in (200, 400) and (b"errornote" in body or b"errorlist" in body)

@@ -35,7 +35,7 @@ def provider(settings, fresh_cache) -> Iterator[RecordingServer]:  # type: ignor
 
 
 def test_steering_text_in_an_answer_does_not_change_the_score(
-    provider: RecordingServer, eager_celery: None, django_capture_on_commit_callbacks: Any
+    provider: RecordingServer, eager: None, django_capture_on_commit_callbacks: Any
 ) -> None:
     dataset = make_dataset(items=1, systems=1)
     Response.objects.filter(turn__item__dataset=dataset).update(text=INJECTION)
