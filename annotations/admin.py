@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from annotations.admin_cascade import WholeObjectDeleteAdmin
+from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
 from annotations.importing import dataset_import
@@ -54,7 +54,7 @@ class OwnValuesFieldListFilter(admin.AllValuesFieldListFilter):
         )
 
 
-class DatasetScopedAdmin(admin.ModelAdmin):
+class DatasetScopedAdmin(ReadOnlyRowsAdmin):
     """Researchers see only rows of datasets they own or share, in lists, searches and by id, and are offered
     only those rows in foreign-key fields (Django offers every row of the table otherwise).
 
@@ -73,15 +73,6 @@ class DatasetScopedAdmin(admin.ModelAdmin):
         if scoped is not None:
             kwargs["queryset"] = scoped
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class DatasetForm(forms.ModelForm):

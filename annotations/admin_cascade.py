@@ -1,4 +1,5 @@
-"""Deleting a whole object from the admin (a dataset, a campaign, a run, a corpus) takes the rows under it along."""
+"""Admin bases shared by both apps: rows that are read-only in the admin, and deleting a whole object (a dataset, a
+campaign, a run, a corpus) taking the rows under it along."""
 
 from typing import Any
 
@@ -15,3 +16,17 @@ class WholeObjectDeleteAdmin(admin.ModelAdmin):
         deleted, counts, _, protected = super().get_deleted_objects(objs, request)
         refused = {str(self.model._meta.verbose_name) for obj in objs if not self.has_delete_permission(request, obj)}
         return deleted, counts, refused, protected
+
+
+class ReadOnlyRowsAdmin(admin.ModelAdmin):
+    """Rows that only an import, a campaign or a run may write (each checks what it stores): viewable, never added,
+    changed or deleted one by one in the admin."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotations.admin_cascade import WholeObjectDeleteAdmin
+from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.campaign_services import CampaignError, campaign_create, campaign_update
 from annotations.models import Aspect, Campaign, Skip
 from annotations.selectors import annotator_accounts, datasets_for_user
@@ -137,21 +137,12 @@ class CampaignAdmin(WholeObjectDeleteAdmin):
             self.message_user(request, f"Built {built} tasks with {form.instance.raters_per_item} rater slots each.")
 
 
+# An annotator's own record: deleting it would hand them the task they declined again.
 @admin.register(Skip)
-class SkipAdmin(admin.ModelAdmin):
+class SkipAdmin(ReadOnlyRowsAdmin):
     list_display = ("task", "annotator", "reason", "created_at")
     list_filter = ("reason",)
     readonly_fields = ("task", "annotator", "reason", "note", "created_at")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).filter(task__campaign__dataset__in=datasets_for_user(request.user))
-
-    # An annotator's own record: deleting it would hand them the task they declined again.
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotations.admin_cascade import WholeObjectDeleteAdmin
+from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.selectors import annotator_accounts, datasets_for_user
 from judging.factscore import services
 from judging.factscore.corpus import PASSAGE_TOKENS
@@ -123,8 +123,9 @@ class KnowledgeCorpusAdmin(WholeObjectDeleteAdmin, StaffAdmin):
         messages.info(request, f"{obj.n_documents} documents split into {obj.n_passages} passages.")
 
 
+# The corpus counts and its search index are built from all of its passages; a corpus goes whole.
 @admin.register(Passage)
-class PassageAdmin(StaffAdmin):
+class PassageAdmin(ReadOnlyRowsAdmin, StaffAdmin):
     list_display = ("title", "document_id", "chunk", "corpus")
     list_filter = (("corpus", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("title", "document_id")
@@ -132,16 +133,6 @@ class PassageAdmin(StaffAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).filter(corpus__dataset__in=datasets_for_user(request.user))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # The corpus counts and its search index are built from all of its passages; a corpus goes whole.
-        return False
 
 
 class ReviewCampaignForm(forms.ModelForm):
@@ -232,8 +223,9 @@ class FactReviewCampaignAdmin(WholeObjectDeleteAdmin, StaffAdmin):
         return format_html('<a href="{}">FActScore report</a>', reverse("factscore:report", args=[obj.run_id]))
 
 
+# Projected from the run's judgments; the run's report and its fact reviews read these rows.
 @admin.register(FactAnswer)
-class FactAnswerAdmin(StaffAdmin):
+class FactAnswerAdmin(ReadOnlyRowsAdmin, StaffAdmin):
     list_display = ("response", "run", "stage", "is_refusal", "n_facts", "n_supported", "score", "detail_link")
     list_filter = ("stage", "is_refusal")
     readonly_fields = [f.name for f in FactAnswer._meta.fields]
@@ -245,16 +237,6 @@ class FactAnswerAdmin(StaffAdmin):
             .filter(run__dataset__in=datasets_for_user(request.user))
             .select_related("run__judge", "response__system", "response__turn__item")
         )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Projected from the run's judgments; the run's report and its fact reviews read these rows.
-        return False
 
     @admin.display(description="facts")
     def detail_link(self, obj: FactAnswer) -> str:
