@@ -62,6 +62,9 @@ def _allowed_by_list(host: str, addresses: Iterable[IPAddress]) -> bool:
 def _is_public(addr: IPAddress) -> bool:
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
+    # A 6to4 address (2002::/16) is routed to the IPv4 address inside it, which Python still calls global.
+    if isinstance(addr, ipaddress.IPv6Address) and addr.sixtofour is not None and not _is_public(addr.sixtofour):
+        return False
     if addr in _METADATA_ADDRESSES:
         return False
     return not (

@@ -69,3 +69,25 @@ def test_guarded_client_checks_at_connect_time_and_never_follows_redirects(setti
     with pytest.raises(ApiBaseRefused):
         asyncio.run(fetch())
     assert isinstance(egress.guarded_async_client(1), httpx.AsyncClient)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[2002:7f00:1::]/v1",  # 6to4 around 127.0.0.1
+        "http://[2002:a00:1::1]/v1",  # 6to4 around 10.0.0.1
+        "http://[2002:a9fe:a9fe::]/v1",  # 6to4 around the cloud metadata address
+        "http://[64:ff9b::7f00:1]/v1",  # NAT64 around 127.0.0.1
+        "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/v1",  # Teredo
+        "http://[::ffff:127.0.0.1]/v1",  # IPv4-mapped
+    ],
+)
+def test_ipv6_forms_of_internal_ipv4_addresses_are_refused(url: str, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    with pytest.raises(ApiBaseRefused):
+        validate_api_base(url)
+
+
+def test_a_6to4_address_around_a_public_ipv4_address_is_allowed(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    validate_api_base("http://[2002:808:808::1]/v1")
