@@ -48,6 +48,6 @@ def test_create_researcher_makes_or_promotes_an_account(monkeypatch: Any, outsid
 
 def test_create_researcher_refuses_a_weak_password(monkeypatch: Any) -> None:
     monkeypatch.setattr("getpass.getpass", lambda prompt="": "123")
-    with pytest.raises(CommandError, match="too short|too common|entirely numeric"):
+    with pytest.raises(CommandError, match=r"too short|too common|entirely numeric"):
         call_command("create_researcher", "weak")
     assert not User.objects.filter(username="weak").exists()
