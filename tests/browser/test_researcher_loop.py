@@ -94,7 +94,7 @@ def upload_files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 class Session:
-    """One person's browser context; every console error and page error is collected as a failure."""
+    """One person's browser context; every script error, console error and failed request is collected."""
 
     def __init__(self, browser: Browser, base: str, name: str) -> None:
         self.context: BrowserContext = browser.new_context(
@@ -105,9 +105,22 @@ class Session:
         self.name = name
         self.problems: list[str] = []
         self.page.on("pageerror", lambda exc: self.problems.append(f"{name} pageerror: {exc}"))
+        # Failed loads are checked by status below: browsers also ask for /favicon.ico, which the site does not serve.
         self.page.on(
             "console",
-            lambda msg: self.problems.append(f"{name} console: {msg.text}") if msg.type == "error" else None,
+            lambda msg: (
+                self.problems.append(f"{name} console: {msg.text} at {self.page.url}")
+                if msg.type == "error" and not msg.text.startswith("Failed to load resource")
+                else None
+            ),
+        )
+        self.page.on(
+            "response",
+            lambda response: (
+                self.problems.append(f"{name} got {response.status} from {response.url}")
+                if response.status >= 400 and not response.url.endswith("/favicon.ico")
+                else None
+            ),
         )
 
     def shot(self, step: str) -> None:
@@ -381,7 +394,7 @@ def test_a_researcher_walks_the_whole_loop_through_the_ui(
         click(page, "Dataset overview", within="#content-main")
         runs = page.locator("section[aria-labelledby='overview-runs']")
         for run in (metric_run, llm_run):
-            expect(runs.locator("tr", has_text=run.judge.name)).to_contain_text("succeeded")
+            expect(runs.locator("tr", has_text=run.judge.name)).to_contain_text("Succeeded")
         me.shot("08-overview-runs")
         click(page, "agreement in this campaign", within="section[aria-labelledby='overview-campaigns']")
         expect(page.locator("#scope-label")).to_have_text(f"Campaign: {CAMPAIGN}")
@@ -411,7 +424,8 @@ def test_a_researcher_walks_the_whole_loop_through_the_ui(
         check_flat(csv_rows(files["flat CSV"][1]), dataset)
         check_flat([json.loads(line) for line in files["flat JSONL"][1].decode("utf-8").splitlines()], dataset)
         me.shot("11-downloaded")
-        assert [problem for session in sessions for problem in session.problems] == []
+        problems = [problem for session in sessions for problem in session.problems]
+        assert problems == [], "\n".join(problems)
     finally:
         for session in sessions:
             session.context.close()
