@@ -331,6 +331,11 @@ def test_a_researcher_walks_the_whole_loop_through_the_ui(
         click(page, "Open the admin", within="#main")
         click(page, "Datasets", within="#content-main")
         click(page, "Import JSONL", within="#content-main")
+        # the import page says where its format is described
+        click(page, "The JSONL format", within="#content-main")
+        expect(page.get_by_role("heading", name="JSONL format", level=1)).to_be_visible()
+        with page.expect_navigation():
+            page.go_back()
         data_file, rubric_file = upload_files
         page.get_by_label("Name").fill(DATASET)
         page.get_by_label("File").set_input_files(data_file)
@@ -398,6 +403,10 @@ def test_a_researcher_walks_the_whole_loop_through_the_ui(
         me.shot("08-overview-runs")
         click(page, "agreement in this campaign", within="section[aria-labelledby='overview-campaigns']")
         expect(page.locator("#scope-label")).to_have_text(f"Campaign: {CAMPAIGN}")
+        # only the campaign's ratings: 3 annotators x 8 answers on each aspect, not the imported raters' too
+        factuality = page.locator("#table-agreement tbody tr", has_text="factuality")
+        expect(factuality.locator("td").nth(2)).to_have_text("8")
+        expect(factuality.locator("td").nth(3)).to_have_text("24")
         me.shot("09-agreement-campaign")
         click(page, "Judges", within="nav.dash-tabs")
         expect(page.locator("#scope-label")).to_have_text(f"Campaign: {CAMPAIGN}")
