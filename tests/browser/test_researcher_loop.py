@@ -332,8 +332,8 @@ def test_a_researcher_walks_the_whole_loop_through_the_ui(
         click(page, "Datasets", within="#content-main")
         click(page, "Import JSONL", within="#content-main")
         # the import page says where its format is described
-        click(page, "The JSONL format", within="#content-main")
-        expect(page.get_by_role("heading", name="JSONL format", level=1)).to_be_visible()
+        click(page, "The JSONL format", within="#content")
+        expect(page.get_by_role("heading", name="Dataset format (JSONL)", level=1)).to_be_visible()
         with page.expect_navigation():
             page.go_back()
         data_file, rubric_file = upload_files
