@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from annotations.models import Campaign, Dataset, Rater, Rating, Submission
+from annotations.roles import researcher_grant
 from judging.models import JudgeRun, RunStatus
 from tests.chromium import launch_chromium
 from tests.conftest import CAST_PASSWORD, PROJECT_ROOT
@@ -63,21 +64,8 @@ def fake(settings) -> Iterator[FakeProvider]:  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def importing_researcher(researcher: User) -> User:
-    """The admin permissions a site operator grants to researchers who import data and open campaigns."""
-    researcher.user_permissions.add(
-        *Permission.objects.filter(
-            content_type__app_label="annotations",
-            codename__in=[
-                "add_dataset",
-                "view_dataset",
-                "change_dataset",
-                "add_campaign",
-                "view_campaign",
-                "change_campaign",
-            ],
-        )
-    )
-    return researcher
+    """A researcher as a site operator makes one: staff in the Researchers group."""
+    return researcher_grant(user=researcher)
 
 
 @pytest.fixture
