@@ -244,8 +244,8 @@ class JudgeConfigForm(forms.ModelForm):
             str(pk): [[name, label or name] for name, label in pairs] for pk, pairs in _aspects_by_dataset(datasets)
         }
         rubric = self.dataset_aspects.get(str(chosen.pk), []) if chosen else []
-        listed = shown.get("aspects") if isinstance(shown.get("aspects"), list) else []
-        extra = [[a, a] for a in listed if isinstance(a, str) and a not in {n for n, _label in rubric}]
+        listed = _editor_value(shown, "aspects", "list")
+        extra = [[a, a] for a in listed if a not in {n for n, _label in rubric}]
         aspects_field = self.fields["aspects"]
         assert isinstance(aspects_field, forms.MultipleChoiceField)
         aspects_field.choices = [(name, label) for name, label in [*rubric, *extra]]

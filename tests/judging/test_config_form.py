@@ -233,3 +233,15 @@ def test_preview_needs_a_post_with_a_csrf_token(researcher: User) -> None:
     assert get.status_code == 302 and get["Location"] == ADD_URL
     assert logged_in(researcher).put(PREVIEW_URL).status_code == 405
     assert logged_in(researcher, csrf=True).post(PREVIEW_URL, body).status_code == 403
+
+
+def test_the_references_example_per_method_validates(settings) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    settings.JUDGE_API_KEY_HOSTS = {"LAB_LLM_API_KEY": ["llm.example.org"]}
+    text = (Path(settings.BASE_DIR) / "docs" / "judge-config.md").read_text(encoding="utf-8")
+    section = text.split("## An example per method", 1)[1].split("\n## ", 1)[0]
+    examples = [json.loads(block.split("```")[0]) for block in section.split("```json\n")[1:]]
+    # The example host is not resolved here: where requests may go is the operator's setting, not the document's.
+    methods = [validate_config(example, check_network=False).method for example in examples]
+    assert sorted(methods) == sorted(METHODS)
