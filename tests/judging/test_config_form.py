@@ -245,3 +245,26 @@ def test_the_references_example_per_method_validates(settings) -> None:  # type:
     # The example host is not resolved here: where requests may go is the operator's setting, not the document's.
     methods = [validate_config(example, check_network=False).method for example in examples]
     assert sorted(methods) == sorted(METHODS)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_templates_preview_renders(researcher: User, method: str) -> None:
+    dataset = make_dataset(owner=researcher, items=1, systems=2)
+    response = logged_in(researcher).post(
+        PREVIEW_URL, _preview_body(dataset.pk, config_template(method)), HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert response.status_code == 200 and "errornote" not in body, body[:2000]
+    if method == "metric":
+        assert "sends no prompt" in body
+    else:
+        # Each LLM method's first request carries the item's first answer (FActScore decomposes it into facts).
+        assert "Answer 0 from system 0: topic 0 is explained." in body
+
+
+def test_the_form_speaks_japanese(researcher: User) -> None:
+    client = logged_in(researcher)
+    client.cookies["django_language"] = "ja"
+    body = client.get(ADD_URL, HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    assert "テンプレートから始める" in body and "プロンプトをプレビュー" in body
+    assert "ジャッジ設定リファレンス" in body and "/help/judge-config/" in body
