@@ -389,7 +389,9 @@ class SliceExecutor:
                 if judgment_id not in written:
                     continue  # our lease was taken over; the other slice's write is the one that counts
                 counts["done" if outcome.ok else "failed"] += 1
-                if outcome.ok and outcome.score is None:
+                # Only an unreadable reply is a parse error; a FActScore refusal or an answer without
+                # checkable facts has no score by definition and is no error.
+                if outcome.ok and outcome.score is None and outcome.error_kind.startswith("parse:"):
                     counts["parse_errors"] += 1
                 if state.calls > 0 and state.served_from_cache == state.calls:
                     counts["cache_hits"] += 1

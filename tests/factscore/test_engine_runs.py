@@ -69,7 +69,8 @@ def test_run_decomposes_verifies_and_scores_every_answer(
     assert scores_by_answer(run, "factuality") == pytest.approx(expected)
 
     refusal = FactAnswer.objects.get(run=run, response__system__key="beta", response__turn__item__external_id="curie")
-    assert refusal.is_refusal and refusal.refusal_rule == "en_sorry_cannot" and refusal.score is None
+    assert refusal.is_refusal and refusal.refusal_rule == "en_sorry" and refusal.score is None
+    assert refusal.outcome == "refused" and refusal.error_kind == ""
     curie = FactAnswer.objects.get(run=run, response__system__key="alpha", response__turn__item__external_id="curie")
     assert curie.topic == "Marie Curie" and curie.n_facts == 3 and curie.n_supported == 3
     facts = list(AtomicFact.objects.filter(answer=curie).order_by("position"))
@@ -93,14 +94,25 @@ def test_run_decomposes_verifies_and_scores_every_answer(
         "n_prompts": 3,
         "n_responding": 3,
         "n_scored": 3,
+        "n_refused": 0,
+        "n_no_facts": 0,
+        "n_failed": 0,
         "pct_responding": 100.0,
         "factscore": pytest.approx(0.5),
         "facts_per_answer": 2.0,
+        "denominators": {"pct_responding": 3, "factscore": 3, "facts_per_answer": 3},
     }
     assert beta["factscore"] == 1.0
     assert beta["pct_responding"] == pytest.approx(200 / 3)
     assert beta["facts_per_answer"] == 1.5
+    assert beta["n_refused"] == 1 and beta["denominators"] == {
+        "pct_responding": 3,
+        "factscore": 2,
+        "facts_per_answer": 2,
+    }
     assert report["human"] is None and report["unfinished_answers"] == 0
+    # A refusal is no error: the run's summary lists neither errors nor parse errors.
+    assert run.parse_errors == 0 and run.error_summary == {}
 
 
 def test_identical_rerun_costs_no_call(world, world_provider, eager, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
@@ -139,9 +151,12 @@ def test_refusal_confirmation_by_llm(world, world_provider, eager, django_captur
         factscore_config(world_provider, factscore={"refusal_confirm": True}),
         django_capture_on_commit_callbacks,
     )
-    assert world.requests.count("confirm") == 1
+    # Every answer is put to the model, so it can also catch a refusal the rules missed.
+    assert world.requests.count("confirm") == 6
     answer = FactAnswer.objects.get(run=run, response__text=refusal_text)
     assert answer.is_refusal and answer.refusal_confirmed_by == "llm" and answer.refusal_raw_output == "Yes"
+    answered = FactAnswer.objects.filter(run=run).exclude(pk=answer.pk)
+    assert {(a.outcome, a.refusal_confirmed_by) for a in answered} == {("scored", "llm")}
 
 
 def test_japanese_run_with_japanese_corpus(world, world_provider, eager, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
@@ -186,7 +201,7 @@ def test_factscore_report_command(world, world_provider, eager, django_capture_o
     rows = {line.split()[0]: line.split() for line in output.splitlines() if line.split()}
     assert rows["alpha"][1:4] == ["0.500", "100.0", "2.0"]
     assert rows["beta"][1:4] == ["1.000", "66.7", "1.5"]
-    assert "en_sorry_cannot" in output
+    assert "en_sorry" in output
     with pytest.raises(Exception, match="no factscore judge run"):
         call_command("factscore_report", "--dataset", dataset.name, "--judge", "nope")
 
@@ -227,7 +242,13 @@ def test_failed_verification_is_retried_from_the_cache_and_reprojected(  # type:
     )
     assert lovelace.stage == "failed" and "verification of fact 2" in lovelace.error
     assert FactVerdict.objects.filter(fact__answer=lovelace).count() == 1  # the first fact was checked
-    assert factscore_report(run)["unfinished_answers"] == 1
+    # The failed answer stays in the per-system table, counted and named, never silently dropped.
+    report = factscore_report(run, include_answers=True)
+    alpha = report["systems"][0]
+    assert report["unfinished_answers"] == 0
+    assert (alpha["n_prompts"], alpha["n_failed"], alpha["n_scored"]) == (3, 1, 2)
+    row = next(a for a in report["answers"] if a["answer_id"] == lovelace.pk)
+    assert row["outcome"] == "failed" and "verification of fact 2" in row["error"]
     calls_before = world_provider.snapshot()["calls"]
 
     world_provider.script()

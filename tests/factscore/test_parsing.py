@@ -2,7 +2,14 @@ import math
 
 import pytest
 
-from judging.factscore.parsing import MAX_FACT_CHARS, MAX_FACTS, parse_facts, parse_verdict, parse_yes_no, verdict_from_logprobs
+from judging.factscore.parsing import (
+    MAX_FACT_CHARS,
+    MAX_FACTS,
+    parse_facts,
+    parse_verdict,
+    parse_yes_no,
+    verdict_from_logprobs,
+)
 
 
 def test_bulleted_facts_ignore_preamble_and_closing_remarks() -> None:
