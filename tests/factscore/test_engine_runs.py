@@ -5,6 +5,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from judging import services as engine
 from judging.config import ConfigError, validate_config
@@ -12,6 +13,7 @@ from judging.factscore.models import AtomicFact, FactAnswer, FactVerdict
 from judging.factscore.results import factscore_project
 from judging.factscore.selectors import factscore_report, factscore_results_pending
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
+from tests.factories import DatasetFactory, ItemFactory, ResponseFactory, SystemFactory, TurnFactory
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 
 pytestmark = pytest.mark.django_db
@@ -263,3 +265,46 @@ def test_failed_verification_is_retried_from_the_cache_and_reprojected(  # type:
     assert lovelace.stage == "done" and lovelace.score == 0.5
     assert FactVerdict.objects.filter(fact__answer=lovelace).count() == 2
     assert factscore_project(run=run) == 0  # nothing changed since
+
+
+def test_the_checks_of_one_answer_run_side_by_side_within_max_concurrency(  # type: ignore[no-untyped-def]
+    world, world_provider, eager, django_capture_on_commit_callbacks
+):
+    dataset = DatasetFactory()
+    item = ItemFactory(dataset=dataset, external_id="one", position=0)
+    turn = TurnFactory(item=item, index=0, prompt="Tell me about one person.", reference=None)
+    answer = "One person did eight things."
+    ResponseFactory(turn=turn, system=SystemFactory(dataset=dataset, key="alpha", position=0), position=0, text=answer)
+    world.facts[answer] = [f"The person did thing {n}." for n in range(8)]
+    world.true_facts.update(world.facts[answer][:6])
+    world_provider.script(default={"latency": 0.2})
+    cfg = factscore_config(
+        world_provider, max_concurrency=4, factscore={"corpus": None, "topic": None, "knowledge": "item"}
+    )
+    run = launch(dataset, cfg, django_capture_on_commit_callbacks)
+    assert run.status == RunStatus.SUCCEEDED
+    assert world.requests.count("verify") == 8
+    # One answer alone: only its own checks can overlap, and never more than the run allows.
+    assert world_provider.snapshot()["max_in_flight"] == 4
+    assert scores_by_answer(run) == {("one", "alpha"): pytest.approx(6 / 8)}
+
+
+def test_facts_cut_by_max_facts_are_recorded_and_shown(  # type: ignore[no-untyped-def]
+    world, world_provider, eager, django_capture_on_commit_callbacks, researcher, client
+):
+    script_world(world)
+    dataset = make_fact_dataset(owner=researcher)
+    run = launch(
+        dataset, factscore_config(world_provider, factscore={"max_facts": 2}), django_capture_on_commit_callbacks
+    )
+    curie = FactAnswer.objects.get(run=run, response__system__key="alpha", response__turn__item__external_id="curie")
+    assert (curie.n_facts, curie.facts_found, curie.facts_dropped) == (2, 3, 1)
+    assert curie.caps == [{"cap": "max_facts", "limit": 2, "dropped": 1}]
+    assert curie.score == 1.0  # the two facts kept are both supported; the third was never checked
+    report = factscore_report(run)
+    # 3 + 2 + 1 (alpha) + 1 + 2 (beta) facts listed; curie lost one to the cap.
+    assert report["facts_cut"] == {"answers_capped": 1, "facts_found": 9, "facts_dropped": 1, "repeated_facts": 0}
+    client.force_login(researcher)
+    html = client.get(reverse("factscore:report", args=[run.pk])).content.decode()
+    assert 'data-cap="max_facts"' in html and "(of 3: 1 cut by max_facts at 2)" in html
+    assert "1 of 9 facts were cut by a cap in 1 answer(s) and never verified." in html

@@ -297,3 +297,20 @@ def test_options_are_validated(options: dict, problem: str) -> None:
 def test_default_options_are_valid() -> None:
     options, errors = validate_options(None)
     assert errors == [] and options is not None and options.k == 5 and options.knowledge == "auto"
+
+
+def test_the_parser_cap_and_max_facts_are_both_recorded() -> None:
+    facts = [f"Fact number {n}." for n in range(250)]
+
+    def reply(spec: CallSpec) -> CallResult:
+        if "atomic facts" in text_of(spec):
+            return CallResult(content="\n".join(f"- {fact}" for fact in facts), attempts=1)
+        return CallResult(content="True", attempts=1)
+
+    outcome, specs = drive(factscore_flow(make_ctx("Many facts."), knowledge=UnitKnowledge()), reply)
+    trace = json.loads(outcome.raw_output)
+    assert trace["facts_found"] == 250 and trace["n_facts"] == 100 and len(specs) == 1 + 100
+    assert trace["caps"] == [
+        {"cap": "parser", "limit": 200, "dropped": 50},
+        {"cap": "max_facts", "limit": 100, "dropped": 100},
+    ]
