@@ -504,7 +504,10 @@ def _recount(run: JudgeRun) -> None:
     agg = judgments.aggregate(
         done=Count("id", filter=Q(status=JudgmentStatus.DONE)),
         failed=Count("id", filter=Q(status=JudgmentStatus.FAILED)),
-        parse_errors=Count("id", filter=Q(status=JudgmentStatus.DONE, score__isnull=True)),
+        parse_errors=Count(
+            "id",
+            filter=Q(status=JudgmentStatus.DONE, score__isnull=True, error_kind__startswith=PARSE_ERROR_PREFIX),
+        ),
         cache_hits=Count("id", filter=Q(cache_hit=True, status__in=[JudgmentStatus.DONE, JudgmentStatus.FAILED])),
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),

@@ -263,10 +263,14 @@ def factscore_systems_table(report: dict[str, Any]) -> dict[str, Any]:
             row["n_prompts"],
             row["n_responding"],
             row["n_scored"],
+            row["n_refused"],
+            row["n_no_facts"],
+            row["n_failed"],
         ]
         for row in report["systems"]
     ]
     columns = ["system", "FActScore", "% responding", "facts per answer", "prompts", "responding", "scored answers"]
+    columns += ["refused", "no checkable facts", "failed"]
     return make_table("factscore-systems", f"FActScore per system ({report['judge']})", columns, rows)
 
 
