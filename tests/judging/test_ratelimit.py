@@ -54,6 +54,7 @@ def test_rpm_window_is_shared_and_never_exceeded() -> None:
 
         async def one(limiter: RedisLimiter) -> None:
             lease = await limiter.acquire(1)
+            assert lease is not None and await limiter.admit(lease)
             granted.append(time.time())  # the wall clock, as Redis's TIME that the window is measured on
             await limiter.release(lease)
 
@@ -85,6 +86,7 @@ def test_tpm_window_counts_tokens() -> None:
         async def one() -> None:
             nonlocal count
             lease = await limiter.acquire(300)
+            assert lease is not None and await limiter.admit(lease)
             count += 1
             await limiter.release(lease, 300)
 
@@ -127,6 +129,7 @@ def test_local_limiter_rpm_and_stop() -> None:
         async def one() -> None:
             nonlocal got
             lease = await limiter.acquire(1)
+            assert lease is not None and await limiter.admit(lease)
             got += 1
             await limiter.release(lease)
 
