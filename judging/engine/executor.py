@@ -71,6 +71,7 @@ class UnitState:
     unpriced: int = 0
     attempts: int = 0
     latency: float = 0.0
+    queue_wait: float = 0.0
     current: CallSpec | None = None
     errors_seen: list[str] = field(default_factory=list)
 
@@ -83,6 +84,7 @@ class UnitState:
         self.completion_tokens += result.completion_tokens
         self.attempts += result.attempts
         self.latency += result.latency_s
+        self.queue_wait += result.queue_wait_s
         self.errors_seen.extend(result.errors_seen)
         if result.ok:
             if result.cost is None:
@@ -533,6 +535,7 @@ _RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("completion_tokens", "integer"),
     ("cost_usd", "double precision"),
     ("latency_s", "double precision"),
+    ("queue_wait_s", "double precision"),
     ("attempts", "smallint"),
     ("cache_hit", "boolean"),
     ("error_kind", "varchar"),
@@ -559,6 +562,7 @@ def _result_row(judgment_id: int, state: UnitState, outcome: Outcome, now: Any) 
         "completion_tokens": state.completion_tokens,
         "cost_usd": None if state.unpriced else state.cost,
         "latency_s": state.latency,
+        "queue_wait_s": state.queue_wait,
         "attempts": state.attempts,
         "cache_hit": state.calls > 0 and state.served_from_cache == state.calls,
         "error_kind": outcome.error_kind,
