@@ -479,8 +479,7 @@ class Gateway:
             try:
                 response = await self._sent_attempt(spec, gate)
             except Exception as exc:
-                result.queue_wait_s += gate.waited_s
-                result.latency_s += time.monotonic() - started - gate.waited_s
+                _time_attempt(result, gate, started)
                 if gate.stopped:
                     await self.limiter.release(lease, 0)
                     result.attempts -= 1
@@ -496,8 +495,7 @@ class Gateway:
                 await self._sleep(backoff_delay(result.attempts, retry_after, self.rng))
                 continue
             else:
-                result.queue_wait_s += gate.waited_s
-                result.latency_s += time.monotonic() - started - gate.waited_s
+                _time_attempt(result, gate, started)
                 _absorb_response(result, response, spec)
                 await self.limiter.release(lease, result.prompt_tokens + result.completion_tokens or None)
                 break
@@ -511,6 +509,14 @@ class Gateway:
             if remaining <= 0:
                 return
             await asyncio.sleep(min(remaining, 0.25))
+
+
+def _time_attempt(result: CallResult, gate: Any, started: float) -> None:
+    """Latency counts from the moment the request was sent (building it and the first connection's setup aside);
+    the wait for the rpm/tpm windows goes to the queue wait."""
+    now = time.monotonic()
+    result.queue_wait_s += gate.waited_s
+    result.latency_s += now - (gate.sent_at if gate.sent_at is not None else started + gate.waited_s)
 
 
 def _absorb_response(result: CallResult, response: Any, spec: CallSpec) -> None:
