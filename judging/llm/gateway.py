@@ -447,7 +447,7 @@ class Gateway:
         from judging.llm.sending import CURRENT_GATE  # noqa: PLC0415 -- httpx; see _client_for
 
         loop = asyncio.get_running_loop()
-        async with asyncio.timeout(loop.time() + spec.timeout_s + 5) as deadline:
+        async with asyncio.timeout_at(loop.time() + spec.timeout_s + 5) as deadline:
             gate.on_wait = lambda: deadline.reschedule(None)
             gate.on_sent = lambda: deadline.reschedule(loop.time() + spec.timeout_s)
             token = CURRENT_GATE.set(gate)

@@ -1,5 +1,9 @@
 """Per-run limits (max_concurrency, rpm, tpm) that hold across every worker of the run.
 
+A call takes a concurrency slot (`acquire`), then passes the rpm and tpm windows at the moment its request is sent
+(`admit`, called from the HTTP transport, see `sending`), and gives both back with the tokens the provider billed
+(`release`). Windows count requests as the provider's log shows them: from sending, not from the slot.
+
 With a Redis broker the counters live in Redis and are changed by Lua scripts, so the check and
 the update are one atomic step whichever machine runs them, and Redis's own clock is used. Slots
 are leases with an expiry: a worker killed mid-call frees its slot when the lease runs out.
@@ -166,8 +170,9 @@ return {1, '0'}
 # The rpm and tpm windows, passed at the moment of sending. Entries are scored with the time until which they count
 # (admission + send margin, lowered to the response's arrival by the release); members of the tpm set end in
 # ':<tokens>'.
-# KEYS: rpm zset, tpm zset, stop flag
-# ARGV: rpm (0 = none), tpm (0 = none), lease id, tokens, window seconds, send margin seconds
+# A request waiting here holds its concurrency slot, whose lease is renewed at each ask so it cannot run out meanwhile.
+# KEYS: rpm zset, tpm zset, stop flag, inflight zset
+# ARGV: rpm (0 = none), tpm (0 = none), lease id, tokens, window seconds, send margin seconds, slot ttl seconds
 # Returns {admitted (1 / 0 / -1 = the run was stopped), wait seconds as string}
 _ADMIT_LUA = """
 if redis.call('EXISTS', KEYS[3]) == 1 then
@@ -175,6 +180,7 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZADD', KEYS[4], 'XX', now + tonumber(ARGV[7]), ARGV[3])
 local rpm = tonumber(ARGV[1])
 local tpm = tonumber(ARGV[2])
 local id = ARGV[3]
@@ -302,7 +308,7 @@ class RedisLimiter:
             if should_stop is not None and should_stop():
                 return False
             admitted, wait = await self._admit(
-                keys=[self.keys[1], self.keys[2], self.keys[3]],
+                keys=[self.keys[1], self.keys[2], self.keys[3], self.keys[0]],
                 args=[
                     self.limits.rpm or 0,
                     self.limits.tpm or 0,
@@ -310,6 +316,7 @@ class RedisLimiter:
                     lease.tokens,
                     self.limits.window_s,
                     self.limits.send_margin_s,
+                    self.limits.slot_ttl_s,
                 ],
             )
             if int(admitted) == 1:
@@ -317,7 +324,7 @@ class RedisLimiter:
                 return True
             if int(admitted) == -1:
                 return False
-            await asyncio.sleep(_pause(float(wait)))
+            await asyncio.sleep(min(_pause(float(wait)), self.limits.slot_ttl_s / 3))
 
     async def release(self, lease: Lease, actual_tokens: int | None = None) -> None:
         try:
