@@ -72,6 +72,7 @@ class UnitState:
     attempts: int = 0
     latency: float = 0.0
     batch: list[CallResult | None] | None = None  # the results of a CallBatch as they come back
+    queue_wait: float = 0.0
     errors_seen: list[str] = field(default_factory=list)
 
     def absorb(self, result: CallResult, *, from_cache: bool) -> None:
@@ -83,6 +84,7 @@ class UnitState:
         self.completion_tokens += result.completion_tokens
         self.attempts += result.attempts
         self.latency += result.latency_s
+        self.queue_wait += result.queue_wait_s
         self.errors_seen.extend(result.errors_seen)
         if result.ok:
             if result.cost is None:
@@ -594,6 +596,7 @@ _RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("completion_tokens", "integer"),
     ("cost_usd", "double precision"),
     ("latency_s", "double precision"),
+    ("queue_wait_s", "double precision"),
     ("attempts", "smallint"),
     ("cache_hit", "boolean"),
     ("error_kind", "varchar"),
@@ -620,6 +623,7 @@ def _result_row(judgment_id: int, state: UnitState, outcome: Outcome, now: Any) 
         "completion_tokens": state.completion_tokens,
         "cost_usd": None if state.unpriced else state.cost,
         "latency_s": state.latency,
+        "queue_wait_s": state.queue_wait,
         "attempts": state.attempts,
         "cache_hit": state.calls > 0 and state.served_from_cache == state.calls,
         "error_kind": outcome.error_kind,

@@ -88,6 +88,7 @@ def _call_record(spec: CallSpec, result: CallResult) -> dict[str, Any]:
         "completion_tokens": result.completion_tokens,
         "cost": result.cost,
         "latency_s": round(result.latency_s, 4),
+        "queue_wait_s": round(result.queue_wait_s, 4),
         "attempts": result.attempts,
         "error_kind": result.error_kind or ("stopped" if result.stopped else ""),
         "error": result.error,

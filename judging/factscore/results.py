@@ -299,6 +299,7 @@ def _project_one(
                 "completion_tokens": int(call.get("completion_tokens") or 0),
                 "cost_usd": call.get("cost"),
                 "latency_s": call.get("latency_s"),
+                "queue_wait_s": call.get("queue_wait_s"),
                 "attempts": int(call.get("attempts") or 0),
                 "cache_hit": not call.get("attempts"),
                 "error_kind": call.get("error_kind") or "",
