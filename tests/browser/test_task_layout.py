@@ -308,8 +308,8 @@ def test_layouts_do_not_scroll_sideways_and_axe_finds_nothing_serious(
         pages.append(page)
         log_in(page, base, annotator1.username)
         if locale == "ja":
-            page.locator("#lang-select").select_option("ja")
-            page.wait_for_load_state("load")
+            with page.expect_navigation():
+                page.locator("#lang-select").select_option("ja")
         open_task(page, base, campaign)
         expect(page.locator("html")).to_have_attribute("lang", locale)
         candidates, rows = layout(page)
