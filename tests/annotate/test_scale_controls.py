@@ -4,11 +4,13 @@ campaign asks for drop-downs; both post the same form the server checks."""
 import re
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from annotations.campaign_admin import CampaignForm
 from annotations.campaign_services import assignment_claim, campaign_update
-from annotations.models import Aspect, Rating, RatingOrigin, Submission
+from annotations.models import Aspect, Campaign, Rating, RatingOrigin, Submission
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
 
@@ -84,3 +86,13 @@ def test_the_buttons_post_the_fields_the_server_already_checks(campaign, annotat
     assert Submission.objects.count() == 1
     app = Rating.objects.filter(origin=RatingOrigin.APP)
     assert app.count() == 6 and app.filter(is_missing=True).count() == 1
+
+
+def test_the_command_line_and_the_admin_form_set_drop_downs(researcher, annotator1):
+    make_dataset("cmd set", owner=researcher, items=1)
+    call_command("create_campaign", "Plain", "--dataset", "cmd set", "--annotators", "annotator1")
+    call_command(
+        "create_campaign", "Selects", "--dataset", "cmd set", "--annotators", "annotator1", "--scale-dropdowns"
+    )
+    assert dict(Campaign.objects.values_list("name", "scale_dropdowns")) == {"Plain": False, "Selects": True}
+    assert "scale_dropdowns" in CampaignForm._meta.fields  # type: ignore[operator]
