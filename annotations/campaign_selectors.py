@@ -95,8 +95,8 @@ ASPECT_COLUMNS = (
 _CAMPAIGN_FOR_ANNOTATOR_SQL = """
 SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item, campaign.candidates_per_task,
        campaign.guidelines, campaign.show_reference, campaign.show_context, campaign.ask_preference,
-       campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active, campaign.shuffle_seed,
-       campaign.created_by_id,
+       campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active,
+       campaign.shuffle_seed, campaign.created_by_id,
        EXISTS (
            SELECT 1 FROM annotations_campaign_annotators member
            WHERE member.campaign_id = campaign.id AND member.user_id = %(user)s

@@ -165,14 +165,13 @@ def _scale_fragments(scales: list[Scale], *, dropdowns: bool) -> dict[int, Scale
     of once per candidate: they are most of the task page's markup and were most of its rendering time."""
     fragments = {}
     for scale in scales:
+        blank: str = ""
         buttons = scale.fits_button_row and not dropdowns
         if buttons:
             template = "annotate/_scale_buttons.html"
             blank = render_to_string(template, {"scale": scale, "field_id": FIELD_PLACEHOLDER, "na_token": NA_TOKEN})
         elif scale.is_discrete:
             blank = render_to_string("annotate/_scale_options.html", {"scale": scale, "na_token": NA_TOKEN})
-        else:
-            blank = ""
         popover = render_to_string("annotate/_scale_popover.html", {"scale": scale})
         fragments[scale.index] = ScaleFragments(popover=popover, blank=blank, buttons=buttons)
     return fragments

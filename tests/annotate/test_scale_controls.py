@@ -42,7 +42,7 @@ def test_short_scales_are_rows_of_radio_buttons_one_per_value(campaign, annotato
     assert "<select" not in body.split('id="task-form"')[1].split('class="skip')[0]
     for number in (1, 2, 3):
         factuality = button_row(body, f"r-{number}-1")
-        assert 'aria-labelledby="label-r-%d-1"' % number in factuality and 'aria-required="true"' in factuality
+        assert f'aria-labelledby="label-r-{number}-1"' in factuality and 'aria-required="true"' in factuality
         values = re.findall(rf'<input type="radio" name="r-{number}-1" value="([^"]+)" data-key="([^"]*)">', factuality)
         assert values == [("0", "0"), ("1", "1"), ("2", "2"), ("3", "3")]  # no N/A: the aspect does not allow it
         assert ">0 · inaccurate</span>" in factuality and ">3 · accurate</span>" in factuality
@@ -62,9 +62,7 @@ def test_long_scales_and_campaigns_that_ask_for_them_use_drop_downs(campaign, re
     assert re.search(r'<select id="r-1-1" name="r-1-1"', body)
     assert button_row(body, "r-1-2")
 
-    campaign_update(
-        campaign=campaign, name=campaign.name, annotators=[annotator1, annotator2], scale_dropdowns=True
-    )
+    campaign_update(campaign=campaign, name=campaign.name, annotators=[annotator1, annotator2], scale_dropdowns=True)
     body = task_page(campaign, annotator2)
     assert 'role="radiogroup"' not in body
     assert re.search(r'<select id="r-1-2" name="r-1-2" data-aspect-control[^>]* data-signed', body)

@@ -42,9 +42,7 @@ def browser() -> Iterator[Browser]:
 
 
 def new_page(browser: Browser, *, width: int, height: int, scale: float = 1, locale: str = "en-US") -> Page:
-    context = browser.new_context(
-        viewport={"width": width, "height": height}, device_scale_factor=scale, locale=locale
-    )
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=scale, locale=locale)
     page = context.new_page()
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
@@ -69,7 +67,9 @@ def shot(page: Page, name: str) -> None:
 
 def make_campaign(owner, annotators, **options):  # type: ignore[no-untyped-def]
     with SAMPLE.open("rb") as stream:
-        result = dataset_import(stream=stream, name="lfqa sample", rubric=preset_rubric("lfqa-multiaspect"), owner=owner)
+        result = dataset_import(
+            stream=stream, name="lfqa sample", rubric=preset_rubric("lfqa-multiaspect"), owner=owner
+        )
     return campaign_create(
         name="Long session",
         dataset=result.dataset,
@@ -271,7 +271,9 @@ def test_one_click_per_cell_side_by_side_then_the_next_task_fits_above_the_fold(
     assert page.problems == []  # type: ignore[attr-defined]
 
 
-def test_the_form_posts_without_script_and_the_server_still_checks_it(browser, pages, live_server, campaign, annotator1):
+def test_the_form_posts_without_script_and_the_server_still_checks_it(
+    browser, pages, live_server, campaign, annotator1
+):
     page = new_page(browser, width=1280, height=800)
     pages.append(page)
     page.context.route("**/*.js", lambda route: route.abort())
