@@ -183,8 +183,15 @@
         theForm.requestSubmit();
         return;
       }
-      // Newlines in text boxes and native button activation stay as they are.
-      if (target instanceof HTMLTextAreaElement || target instanceof HTMLButtonElement) return;
+      // Newlines in text boxes, and buttons, links (the list of problems) and summaries, keep their own Enter.
+      if (
+        target instanceof HTMLTextAreaElement ||
+        target instanceof HTMLButtonElement ||
+        target instanceof HTMLAnchorElement ||
+        target.tagName === "SUMMARY"
+      ) {
+        return;
+      }
       event.preventDefault();
       submitIfComplete(theForm);
       return;
