@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotations', '0005_assignment_draft'),
+        ("annotations", "0005_assignment_draft"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='campaign',
-            name='scale_dropdowns',
-            field=models.BooleanField(default=False, help_text='Show every scale as a drop-down. Otherwise a scale of at most 7 values is a row of buttons.'),
+            model_name="campaign",
+            name="scale_dropdowns",
+            field=models.BooleanField(
+                default=False,
+                help_text="Show every scale as a drop-down. Otherwise a scale of at most 7 values is a row of buttons.",
+            ),
         ),
     ]
