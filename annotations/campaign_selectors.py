@@ -44,6 +44,8 @@ CAMPAIGN_SLOTS = SlotPool(campaign=Campaign, task=Task, slot=Assignment, skip=Sk
 
 # Scales with at most this many integer steps get one option per value; wider or fractional ones get a number box.
 MAX_DISCRETE_OPTIONS = 11
+# A row of one button per value still reads at a glance up to seven values; longer scales stay drop-downs.
+MAX_BUTTON_VALUES = 7
 
 ModelT = TypeVar("ModelT", bound=Model)
 
@@ -70,6 +72,7 @@ CAMPAIGN_COLUMNS = (
     "show_context",
     "ask_preference",
     "rationale_required",
+    "scale_dropdowns",
     "lease_minutes",
     "is_active",
     "shuffle_seed",
@@ -94,8 +97,8 @@ ASPECT_COLUMNS = (
 _CAMPAIGN_FOR_ANNOTATOR_SQL = """
 SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item, campaign.candidates_per_task,
        campaign.guidelines, campaign.show_reference, campaign.show_context, campaign.ask_preference,
-       campaign.rationale_required, campaign.lease_minutes, campaign.is_active, campaign.shuffle_seed,
-       campaign.created_by_id,
+       campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active,
+       campaign.shuffle_seed, campaign.created_by_id,
        EXISTS (
            SELECT 1 FROM annotations_campaign_annotators member
            WHERE member.campaign_id = campaign.id AND member.user_id = %(user)s
@@ -295,6 +298,10 @@ class Scale:
     @property
     def is_discrete(self) -> bool:
         return bool(self.options)
+
+    @property
+    def fits_button_row(self) -> bool:
+        return self.is_discrete and len(self.options) <= MAX_BUTTON_VALUES
 
     @property
     def is_signed(self) -> bool:

@@ -256,6 +256,10 @@ class Campaign(models.Model):
     show_context = models.BooleanField(default=True)
     ask_preference = models.BooleanField(default=True)
     rationale_required = models.BooleanField(default=True)
+    scale_dropdowns = models.BooleanField(
+        default=False,
+        help_text="Show every scale as a drop-down. Otherwise a scale of at most 7 values is a row of buttons.",
+    )
     lease_minutes = models.PositiveIntegerField(default=30)
     is_active = models.BooleanField(default=True)
     # Secret per campaign so annotators cannot predict the candidate shuffle from ids.
