@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotations", "0005_assignment_draft"),
+        ("annotations", "0006_aspect_translations"),
     ]
 
     operations = [
