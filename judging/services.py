@@ -44,12 +44,16 @@ JUDGE_RUN_START = "judging.judge_run_start"
 JUDGE_RUN_WORK = "judging.judge_run_work"
 
 
+# Tasks enqueue their successors patiently: a broker restart of a minute or two must not end a run's chain of work.
+BROKER_RETRY_POLICY = {"max_retries": 60, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3.0}
+
+
 def _enqueue(task_name: str, run_id: int, *, on_commit: bool = False, countdown: float | None = None) -> None:
     signature = current_app.signature(task_name, args=(run_id,), countdown=countdown)
     if on_commit:
         transaction.on_commit(signature.delay)
     else:
-        signature.delay()
+        signature.apply_async(retry=True, retry_policy=BROKER_RETRY_POLICY)
 
 
 class LaunchError(ValueError):

@@ -10,27 +10,35 @@ lease) under a per-slice token and a lease that this slice keeps renewing. Write
 the token still matches, so a slice that lost its lease can never overwrite another's result.
 Claims are ordered by the first request's cache key, so identical requests arrive in the same
 batch and are sent once (the others wait on the same in-flight call).
+
+Database blips: a query that fails because the database went away (a restart, a failover) is not
+an error of the unit. The slice keeps receiving results while it waits, retries its writes with
+backoff and stores what it holds as soon as the database answers again; only then does it claim
+more.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import os
 import queue
+import random
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -49,6 +57,15 @@ from judging.methods.registry import FLOWS
 from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, RunStatus
 
 log = logging.getLogger(__name__)
+
+
+# The database errors that mean "not reachable now" (a restart, a dropped connection), retried with backoff.
+DB_DOWN = (OperationalError, InterfaceError)
+DB_RETRY_FIRST_S = 0.1
+DB_RETRY_CAP_S = 5.0
+# How long a slice ending during an outage keeps trying to store the results it holds; their units' leases
+# expire meanwhile and another slice sends them again.
+DB_FINAL_WRITE_S = 600.0
 
 
 def lease_seconds() -> float:
@@ -180,6 +197,8 @@ class SliceExecutor:
         self.report = SliceReport(state="idle")
         self.lease = lease_seconds()
         self.stop_reason = ""
+        self.db_retry_at = 0.0
+        self.db_delay = DB_RETRY_FIRST_S
 
     # -- claims ---------------------------------------------------------------------------------
     def _claim(self, limit: int) -> list[Judgment]:
@@ -279,7 +298,11 @@ class SliceExecutor:
             return self.memo[key]
         if key in self.absent:
             return None
-        payload = CachedCompletion.objects.filter(key=key).values_list("payload", flat=True).first()
+        try:
+            payload = CachedCompletion.objects.filter(key=key).values_list("payload", flat=True).first()
+        except DB_DOWN as exc:
+            self._db_failed(exc)
+            return None  # a missed cache lookup only costs the call it would have saved
         if payload is not None:
             self.memo[key] = payload
         return payload
@@ -322,6 +345,22 @@ class SliceExecutor:
         finished, self.finished = self.finished, []
         released, self.released = self.released, []
         new_cache, self.new_cache = self.new_cache, {}
+        try:
+            self._store(finished, released, new_cache)
+        except BaseException:
+            # Kept for the next attempt, which is safe to repeat: results land only where this slice's claim
+            # still holds (so never twice) and cache entries ignore conflicts.
+            self.finished = finished + self.finished
+            self.released = released + self.released
+            self.new_cache = {**new_cache, **self.new_cache}
+            raise
+
+    def _store(
+        self,
+        finished: list[tuple[int, UnitState, Outcome]],
+        released: list[int],
+        new_cache: dict[str, tuple[str, dict[str, Any]]],
+    ) -> None:
         now = timezone.now()
         counts: Counter[str] = Counter()
         with transaction.atomic():
@@ -371,12 +410,12 @@ class SliceExecutor:
                 updates["cost_usd"] = F("cost_usd") + counts["cost_micro"] / 1_000_000_000
             updates["heartbeat_at"] = now
             JudgeRun.objects.filter(pk=self.run.pk).update(**updates)
+        self.report.finished += sum(counts[k] for k in ("done", "failed"))
+        self.report.released += len(released)
         if counts["cost_micro"] and self.cfg.budget_usd is not None:
             # Check the budget the moment money was spent, not on the next periodic check, so
             # the overshoot is bounded by the calls already in flight.
-            self._check_run()
-        self.report.finished += sum(counts[k] for k in ("done", "failed"))
-        self.report.released += len(released)
+            self._guarded(self._check_run)
 
     def _write_results(self, rows: list[dict[str, Any]]) -> set[int]:
         """Store finished units still claimed by this slice; returns the ids written.
@@ -417,6 +456,60 @@ class SliceExecutor:
             self.stop_reason = RunStatus.STOPPED_BUDGET
             self._stop_everywhere()
 
+    # -- database outages ---------------------------------------------------------------------------
+    def _db_failed(self, exc: BaseException) -> None:
+        log.warning("database unreachable (%s: %s); retrying in %.1fs", type(exc).__name__, exc, self.db_delay)
+        with contextlib.suppress(Exception):
+            connection.close()  # the next query opens a fresh connection
+        self.db_retry_at = time.monotonic() + self.db_delay * (0.5 + random.random())
+        self.db_delay = min(2 * self.db_delay, DB_RETRY_CAP_S)
+
+    def _db_up(self) -> bool:
+        return time.monotonic() >= self.db_retry_at
+
+    def _guarded(self, work: Callable[[], Any]) -> bool:
+        """Run database work unless the database is known to be away; False when it is (or just went)."""
+        if not self._db_up():
+            return False
+        try:
+            work()
+        except DB_DOWN as exc:
+            self._db_failed(exc)
+            return False
+        self.db_delay = DB_RETRY_FIRST_S
+        return True
+
+    def _claim_and_start(self, limit: int) -> bool:
+        """Claim up to `limit` units and set them going; False when nothing was claimable."""
+        claimed = self._claim(limit)
+        if not claimed:
+            return False
+        try:
+            self._start_units(claimed)
+        except DB_DOWN:
+            # Loading a batch failed before any of it was sent: hand the claims back untouched.
+            ids = {j.pk for j in claimed}
+            for judgment_id in ids & set(self.active):
+                self.active.pop(judgment_id).flow.close()
+            self.finished = [entry for entry in self.finished if entry[0] not in ids]
+            self.released.extend(ids)
+            raise
+        return True
+
+    def _final_flush(self) -> None:
+        deadline = time.monotonic() + DB_FINAL_WRITE_S
+        while self.finished or self.released or self.new_cache:
+            if self._guarded(self._flush):
+                return
+            if time.monotonic() >= deadline:
+                log.error(
+                    "gave up storing %d result(s) after %.0fs without the database; their units are sent again",
+                    len(self.finished),
+                    DB_FINAL_WRITE_S,
+                )
+                return
+            time.sleep(max(0.0, self.db_retry_at - time.monotonic()))
+
     def execute(self) -> SliceReport:
         self._check_run()
         if self.stop.is_set():
@@ -428,22 +521,28 @@ class SliceExecutor:
         try:
             while True:
                 now = time.monotonic()
-                if now - last_check >= 0.5:
-                    self._check_run()
+                if now - last_check >= 0.5 and self._guarded(self._check_run):
                     last_check = now
-                if now - last_renew >= self.lease / 3:
-                    self._renew_leases()
+                if now - last_renew >= self.lease / 3 and self._guarded(self._renew_leases):
                     last_renew = now
+                # What is held is stored before anything more is claimed, so after an outage the results
+                # that arrived meanwhile land while their claims still hold.
+                if self.finished or self.released or self.new_cache:
+                    self._guarded(self._flush)
                 slice_over = now - started >= self.time_slice_s
                 room = self.target_active - len(self.active)
                 # Claim in batches: topping up one or two units as each result arrives cost a claim and a
                 # context load per unit, and the units claimed already keep every slot busy meanwhile.
-                if not (self.stop.is_set() or slice_over or exhausted) and room >= self.refill_at:
-                    claimed = self._claim(min(self.batch_size, room))
-                    if claimed:
-                        self._start_units(claimed)
-                    else:
-                        exhausted = True
+                if (
+                    not (self.stop.is_set() or slice_over or exhausted)
+                    and room >= self.refill_at
+                    and not self.finished
+                    and self._db_up()
+                ):
+                    try:
+                        exhausted = not self._claim_and_start(min(self.batch_size, room))
+                    except DB_DOWN as exc:
+                        self._db_failed(exc)
                 try:
                     key, result = self.results.get(timeout=0.05 if self.active else 0.0)
                     self._on_result(key, result)
@@ -457,14 +556,16 @@ class SliceExecutor:
                 # entries count too: a multi-step unit (factscore: one check per fact) killed mid-way
                 # then resumes from the cache.
                 if self.finished or self.released or self.new_cache:
-                    self._flush()
+                    self._guarded(self._flush)
                 if not self.active and (self.stop.is_set() or slice_over or exhausted):
                     break
         finally:
             for judgment_id in list(self.active):
                 self._release(judgment_id)
-            self._flush()
-            self.loop.close()
+            try:
+                self._final_flush()
+            finally:
+                self.loop.close()
         if self.stop.is_set():
             self.report.state = "stopped"
         elif exhausted:
