@@ -42,8 +42,11 @@ class PrivateRedis:
 
     def start(self) -> "PrivateRedis":
         self.process = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory)]
-            + ["--save", "", "--appendonly", "no", "--logfile", str(self.directory / "redis.log")],
+            [
+                REDIS_SERVER,
+                *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory)),
+                *("--save", "", "--appendonly", "no", "--logfile", str(self.directory / "redis.log")),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
