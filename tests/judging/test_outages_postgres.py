@@ -161,7 +161,7 @@ def test_postgres_restart_mid_run(
             private_postgres, "SELECT status, total, done, failed, calls FROM judging_judgerun WHERE id = %s", run_id
         )[0]  # type: ignore[index]
         assert (status, done, failed) == ("succeeded", total, 0)
-        assert total == 200 and 40 <= done
+        assert total == 200
         statuses = dict(
             _query(  # type: ignore[arg-type]
                 private_postgres,
