@@ -48,7 +48,7 @@ from judging.factscore import services as factscore_services
 from judging.factscore.models import KnowledgeCorpus
 from judging.factscore.options import FactScoreOptions
 from judging.llm.calls import CallResult, CallSpec
-from judging.llm.gateway import Gateway
+from judging.llm.gateway import Gateway, count_tokens, price_estimate
 from judging.llm.ratelimit import Limits, run_scope, shared_limiter, shared_limiter_done
 from judging.methods.base import Flow, Outcome, UnitContext
 from judging.methods.geval import SAMPLED
@@ -90,6 +90,8 @@ class UnitState:
     latency: float = 0.0
     current: CallSpec | None = None
     errors_seen: list[str] = field(default_factory=list)
+    lost_calls: int = 0
+    lost_cost: float = 0.0
 
     def absorb(self, result: CallResult, *, from_cache: bool) -> None:
         self.calls += 1
@@ -199,6 +201,7 @@ class SliceExecutor:
         self.stop_reason = ""
         self.db_retry_at = 0.0
         self.db_delay = DB_RETRY_FIRST_S
+        self.taken_over: set[int] = set()  # claimed from a holder whose lease ran out, with a call maybe in flight
 
     # -- claims ---------------------------------------------------------------------------------
     def _claim(self, limit: int) -> list[Judgment]:
@@ -207,9 +210,11 @@ class SliceExecutor:
             candidates = Judgment.objects.filter(run_id=self.run.pk).filter(claimable_q())
             if connection.features.has_select_for_update_skip_locked:
                 candidates = candidates.select_for_update(skip_locked=True)
-            ids = list(candidates.order_by("request_key", "id").values_list("id", flat=True)[:limit])
-            if not ids:
+            rows = list(candidates.order_by("request_key", "id").values_list("id", "status", "claim_token")[:limit])
+            if not rows:
                 return []
+            ids = [judgment_id for judgment_id, _, _ in rows]
+            self.taken_over |= lost_in_flight(rows, max_per_holder=self.cfg.max_concurrency)
             Judgment.objects.filter(pk__in=ids).filter(claimable_q()).update(
                 status=JudgmentStatus.CLAIMED, claim_token=self.token, lease_until=now + timedelta(seconds=self.lease)
             )
@@ -237,7 +242,12 @@ class SliceExecutor:
         for key in keys:
             state = UnitState(ctx=contexts[key.judgment_id], flow=flow_factory(contexts[key.judgment_id]))
             self.active[key.judgment_id] = state
-            first.append((key.judgment_id, self._step(key.judgment_id, None, first_step=True)))
+            spec = self._step(key.judgment_id, None, first_step=True)
+            if key.judgment_id in self.taken_over:
+                self.taken_over.discard(key.judgment_id)
+                if spec is not None:
+                    self._charge_lost_call(state, spec)
+            first.append((key.judgment_id, spec))
         if self.use_cache:
             wanted = {spec.cache_key() for _, spec in first if spec is not None} - set(self.memo)
             if wanted:
@@ -248,6 +258,13 @@ class SliceExecutor:
         for judgment_id, spec in first:
             if spec is not None:
                 self._dispatch(judgment_id, spec)
+
+    def _charge_lost_call(self, state: UnitState, spec: CallSpec) -> None:
+        """The call the unit's previous holder had in flight was most likely this same request: it is counted,
+        priced at its prompt's tokens and the expected completion (max_tokens, else 200 tokens)."""
+        state.lost_calls = 1
+        cost = price_estimate(spec.model, count_tokens(spec.model, spec.messages), self.cfg.max_tokens or 200)
+        state.lost_cost = cost or 0.0
 
     def _step(self, judgment_id: int, result: CallResult | None, *, first_step: bool = False) -> CallSpec | None:
         """Advance a unit's flow; returns its next request, or None when it finished."""
@@ -379,13 +396,13 @@ class SliceExecutor:
                     counts["parse_errors"] += 1
                 if state.calls > 0 and state.served_from_cache == state.calls:
                     counts["cache_hits"] += 1
-                counts["calls"] += state.attempts
+                counts["calls"] += state.attempts + state.lost_calls
                 counts["prompt_tokens"] += state.prompt_tokens
                 counts["completion_tokens"] += state.completion_tokens
                 counts["unpriced_calls"] += state.unpriced
                 counts["logprob_fallbacks"] += int(outcome.logprob_fallback)
                 counts["sampled_fallbacks"] += int(outcome.score_mode == SAMPLED)
-                counts["cost_micro"] += round(state.cost * 1_000_000_000)
+                counts["cost_micro"] += round((state.cost + state.lost_cost) * 1_000_000_000)
             if released:
                 Judgment.objects.filter(pk__in=released, claim_token=self.token).update(
                     status=JudgmentStatus.PENDING, claim_token="", lease_until=None
@@ -492,6 +509,7 @@ class SliceExecutor:
             for judgment_id in ids & set(self.active):
                 self.active.pop(judgment_id).flow.close()
             self.finished = [entry for entry in self.finished if entry[0] not in ids]
+            self.taken_over -= ids
             self.released.extend(ids)
             raise
         return True
@@ -575,6 +593,17 @@ class SliceExecutor:
         return self.report
 
 
+def lost_in_flight(rows: list[tuple[int, str, str]], *, max_per_holder: int) -> set[int]:
+    """Of the (id, status, claim token) rows being claimed, the units whose earlier holder may have had a call in
+    flight: those still claimed (their lease ran out), at most `max_per_holder` per earlier holder, since a slice
+    never has more calls in flight than the run's concurrency."""
+    by_holder: dict[str, list[int]] = {}
+    for judgment_id, status, token in rows:
+        if status == JudgmentStatus.CLAIMED and token:
+            by_holder.setdefault(token, []).append(judgment_id)
+    return {judgment_id for ids in by_holder.values() for judgment_id in ids[:max_per_holder]}
+
+
 def with_factscore_knowledge(
     contexts: dict[int, UnitContext], *, dataset_id: int, cfg: JudgeSettings
 ) -> dict[int, UnitContext]:
@@ -635,6 +664,8 @@ _RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("cost_usd", "double precision"),
     ("latency_s", "double precision"),
     ("attempts", "smallint"),
+    ("lost_calls", "smallint"),
+    ("lost_cost_usd", "double precision"),
     ("cache_hit", "boolean"),
     ("error_kind", "varchar"),
     ("error", "text"),
@@ -661,6 +692,8 @@ def _result_row(judgment_id: int, state: UnitState, outcome: Outcome, now: Any) 
         "cost_usd": None if state.unpriced else state.cost,
         "latency_s": state.latency,
         "attempts": state.attempts,
+        "lost_calls": state.lost_calls,
+        "lost_cost_usd": state.lost_cost,
         "cache_hit": state.calls > 0 and state.served_from_cache == state.calls,
         "error_kind": outcome.error_kind,
         "error": outcome.error,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from django.db.models import Count
+from django.db.models import Count, Sum
 
 from judging import services
 from judging.llm import ratelimit
@@ -176,3 +176,33 @@ def test_a_lease_given_back_while_redis_is_away_does_not_raise() -> None:
     import asyncio
 
     asyncio.run(_release_without_redis())
+
+
+def test_calls_lost_with_a_killed_worker_are_counted_in_calls_and_cost(
+    fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
+) -> None:  # type: ignore[no-untyped-def]
+    # Long calls, so that the kill surely finds calls in flight; a known price, so that their cost shows.
+    fake_provider.script(default={"latency": 1.0, "usage": {"prompt_tokens": 1000, "completion_tokens": 10}})
+    dataset = make_dataset(items=16, systems=2)
+    first = celery_worker_factory(extra_env=WORKER_ENV)
+    run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider, max_concurrency=8), launched_by=None)
+    wait_for(lambda: run_state(run).done >= 8, timeout=60, message="some progress")
+    wait_for(lambda: fake_provider.snapshot()["in_flight"] >= 4, timeout=10, message="calls in flight")
+    claimed = Judgment.objects.filter(run=run, status=JudgmentStatus.CLAIMED).count()
+    first.kill()
+    lost = fake_provider.snapshot()["in_flight"]
+    celery_worker_factory(extra_env=WORKER_ENV)
+    wait_for(lambda: finished(run), timeout=120, message="the run to finish after the restart")
+    run = run_state(run)
+    assert run.status == RunStatus.SUCCEEDED, run.notes
+    sent = fake_provider.snapshot()["calls"]
+    charged = Judgment.objects.filter(run=run).aggregate(n=Sum("lost_calls"), cost=Sum("lost_cost_usd"))
+    # Every request the provider received is counted. Which claimed units had their call in flight and which were
+    # waiting for their turn is not known after the worker died, so the count is an upper bound: at most the
+    # claimed units that were waiting are counted too.
+    assert sent <= run.calls <= sent + (claimed - lost)
+    assert lost <= charged["n"] <= claimed
+    paid = Judgment.objects.filter(run=run).aggregate(cost=Sum("cost_usd"))["cost"]
+    assert charged["cost"] > 0
+    assert run.cost_usd == pytest.approx(paid + charged["cost"])
+    assert "in flight with a worker that stopped" in run.notes
