@@ -4,6 +4,7 @@ Each test starts its own redis-server on a free port, points this process and a 
 in the middle of a judge run and starts it again on the same port. The shared Redis of the machine is never touched.
 """
 
+import asyncio
 import shutil
 import subprocess
 import time
@@ -173,9 +174,31 @@ async def _release_without_redis() -> None:
 
 
 def test_a_lease_given_back_while_redis_is_away_does_not_raise() -> None:
-    import asyncio
-
     asyncio.run(_release_without_redis())
+
+
+async def _acquire_without_redis() -> tuple[ratelimit.Lease | None, int]:
+    limiter = ratelimit.RedisLimiter(ratelimit.Limits(max_concurrency=1), "outage-unit", "redis://127.0.0.1:9/0")
+    asked: list[int] = []
+
+    def should_stop() -> bool:
+        asked.append(1)
+        return len(asked) > 4
+
+    try:
+        lease = await limiter.acquire(10, should_stop)
+        # The slot is free again: a second acquire does not wait for the first.
+        again = await asyncio.wait_for(limiter.acquire(10, lambda: True), timeout=1)
+        assert again is None
+        return lease, len(asked)
+    finally:
+        await limiter.close()
+
+
+def test_acquire_waits_for_redis_until_the_run_stops() -> None:
+    lease, asked = asyncio.run(_acquire_without_redis())
+    assert lease is None  # stopped, not an error: the unit is released, not failed
+    assert asked == 5  # it kept retrying while the run went on
 
 
 def test_calls_lost_with_a_killed_worker_are_counted_in_calls_and_cost(
