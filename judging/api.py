@@ -116,6 +116,8 @@ class JudgmentOutput(serializers.Serializer):
     cost_usd = serializers.FloatField(allow_null=True)
     latency_s = serializers.FloatField(allow_null=True)
     attempts = serializers.IntegerField()
+    lost_calls = serializers.IntegerField()
+    lost_cost_usd = serializers.FloatField()
     cache_hit = serializers.BooleanField()
     error_kind = serializers.CharField()
     error = serializers.CharField()
