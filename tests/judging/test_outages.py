@@ -16,6 +16,7 @@ import redis
 from django.db.models import Count, Sum
 
 from judging import services
+from judging.engine.executor import lost_in_flight
 from judging.llm import ratelimit
 from judging.models import JudgeRun, JudgeScore, Judgment, JudgmentStatus, RunStatus
 from tests.conftest import _point_app_at, wait_for
@@ -229,3 +230,16 @@ def test_calls_lost_with_a_killed_worker_are_counted_in_calls_and_cost(
     assert charged["cost"] > 0
     assert run.cost_usd == pytest.approx(paid + charged["cost"])
     assert "in flight with a worker that stopped" in run.notes
+
+
+def test_lost_calls_are_charged_only_for_expired_claims_and_at_most_the_concurrency_per_holder() -> None:
+    rows = [
+        (1, JudgmentStatus.PENDING, ""),  # never sent
+        (2, JudgmentStatus.CLAIMED, "dead-a"),
+        (3, JudgmentStatus.CLAIMED, "dead-a"),
+        (4, JudgmentStatus.CLAIMED, "dead-a"),
+        (5, JudgmentStatus.CLAIMED, "dead-b"),
+    ]
+    assert lost_in_flight(rows, max_per_holder=2) == {2, 3, 5}
+    assert lost_in_flight(rows, max_per_holder=8) == {2, 3, 4, 5}
+    assert lost_in_flight([(1, JudgmentStatus.PENDING, "")], max_per_holder=8) == set()
