@@ -132,7 +132,8 @@ def _assert_complete_without_duplicates(run: JudgeRun, fake: FakeProvider, in_fl
     assert _unit_errors(run) == ""
     units = Judgment.objects.filter(run=run).values("response_id", "aspect_name", "sample")
     assert not units.annotate(n=Count("id")).filter(n__gt=1).exists()
-    assert JudgeScore.objects.filter(judge=run.judge).count() == run.total
+    # The scores are written just after the run is marked finished.
+    wait_for(lambda: JudgeScore.objects.filter(judge=run.judge).count() == run.total, timeout=10, message="scores")
     successes = fake.successes_per_request()
     assert len(successes) == run.total  # every distinct request reached the provider and was answered
     extra = sum(n - 1 for n in successes.values())
