@@ -117,6 +117,8 @@ class JudgmentOutput(serializers.Serializer):
     latency_s = serializers.FloatField(allow_null=True)
     queue_wait_s = serializers.FloatField(allow_null=True)
     attempts = serializers.IntegerField()
+    lost_calls = serializers.IntegerField()
+    lost_cost_usd = serializers.FloatField()
     cache_hit = serializers.BooleanField()
     error_kind = serializers.CharField()
     error = serializers.CharField()

@@ -44,12 +44,16 @@ JUDGE_RUN_START = "judging.judge_run_start"
 JUDGE_RUN_WORK = "judging.judge_run_work"
 
 
+# Tasks enqueue their successors patiently: a broker restart of a minute or two must not end a run's chain of work.
+BROKER_RETRY_POLICY = {"max_retries": 60, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3.0}
+
+
 def _enqueue(task_name: str, run_id: int, *, on_commit: bool = False, countdown: float | None = None) -> None:
     signature = current_app.signature(task_name, args=(run_id,), countdown=countdown)
     if on_commit:
         transaction.on_commit(signature.delay)
     else:
-        signature.delay()
+        signature.apply_async(retry=True, retry_policy=BROKER_RETRY_POLICY)
 
 
 class LaunchError(ValueError):
@@ -512,6 +516,7 @@ def _recount(run: JudgeRun) -> None:
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
         cost_usd=Sum("cost_usd"),
+        lost_cost_usd=Sum("lost_cost_usd"),
         logprob_fallbacks=Count("id", filter=Q(logprob_fallback=True)),
         sampled_fallbacks=Count("id", filter=Q(score_mode=SAMPLED)),
     )
@@ -521,7 +526,8 @@ def _recount(run: JudgeRun) -> None:
     run.cache_hits = agg["cache_hits"]
     run.prompt_tokens = agg["prompt_tokens"] or 0
     run.completion_tokens = agg["completion_tokens"] or 0
-    run.cost_usd = float(agg["cost_usd"] or 0.0)
+    # Calls lost in flight are paid for as well; their estimated cost is part of the run's.
+    run.cost_usd = float(agg["cost_usd"] or 0.0) + float(agg["lost_cost_usd"] or 0.0)
     run.logprob_fallbacks = agg["logprob_fallbacks"]
     run.sampled_fallbacks = agg["sampled_fallbacks"]
     run.error_summary = dict(
@@ -576,6 +582,13 @@ def judge_run_finalize(*, run_id: int) -> bool:
             )
         if run.logprob_fallbacks:
             notes.append(_logprob_fallback_note(run))
+        lost = Judgment.objects.filter(run=run).aggregate(n=Sum("lost_calls"))["n"] or 0
+        if lost:
+            notes.append(
+                f"{lost} call(s) were in flight with a worker that stopped (or lost the database) and their answers "
+                "never arrived; they are counted in the calls and, estimated from their prompt and max_tokens, in "
+                "the cost."
+            )
         if run.failed:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if not k.startswith("parse:"))
             notes.append(f"{run.failed} unit(s) failed ({kinds}). Use “retry failed” to send them again.")

@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
 import random
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.conf import settings
+
+log = logging.getLogger(__name__)
 
 WINDOW_S = 60.0
 # How long after its admission a request may still be on its way to the provider. A request is counted in the rpm
@@ -258,7 +263,8 @@ class RedisLimiter:
 
         self.limits = limits
         self.keys = [f"evalsite:judge:{scope}:{part}" for part in ("inflight", "rpm", "tpm", "stop")]
-        self.client = aioredis.Redis.from_url(url)
+        # Timeouts, so a Redis that vanished without closing its connections is noticed and retried like one that did.
+        self.client = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=10)
         self._acquire = self.client.register_script(_ACQUIRE_LUA)
         self._admit = self.client.register_script(_ADMIT_LUA)
         self._release = self.client.register_script(_RELEASE_LUA)
@@ -270,6 +276,7 @@ class RedisLimiter:
         # Set when this process gives a slot back, so the waiting coroutine retries at once instead of
         # sleeping out its poll interval; slots freed by other processes are seen at the next poll.
         self._slot_freed = asyncio.Event()
+        self._giving_back: set[asyncio.Future[Any]] = set()
 
     async def acquire(self, tokens: int, should_stop: Any = None) -> Lease | None:
         tokens = min(tokens, self.limits.tpm) if self.limits.tpm else tokens
@@ -282,10 +289,19 @@ class RedisLimiter:
                         self._local.release()
                         return None
                     self._slot_freed.clear()
-                    granted, wait = await self._acquire(
-                        keys=[self.keys[0], self.keys[3]],
-                        args=[self.limits.max_concurrency, lease.lease_id, self.limits.slot_ttl_s],
-                    )
+                    try:
+                        granted, wait = await redis_retrying(
+                            functools.partial(
+                                self._acquire,
+                                keys=[self.keys[0], self.keys[3]],
+                                args=[self.limits.max_concurrency, lease.lease_id, self.limits.slot_ttl_s],
+                            ),
+                            should_stop=should_stop,
+                        )
+                    except redis_down_errors():
+                        # Only a stopped run gives up waiting for Redis.
+                        self._local.release()
+                        return None
                     if int(granted) == 1:
                         return lease
                     if int(granted) == -1:
@@ -307,18 +323,25 @@ class RedisLimiter:
         while True:
             if should_stop is not None and should_stop():
                 return False
-            admitted, wait = await self._admit(
-                keys=[self.keys[1], self.keys[2], self.keys[3], self.keys[0]],
-                args=[
-                    self.limits.rpm or 0,
-                    self.limits.tpm or 0,
-                    lease.lease_id,
-                    lease.tokens,
-                    self.limits.window_s,
-                    self.limits.send_margin_s,
-                    self.limits.slot_ttl_s,
-                ],
-            )
+            try:
+                admitted, wait = await redis_retrying(
+                    functools.partial(
+                        self._admit,
+                        keys=[self.keys[1], self.keys[2], self.keys[3], self.keys[0]],
+                        args=[
+                            self.limits.rpm or 0,
+                            self.limits.tpm or 0,
+                            lease.lease_id,
+                            lease.tokens,
+                            self.limits.window_s,
+                            self.limits.send_margin_s,
+                            self.limits.slot_ttl_s,
+                        ],
+                    ),
+                    should_stop=should_stop,
+                )
+            except redis_down_errors():
+                return False
             if int(admitted) == 1:
                 lease.admitted = True
                 return True
@@ -327,26 +350,91 @@ class RedisLimiter:
             await asyncio.sleep(min(_pause(float(wait)), self.limits.slot_ttl_s / 3))
 
     async def release(self, lease: Lease, actual_tokens: int | None = None) -> None:
+        give_back = functools.partial(
+            self._release,
+            keys=[self.keys[0], self.keys[1], self.keys[2]],
+            args=[
+                lease.lease_id,
+                lease.tokens,
+                -1 if actual_tokens is None else int(actual_tokens),
+                1 if lease.admitted and self.limits.paced else 0,
+            ],
+        )
         try:
-            await self._release(
-                keys=[self.keys[0], self.keys[1], self.keys[2]],
-                args=[
-                    lease.lease_id,
-                    lease.tokens,
-                    -1 if actual_tokens is None else int(actual_tokens),
-                    1 if lease.admitted and self.limits.paced else 0,
-                ],
-            )
+            await give_back()
+        except redis_down_errors():
+            # The call has returned and may have been paid for: its result must reach the caller now, so the
+            # lease is given back in the background (and, should Redis stay away, expires by itself).
+            self._give_back_later(give_back)
         finally:
             self._local.release()
             self._slot_freed.set()
 
+    def _give_back_later(self, give_back: Callable[[], Awaitable[Any]]) -> None:
+        task = asyncio.ensure_future(redis_retrying(give_back, give_up_after=self.limits.slot_ttl_s))
+        self._giving_back.add(task)
+        task.add_done_callback(_forget_give_back(self._giving_back))
+
     async def stop_all(self) -> None:
         """Every worker of the run stops sending at its next acquire (cancel, budget)."""
-        await self.client.set(self.keys[3], "1", ex=86_400)
+        try:
+            await redis_retrying(
+                functools.partial(self.client.set, self.keys[3], "1", ex=86_400), give_up_after=STOP_RETRY_S
+            )
+        except redis_down_errors():
+            # Every worker also reads the run's status from the database within half a second.
+            log.warning("could not set the stop flag of %s in Redis", self.keys[3])
 
     async def close(self) -> None:
+        for task in list(self._giving_back):
+            task.cancel()  # an unreturned lease expires on its own
         await self.client.aclose()
+
+
+# A Redis blip (a restart, a failover, a dropped connection) is waited out rather than failing a call.
+REDIS_RETRY_FIRST_S = 0.05
+REDIS_RETRY_CAP_S = 2.0
+STOP_RETRY_S = 5.0
+
+
+def redis_down_errors() -> tuple[type[BaseException], ...]:
+    """The errors that mean Redis could not be reached (as opposed to a bug in a script or a command)."""
+    import redis  # noqa: PLC0415 - ~0.25 s, and only a Redis broker uses it
+
+    return (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError)
+
+
+async def redis_retrying(
+    op: Callable[[], Awaitable[Any]],
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    give_up_after: float | None = None,
+) -> Any:
+    """`op()`, repeated with capped, jittered backoff while Redis cannot be reached. It raises the connection error
+    only once `should_stop()` is true or `give_up_after` seconds have passed; without either it waits for Redis."""
+    errors = redis_down_errors()
+    started = time.monotonic()
+    delay = REDIS_RETRY_FIRST_S
+    while True:
+        try:
+            return await op()
+        except errors as exc:
+            waited = time.monotonic() - started
+            if (should_stop is not None and should_stop()) or (give_up_after is not None and waited >= give_up_after):
+                raise
+            if delay == REDIS_RETRY_FIRST_S:
+                log.warning("Redis unreachable (%s); retrying", type(exc).__name__)
+        await asyncio.sleep(delay * (0.5 + random.random()))
+        delay = min(2 * delay, REDIS_RETRY_CAP_S)
+
+
+def _forget_give_back(pending: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
+    def done(task: asyncio.Future[Any]) -> None:
+        pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("a limiter lease could not be given back; it expires by itself")
+
+    return done
 
 
 def run_scope(run_id: int) -> str:
