@@ -201,12 +201,13 @@ def annotate_all_tasks(session: Session, campaign_name: str, annotator_index: in
     for task_number in (1, 2):
         expect(page).to_have_url(re.compile(r".*/tasks/\d+/$"))
         task_url = page.url
-        selects = page.locator("select[data-aspect-control]")
-        assert selects.count() == 16  # 4 candidates x 4 aspects
-        for position in range(selects.count()):
-            select = selects.nth(position)
-            values = [v for v in select.locator("option").evaluate_all("os => os.map(o => o.value)") if NUMBER.match(v)]
-            select.select_option(values[(position + annotator_index + task_number) % len(values)])
+        rows = page.locator("[role=radiogroup][data-aspect-control]")
+        assert rows.count() == 16  # 4 candidates x 4 aspects, each a row of one-click buttons
+        for position in range(rows.count()):
+            row = rows.nth(position)
+            values = [v for v in row.locator("input").evaluate_all("ins => ins.map(i => i.value)") if NUMBER.match(v)]
+            chosen = values[(position + annotator_index + task_number) % len(values)]
+            row.locator("label").filter(has=page.locator(f"input[value='{chosen}']")).click()
         if annotator_index == 1 and task_number == 1:
             page.get_by_label("No candidate is appropriate, but if I have to choose one…").check()
         page.locator("input[data-preference]").nth((annotator_index + task_number) % 4).check()
