@@ -9,6 +9,7 @@ name). The message catalogue itself must have no empty or fuzzy entry.
 
 import html
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,19 @@ def test_every_message_has_a_japanese_translation() -> None:
     fuzzy = [msgid for msgid, _, is_fuzzy in entries if msgid and is_fuzzy]
     assert empty == [], f"{len(empty)} messages without a Japanese translation: {empty[:20]}"
     assert fuzzy == [], f"fuzzy translations (not used by gettext): {fuzzy[:20]}"
+
+
+def test_compiled_catalogue_is_current_and_well_formed(tmp_path: Path) -> None:
+    """The .mo the app loads is the .po compiled with format checks: a stale or malformed one fails here."""
+    compiled = tmp_path / "django.mo"
+    result = subprocess.run(
+        ["msgfmt", "--check", "-o", str(compiled), str(CATALOGUE)],  # noqa: S607 - gettext's compiler from PATH
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert compiled.read_bytes() == CATALOGUE.with_suffix(".mo").read_bytes(), "django.mo is stale: run msgfmt"
 
 
 def data_words() -> set[str]:
