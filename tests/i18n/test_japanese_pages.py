@@ -31,13 +31,14 @@ KEPT_LATIN_TEXT = """
     Krippendorff Krippendorff's alpha Fleiss Fleiss' kappa Cohen Cohen's Gwet Gwet's AC1 ICC Spearman Pearson Kendall
     tau rho MAE RMSE BLEU ROUGE ROUGE-L BERTScore chrF sacreBLEU FActScore G-Eval MT-Bench BM25 CI CIs OpenAI
     Prolific MTurk nan NaN min max Ctrl Cmd Enter Esc Tab Shift Alt Space Mac evalsite JP EN PDF SVG PNG UTC ms USD
-    LLM-MATE gpt claude gemini llama qwen mistral deepseek
+    LLM-MATE rpm tpm lfqa-multiaspect llm-human-eval-jp gpt claude gemini llama qwen mistral deepseek
 """
 KEPT_LATIN = {word.casefold() for word in KEPT_LATIN_TEXT.split()}
 LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]{2,}")
 SKIPPED_BLOCKS = re.compile(r"<(script|style|pre|code|textarea|svg)\b.*?</\1>", re.S | re.I)
 READABLE_ATTRIBUTES = re.compile(r'\b(?:title|placeholder|aria-label|alt)="([^"]*)"', re.I)
 TAG = re.compile(r"<[^>]+>")
+OWN_ADMIN_PAGES = ("/progress/", "dataset/import/", "judgerun/launch/", "judgerun/<path:object_id>/change/")
 
 
 def catalogue_entries() -> list[tuple[str, str, bool]]:
@@ -132,9 +133,15 @@ def japanese_pages(world: FullWorld) -> list[tuple[str, str, Any]]:
         clients[role] = client
     pages = []
     for endpoint in iter_endpoints():
-        if endpoint.route.startswith(("api/", "admin/", "help/<", "i18n/", "accounts/logout")):
+        if endpoint.route.startswith(("api/", "help/<", "i18n/", "accounts/logout")):
             continue
-        target = endpoint.path_with(world.params_for(endpoint.route)) or endpoint.path
+        # Django's own admin pages are translated by Django; the project's admin pages are checked here.
+        if endpoint.route.startswith("admin/") and not any(part in endpoint.route for part in OWN_ADMIN_PAGES):
+            continue
+        params = world.params_for(endpoint.route)
+        if "object_id" in endpoint.parameters and "judgerun" in endpoint.route:
+            params = {**params, "object_id": str(world.run.pk)}
+        target = endpoint.path_with(params) or endpoint.path
         for role, client in clients.items():
             pages.append((role, target, client, world.query_for(endpoint.route)))
     return pages
