@@ -1,14 +1,19 @@
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 
 from annotations.rubrics import PRESETS
 
 
 class DatasetUploadForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    file = forms.FileField(help_text="JSONL, one item per line")
-    preset = forms.ChoiceField(choices=[("", "(infer from data)")] + [(p, p) for p in sorted(PRESETS)], required=False)
-    rubric = forms.FileField(required=False, help_text="rubric JSON; overrides the preset")
+    name = forms.CharField(max_length=200, label=_("Name"))
+    file = forms.FileField(label=_("File"), help_text=_("JSONL, one item per line"))
+    preset = forms.ChoiceField(
+        label=_("Preset"),
+        choices=[("", _("(infer from data)"))] + [(p, p) for p in sorted(PRESETS)],
+        required=False,
+    )
+    rubric = forms.FileField(label=_("Rubric"), required=False, help_text=_("rubric JSON; overrides the preset"))
 
     def clean_file(self) -> object:
         upload = self.cleaned_data["file"]

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET
 from annotations.markdown import render_markdown
 
 # Reading order on the index; documents not listed here follow in name order.
-ORDER = ("formats", "rubric", "judge-config", "cli", "security", "architecture")
+ORDER = ("formats", "rubric", "task-page", "judge-config", "cli", "security", "architecture")
 # The documents are written in English; their names in the index follow the reader's language.
 TITLES = {
     "formats": gettext_lazy("Dataset format (JSONL) and exports"),
@@ -29,6 +29,7 @@ TITLES = {
     "cli": gettext_lazy("Command line"),
     "security": gettext_lazy("Security"),
     "architecture": gettext_lazy("Architecture"),
+    "task-page": gettext_lazy("The task page"),
 }
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _DOCUMENT_LINK = re.compile(r"\]\((?:\./)?([a-z0-9][a-z0-9-]{0,63})\.md(#[^)\s]*)?\)")

@@ -167,13 +167,20 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 
 
 class LaunchForm(forms.Form):
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), help_text="Latest versions first.")
-    campaign = forms.ModelChoiceField(
-        queryset=Campaign.objects.none(), required=False, empty_label="Whole dataset", label="Scope"
+    config = forms.ModelChoiceField(
+        queryset=JudgeConfig.objects.none(), label=_("Config"), help_text=_("Latest versions first.")
     )
-    limit = forms.IntegerField(required=False, min_value=1, help_text="Judge at most this many answers.")
+    campaign = forms.ModelChoiceField(
+        queryset=Campaign.objects.none(), required=False, empty_label=_("Whole dataset"), label=_("Scope")
+    )
+    limit = forms.IntegerField(
+        required=False, min_value=1, label=_("Limit"), help_text=_("Judge at most this many answers.")
+    )
     name = forms.CharField(
-        required=False, max_length=200, help_text="Run name; default: the config's name, with a suffix for repeats."
+        required=False,
+        max_length=200,
+        label=_("Name"),
+        help_text=_("Run name; default: the config's name, with a suffix for repeats."),
     )
 
     def __init__(self, *args: Any, request: HttpRequest, dataset: Dataset, **kwargs: Any) -> None:
