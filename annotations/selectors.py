@@ -20,9 +20,26 @@ def dataset_for_user_or_404(user: AbstractBaseUser | AnonymousUser, pk: int) -> 
     return get_object_or_404(datasets_for_user(user), pk=pk)
 
 
-def dataset_by_name(name: str) -> Dataset:
-    """For management commands, which run with operator rights."""
-    return Dataset.objects.get(name=name)
+class DatasetLookupError(LookupError):
+    pass
+
+
+def dataset_by_name(name: str, owner: str | None = None) -> Dataset:
+    """For management commands, which run with operator rights. Names are unique per owner, so a name that
+    several owners use is refused until the owner's username settles it, rather than picking one of them."""
+    datasets = Dataset.objects.filter(name=name).select_related("owner").order_by("owner__username", "pk")
+    if owner is not None:
+        datasets = datasets.filter(owner__username=owner)
+    found = list(datasets[:10])
+    if not found:
+        whose = f" owned by {owner!r}" if owner is not None else ""
+        raise DatasetLookupError(f"no dataset named {name!r}{whose}")
+    if len(found) > 1:
+        owners = ", ".join(d.owner.get_username() if d.owner else "(no owner)" for d in found)
+        raise DatasetLookupError(
+            f"several datasets are named {name!r} (owners: {owners}); choose one with --owner USERNAME"
+        )
+    return found[0]
 
 
 def researcher_accounts() -> QuerySet[User]:

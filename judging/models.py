@@ -60,7 +60,10 @@ class JudgeConfig(models.Model):
     class Meta:
         ordering = ["name", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="judge_config_version_unique"),
+            # Versions count per owner, so a researcher learns nothing of another one's config names.
+            models.UniqueConstraint(
+                fields=["owner", "name", "version"], name="judge_config_version_unique_per_owner", nulls_distinct=False
+            ),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="judge_config_version_positive"),
         ]
 

@@ -60,10 +60,11 @@ class LaunchError(ValueError):
 
 
 def judge_config_create(*, raw: dict[str, Any], owner: User | None) -> JudgeConfig:
-    """Save a validated config; a config with an existing name becomes its next version."""
+    """Save a validated config; a config with a name its owner already uses becomes that config's next version
+    (versions count per owner, so they say nothing of other researchers' configs)."""
     cfg = validate_config(raw)
     for _ in range(5):
-        latest = JudgeConfig.objects.filter(name=cfg.name).aggregate(v=Max("version"))["v"] or 0
+        latest = JudgeConfig.objects.filter(owner=owner, name=cfg.name).aggregate(v=Max("version"))["v"] or 0
         try:
             with transaction.atomic():
                 return JudgeConfig.objects.create(name=cfg.name, version=latest + 1, config=cfg.stored(), owner=owner)
