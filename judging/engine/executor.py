@@ -222,7 +222,9 @@ class SliceExecutor:
         if self.use_cache:
             wanted = {spec.cache_key() for _, spec in first if spec is not None} - set(self.memo)
             if wanted:
-                for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
+                for key_, payload in CachedCompletion.objects.filter(
+                    owner_id=self.run.launched_by_id, key__in=wanted
+                ).values_list("key", "payload"):
                     self.memo[key_] = payload
             # Remembered so dispatching this batch does not look each unit up again, one query per unit.
             self.absent = wanted - set(self.memo)
@@ -279,7 +281,11 @@ class SliceExecutor:
             return self.memo[key]
         if key in self.absent:
             return None
-        payload = CachedCompletion.objects.filter(key=key).values_list("payload", flat=True).first()
+        payload = (
+            CachedCompletion.objects.filter(owner_id=self.run.launched_by_id, key=key)
+            .values_list("payload", flat=True)
+            .first()
+        )
         if payload is not None:
             self.memo[key] = payload
         return payload
@@ -327,7 +333,10 @@ class SliceExecutor:
         with transaction.atomic():
             if new_cache:
                 CachedCompletion.objects.bulk_create(
-                    [CachedCompletion(key=k, model=m[:200], payload=p) for k, (m, p) in new_cache.items()],
+                    [
+                        CachedCompletion(owner_id=self.run.launched_by_id, key=k, model=m[:200], payload=p)
+                        for k, (m, p) in new_cache.items()
+                    ],
                     ignore_conflicts=True,
                 )
             rows = [_result_row(judgment_id, state, outcome, now) for judgment_id, state, outcome in finished]
