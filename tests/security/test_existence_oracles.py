@@ -38,9 +38,7 @@ def _client(user: User) -> Client:
 
 def _import(client: Client, name: str) -> tuple[int, str]:
     upload = SimpleUploadedFile("data.jsonl", SAMPLE.read_bytes(), "application/jsonl")
-    response = client.post(
-        reverse("api-dataset-import"), {"file": upload, "name": name, "preset": "llm-human-eval-jp"}
-    )
+    response = client.post(reverse("api-dataset-import"), {"file": upload, "name": name, "preset": "llm-human-eval-jp"})
     return response.status_code, response.content.decode()
 
 
