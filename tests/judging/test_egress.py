@@ -6,13 +6,17 @@ off, credentials by name only, nothing taken from the environment) stand between
 server. Nothing in the code under test is patched: every request is a real one on a socket."""
 
 import asyncio
+import ipaddress
 import json
+import socket
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from aiohttp.abc import AbstractResolver
 
 from judging import services
 from judging.config import ConfigError, validate_config
@@ -371,3 +375,44 @@ def test_the_connectors_own_lookup_is_checked_not_only_the_earlier_one(attack: F
     settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.0/8", "::1/128"]
     assert asyncio.run(post()) == 200
     assert attack.snapshot()["calls"] == 1
+
+
+class _RebindingResolver(AbstractResolver):
+    """A name server that answers a public address first and loopback on every later question."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.answers: list[str] = []
+
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
+        address = "93.184.215.14" if not self.answers else "127.0.0.1"
+        self.answers.append(address)
+        return [
+            {"hostname": host, "host": address, "port": self.port, "family": socket.AF_INET, "proto": 0, "flags": 0}
+        ]
+
+    async def close(self) -> None:
+        pass
+
+
+def test_a_rebinding_name_is_refused_at_the_address_actually_connected_to(attack: FakeProvider, settings) -> None:  # type: ignore[no-untyped-def]
+    # The guard's own lookup (cached for 30 s) saw the public first answer; the connection then asks again and is
+    # told 127.0.0.1. The check that counts is the one on the address the connection uses.
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    host = "rebind.evalsite.test"
+    rebinding = _RebindingResolver(attack.port)
+    assert asyncio.run(egress.GuardedResolver(rebinding).resolve(host, attack.port))[0]["host"] == "93.184.215.14"
+    netguard._RESOLVE_CACHE[(host, attack.port)] = (time.monotonic(), [ipaddress.ip_address("93.184.215.14")])
+    netguard.check_host(host, attack.port)  # the first answer passes the guard
+
+    async def post() -> None:
+        inner = gateway._fast_transport(4, lambda: egress.GuardedResolver(rebinding))
+        async with egress.guarded_async_client(5, inner=inner) as client:
+            await client.post(
+                f"http://{host}:{attack.port}/v1/chat/completions", json={"model": "m", "messages": MESSAGES}
+            )
+
+    with pytest.raises(ApiBaseRefused, match=r"127\.0\.0\.1"):
+        asyncio.run(post())
+    assert rebinding.answers == ["93.184.215.14", "127.0.0.1"]
+    assert attack.snapshot()["calls"] == 0, "the rebound name reached loopback"

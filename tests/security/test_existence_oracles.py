@@ -109,7 +109,7 @@ def test_the_command_line_asks_for_the_owner_when_a_name_is_ambiguous(
 ) -> None:
     make_dataset(owner=researcher, name="shared-name", items=1)
     make_dataset(owner=researcher_b, name="shared-name", items=2)
-    with pytest.raises(CommandError, match="several datasets are named 'shared-name'.*--owner"):
+    with pytest.raises(CommandError, match=r"several datasets are named 'shared-name'.*--owner"):
         call_command("export_dataset", "shared-name", "--flat", stdout=io.StringIO())
     with pytest.raises(CommandError, match="no dataset named 'shared-name' owned by 'nobody'"):
         call_command("export_dataset", "shared-name", "--owner", "nobody", stdout=io.StringIO())
