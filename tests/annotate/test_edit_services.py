@@ -19,7 +19,13 @@ def colleague(db: None) -> User:
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("", "1 to 200"), ("x" * 201, "1 to 200"), ("a\x00b", "NUL"), ("a\ud800b", "surrogate"), ("other", "already has another")],
+    [
+        ("", "1 to 200"),
+        ("x" * 201, "1 to 200"),
+        ("a\x00b", "NUL"),
+        ("a\ud800b", "surrogate"),
+        ("other", "already has another"),
+    ],
 )
 def test_dataset_update_refuses_names_the_importer_refuses(researcher: User, name: str, message: str) -> None:
     dataset = make_dataset(owner=researcher, items=1)
