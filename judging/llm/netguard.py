@@ -145,5 +145,3 @@ def validate_api_base(url: str) -> str:
     return url.strip().rstrip("/")
 
 
-def url_host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()

@@ -299,7 +299,7 @@ def test_canary_sweep_only_the_named_credential_arrives(  # type: ignore[no-unty
     attack: FakeProvider, internal: RecordingServer, canaries: dict[str, str], settings, key_env: str
 ) -> None:
     assert len(canaries) >= 40
-    settings.JUDGE_API_KEY_HOSTS = {key_env: ["127.0.0.1"]}
+    settings.JUDGE_API_KEY_HOSTS = {key_env: [attack.base_url]}
     result = call(spec_for(attack, api_key_env=key_env))
     assert internal.requests == [], "a proxy or base URL from the environment received the request"
     assert result.ok, result.error
@@ -327,7 +327,7 @@ def test_a_named_but_empty_variable_sends_the_placeholder_not_another_key(  # ty
     attack: FakeProvider, canaries: dict[str, str], monkeypatch, settings
 ) -> None:
     monkeypatch.setenv("EVALSITE_FAKE_KEY", "")
-    settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_FAKE_KEY": ["127.0.0.1"]}
+    settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_FAKE_KEY": [attack.base_url]}
     assert call(spec_for(attack, api_key_env="EVALSITE_FAKE_KEY")).ok
     assert attack.recorded_headers()[0]["authorization"] == f"Bearer {NO_KEY}"
     assert [name for name, value in canaries.items() if value in everything_sent(attack)] == []

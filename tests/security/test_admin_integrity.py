@@ -207,7 +207,10 @@ def _targeted_bodies(
         yield "an annotator as a member", {**base, "members": [str(tenants.world.annotator.pk)]}
         yield "an annotator as the owner", {**base, "owner": str(tenants.world.annotator.pk)}
         yield "a name of 201 characters", {**base, "name": "x" * 201}
-        yield "the name of another dataset", {**base, "name": tenants.foreign[Dataset].name}  # type: ignore[attr-defined]
+        # Names are unique per owner (another researcher's names are free to use): the owner's other dataset.
+        sibling = Dataset.objects.filter(owner_id=row.owner_id).exclude(pk=row.pk).first()  # type: ignore[attr-defined]
+        assert sibling is not None
+        yield "the name of another of its owner's datasets", {**base, "name": sibling.name}
     if model is Campaign:
         yield "a zero lease", {**base, "lease_minutes": "0"}
         yield "a researcher in the annotator pool", {**base, "annotators": [str(tenants.world.researcher_b.pk)]}
