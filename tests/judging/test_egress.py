@@ -12,6 +12,7 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -416,3 +417,35 @@ def test_a_rebinding_name_is_refused_at_the_address_actually_connected_to(attack
         asyncio.run(post())
     assert rebinding.answers == ["93.184.215.14", "127.0.0.1"]
     assert attack.snapshot()["calls"] == 0, "the rebound name reached loopback"
+
+
+# -- what a researcher reads of a failure ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_errors_are_short_and_carry_no_traceback_server_path_or_refused_body(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, internal: RecordingServer, monkeypatch, eager, django_capture_on_commit_callbacks
+) -> None:
+    monkeypatch.setenv("EVALSITE_FAKE_KEY", f"sk-bound-{uuid.uuid4().hex}")
+    attack.script(default={"status": 500})
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.judge_run_launch(
+            dataset=make_dataset(items=1, systems=1), config=config_for(attack), launched_by=None
+        )
+    stored = Judgment.objects.get(run=run)
+    assert stored.status == "failed"
+    errors = {"stored 500": stored.error}
+    attack.script(default={"status": 400})
+    errors["400"] = call(spec_for(attack)).error
+    attack.script(default={"redirect_to": internal.base_url + "/chat/completions", "redirect_status": 302})
+    errors["redirect"] = call(spec_for(attack)).error
+    errors["refused host"] = call(spec_for(attack, api_base=f"http://127.0.0.3:{internal.port}/v1")).error
+    errors["nothing listening"] = call(spec_for(attack, api_base="http://127.0.0.1:9/v1")).error
+    root = str(Path(__file__).resolve().parents[2])
+    for what, error in errors.items():
+        assert error, what
+        assert "Traceback" not in error and 'File "' not in error, what
+        assert root not in error and "site-packages" not in error and "/usr/lib" not in error, what
+        assert internal.content not in error, what
+        assert len(error) <= 2000, what
+    assert internal.requests == []
