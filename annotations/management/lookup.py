@@ -12,8 +12,8 @@ def add_owner_argument(parser: CommandParser) -> None:
     )
 
 
-def dataset_or_error(name: str, owner: str | None = None) -> Dataset:
+def dataset_or_error(name: str, owner: object = None) -> Dataset:
     try:
-        return dataset_by_name(name, owner)
+        return dataset_by_name(name, str(owner) if owner is not None else None)
     except DatasetLookupError as exc:
         raise CommandError(str(exc)) from None

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.contrib import admin
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import Group, Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import models
 from django.forms.models import model_to_dict
@@ -341,8 +341,11 @@ def test_the_owner_renames_and_shares_a_dataset(tenants: Tenants) -> None:
     dataset = world.dataset_a
     client = _client(world.researcher)
     url = reverse("admin:annotations_dataset_change", args=[dataset.pk])
+    # Only researchers of the owner's pool are offered as members: another researcher once an operator puts them
+    # in a group together, never annotators or the outsider.
+    assert f'value="{world.researcher_b.pk}"' not in client.get(url).content.decode()
+    Group.objects.create(name="lab").user_set.add(world.researcher, world.researcher_b)
     page = client.get(url).content.decode()
-    # Only researchers are offered as members, not annotators or the outsider.
     assert f'value="{world.researcher_b.pk}"' in page
     for user in (world.annotator, world.annotator_b, world.outsider):
         assert f'value="{user.pk}"' not in page
