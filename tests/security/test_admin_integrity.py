@@ -393,7 +393,12 @@ def test_campaign_settings_change_through_the_service(tenants: Tenants) -> None:
     client = _client(world.researcher)
     url = reverse("admin:annotations_campaign_change", args=[campaign.pk])
     page = client.get(url).content.decode()
-    # The pool offers annotator accounts, not researchers or the superuser.
+    # The pool offers the researcher's own annotator accounts (B's annotator only once an operator groups them
+    # with A), never researchers or the superuser.
+    assert f'value="{world.annotator.pk}"' in page
+    assert f'value="{world.annotator_b.pk}"' not in page
+    Group.objects.create(name="lab").user_set.add(world.researcher, world.annotator_b)
+    page = client.get(url).content.decode()
     assert f'value="{world.annotator_b.pk}"' in page
     for user in (world.researcher, world.researcher_b, world.superuser):
         assert f'value="{user.pk}"' not in page
@@ -431,7 +436,8 @@ def test_review_campaign_settings_change_through_the_service(tenants: Tenants) -
     client = _client(tenants.world.researcher)
     url = reverse("admin:judging_factreviewcampaign_change", args=[review.pk])
     page = client.get(url).content.decode()
-    assert f'value="{tenants.world.annotator_b.pk}"' in page
+    assert f'value="{tenants.world.annotator.pk}"' in page
+    assert f'value="{tenants.world.annotator_b.pk}"' not in page  # in researcher B's pool only
     assert f'value="{tenants.world.researcher_b.pk}"' not in page
     body = {**form_of(review), "guidelines": "Check dates.", "lease_minutes": "20"}
     response = client.post(url, body)
