@@ -24,9 +24,11 @@ class Dataset(models.Model):
         ordering = ["name"]
         constraints = [
             # Per owner, not global: a global rule would tell one researcher which names another one uses.
-            # Ownerless datasets (the owner's account deleted) share one namespace, hence nulls not distinct.
+            # Ownerless datasets share one namespace; a partial index says so on every backend (SQLite has no
+            # NULLS NOT DISTINCT).
+            models.UniqueConstraint(fields=["owner", "name"], name="dataset_name_unique_per_owner"),
             models.UniqueConstraint(
-                fields=["owner", "name"], name="dataset_name_unique_per_owner", nulls_distinct=False
+                fields=["name"], condition=Q(owner__isnull=True), name="dataset_name_unique_without_owner"
             ),
         ]
 

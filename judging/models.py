@@ -60,9 +60,13 @@ class JudgeConfig(models.Model):
     class Meta:
         ordering = ["name", "-version"]
         constraints = [
-            # Versions count per owner, so a researcher learns nothing of another one's config names.
+            # Versions count per owner, so a researcher learns nothing of another one's config names; ownerless
+            # configs share one namespace (a partial index, as SQLite has no NULLS NOT DISTINCT).
+            models.UniqueConstraint(fields=["owner", "name", "version"], name="judge_config_version_unique_per_owner"),
             models.UniqueConstraint(
-                fields=["owner", "name", "version"], name="judge_config_version_unique_per_owner", nulls_distinct=False
+                fields=["name", "version"],
+                condition=models.Q(owner__isnull=True),
+                name="judge_config_version_unique_without_owner",
             ),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="judge_config_version_positive"),
         ]
@@ -265,8 +269,9 @@ class CachedCompletion(models.Model):
 
     class Meta:
         constraints = [
+            models.UniqueConstraint(fields=["owner", "key"], name="cached_completion_unique_per_owner"),
             models.UniqueConstraint(
-                fields=["owner", "key"], name="cached_completion_unique_per_owner", nulls_distinct=False
+                fields=["key"], condition=models.Q(owner__isnull=True), name="cached_completion_unique_without_owner"
             ),
         ]
 
