@@ -143,5 +143,3 @@ def validate_api_base(url: str) -> str:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     check_host(host, port)
     return url.strip().rstrip("/")
-
-
