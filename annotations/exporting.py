@@ -19,6 +19,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import StreamingHttpResponse
 
 from annotations.models import Dataset, Item, Rater, Rating, RatingOrigin, Response, Submission, Task, Turn
+from annotations.rubrics import aspect_rubric_texts
 
 # The one reviewed import of the judge from the domain: a JSONL line carries its answers' judge scores.
 from judging.models import JudgeKind, JudgeScore
@@ -488,12 +489,16 @@ FILE_STEM_MAX_CHARS = 100
 _UNSAFE_IN_FILENAME = re.compile(r"[^\w.-]+")
 
 
+JSON_TYPE = "application/json; charset=utf-8"
+
+
 @dataclass(frozen=True)
 class ExportKind:
     suffix: str
     content_type: str
     include_judges: bool = False
     flat: str = ""  # "", "jsonl" or "csv"
+    rubric: bool = False
 
 
 EXPORT_KINDS: dict[str, ExportKind] = {
@@ -501,12 +506,46 @@ EXPORT_KINDS: dict[str, ExportKind] = {
     "judges-jsonl": ExportKind(".judges.jsonl", JSONL_TYPE, include_judges=True),
     "flat-csv": ExportKind(".flat.csv", CSV_TYPE, flat="csv"),
     "flat-jsonl": ExportKind(".flat.jsonl", JSONL_TYPE, flat="jsonl"),
+    "rubric": ExportKind(".rubric.json", JSON_TYPE, rubric=True),
 }
 
 
-def export_kind(*, flat: str = "", include_judges: bool = False) -> str:
+def dataset_rubric(dataset: Dataset) -> dict[str, Any]:
+    """The dataset's rubric as a rubric file: importing the JSONL export with it gives back the same aspects,
+    texts in every language included."""
+    aspects = []
+    for aspect in dataset.aspects.order_by("position", "pk"):
+        entry: dict[str, Any] = {"name": aspect.name}
+        texts = aspect_rubric_texts(
+            label=aspect.label,
+            description=aspect.description,
+            labels=aspect.labels or {},
+            translations=aspect.translations or {},
+        )
+        entry.update({key: value for key, value in texts.items() if value})
+        entry.update(
+            {
+                "min": _plain_number(aspect.min_value),
+                "max": _plain_number(aspect.max_value),
+                "ideal": _plain_number(aspect.ideal),
+                "level": aspect.level,
+                "missing": aspect.missing,
+            }
+        )
+        aspects.append(entry)
+    systems = getattr(dataset, "rubric", None)
+    return {"aspects": aspects, "systems": dict(systems.systems) if systems is not None else {}}
+
+
+def _plain_number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def export_kind(*, flat: str = "", include_judges: bool = False, rubric: bool = False) -> str:
     """The download the command line's and the API's flags name. The flat layout carries no judge scores, so
     include_judges only matters without flat."""
+    if rubric:
+        return "rubric"
     if flat:
         return f"flat-{flat}"
     return "judges-jsonl" if include_judges else "jsonl"
@@ -514,6 +553,8 @@ def export_kind(*, flat: str = "", include_judges: bool = False) -> str:
 
 def iter_export(*, dataset: Dataset, kind: str) -> Iterator[str]:
     spec = EXPORT_KINDS[kind]
+    if spec.rubric:
+        return iter([json.dumps(dataset_rubric(dataset), ensure_ascii=False, indent=2) + "\n"])
     if spec.flat == "csv":
         return iter_flat_csv(iter_flat_rows(dataset=dataset))
     if spec.flat == "jsonl":

@@ -134,8 +134,7 @@ _CLAIMABLE = (
 )
 _COMPLETE = (
     "UPDATE {slots} SET status = 'submitted', submitted_at = %(now)s, seconds_spent = %(spent)s\n"
-    "    WHERE id = %(slot)s AND annotator_id = %(user)s AND status = 'leased' AND "  # nosec B608 - model-metadata names, bound values
-    + _IN_POOL
+    "    WHERE id = %(slot)s AND annotator_id = %(user)s AND status = 'leased' AND " + _IN_POOL  # nosec B608 - model-metadata names, bound values
 )
 
 

@@ -115,6 +115,7 @@ class JudgmentOutput(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
     cost_usd = serializers.FloatField(allow_null=True)
     latency_s = serializers.FloatField(allow_null=True)
+    queue_wait_s = serializers.FloatField(allow_null=True)
     attempts = serializers.IntegerField()
     cache_hit = serializers.BooleanField()
     error_kind = serializers.CharField()

@@ -215,7 +215,14 @@ class Judgment(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(null=True, blank=True)
-    latency_s = models.FloatField(null=True, blank=True)
+    latency_s = models.FloatField(
+        null=True, blank=True, help_text="Seconds the provider took, from sending each request to its answer."
+    )
+    queue_wait_s = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Seconds the calls waited before being sent: for a concurrency slot and for room under rpm/tpm.",
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     cache_hit = models.BooleanField(default=False)
     error_kind = models.CharField(max_length=40, blank=True)

@@ -16,7 +16,7 @@ from django.db.models import Count, Max, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotations.models import Campaign, Dataset, Response
+from annotations.models import Campaign, Dataset, Item, Response
 from judging.config import ConfigError, JudgeSettings, validate_config
 from judging.engine.executor import SliceExecutor, SliceReport, claimable_q
 from judging.engine.units import UnitKey, aspect_infos, build_contexts
@@ -100,9 +100,13 @@ class Estimate:
         return self.cost_usd is not None
 
 
-def _scope_responses(dataset: Dataset, campaign: Campaign | None, limit: int | None) -> list[tuple[int, int, int]]:
+def _scope_responses(
+    dataset: Dataset, campaign: Campaign | None, limit: int | None, item: Item | None = None
+) -> list[tuple[int, int, int]]:
     """(response id, turn id, system position) of the answers in scope, in dataset order."""
     responses = Response.objects.filter(turn__item__dataset=dataset)
+    if item is not None:
+        responses = responses.filter(turn__item=item)
     if campaign is not None:
         responses = responses.filter(campaign_tasks__campaign=campaign).distinct()
     rows = list(
@@ -134,12 +138,17 @@ def _aspect_names(dataset: Dataset, cfg: JudgeSettings) -> list[str]:
 
 
 def plan_units(
-    *, dataset: Dataset, cfg: JudgeSettings, campaign: Campaign | None = None, limit: int | None = None
+    *,
+    dataset: Dataset,
+    cfg: JudgeSettings,
+    campaign: Campaign | None = None,
+    limit: int | None = None,
+    item: Item | None = None,
 ) -> list[PlannedUnit]:
     if cfg.method not in FLOWS:
         raise LaunchError(f"the {cfg.method} method is not available in this installation")
     aspects = _aspect_names(dataset, cfg)
-    rows = _scope_responses(dataset, campaign, limit)
+    rows = _scope_responses(dataset, campaign, limit, item)
     samples = cfg.samples
     units: list[PlannedUnit] = []
     if cfg.method != "pairwise":
@@ -228,6 +237,40 @@ def estimate_run(
     prompt_tokens = prompt_tokens_first + (uncached_units * (per_unit - 1) * (expected_completion + 400))
     cost = gateway.price_estimate(cfg.model or "", prompt_tokens, completion_tokens)
     return Estimate(len(units), calls, cached * per_unit, prompt_tokens, completion_tokens, cost, aspects)
+
+
+@dataclass(frozen=True)
+class PromptPreview:
+    aspect: str
+    system_keys: tuple[str, ...]
+    # None: the unit sends no request (the metric method, or an item the method skips such as one without a
+    # reference for the reference method).
+    messages: list[dict[str, str]] | None
+
+
+def prompt_preview(*, dataset: Dataset, cfg: JudgeSettings, item_number: int = 1) -> tuple[Item, list[PromptPreview]]:
+    """The first request of each aspect on the first answer (or pair) of one item, built as a run builds it.
+
+    Reads only: nothing is saved or sent."""
+    item = Item.objects.filter(dataset=dataset).order_by("position", "id")[max(0, item_number - 1) :].first()
+    if item is None:
+        raise LaunchError(f"the dataset has no item number {item_number}")
+    first_of_aspect: dict[str, PlannedUnit] = {}
+    for unit in plan_units(dataset=dataset, cfg=cfg, item=item):
+        if unit.sample == 0 and unit.pair_order == 0:
+            first_of_aspect.setdefault(unit.aspect_name, unit)
+    units = list(first_of_aspect.values())
+    specs = _first_specs(dataset, cfg, units)
+    response_ids = {u.response_id for u in units} | {u.other_response_id for u in units if u.other_response_id}
+    system_of = dict(Response.objects.filter(id__in=response_ids).values_list("id", "system__key"))
+    return item, [
+        PromptPreview(
+            aspect=unit.aspect_name,
+            system_keys=tuple(system_of[r] for r in (unit.response_id, unit.other_response_id) if r is not None),
+            messages=list(spec.messages) if spec is not None else None,
+        )
+        for unit, spec in zip(units, specs, strict=True)
+    ]
 
 
 # -- launching --------------------------------------------------------------------------------------
@@ -470,7 +513,10 @@ def _recount(run: JudgeRun) -> None:
     agg = judgments.aggregate(
         done=Count("id", filter=Q(status=JudgmentStatus.DONE)),
         failed=Count("id", filter=Q(status=JudgmentStatus.FAILED)),
-        parse_errors=Count("id", filter=Q(status=JudgmentStatus.DONE, score__isnull=True)),
+        parse_errors=Count(
+            "id",
+            filter=Q(status=JudgmentStatus.DONE, score__isnull=True, error_kind__startswith=PARSE_ERROR_PREFIX),
+        ),
         cache_hits=Count("id", filter=Q(cache_hit=True, status__in=[JudgmentStatus.DONE, JudgmentStatus.FAILED])),
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),

@@ -42,7 +42,7 @@ from judging.factscore.options import FactScoreOptions
 from judging.llm.calls import CallResult, CallSpec
 from judging.llm.gateway import Gateway
 from judging.llm.ratelimit import Limits, run_scope, shared_limiter, shared_limiter_done
-from judging.methods.base import Flow, Outcome, UnitContext
+from judging.methods.base import AnyFlow, CallBatch, Outcome, UnitContext
 from judging.methods.geval import SAMPLED
 from judging.methods.judge_settings import JudgeSettings
 from judging.methods.registry import FLOWS
@@ -62,7 +62,7 @@ def claimable_q() -> Q:
 @dataclass
 class UnitState:
     ctx: UnitContext
-    flow: Flow
+    flow: AnyFlow
     calls: int = 0
     served_from_cache: int = 0
     prompt_tokens: int = 0
@@ -71,7 +71,8 @@ class UnitState:
     unpriced: int = 0
     attempts: int = 0
     latency: float = 0.0
-    current: CallSpec | None = None
+    batch: list[CallResult | None] | None = None  # the results of a CallBatch as they come back
+    queue_wait: float = 0.0
     errors_seen: list[str] = field(default_factory=list)
 
     def absorb(self, result: CallResult, *, from_cache: bool) -> None:
@@ -83,6 +84,7 @@ class UnitState:
         self.completion_tokens += result.completion_tokens
         self.attempts += result.attempts
         self.latency += result.latency_s
+        self.queue_wait += result.queue_wait_s
         self.errors_seen.extend(result.errors_seen)
         if result.ok:
             if result.cost is None:
@@ -170,7 +172,9 @@ class SliceExecutor:
         self.stop = threading.Event()
         self.results: queue.Queue[tuple[str, CallResult]] = queue.Queue()
         self.active: dict[int, UnitState] = {}
-        self.waiting: dict[str, list[int]] = {}  # cache key -> units waiting on that in-flight call
+        # cache key -> (unit, position in its batch, or -1 for a single request) waiting on that in-flight call
+        self.waiting: dict[str, list[tuple[int, int]]] = {}
+        self.sent_models: dict[str, str] = {}  # cache key -> model of the request in flight
         self.memo: dict[str, dict[str, Any]] = {}  # cache entries seen in this slice
         self.absent: set[str] = set()  # this batch's first requests that the cache lookup did not find
         self.finished: list[tuple[int, UnitState, Outcome]] = []
@@ -214,13 +218,13 @@ class SliceExecutor:
         if self.cfg.method == "factscore":
             contexts = with_factscore_knowledge(contexts, dataset_id=self.run.dataset_id, cfg=self.cfg)
         flow_factory = FLOWS[self.cfg.method]
-        first: list[tuple[int, CallSpec | None]] = []
+        first: list[tuple[int, CallSpec | CallBatch | None]] = []
         for key in keys:
             state = UnitState(ctx=contexts[key.judgment_id], flow=flow_factory(contexts[key.judgment_id]))
             self.active[key.judgment_id] = state
             first.append((key.judgment_id, self._step(key.judgment_id, None, first_step=True)))
         if self.use_cache:
-            wanted = {spec.cache_key() for _, spec in first if spec is not None} - set(self.memo)
+            wanted = {key for _, request in first for key in _keys(request)} - set(self.memo)
             if wanted:
                 for key_, payload in CachedCompletion.objects.filter(
                     owner_id=self.run.launched_by_id, key__in=wanted
@@ -232,11 +236,13 @@ class SliceExecutor:
             if spec is not None:
                 self._dispatch(judgment_id, spec)
 
-    def _step(self, judgment_id: int, result: CallResult | None, *, first_step: bool = False) -> CallSpec | None:
-        """Advance a unit's flow; returns its next request, or None when it finished."""
+    def _step(
+        self, judgment_id: int, result: CallResult | list[CallResult] | None, *, first_step: bool = False
+    ) -> CallSpec | CallBatch | None:
+        """Advance a unit's flow; returns its next request(s), or None when it finished."""
         state = self.active[judgment_id]
         try:
-            spec = next(state.flow) if first_step else state.flow.send(result)  # type: ignore[arg-type]
+            spec = next(state.flow) if first_step else state.flow.send(result)
         except StopIteration as done:
             self._finish(judgment_id, done.value)
             return None
@@ -244,11 +250,13 @@ class SliceExecutor:
             log.exception("judge flow failed for judgment %s", judgment_id)
             self._finish(judgment_id, Outcome(ok=False, error_kind="internal", error=f"{type(exc).__name__}: {exc}"))
             return None
-        state.current = spec
         return spec
 
-    def _dispatch(self, judgment_id: int, spec: CallSpec) -> None:
+    def _dispatch(self, judgment_id: int, spec: CallSpec | CallBatch) -> None:
         while True:
+            if isinstance(spec, CallBatch):
+                self._dispatch_batch(judgment_id, spec)
+                return
             key = spec.cache_key()
             cached = self._cached(key)
             if cached is None:
@@ -259,11 +267,51 @@ class SliceExecutor:
             if next_spec is None:
                 return
             spec = next_spec
+        self._send(judgment_id, -1, spec)
+
+    def _dispatch_batch(self, judgment_id: int, batch: CallBatch) -> None:
+        """Send every request of a batch at once (the gateway's limits pace them); the flow resumes once all are
+        back."""
+        state = self.active[judgment_id]
+        state.batch = [None] * len(batch.specs)
+        if self.use_cache:
+            wanted = {spec.cache_key() for spec in batch.specs} - set(self.memo)
+            if wanted:
+                for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
+                    self.memo[key_] = payload
+        for position, spec in enumerate(batch.specs):
+            cached = self.memo.get(spec.cache_key()) if self.use_cache else None
+            if cached is not None:
+                state.absorb(CallResult.from_cache(cached), from_cache=True)
+                state.batch[position] = CallResult.from_cache(cached)
+            else:
+                self._send(judgment_id, position, spec)
+        self._batch_progress(judgment_id)
+
+    def _batch_progress(self, judgment_id: int) -> None:
+        state = self.active[judgment_id]
+        if state.batch is None or any(result is None for result in state.batch):
+            return
+        results = [result for result in state.batch if result is not None]
+        state.batch = None
+        if any(result.stopped for result in results):
+            self._release(judgment_id)
+            return
+        next_spec = self._step(judgment_id, results)
+        if next_spec is not None:
+            if self.stop.is_set():
+                self._release(judgment_id)
+            else:
+                self._dispatch(judgment_id, next_spec)
+
+    def _send(self, judgment_id: int, position: int, spec: CallSpec) -> None:
+        key = spec.cache_key()
         waiters = self.waiting.get(key)
         if waiters is not None:
-            waiters.append(judgment_id)
+            waiters.append((judgment_id, position))
             return
-        self.waiting[key] = [judgment_id]
+        self.waiting[key] = [(judgment_id, position)]
+        self.sent_models[key] = spec.model
         if self.stop.is_set():
             self.results.put((key, CallResult(stopped=True)))
             return
@@ -292,13 +340,20 @@ class SliceExecutor:
 
     def _on_result(self, key: str, result: CallResult) -> None:
         waiters = self.waiting.pop(key, [])
+        model = self.sent_models.pop(key, "")
         if result.ok and self.use_cache:
             payload = result.to_cache()
             self.memo[key] = payload
-            spec = self.active[waiters[0]].current if waiters else None
-            self.new_cache[key] = (spec.model if spec else "", payload)
-        for index, judgment_id in enumerate(waiters):
+            self.new_cache[key] = (model, payload)
+        for index, (judgment_id, position) in enumerate(waiters):
             state = self.active[judgment_id]
+            if position >= 0:
+                if not result.stopped:
+                    state.absorb(result, from_cache=index > 0 and result.ok)
+                assert state.batch is not None
+                state.batch[position] = result
+                self._batch_progress(judgment_id)
+                continue
             if result.stopped:
                 self._release(judgment_id)
                 continue
@@ -345,7 +400,9 @@ class SliceExecutor:
                 if judgment_id not in written:
                     continue  # our lease was taken over; the other slice's write is the one that counts
                 counts["done" if outcome.ok else "failed"] += 1
-                if outcome.ok and outcome.score is None:
+                # Only an unreadable reply is a parse error; a FActScore refusal or an answer without
+                # checkable facts has no score by definition and is no error.
+                if outcome.ok and outcome.score is None and outcome.error_kind.startswith("parse:"):
                     counts["parse_errors"] += 1
                 if state.calls > 0 and state.served_from_cache == state.calls:
                     counts["cache_hits"] += 1
@@ -514,6 +571,12 @@ def with_factscore_knowledge(
     }
 
 
+def _keys(request: CallSpec | CallBatch | None) -> list[str]:
+    if request is None:
+        return []
+    return [spec.cache_key() for spec in request.specs] if isinstance(request, CallBatch) else [request.cache_key()]
+
+
 def _budget_note(budget: float) -> str:
     return f"Stopped: the cost reached the budget of ${budget:g}. Calls in flight were completed and recorded."
 
@@ -542,6 +605,7 @@ _RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("completion_tokens", "integer"),
     ("cost_usd", "double precision"),
     ("latency_s", "double precision"),
+    ("queue_wait_s", "double precision"),
     ("attempts", "smallint"),
     ("cache_hit", "boolean"),
     ("error_kind", "varchar"),
@@ -568,6 +632,7 @@ def _result_row(judgment_id: int, state: UnitState, outcome: Outcome, now: Any) 
         "completion_tokens": state.completion_tokens,
         "cost_usd": None if state.unpriced else state.cost,
         "latency_s": state.latency,
+        "queue_wait_s": state.queue_wait,
         "attempts": state.attempts,
         "cache_hit": state.calls > 0 and state.served_from_cache == state.calls,
         "error_kind": outcome.error_kind,

@@ -24,6 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--include-judges", action="store_true", help="add judge-run scores under auto_evals")
         parser.add_argument("--flat", action="store_true", help="one row per rating and one per preference")
         parser.add_argument("--format", choices=["jsonl", "csv"], help="flat format (default: from --out, else jsonl)")
+        parser.add_argument(
+            "--rubric", action="store_true", help="write the rubric file (name.rubric.json) instead of the data"
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         dataset = dataset_or_error(str(options["name"]), options["owner"])
@@ -35,7 +38,7 @@ class Command(BaseCommand):
                 self.stderr.write("--include-judges is ignored with --flat: the flat layout has no judge scores")
         elif options["format"] == "csv":
             raise CommandError("--format csv needs --flat: the nested format is JSONL only")
-        kind = export_kind(flat=flat, include_judges=bool(options["include_judges"]))
+        kind = export_kind(flat=flat, include_judges=bool(options["include_judges"]), rubric=bool(options["rubric"]))
         chunks = iter_export(dataset=dataset, kind=kind)
         if out:
             if os.path.isdir(out):
