@@ -277,7 +277,9 @@ class SliceExecutor:
         if self.use_cache:
             wanted = {spec.cache_key() for spec in batch.specs} - set(self.memo)
             if wanted:
-                for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
+                for key_, payload in CachedCompletion.objects.filter(
+                    owner_id=self.run.launched_by_id, key__in=wanted
+                ).values_list("key", "payload"):
                     self.memo[key_] = payload
         for position, spec in enumerate(batch.specs):
             cached = self.memo.get(spec.cache_key()) if self.use_cache else None

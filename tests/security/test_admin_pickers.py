@@ -3,12 +3,13 @@ they already work with, or share a group with. Superusers see every account. A f
 is refused like any invalid choice, and nothing is written."""
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
 
 from annotations.campaign_services import campaign_create
 from annotations.models import Campaign
+from annotations.roles import researcher_grant
 from tests.judging.factories import make_dataset
 
 pytestmark = pytest.mark.django_db
@@ -26,9 +27,9 @@ def world(researcher: User, researcher_b: User, annotator1: User, annotator2: Us
     dataset_a = make_dataset(owner=researcher, items=1, name="a-data")
     campaign_create(name="a-pilot", dataset=dataset_a, raters_per_item=1, annotators=[annotator1])
     dataset_b = make_dataset(owner=researcher_b, items=1, name="b-data")
-    ours = Permission.objects.filter(content_type__app_label__in=["annotations", "judging"])
+    # Both are researchers the usual way: the role group holds every researcher, and must not make them one pool.
     for user in (researcher, researcher_b):
-        user.user_permissions.set(ours)
+        researcher_grant(user=user)
     lab = Group.objects.create(name="lab-b")
     lab.user_set.add(researcher_b, annotator2)
     return {"dataset_a": dataset_a, "dataset_b": dataset_b}

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("judging", "0007_judge_run_sampled_fallbacks"),
+        ("judging", "0009_provider_latency_and_queue_wait"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
