@@ -147,12 +147,12 @@ class DatasetAdmin(WholeObjectDeleteAdmin):
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "owner":
-            kwargs["queryset"] = researcher_accounts()
+            kwargs["queryset"] = researcher_accounts(request.user)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "members":
-            kwargs["queryset"] = researcher_accounts()
+            kwargs["queryset"] = researcher_accounts(request.user)
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     def add_view(

@@ -38,7 +38,7 @@ class CampaignForm(forms.ModelForm):
             self.fields["aspects"].help_text = "Leave empty to show every aspect of the dataset."
         if "annotators" in self.fields:
             pool = self.instance.annotators.values_list("pk", flat=True) if self.instance.pk else []
-            self.fields["annotators"].queryset = annotator_accounts(keep=pool)  # type: ignore[attr-defined]
+            self.fields["annotators"].queryset = annotator_accounts(user, keep=pool)  # type: ignore[attr-defined]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -201,8 +201,8 @@ def campaign_create(
         raise CampaignError("raters per item must be between 1 and 100")
     if candidates_per_task is not None and candidates_per_task < 1:
         raise CampaignError("candidates per task must be at least 1")
-    if Campaign.objects.filter(name=name).exists():
-        raise CampaignError(f"a campaign named {name!r} already exists")
+    if Campaign.objects.filter(dataset=dataset, name=name).exists():
+        raise CampaignError(f"this dataset already has a campaign named {name!r}")
     chosen_aspects = _resolve_aspects(dataset, aspects)
     users = _resolve_users(annotators)
     with transaction.atomic():
@@ -246,8 +246,8 @@ def campaign_update(
     """Changes what a campaign shows and who rates. Its dataset and N and K stay as created: its tasks and rater
     slots were built from them. Someone taken out of the pool loses their open task at once."""
     _check_settings(name, options)
-    if Campaign.objects.filter(name=name).exclude(pk=campaign.pk).exists():
-        raise CampaignError(f"a campaign named {name!r} already exists")
+    if Campaign.objects.filter(dataset_id=campaign.dataset_id, name=name).exclude(pk=campaign.pk).exists():
+        raise CampaignError(f"this dataset already has a campaign named {name!r}")
     chosen_aspects = _resolve_aspects(campaign.dataset, aspects)
     users = _resolve_users(annotators)
     with transaction.atomic():

@@ -666,8 +666,8 @@ def dataset_import(
         rubric = preset_rubric(preset)
     if not name or len(name) > 200:
         raise DatasetImportError("invalid dataset name", expected="1 to 200 characters", found=repr(name))
-    if Dataset.objects.filter(name=name).exists():
-        raise DatasetImportError(f"a dataset named {name!r} already exists; choose another name")
+    if Dataset.objects.filter(owner=owner, name=name).exists():
+        raise DatasetImportError(f"you already have a dataset named {name!r}; choose another name")
     if rubric is not None:
         _check_rubric_fits(rubric)
     stream = _seekable_copy(stream)

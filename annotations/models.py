@@ -15,7 +15,7 @@ class MeasurementLevel(models.TextChoices):
 
 
 class Dataset(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="owned_datasets"
     )
@@ -25,6 +25,15 @@ class Dataset(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # Per owner, not global: a global rule would tell one researcher which names another one uses.
+            # Ownerless datasets share one namespace; a partial index says so on every backend (SQLite has no
+            # NULLS NOT DISTINCT).
+            models.UniqueConstraint(fields=["owner", "name"], name="dataset_name_unique_per_owner"),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(owner__isnull=True), name="dataset_name_unique_without_owner"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -243,7 +252,7 @@ class Rating(models.Model):
 class Campaign(models.Model):
     """An annotation campaign: blinded tasks built from one dataset, each rated by exactly N distinct annotators."""
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="campaigns")
     aspects = models.ManyToManyField(Aspect, related_name="campaigns", help_text="The rubric aspects shown.")
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="annotation_campaigns")
@@ -280,6 +289,8 @@ class Campaign(models.Model):
                 name="campaign_candidates_positive",
             ),
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="campaign_lease_positive"),
+            # Per dataset: only those who see the dataset learn which campaign names it holds.
+            models.UniqueConstraint(fields=["dataset", "name"], name="campaign_name_unique_per_dataset"),
         ]
 
     def __str__(self) -> str:

@@ -1,10 +1,11 @@
 from collections.abc import Iterable
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from annotations.models import Dataset
+from annotations.roles import RESEARCHERS_GROUP
 
 
 def datasets_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Dataset]:
@@ -20,17 +21,58 @@ def dataset_for_user_or_404(user: AbstractBaseUser | AnonymousUser, pk: int) -> 
     return get_object_or_404(datasets_for_user(user), pk=pk)
 
 
-def dataset_by_name(name: str) -> Dataset:
-    """For management commands, which run with operator rights."""
-    return Dataset.objects.get(name=name)
+class DatasetLookupError(LookupError):
+    pass
 
 
-def researcher_accounts() -> QuerySet[User]:
-    """Accounts a dataset can be owned by or shared with: only staff see datasets at all."""
-    return User.objects.filter(is_active=True, is_staff=True).order_by("username")
+def dataset_by_name(name: str, owner: str | None = None) -> Dataset:
+    """For management commands, which run with operator rights. Names are unique per owner, so a name that
+    several owners use is refused until the owner's username settles it, rather than picking one of them."""
+    datasets = Dataset.objects.filter(name=name).select_related("owner").order_by("owner__username", "pk")
+    if owner is not None:
+        datasets = datasets.filter(owner__username=owner)
+    found = list(datasets[:10])
+    if not found:
+        whose = f" owned by {owner!r}" if owner is not None else ""
+        raise DatasetLookupError(f"no dataset named {name!r}{whose}")
+    if len(found) > 1:
+        owners = ", ".join(d.owner.get_username() if d.owner else "(no owner)" for d in found)
+        raise DatasetLookupError(
+            f"several datasets are named {name!r} (owners: {owners}); choose one with --owner USERNAME"
+        )
+    return found[0]
 
 
-def annotator_accounts(*, keep: Iterable[int] = ()) -> QuerySet[User]:
-    """Accounts offered for an annotation pool: active annotators (not researchers or operators), plus whoever is
-    already in the pool, so saving a pool someone filled from the command line does not drop them."""
-    return User.objects.filter(Q(is_active=True, is_staff=False) | Q(pk__in=list(keep))).order_by("username")
+def _in_pool_of(user: AbstractBaseUser | AnonymousUser) -> Q:
+    """The people a researcher works with: those an operator put in one of the researcher's groups, and those who
+    already rate, own or share a dataset the researcher sees. Offering every account instead would show every
+    researcher every username on the site. The researchers' role group holds every researcher, so it is no pool."""
+    visible = datasets_for_user(user)
+    groups = user.groups.exclude(name=RESEARCHERS_GROUP) if isinstance(user, User) else Group.objects.none()
+    return (
+        Q(groups__in=groups)
+        | Q(annotation_campaigns__dataset__in=visible)
+        | Q(fact_review_campaigns__run__dataset__in=visible)
+        | Q(owned_datasets__in=visible)
+        | Q(shared_datasets__in=visible)
+    )
+
+
+def _offered(user: AbstractBaseUser | AnonymousUser, accounts: Q, keep: Iterable[int]) -> QuerySet[User]:
+    if not getattr(user, "is_superuser", False):
+        pool = User.objects.filter(_in_pool_of(user)).values("pk")
+        accounts &= Q(pk__in=pool) | Q(pk=user.pk)
+    return User.objects.filter(accounts | Q(pk__in=list(keep))).order_by("username")
+
+
+def researcher_accounts(user: AbstractBaseUser | AnonymousUser, *, keep: Iterable[int] = ()) -> QuerySet[User]:
+    """Accounts a dataset can be owned by or shared with (only staff see datasets at all): every researcher for a
+    superuser, the researcher's own pool for anyone else."""
+    return _offered(user, Q(is_active=True, is_staff=True), keep)
+
+
+def annotator_accounts(user: AbstractBaseUser | AnonymousUser, *, keep: Iterable[int] = ()) -> QuerySet[User]:
+    """Accounts offered for an annotation pool: active annotators (not researchers or operators) in the
+    requester's pool (every one for a superuser), plus whoever is already in the pool, so saving a pool someone
+    filled from the command line does not drop them."""
+    return _offered(user, Q(is_active=True, is_staff=False), keep)

@@ -100,8 +100,10 @@ def dataset_update(*, dataset: Dataset, name: str, owner: User | None, members: 
     if not name or len(name) > 200:
         raise DatasetEditError(f"invalid dataset name: expected 1 to 200 characters, found {name!r}")
     _check_text(name, "the dataset name")
-    if Dataset.objects.filter(name=name).exclude(pk=dataset.pk).exists():
-        raise DatasetEditError(f"a dataset named {name!r} already exists; choose another name")
+    if Dataset.objects.filter(owner=owner, name=name).exclude(pk=dataset.pk).exists():
+        # Names are unique per owner; the message names no one, so it says nothing of datasets outside the
+        # requester's scope beyond what the refusal itself must.
+        raise DatasetEditError(f"its owner already has another dataset named {name!r}; choose another name")
     chosen = list(members)
     # Only newcomers are checked: a dataset whose owner left can still be renamed.
     present = {dataset.owner_id, *dataset.members.values_list("pk", flat=True)}

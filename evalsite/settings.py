@@ -205,7 +205,8 @@ SPECTACULAR_SETTINGS = {
 
 # Private addresses that judge api_base may point at (operators list their own gateways here).
 JUDGE_API_BASE_ALLOWLIST = env_list("JUDGE_API_BASE_ALLOWLIST", [])
-# Hosts a provider-key variable may be sent to besides its provider's own: "VLLM_API_KEY=gpu1.lan|gpu2.lan,...".
+# Origins a provider-key variable may be sent to besides its provider's own: "VLLM_API_KEY=http://gpu1.lan:8000|gpu2.lan"
+# (scheme, host and port; a bare host means https on 443).
 JUDGE_API_KEY_HOSTS = env_lists_by_name("JUDGE_API_KEY_HOSTS")
 # Judge engine timing: claim lease (a killed worker's units return after it), work-task slice, retry backoff.
 JUDGE_LEASE_S = env_int("JUDGE_LEASE_S", 60, minimum=2)

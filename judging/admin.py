@@ -303,7 +303,11 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
                     messages.success(request, f"Launched judge run “{run.name}” ({run.total} units).")
                     return HttpResponseRedirect(reverse("admin:judging_judgerun_change", args=[run.pk]))
                 estimate = services.estimate_run(
-                    dataset=dataset, cfg=validate_config(config.config), campaign=campaign, limit=limit
+                    dataset=dataset,
+                    cfg=validate_config(config.config),
+                    campaign=campaign,
+                    limit=limit,
+                    launched_by=request.user,  # type: ignore[arg-type]
                 )
             except (ConfigError, services.LaunchError) as exc:
                 error = str(exc)

@@ -218,7 +218,11 @@ def run_estimate(request: Request) -> Response:
     try:
         cfg = validate_config(config.config if hasattr(config, "config") else config)
         estimate = services.estimate_run(
-            dataset=arguments["dataset"], cfg=cfg, campaign=arguments["campaign"], limit=arguments["limit"]
+            dataset=arguments["dataset"],
+            cfg=cfg,
+            campaign=arguments["campaign"],
+            limit=arguments["limit"],
+            launched_by=_researcher(request),
         )
     except (ConfigError, services.LaunchError) as exc:
         return _errors(exc)

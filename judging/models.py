@@ -60,7 +60,14 @@ class JudgeConfig(models.Model):
     class Meta:
         ordering = ["name", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="judge_config_version_unique"),
+            # Versions count per owner, so a researcher learns nothing of another one's config names; ownerless
+            # configs share one namespace (a partial index, as SQLite has no NULLS NOT DISTINCT).
+            models.UniqueConstraint(fields=["owner", "name", "version"], name="judge_config_version_unique_per_owner"),
+            models.UniqueConstraint(
+                fields=["name", "version"],
+                condition=models.Q(owner__isnull=True),
+                name="judge_config_version_unique_without_owner",
+            ),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="judge_config_version_positive"),
         ]
 
@@ -263,12 +270,27 @@ class Judgment(models.Model):
 
 class CachedCompletion(models.Model):
     """Provider replies keyed by (model, api_base, messages, params, sample): shared by every process,
-    so an identical request is never sent twice and re-running a config costs nothing."""
+    so an identical request is never sent twice and re-running a config costs nothing.
 
-    key = models.CharField(max_length=64, unique=True)
+    Each researcher has a cache of their own (the runs they launch; runs launched from the command line share the
+    ownerless one): a shared cache would tell one researcher, through an estimate's cached calls or a free run,
+    which prompts another one has already sent."""
+
+    owner = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.CASCADE, related_name="cached_completions"
+    )
+    key = models.CharField(max_length=64)
     model = models.CharField(max_length=200)
     payload = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "key"], name="cached_completion_unique_per_owner"),
+            models.UniqueConstraint(
+                fields=["key"], condition=models.Q(owner__isnull=True), name="cached_completion_unique_without_owner"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.model} {self.key[:12]}"

@@ -64,10 +64,11 @@ class LaunchError(ValueError):
 
 
 def judge_config_create(*, raw: dict[str, Any], owner: User | None) -> JudgeConfig:
-    """Save a validated config; a config with an existing name becomes its next version."""
+    """Save a validated config; a config with a name its owner already uses becomes that config's next version
+    (versions count per owner, so they say nothing of other researchers' configs)."""
     cfg = validate_config(raw)
     for _ in range(5):
-        latest = JudgeConfig.objects.filter(name=cfg.name).aggregate(v=Max("version"))["v"] or 0
+        latest = JudgeConfig.objects.filter(owner=owner, name=cfg.name).aggregate(v=Max("version"))["v"] or 0
         try:
             with transaction.atomic():
                 return JudgeConfig.objects.create(name=cfg.name, version=latest + 1, config=cfg.stored(), owner=owner)
@@ -194,8 +195,14 @@ def _first_specs(dataset: Dataset, cfg: JudgeSettings, units: list[PlannedUnit])
 
 
 def estimate_run(
-    *, dataset: Dataset, cfg: JudgeSettings, campaign: Campaign | None = None, limit: int | None = None
+    *,
+    dataset: Dataset,
+    cfg: JudgeSettings,
+    campaign: Campaign | None = None,
+    limit: int | None = None,
+    launched_by: User | None = None,
 ) -> Estimate:
+    """What a run launched by `launched_by` would cost; cached calls count only that launcher's own cache."""
     units = plan_units(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
     aspects = _aspect_names(dataset, cfg)
     per_unit = calls_per_unit(cfg)
@@ -208,7 +215,9 @@ def estimate_run(
         found: set[str] = set()
         for start in range(0, len(keys), 5000):
             found.update(
-                CachedCompletion.objects.filter(key__in=keys[start : start + 5000]).values_list("key", flat=True)
+                CachedCompletion.objects.filter(owner=launched_by, key__in=keys[start : start + 5000]).values_list(
+                    "key", flat=True
+                )
             )
         cached = sum(1 for k in keys if k in found)
     # A unit with no first request is skipped by its method (e.g. no reference to grade against) and costs nothing.

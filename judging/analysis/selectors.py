@@ -1,7 +1,7 @@
 """ORM reads that feed the pure statistics: a handful of values_list queries per dataset, no per-row queries.
 
 Scoping: the dashboard and API reach a dataset only through ``dataset_for_stats_or_404`` (the requesting
-user's datasets); management commands run with operator rights and use ``dataset_by_name``.
+user's datasets); management commands run with operator rights and use ``annotations.selectors.dataset_by_name``.
 
 A ``RatingScope`` picks which human ratings the statistics read: all of them, the imported raters' only, the app
 raters' only, or the ratings one annotation campaign collected.
@@ -132,11 +132,6 @@ def researcher_datasets(user: AbstractBaseUser | AnonymousUser) -> list[Dataset]
 
 def dataset_for_stats_or_404(user: AbstractBaseUser | AnonymousUser, pk: int) -> Dataset:
     return dataset_for_user_or_404(user, pk)
-
-
-def dataset_by_name(name: str) -> Dataset | None:
-    """For management commands (operator rights)."""
-    return Dataset.objects.filter(name=name).first()
 
 
 def rating_scope(origin: str | None = None, campaign: Campaign | None = None) -> RatingScope:

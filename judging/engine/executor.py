@@ -255,7 +255,9 @@ class SliceExecutor:
         if self.use_cache:
             wanted = {key for _, request in first for key in _keys(request)} - set(self.memo)
             if wanted:
-                for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
+                for key_, payload in CachedCompletion.objects.filter(
+                    owner_id=self.run.launched_by_id, key__in=wanted
+                ).values_list("key", "payload"):
                     self.memo[key_] = payload
             # Remembered so dispatching this batch does not look each unit up again, one query per unit.
             self.absent = wanted - set(self.memo)
@@ -312,7 +314,9 @@ class SliceExecutor:
         if self.use_cache:
             wanted = {spec.cache_key() for spec in batch.specs} - set(self.memo)
             if wanted:
-                for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
+                for key_, payload in CachedCompletion.objects.filter(
+                    owner_id=self.run.launched_by_id, key__in=wanted
+                ).values_list("key", "payload"):
                     self.memo[key_] = payload
         for position, spec in enumerate(batch.specs):
             cached = self.memo.get(spec.cache_key()) if self.use_cache else None
@@ -365,7 +369,11 @@ class SliceExecutor:
         if key in self.absent:
             return None
         try:
-            payload = CachedCompletion.objects.filter(key=key).values_list("payload", flat=True).first()
+            payload = (
+                CachedCompletion.objects.filter(owner_id=self.run.launched_by_id, key=key)
+                .values_list("payload", flat=True)
+                .first()
+            )
         except DB_DOWN as exc:
             self._db_failed(exc)
             return None  # a missed cache lookup only costs the call it would have saved
@@ -439,7 +447,10 @@ class SliceExecutor:
         with transaction.atomic():
             if new_cache:
                 CachedCompletion.objects.bulk_create(
-                    [CachedCompletion(key=k, model=m[:200], payload=p) for k, (m, p) in new_cache.items()],
+                    [
+                        CachedCompletion(owner_id=self.run.launched_by_id, key=k, model=m[:200], payload=p)
+                        for k, (m, p) in new_cache.items()
+                    ],
                     ignore_conflicts=True,
                 )
             rows = [_result_row(judgment_id, state, outcome, now) for judgment_id, state, outcome in finished]

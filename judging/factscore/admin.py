@@ -148,7 +148,7 @@ class ReviewCampaignForm(forms.ModelForm):
             )
         if "annotators" in self.fields:
             pool = self.instance.annotators.values_list("pk", flat=True) if self.instance.pk else []
-            self.fields["annotators"].queryset = annotator_accounts(keep=pool)  # type: ignore[attr-defined]
+            self.fields["annotators"].queryset = annotator_accounts(user, keep=pool)  # type: ignore[attr-defined]
         self.user = user
 
     def clean(self) -> dict[str, Any]:

@@ -233,7 +233,7 @@ class FactVerdict(models.Model):
 class FactReviewCampaign(models.Model):
     """Annotators label the facts of a factscore run's answers; each answer gets N distinct raters."""
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     run = models.ForeignKey("judging.JudgeRun", on_delete=models.CASCADE, related_name="fact_review_campaigns")
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="fact_review_campaigns")
     raters_per_answer = models.PositiveSmallIntegerField(default=3)
@@ -255,6 +255,8 @@ class FactReviewCampaign(models.Model):
                 name="fact_review_raters_1_to_100",
             ),
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="fact_review_lease_positive"),
+            # Per run: a site-wide rule would tell one researcher which names another one's reviews use.
+            models.UniqueConstraint(fields=["run", "name"], name="fact_review_name_unique_per_run"),
         ]
 
     def __str__(self) -> str:

@@ -215,8 +215,8 @@ def fact_review_campaign_create(
         raise ReviewError("raters per answer must be between 1 and 100")
     if lease_minutes < 1:
         raise ReviewError("the lease must be at least one minute")
-    if FactReviewCampaign.objects.filter(name=name).exists():
-        raise ReviewError(f"a review campaign named {name!r} already exists")
+    if FactReviewCampaign.objects.filter(run=run, name=name).exists():
+        raise ReviewError(f"this run already has a review campaign named {name!r}")
     factscore_project(run=run)
     answer_ids = list(
         FactAnswer.objects.filter(run=run, is_refusal=False, facts__origin="model")
@@ -266,8 +266,8 @@ def fact_review_campaign_update(
     # Postgres text cannot hold U+0000.
     if "\x00" in name or "\x00" in guidelines:
         raise ReviewError("text with a NUL character cannot be stored")
-    if FactReviewCampaign.objects.filter(name=name).exclude(pk=campaign.pk).exists():
-        raise ReviewError(f"a review campaign named {name!r} already exists")
+    if FactReviewCampaign.objects.filter(run_id=campaign.run_id, name=name).exclude(pk=campaign.pk).exists():
+        raise ReviewError(f"this run already has a review campaign named {name!r}")
     users = list(annotators)
     with transaction.atomic():
         campaign.name = name

@@ -14,7 +14,7 @@ other model is refused before a connection is made.
 Keys: only the environment variable named by the config is ever read, and it is always passed
 explicitly (a placeholder when none is named), so neither litellm nor the SDK falls back to some other key from
 the environment (e.g. sending OPENAI_API_KEY to an api_base a researcher typed in). A key goes to a custom
-api_base only when the operator's JUDGE_API_KEY_HOSTS binds that variable to that host.
+api_base only when the operator's JUDGE_API_KEY_HOSTS binds that variable to that origin (scheme, host and port).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import random
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -76,14 +77,37 @@ class KeyNotAllowed(ValueError):
     pass
 
 
-def _key_hosts() -> dict[str, set[str]]:
-    hosts = {name: set(values) for name, values in _DEFAULT_KEY_HOSTS.items()}
-    configured = settings.JUDGE_API_KEY_HOSTS
-    for name, values in dict(configured).items():
+Origin = tuple[str, str, int]
+
+
+def origin_of(url: str) -> Origin | None:
+    """(scheme, host, port) of a URL, or of a binding entry: `host` and `host:port` mean https, since a key bound
+    by hostname alone must not travel in clear text or to another service on the same machine."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text if "://" in text else f"https://{text}")
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
+
+
+def _origin_text(origin: Origin) -> str:
+    scheme, host, port = origin
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}" + ("" if port == (443 if scheme == "https" else 80) else f":{port}")
+
+
+def _key_origins() -> dict[str, set[Origin]]:
+    bindings: dict[str, list[str]] = {name: list(values) for name, values in _DEFAULT_KEY_HOSTS.items()}
+    for name, values in dict(settings.JUDGE_API_KEY_HOSTS).items():
         if isinstance(values, str):
             values = [v for v in values.replace("|", " ").replace(",", " ").split() if v]
-        hosts.setdefault(str(name), set()).update(str(v).lower() for v in values)
-    return hosts
+        bindings.setdefault(str(name), []).extend(str(v) for v in values)
+    return {name: {o for o in map(origin_of, values) if o is not None} for name, values in bindings.items()}
 
 
 # Where a supported provider's requests go when a config gives no api_base. Always passed explicitly: left unset,
@@ -105,11 +129,6 @@ def api_base_for(model: str, api_base: str | None) -> str | None:
     return api_base or DEFAULT_API_BASES.get(_provider_prefix(model))
 
 
-def destination_host(model: str | None, api_base: str | None) -> str | None:
-    base = api_base_for(model, api_base) if model else api_base
-    return netguard.url_host(base) if base else None
-
-
 def route_problem(model: str) -> str | None:
     """Why a call to this model would not go through our guarded client, or None.
 
@@ -128,17 +147,20 @@ def route_problem(model: str) -> str | None:
 
 
 def check_key_destination(api_key_env: str | None, api_base: str | None, model: str | None = None) -> None:
-    """A key goes only to its own provider: its default host, or a host the operator bound to it.
+    """A key goes only to its own provider: its default origin, or an origin the operator bound to it, matched
+    on scheme, host and port.
 
     Without api_base the destination is the model's provider endpoint, so ANTHROPIC_API_KEY cannot ride along to
     api.openai.com, nor an unrelated secret such as SECRET_KEY to any provider."""
     if not api_key_env or (not api_base and not model):
         return
-    host = destination_host(model, api_base)
-    if host is None or host not in _key_hosts().get(api_key_env, set()):
+    base = api_base_for(model, api_base) if model else api_base
+    origin = origin_of(base) if base else None
+    if origin is None or origin not in _key_origins().get(api_key_env, set()):
+        shown = _origin_text(origin) if origin else repr(base)
         raise KeyNotAllowed(
-            f"the key in {api_key_env} may not be sent to {host!r}; an operator can allow it with "
-            f"JUDGE_API_KEY_HOSTS ({api_key_env}={host})"
+            f"the key in {api_key_env} may not be sent to {shown}; an operator can allow it with "
+            f"JUDGE_API_KEY_HOSTS ({api_key_env}={shown})"
         )
 
 

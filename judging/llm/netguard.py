@@ -143,7 +143,3 @@ def validate_api_base(url: str) -> str:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     check_host(host, port)
     return url.strip().rstrip("/")
-
-
-def url_host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()

@@ -19,7 +19,13 @@ def colleague(db: None) -> User:
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("", "1 to 200"), ("x" * 201, "1 to 200"), ("a\x00b", "NUL"), ("a\ud800b", "surrogate"), ("other", "exists")],
+    [
+        ("", "1 to 200"),
+        ("x" * 201, "1 to 200"),
+        ("a\x00b", "NUL"),
+        ("a\ud800b", "surrogate"),
+        ("other", "already has another"),
+    ],
 )
 def test_dataset_update_refuses_names_the_importer_refuses(researcher: User, name: str, message: str) -> None:
     dataset = make_dataset(owner=researcher, items=1)
@@ -57,7 +63,7 @@ def test_dataset_delete_takes_everything_under_it(researcher: User, annotator1: 
         ({"name": "a\x00b"}, "NUL"),
         ({"guidelines": "a\x00b"}, "NUL"),
         ({"lease_minutes": 0}, "lease"),
-        ({"name": "taken"}, "already exists"),
+        ({"name": "taken"}, "already has a campaign named"),
     ],
 )
 def test_campaign_update_refuses_what_campaign_create_refuses(

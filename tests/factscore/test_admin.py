@@ -4,6 +4,7 @@ import io
 
 import pytest
 from django.contrib import admin
+from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
@@ -86,6 +87,8 @@ def test_review_campaign_is_opened_from_the_admin(
     dataset = make_fact_dataset(owner=researcher)
     with django_capture_on_commit_callbacks(execute=True):
         run = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
+    # An operator's group puts the annotators in the researcher's pool (docs/security.md, admin user pickers).
+    Group.objects.create(name="fact-lab").user_set.add(researcher, annotator1, annotator2)
     client = client_for(researcher)
     url = reverse("admin:judging_factreviewcampaign_add")
     assert client.get(url).status_code == 200

@@ -3,6 +3,7 @@
 import krippendorff
 import numpy as np
 import pytest
+from django.contrib.auth.models import User
 
 from judging import services as engine
 from judging.factscore import services
@@ -51,8 +52,22 @@ def test_campaign_has_one_task_per_answer_with_facts_and_n_slots(run, annotator1
     assert sorted(campaign.tasks.values_list("position", flat=True)) == list(range(5))
     with pytest.raises(services.NotInReviewPool):
         services.fact_review_claim(campaign=campaign, user=annotator2)
-    with pytest.raises(services.ReviewError, match="already exists"):
+    with pytest.raises(services.ReviewError, match="this run already has a review campaign named 'review'"):
         services.fact_review_campaign_create(name="review", run=run)
+
+
+def test_review_names_are_unique_per_run_so_another_researchers_names_stay_unknown(  # type: ignore[no-untyped-def]
+    run, world_provider, django_capture_on_commit_callbacks
+) -> None:
+    other_owner = User.objects.create_user("researcher-b", is_staff=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        theirs = engine.judge_run_launch(
+            dataset=make_fact_dataset(owner=other_owner), config=factscore_config(world_provider), launched_by=None
+        )
+    services.fact_review_campaign_create(name="A-review", run=run, raters_per_answer=1)
+    services.fact_review_campaign_create(name="A-review", run=theirs, raters_per_answer=1)
+    with pytest.raises(services.ReviewError, match="this run already has"):
+        services.fact_review_campaign_create(name="A-review", run=theirs, raters_per_answer=1)
 
 
 def test_never_more_than_n_reviewers_and_never_twice_the_same(run, annotator1, annotator2, annotator3) -> None:  # type: ignore[no-untyped-def]

@@ -148,7 +148,7 @@ def test_missing_file_or_name_is_400(researcher: User) -> None:
 @pytest.mark.django_db
 def test_duplicate_name_is_400(researcher: User, own_dataset: Dataset) -> None:
     response = client_for(researcher).post(IMPORT_URL, upload(name="mine"))
-    assert response.status_code == 400 and "already exists" in response.json()["detail"]
+    assert response.status_code == 400 and "you already have a dataset named" in response.json()["detail"]
 
 
 @pytest.mark.django_db

@@ -308,8 +308,8 @@ def test_existing_name_is_refused(
 ) -> None:
     path = write_lines(tmp_path / "ok.jsonl", [good(0)])
     before = row_counts()
-    code, _, err = run_import_cli(path, "existing", *PRESET, capsys=capsys)
-    assert code != 0 and "already exists" in err
+    code, _, err = run_import_cli(path, "existing", *PRESET, "--owner", "researcher", capsys=capsys)
+    assert code != 0 and "you already have a dataset named" in err
     assert row_counts() == before
 
 

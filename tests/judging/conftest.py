@@ -19,6 +19,6 @@ def fake_provider(_fake_provider_server: FakeProvider, settings) -> Iterator[Fak
     settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1"]
     settings.JUDGE_RETRY_BASE_S = 0.02
     settings.JUDGE_RETRY_CAP_S = 0.2
-    settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_FAKE_KEY": ["127.0.0.1"]}
+    settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_FAKE_KEY": [_fake_provider_server.base_url]}
     yield _fake_provider_server
     _fake_provider_server.reset()

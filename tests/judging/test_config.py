@@ -70,7 +70,7 @@ def test_not_an_object() -> None:
 
 def test_key_may_only_go_to_its_own_host(settings) -> None:  # type: ignore[no-untyped-def]
     settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1"]
-    settings.JUDGE_API_KEY_HOSTS = {"LOCAL_API_KEY": ["127.0.0.1"]}
+    settings.JUDGE_API_KEY_HOSTS = {"LOCAL_API_KEY": ["http://127.0.0.1:1"]}
     assert "may not be sent" in errors_of(
         {**BASE, "api_base": "http://127.0.0.1:1/v1", "api_key_env": "OPENAI_API_KEY"}
     )

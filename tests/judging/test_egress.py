@@ -6,13 +6,18 @@ off, credentials by name only, nothing taken from the environment) stand between
 server. Nothing in the code under test is patched: every request is a real one on a socket."""
 
 import asyncio
+import ipaddress
 import json
+import socket
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from aiohttp.abc import AbstractResolver
 
 from judging import services
 from judging.config import ConfigError, validate_config
@@ -295,7 +300,7 @@ def test_canary_sweep_only_the_named_credential_arrives(  # type: ignore[no-unty
     attack: FakeProvider, internal: RecordingServer, canaries: dict[str, str], settings, key_env: str
 ) -> None:
     assert len(canaries) >= 40
-    settings.JUDGE_API_KEY_HOSTS = {key_env: ["127.0.0.1"]}
+    settings.JUDGE_API_KEY_HOSTS = {key_env: [attack.base_url]}
     result = call(spec_for(attack, api_key_env=key_env))
     assert internal.requests == [], "a proxy or base URL from the environment received the request"
     assert result.ok, result.error
@@ -323,7 +328,7 @@ def test_a_named_but_empty_variable_sends_the_placeholder_not_another_key(  # ty
     attack: FakeProvider, canaries: dict[str, str], monkeypatch, settings
 ) -> None:
     monkeypatch.setenv("EVALSITE_FAKE_KEY", "")
-    settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_FAKE_KEY": ["127.0.0.1"]}
+    settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_FAKE_KEY": [attack.base_url]}
     assert call(spec_for(attack, api_key_env="EVALSITE_FAKE_KEY")).ok
     assert attack.recorded_headers()[0]["authorization"] == f"Bearer {NO_KEY}"
     assert [name for name, value in canaries.items() if value in everything_sent(attack)] == []
@@ -371,3 +376,76 @@ def test_the_connectors_own_lookup_is_checked_not_only_the_earlier_one(attack: F
     settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.0/8", "::1/128"]
     assert asyncio.run(post()) == 200
     assert attack.snapshot()["calls"] == 1
+
+
+class _RebindingResolver(AbstractResolver):
+    """A name server that answers a public address first and loopback on every later question."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.answers: list[str] = []
+
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
+        address = "93.184.215.14" if not self.answers else "127.0.0.1"
+        self.answers.append(address)
+        return [
+            {"hostname": host, "host": address, "port": self.port, "family": socket.AF_INET, "proto": 0, "flags": 0}
+        ]
+
+    async def close(self) -> None:
+        pass
+
+
+def test_a_rebinding_name_is_refused_at_the_address_actually_connected_to(attack: FakeProvider, settings) -> None:  # type: ignore[no-untyped-def]
+    # The guard's own lookup (cached for 30 s) saw the public first answer; the connection then asks again and is
+    # told 127.0.0.1. The check that counts is the one on the address the connection uses.
+    settings.JUDGE_API_BASE_ALLOWLIST = []
+    host = "rebind.evalsite.test"
+    rebinding = _RebindingResolver(attack.port)
+    assert asyncio.run(egress.GuardedResolver(rebinding).resolve(host, attack.port))[0]["host"] == "93.184.215.14"
+    netguard._RESOLVE_CACHE[(host, attack.port)] = (time.monotonic(), [ipaddress.ip_address("93.184.215.14")])
+    netguard.check_host(host, attack.port)  # the first answer passes the guard
+
+    async def post() -> None:
+        inner = gateway._fast_transport(4, lambda: egress.GuardedResolver(rebinding))
+        async with egress.guarded_async_client(5, inner=inner) as client:
+            await client.post(
+                f"http://{host}:{attack.port}/v1/chat/completions", json={"model": "m", "messages": MESSAGES}
+            )
+
+    with pytest.raises(ApiBaseRefused, match=r"127\.0\.0\.1"):
+        asyncio.run(post())
+    assert rebinding.answers == ["93.184.215.14", "127.0.0.1"]
+    assert attack.snapshot()["calls"] == 0, "the rebound name reached loopback"
+
+
+# -- what a researcher reads of a failure ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_errors_are_short_and_carry_no_traceback_server_path_or_refused_body(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, internal: RecordingServer, monkeypatch, eager, django_capture_on_commit_callbacks
+) -> None:
+    monkeypatch.setenv("EVALSITE_FAKE_KEY", f"sk-bound-{uuid.uuid4().hex}")
+    attack.script(default={"status": 500})
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.judge_run_launch(
+            dataset=make_dataset(items=1, systems=1), config=config_for(attack), launched_by=None
+        )
+    stored = Judgment.objects.get(run=run)
+    assert stored.status == "failed"
+    errors = {"stored 500": stored.error}
+    attack.script(default={"status": 400})
+    errors["400"] = call(spec_for(attack)).error
+    attack.script(default={"redirect_to": internal.base_url + "/chat/completions", "redirect_status": 302})
+    errors["redirect"] = call(spec_for(attack)).error
+    errors["refused host"] = call(spec_for(attack, api_base=f"http://127.0.0.3:{internal.port}/v1")).error
+    errors["nothing listening"] = call(spec_for(attack, api_base="http://127.0.0.1:9/v1")).error
+    root = str(Path(__file__).resolve().parents[2])
+    for what, error in errors.items():
+        assert error, what
+        assert "Traceback" not in error and 'File "' not in error, what
+        assert root not in error and "site-packages" not in error and "/usr/lib" not in error, what
+        assert internal.content not in error, what
+        assert len(error) <= 2000, what
+    assert internal.requests == []

@@ -142,12 +142,21 @@ def test_canary_key_never_reaches_a_foreign_host(fake_provider: FakeProvider, mo
 
 
 def test_key_destination_rules(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.JUDGE_API_KEY_HOSTS = {"VLLM_KEY": "gpu1.internal|gpu2.internal"}
+    settings.JUDGE_API_KEY_HOSTS = {"VLLM_KEY": "gpu1.internal|http://gpu2.internal:8000"}
     check_key_destination("OPENAI_API_KEY", None)
     check_key_destination("OPENAI_API_KEY", "https://api.openai.com/v1")
     check_key_destination("VLLM_KEY", "http://gpu2.internal:8000/v1")
-    with pytest.raises(ValueError):
-        check_key_destination("OPENAI_API_KEY", "https://evil.example/v1")
+    check_key_destination("VLLM_KEY", "https://gpu1.internal/v1")
+    for elsewhere in (
+        "https://evil.example/v1",
+        "http://api.openai.com/v1",
+        "https://api.openai.com:8443/v1",
+    ):
+        with pytest.raises(ValueError):
+            check_key_destination("OPENAI_API_KEY", elsewhere)
+    for elsewhere in ("http://gpu1.internal/v1", "https://gpu2.internal:8000/v1", "http://gpu2.internal:8001/v1"):
+        with pytest.raises(ValueError):
+            check_key_destination("VLLM_KEY", elsewhere)
 
 
 def test_error_messages_redact_the_key(fake_provider: FakeProvider, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ and "foreign" (127.0.0.2, allowlisted as an address but not bound to the key). A
 environment; every test ends by checking that the foreign endpoint never saw it, and the last one checks that it
 appears in no database row, page, API response, export, log line or Celery message."""
 
+import asyncio
 import json
 import logging
 import uuid
@@ -48,11 +49,11 @@ def foreign() -> Iterator[RecordingServer]:
 
 
 @pytest.fixture
-def keyed(settings, monkeypatch, fresh_cache) -> None:  # type: ignore[no-untyped-def]
+def keyed(settings, monkeypatch, fresh_cache, own) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("CANARY_API_KEY", CANARY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_CANARY)
     settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1", "127.0.0.2"]
-    settings.JUDGE_API_KEY_HOSTS = {"CANARY_API_KEY": ["127.0.0.1"]}
+    settings.JUDGE_API_KEY_HOSTS = {"CANARY_API_KEY": [own.base_url]}
     settings.JUDGE_RETRY_BASE_S = 0.01
     settings.JUDGE_RETRY_CAP_S = 0.05
     netguard._RESOLVE_CACHE.clear()
@@ -106,7 +107,6 @@ def test_call_time_check_refuses_a_foreign_host_even_if_a_config_got_through(  #
         max_retries=0,
         timeout_s=5,
     )
-    import asyncio
 
     async def call() -> Any:
         client = gateway.Gateway()
@@ -119,6 +119,43 @@ def test_call_time_check_refuses_a_foreign_host_even_if_a_config_got_through(  #
     assert result.error_kind == "key_not_allowed"
     assert CANARY not in result.error
     assert not foreign.requests
+
+
+def test_a_key_is_bound_to_scheme_and_port_not_only_to_the_host(own, keyed, settings) -> None:  # type: ignore[no-untyped-def]
+    # Another service on the key's own host (a different port) and the same port over another scheme are other
+    # destinations: the key may not go there, neither when the config is saved nor at call time.
+    neighbour = RecordingServer("127.0.0.1").start()
+    try:
+        with pytest.raises(ConfigError, match=f"may not be sent to http://127.0.0.1:{neighbour.port}"):
+            validate_config(_config(neighbour))
+        with pytest.raises(ConfigError, match=f"may not be sent to https://127.0.0.1:{own.port}"):
+            validate_config(_config(own, api_base=own.base_url.replace("http://", "https://")))
+        spec = gateway.CallSpec(
+            model="openai/gpt-4o-mini",
+            messages=[{"role": "user", "content": "hi"}],
+            api_base=neighbour.base_url,
+            api_key_env="CANARY_API_KEY",
+            max_retries=0,
+            timeout_s=5,
+        )
+        result = asyncio.run(_call_once(spec))
+        assert result.error_kind == "key_not_allowed" and CANARY not in result.error
+        assert not neighbour.requests
+        # A binding by hostname alone means https on its default port, so it does not cover plain http either.
+        settings.JUDGE_API_KEY_HOSTS = {"CANARY_API_KEY": ["127.0.0.1"]}
+        with pytest.raises(ConfigError, match="may not be sent"):
+            validate_config(_config(own))
+    finally:
+        neighbour.stop()
+    assert validate_config(_config(own, api_key_env=None)).api_base == own.base_url.rstrip("/")
+
+
+async def _call_once(spec: gateway.CallSpec) -> Any:
+    client = gateway.Gateway()
+    try:
+        return await client.call(spec)
+    finally:
+        await client.close()
 
 
 def test_redirect_from_the_own_host_is_not_followed(

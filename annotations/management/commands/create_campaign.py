@@ -4,8 +4,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.campaign_services import CampaignError, campaign_create
-from annotations.models import Dataset
-from annotations.selectors import dataset_by_name
+from annotations.management.lookup import add_owner_argument, dataset_or_error
 
 
 def _names(value: str | None) -> list[str]:
@@ -19,8 +18,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("name", help="campaign name (unique)")
+        parser.add_argument("name", help="campaign name (unique within the dataset)")
         parser.add_argument("--dataset", required=True, help="dataset name")
+        add_owner_argument(parser)
         parser.add_argument("--raters-per-item", type=int, default=3, help="distinct raters per task (default 3)")
         parser.add_argument(
             "--candidates-per-task", type=int, default=None, help="answers per task (default: all answers of a turn)"
@@ -40,10 +40,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            dataset = dataset_by_name(options["dataset"])
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {options['dataset']!r}") from None
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
         guidelines = ""
         if options["guidelines"]:
             try:

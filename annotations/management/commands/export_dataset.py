@@ -4,8 +4,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.exporting import export_filename, export_kind, iter_export
-from annotations.models import Dataset
-from annotations.selectors import dataset_by_name
+from annotations.management.lookup import add_owner_argument, dataset_or_error
 
 
 class Command(BaseCommand):
@@ -16,6 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="dataset name")
+        add_owner_argument(parser)
         parser.add_argument(
             "--out",
             help="output file, or a directory to write the file named after the dataset into "
@@ -29,10 +29,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **options: object) -> None:
-        try:
-            dataset = dataset_by_name(str(options["name"]))
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {options['name']!r}") from None
+        dataset = dataset_or_error(str(options["name"]), options["owner"])
         out = str(options["out"]) if options["out"] else None
         flat = ""
         if options["flat"]:

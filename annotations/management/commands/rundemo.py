@@ -46,7 +46,7 @@ class Command(BaseCommand):
         annotators = [self._account(name, staff=False) for name in DEMO_ANNOTATORS]
         site_admin = self._account(DEMO_ADMIN, staff=True, superuser=True)
         for name, filename, preset in SAMPLES:
-            if not Dataset.objects.filter(name=name).exists():
+            if not Dataset.objects.filter(owner=researcher[0], name=name).exists():
                 with open(SAMPLE_DIR / filename, "rb") as stream:
                     result = dataset_import(stream=stream, name=name, preset=preset, owner=researcher[0])
                 self.stdout.write(f"loaded {name}: {result.items} items, {result.ratings} ratings")
@@ -70,11 +70,12 @@ class Command(BaseCommand):
         return user, password
 
     def _demo_campaign(self, researcher: User, annotators: list[User]) -> None:
-        if Campaign.objects.filter(name="demo-campaign").exists():
+        dataset = Dataset.objects.get(owner=researcher, name="demo-llm-jp")
+        if Campaign.objects.filter(dataset=dataset, name="demo-campaign").exists():
             return
         campaign_create(
             name="demo-campaign",
-            dataset=Dataset.objects.get(name="demo-llm-jp"),
+            dataset=dataset,
             raters_per_item=3,
             annotators=annotators,
             created_by=researcher,
@@ -83,7 +84,7 @@ class Command(BaseCommand):
 
     def _demo_metric_run(self, researcher: User) -> None:
         """A reference-metric judge needs no provider, so the demo worker has real work as soon as it starts."""
-        dataset = Dataset.objects.get(name="demo-llm-jp")
+        dataset = Dataset.objects.get(owner=researcher, name="demo-llm-jp")
         if JudgeRun.objects.filter(dataset=dataset).exists():
             return
         config = judge_config_create(

@@ -5,16 +5,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
+from annotations.management.lookup import add_owner_argument, dataset_or_error
 from annotations.models import Dataset
 from judging.analysis.reports import agreement_report
-from judging.analysis.selectors import ORIGINS, RatingScope, ScopeError, campaign_by_name, dataset_by_name, rating_scope
-
-
-def dataset_or_error(name: str) -> Dataset:
-    dataset = dataset_by_name(name)
-    if dataset is None:
-        raise CommandError(f"no dataset named {name!r}")
-    return dataset
+from judging.analysis.selectors import ORIGINS, RatingScope, ScopeError, campaign_by_name, rating_scope
 
 
 def add_scope_arguments(parser: CommandParser) -> None:
@@ -75,13 +69,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="dataset name (quote names with spaces)")
+        add_owner_argument(parser)
         add_scope_arguments(parser)
         parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
 
     # Reports are for scripts and logs: always in English, whatever language the calling process had active.
     @no_translations
     def handle(self, *args: object, **options: Any) -> None:
-        dataset = dataset_or_error(str(options["name"]))
+        dataset = dataset_or_error(str(options["name"]), options["owner"])
         scope = scope_or_error(dataset, options)
         report = agreement_report(dataset, scope)
         if options["json"]:

@@ -4,8 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotations.management.lookup import add_owner_argument, dataset_or_error
 from judging.analysis.reports import CalibrationError, JudgeNotFound, judge_calibrate
-from judging.management.commands.agreement import as_json, dataset_or_error, number
+from judging.management.commands.agreement import as_json, number
 
 
 class Command(BaseCommand):
@@ -16,6 +17,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True, help="dataset name")
+        add_owner_argument(parser)
         parser.add_argument("--judge", required=True, help="judge with per-aspect scores for every input aspect")
         parser.add_argument("--target", required=True, help="the overall aspect to predict, e.g. acceptability")
         parser.add_argument(
@@ -26,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def handle(self, *args: object, **options: Any) -> None:
-        dataset = dataset_or_error(str(options["dataset"]))
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
         inputs = [part.strip() for part in str(options["inputs"]).split(",") if part.strip()]
         try:
             result = judge_calibrate(

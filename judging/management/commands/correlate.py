@@ -4,11 +4,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
+from annotations.management.lookup import add_owner_argument, dataset_or_error
 from judging.analysis.reports import JudgeNotFound, correlation_report
 from judging.management.commands.agreement import (
     add_scope_arguments,
     as_json,
-    dataset_or_error,
     interval_text,
     number,
     scope_or_error,
@@ -28,6 +28,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True, help="dataset name")
+        add_owner_argument(parser)
         parser.add_argument("--judge", required=True, help="judge name: a run, an imported auto_evals name, or derived")
         add_scope_arguments(parser)
         parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
@@ -35,7 +36,7 @@ class Command(BaseCommand):
     # Reports are for scripts and logs: always in English, whatever language the calling process had active.
     @no_translations
     def handle(self, *args: object, **options: Any) -> None:
-        dataset = dataset_or_error(str(options["dataset"]))
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
         scope = scope_or_error(dataset, options)
         try:
             report = correlation_report(dataset, str(options["judge"]), scope)

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.models import Dataset
+from annotations.management.lookup import add_owner_argument, dataset_or_error
 from judging.factscore.selectors import factscore_report, factscore_run_by_judge_name
 
 
@@ -37,14 +37,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True, help="dataset name")
+        add_owner_argument(parser)
         parser.add_argument("--judge", required=True, help="name of a factscore judge run")
         parser.add_argument("--json", action="store_true", help="print the report as JSON (stable keys)")
         parser.add_argument("--answers", action="store_true", help="also list every answer (JSON and text)")
 
     def handle(self, *args: object, **options: Any) -> None:
-        dataset = Dataset.objects.filter(name=options["dataset"]).first()
-        if dataset is None:
-            raise CommandError(f"no dataset named {options['dataset']!r}")
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
         run = factscore_run_by_judge_name(dataset, str(options["judge"]))
         if run is None:
             raise CommandError(f"dataset {dataset.name!r} has no factscore judge run named {options['judge']!r}")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotations.management.lookup import add_owner_argument, dataset_or_error
 from annotations.models import Campaign, Dataset
-from annotations.selectors import dataset_by_name
 from judging import services
 from judging.config import ConfigError, validate_config
 from judging.models import JudgeRun, RunStatus
@@ -42,6 +42,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True, help="dataset name")
+        add_owner_argument(parser)
         parser.add_argument("--config", required=True, help="judge config JSON file")
         parser.add_argument("--name", help="run name (default: the config's name, with a suffix for repeats)")
         parser.add_argument("--limit", type=int, help="judge at most this many answers")
@@ -55,10 +56,7 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=0.5, help=argparse_hidden())
 
     def handle(self, *args: object, **options: object) -> None:
-        try:
-            dataset = dataset_by_name(str(options["dataset"]))
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {options['dataset']!r}") from None
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
         try:
             raw = json.loads(Path(str(options["config"])).read_text(encoding="utf-8"))
         except OSError as exc:
