@@ -1,10 +1,12 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate, pre_save
+from django.utils.translation import gettext_lazy as _
 
 
 class AnnotationsConfig(AppConfig):
     name = "annotations"
     default_auto_field = "django.db.models.BigAutoField"
+    verbose_name = _("Annotations")
 
     def ready(self) -> None:
         from annotations.roles import researchers_group_sync  # noqa: PLC0415 - it imports models

@@ -24,6 +24,8 @@ class Dataset(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("dataset")
+        verbose_name_plural = _("datasets")
         ordering = ["name"]
         constraints = [
             # Per owner, not global: a global rule would tell one researcher which names another one uses.
@@ -43,6 +45,10 @@ class Rubric(models.Model):
     dataset = models.OneToOneField(Dataset, on_delete=models.CASCADE, related_name="rubric")
     source = models.CharField(max_length=100, help_text='"preset:<name>", "file" or "inferred"')
     systems = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        verbose_name = _("rubric")
+        verbose_name_plural = _("rubrics")
 
     def __str__(self) -> str:
         return f"rubric of {self.dataset}"
@@ -65,6 +71,8 @@ class Aspect(models.Model):
     )
 
     class Meta:
+        verbose_name = _("aspect")
+        verbose_name_plural = _("aspects")
         ordering = ["dataset", "position"]
         constraints = [
             models.UniqueConstraint(fields=["dataset", "name"], name="aspect_name_unique_per_dataset"),
@@ -106,6 +114,8 @@ class System(models.Model):
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
+        verbose_name = _("system")
+        verbose_name_plural = _("systems")
         ordering = ["dataset", "position"]
         constraints = [models.UniqueConstraint(fields=["dataset", "key"], name="system_key_unique_per_dataset")]
 
@@ -121,6 +131,8 @@ class Item(models.Model):
     source = models.JSONField(default=dict)
 
     class Meta:
+        verbose_name = _("item")
+        verbose_name_plural = _("items")
         ordering = ["dataset", "position"]
         constraints = [
             models.UniqueConstraint(fields=["dataset", "external_id"], name="item_id_unique_per_dataset"),
@@ -145,6 +157,8 @@ class Turn(models.Model):
     source = models.JSONField(default=dict)
 
     class Meta:
+        verbose_name = _("turn")
+        verbose_name_plural = _("turns")
         ordering = ["item", "index"]
         constraints = [models.UniqueConstraint(fields=["item", "index"], name="turn_index_unique_per_item")]
 
@@ -172,6 +186,8 @@ class Response(models.Model):
     has_human_evals = models.BooleanField(default=False)
 
     class Meta:
+        verbose_name = _("response")
+        verbose_name_plural = _("responses")
         ordering = ["turn", "position"]
         constraints = [
             models.UniqueConstraint(fields=["turn", "system"], name="response_unique_per_turn_and_system"),
@@ -192,6 +208,8 @@ class Rater(models.Model):
     is_positional = models.BooleanField(default=False)
 
     class Meta:
+        verbose_name = _("rater")
+        verbose_name_plural = _("raters")
         constraints = [
             models.UniqueConstraint(fields=["dataset", "external_id"], name="rater_external_id_unique_per_dataset"),
             models.UniqueConstraint(fields=["dataset", "user"], name="rater_user_unique_per_dataset"),
@@ -230,6 +248,8 @@ class Rating(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = _("rating")
+        verbose_name_plural = _("ratings")
         ordering = ["response", "aspect", "position"]
         constraints = [
             models.UniqueConstraint(fields=["response", "aspect", "rater"], name="one_rating_per_rater_answer_aspect"),
@@ -279,6 +299,8 @@ class Campaign(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("campaign")
+        verbose_name_plural = _("campaigns")
         ordering = ["-created_at", "name"]
         constraints = [
             models.CheckConstraint(
@@ -308,6 +330,8 @@ class Task(models.Model):
     responses = models.ManyToManyField(Response, related_name="campaign_tasks")
 
     class Meta:
+        verbose_name = _("task")
+        verbose_name_plural = _("tasks")
         ordering = ["campaign", "position"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "turn", "chunk"], name="task_chunk_unique_per_turn"),
@@ -351,6 +375,8 @@ class Assignment(models.Model):
     seconds_spent = models.FloatField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("assignment")
+        verbose_name_plural = _("assignments")
         ordering = ["task_position", "slot"]
         constraints = [
             models.UniqueConstraint(fields=["task", "slot"], name="assignment_slot_unique_per_task"),
@@ -401,6 +427,8 @@ class Skip(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("skip")
+        verbose_name_plural = _("skips")
         constraints = [models.UniqueConstraint(fields=["task", "annotator"], name="skip_once_per_task")]
 
     def __str__(self) -> str:
@@ -423,6 +451,8 @@ class Submission(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("submission")
+        verbose_name_plural = _("submissions")
         constraints = [
             models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="submission_seconds_non_negative"),
         ]
@@ -443,6 +473,10 @@ class AssignmentDraft(models.Model):
     )
     values = models.JSONField(default=dict)
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("assignment draft")
+        verbose_name_plural = _("assignment drafts")
 
     def __str__(self) -> str:
         return f"draft of {self.assignment}"

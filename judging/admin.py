@@ -314,7 +314,7 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": Dataset._meta,
-            "title": f"Launch a judge run on {dataset.name}",
+            "title": _("Launch a judge run on %(dataset)s") % {"dataset": dataset.name},
             "dataset": dataset,
             "form": form,
             "estimate": estimate,

@@ -1,6 +1,7 @@
 from functools import cached_property
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from judging.methods.judge_settings import JudgeSettings
 
@@ -21,6 +22,8 @@ class Judge(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("judge")
+        verbose_name_plural = _("judges")
         ordering = ["dataset", "name"]
         constraints = [models.UniqueConstraint(fields=["dataset", "name"], name="judge_name_unique_per_dataset")]
 
@@ -35,6 +38,8 @@ class JudgeScore(models.Model):
     value = models.FloatField()
 
     class Meta:
+        verbose_name = _("judge score")
+        verbose_name_plural = _("judge scores")
         constraints = [
             models.UniqueConstraint(
                 fields=["judge", "response", "aspect_name"], name="one_judge_score_per_answer_aspect"
@@ -58,6 +63,8 @@ class JudgeConfig(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("judge config")
+        verbose_name_plural = _("judge configs")
         ordering = ["name", "-version"]
         constraints = [
             # Versions count per owner, so a researcher learns nothing of another one's config names; ownerless
@@ -142,6 +149,8 @@ class JudgeRun(models.Model):
     )
 
     class Meta:
+        verbose_name = _("judge run")
+        verbose_name_plural = _("judge runs")
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=RunStatus.values), name="judge_run_status_valid"),
@@ -239,6 +248,8 @@ class Judgment(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("judgment")
+        verbose_name_plural = _("judgments")
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(
@@ -285,6 +296,8 @@ class CachedCompletion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("cached completion")
+        verbose_name_plural = _("cached completions")
         constraints = [
             models.UniqueConstraint(fields=["owner", "key"], name="cached_completion_unique_per_owner"),
             models.UniqueConstraint(
@@ -302,6 +315,10 @@ class WorkerPing(models.Model):
     token = models.CharField(max_length=64, unique=True)
     answered_at = models.DateTimeField(auto_now_add=True)
     worker_hostname = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        verbose_name = _("worker ping")
+        verbose_name_plural = _("worker pings")
 
     def __str__(self) -> str:
         return self.token

@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
 
 from annotations.models import AssignmentStatus
 from annotations.slots import SlotPool
@@ -29,8 +30,8 @@ class KnowledgeCorpus(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("knowledge corpus")
         ordering = ["dataset", "name"]
-        verbose_name_plural = "knowledge corpora"
         constraints = [models.UniqueConstraint(fields=["dataset", "name"], name="knowledge_corpus_name_per_dataset")]
 
     def __str__(self) -> str:
@@ -46,6 +47,8 @@ class Passage(models.Model):
     text = models.TextField()
 
     class Meta:
+        verbose_name = _("passage")
+        verbose_name_plural = _("passages")
         ordering = ["corpus", "position"]
         constraints = [
             models.UniqueConstraint(fields=["corpus", "position"], name="passage_position_unique_per_corpus"),
@@ -119,6 +122,8 @@ class FactAnswer(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = _("fact answer")
+        verbose_name_plural = _("fact answers")
         ordering = ["run", "response"]
         constraints = [
             models.UniqueConstraint(fields=["run", "response"], name="one_fact_answer_per_run_response"),
@@ -162,6 +167,8 @@ class AtomicFact(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("atomic fact")
+        verbose_name_plural = _("atomic facts")
         ordering = ["answer", "position", "id"]
         constraints = [
             models.UniqueConstraint(
@@ -219,6 +226,8 @@ class FactVerdict(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("fact verdict")
+        verbose_name_plural = _("fact verdicts")
         constraints = [
             models.CheckConstraint(condition=Q(label__in=VerdictLabel.values), name="fact_verdict_label_valid"),
         ]
@@ -248,6 +257,8 @@ class FactReviewCampaign(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("fact review campaign")
+        verbose_name_plural = _("fact review campaigns")
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
@@ -269,6 +280,8 @@ class FactReviewTask(models.Model):
     position = models.PositiveIntegerField()
 
     class Meta:
+        verbose_name = _("fact review task")
+        verbose_name_plural = _("fact review tasks")
         ordering = ["campaign", "position"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "answer"], name="fact_review_task_unique_answer"),
@@ -302,6 +315,8 @@ class FactReviewAssignment(models.Model):
     comment = models.TextField(blank=True)
 
     class Meta:
+        verbose_name = _("fact review assignment")
+        verbose_name_plural = _("fact review assignments")
         ordering = ["task_position", "slot"]
         constraints = [
             models.UniqueConstraint(fields=["task", "slot"], name="fact_review_slot_unique_per_task"),
@@ -342,6 +357,8 @@ class FactLabel(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("fact label")
+        verbose_name_plural = _("fact labels")
         constraints = [
             models.UniqueConstraint(fields=["assignment", "fact"], name="one_label_per_reviewer_fact"),
             models.CheckConstraint(condition=Q(label__in=HumanFactLabel.values), name="fact_label_valid"),
@@ -360,6 +377,8 @@ class FactReviewSkip(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("fact review skip")
+        verbose_name_plural = _("fact review skips")
         constraints = [models.UniqueConstraint(fields=["task", "annotator"], name="fact_review_skip_once")]
 
     def __str__(self) -> str:
