@@ -303,6 +303,12 @@ def submitted_tasks(*, campaign: Campaign, user: AnyUser) -> list[SubmittedTask]
     ]
 
 
+def has_submitted_task(*, campaign: Campaign, task_id: int, user: AnyUser) -> bool:
+    return Assignment.objects.filter(
+        campaign=campaign, task_id=task_id, annotator_id=user.pk, status=AssignmentStatus.SUBMITTED
+    ).exists()
+
+
 def closed_campaign_for_annotator(user: AnyUser, pk: int) -> Campaign | None:
     """The campaign when it exists, is closed, and the user is in its pool: the pages then say it is closed instead
     of answering 404 to someone who was working on it."""

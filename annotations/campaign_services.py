@@ -684,11 +684,12 @@ def _former_slot(*, campaign: Campaign, task_id: int, slot_id: int | None) -> As
 
 def answer_form_values(answer: TaskAnswer) -> dict[str, str]:
     """A TaskAnswer as the task form's field values, the shape a draft keeps."""
-    values = {
-        rating_field_id(number, index): NA_TOKEN if value is MISSING else format_number(float(value))
-        for (number, index), value in answer.ratings.items()
-        if value is MISSING or (isinstance(value, (int, float)) and value == value)
-    }
+    values: dict[str, str] = {}
+    for (number, index), value in answer.ratings.items():
+        if value is MISSING:
+            values[rating_field_id(number, index)] = NA_TOKEN
+        elif isinstance(value, (int, float)) and value == value:
+            values[rating_field_id(number, index)] = format_number(value)
     if answer.preference:
         values["preference"] = str(answer.preference)
     if answer.none_appropriate:
