@@ -49,6 +49,7 @@ class ImportResultOutput(serializers.Serializer):
 class ExportQuery(serializers.Serializer):
     include_judges = serializers.BooleanField(default=False)
     flat = serializers.ChoiceField(choices=["", "jsonl", "csv"], default="")
+    history = serializers.BooleanField(default=False)
 
 
 @extend_schema(responses=DatasetOutput(many=True))
@@ -94,7 +95,8 @@ def dataset_import_view(request: Request) -> Response:
     responses={(200, "application/jsonl"): str, (200, "text/csv"): str},
     description="The dataset as a download named after it: the JSONL import format with the collected preferences "
     "(name.jsonl), with judge-run scores too (include_judges, name.judges.jsonl), or the flat layout of one row per "
-    "rating and one per preference (flat=csv or flat=jsonl, name.flat.csv or name.flat.jsonl).",
+    "rating and one per preference (flat=csv or flat=jsonl, name.flat.csv or name.flat.jsonl); with history=true the "
+    "flat layout adds the earlier versions of corrected answers (name.flat-history.csv or .jsonl).",
 )
 @api_view(["GET"])
 @permission_classes([IsResearcher])
@@ -102,5 +104,9 @@ def dataset_export_view(request: Request, pk: int) -> StreamingHttpResponse:
     dataset = dataset_for_user_or_404(request.user, pk)
     query = ExportQuery(data=request.query_params)
     query.is_valid(raise_exception=True)
-    kind = export_kind(flat=query.validated_data["flat"], include_judges=query.validated_data["include_judges"])
+    kind = export_kind(
+        flat=query.validated_data["flat"],
+        include_judges=query.validated_data["include_judges"],
+        history=query.validated_data["history"],
+    )
     return export_response(dataset, kind)
