@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 from annotations.markdown import render_markdown
 
 # Reading order on the index; documents not listed here follow in name order.
-ORDER = ("formats", "rubric", "judge-config", "cli", "security", "architecture")
+ORDER = ("formats", "rubric", "annotating", "judge-config", "cli", "security", "architecture")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _DOCUMENT_LINK = re.compile(r"\]\((?:\./)?([a-z0-9][a-z0-9-]{0,63})\.md(#[^)\s]*)?\)")
 
