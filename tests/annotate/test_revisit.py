@@ -27,7 +27,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def campaign(researcher, annotator1, annotator2):  # type: ignore[no-untyped-def]
-    return make_campaign(make_dataset(owner=researcher, items=2, systems=2), [annotator1, annotator2], raters_per_item=1)
+    return make_campaign(
+        make_dataset(owner=researcher, items=2, systems=2), [annotator1, annotator2], raters_per_item=1
+    )
 
 
 def answer(assignment, user, value: float, reason: str = "first reason") -> TaskAnswer:  # type: ignore[no-untyped-def]
