@@ -35,7 +35,7 @@ def campaign(researcher, annotator1, annotator2):  # type: ignore[no-untyped-def
 def answer(assignment, user, value: float, reason: str = "first reason") -> TaskAnswer:  # type: ignore[no-untyped-def]
     numbers = [c.number for c in task_candidates(assignment=assignment, user_id=user.pk)]
     return TaskAnswer(
-        ratings={(n, 1): value for n in numbers} | {(n, 2): value for n in numbers},
+        ratings={(n, 1): value for n in numbers} | {(n, 2): 0.0 for n in numbers},
         preference=1,
         rationale=reason,
     )
@@ -53,7 +53,8 @@ def submit(campaign, assignment, user, value: float, key: str, **kwargs):  # typ
 
 
 def values(user) -> set[float]:  # type: ignore[no-untyped-def]
-    return set(Rating.objects.filter(rater__user=user).values_list("value", flat=True))
+    """The user's values on the first aspect (the second, a signed scale, is always 0 here)."""
+    return set(Rating.objects.filter(rater__user=user).exclude(value=0).values_list("value", flat=True))
 
 
 def test_a_correction_replaces_the_answer_and_keeps_the_earlier_version(campaign, annotator1):
@@ -68,12 +69,12 @@ def test_a_correction_replaces_the_answer_and_keeps_the_earlier_version(campaign
     assert (submission.version, submission.rationale, submission.idempotency_key) == (2, "corrected", "second-key-01")
     kept = SubmissionRevision.objects.get()
     assert (kept.version, kept.rationale, kept.idempotency_key) == (1, "first reason", "first-key-01")
-    assert {r["value"] for r in kept.ratings} == {3.0} and kept.replaced_at >= kept.submitted_at
+    assert {r["value"] for r in kept.ratings} == {3.0, 0.0} and kept.replaced_at >= kept.submitted_at
     # The flat export reads the current answer; with history the first version follows, with its replacement time.
     current = [row for row in iter_flat_rows(dataset=campaign.dataset) if row["kind"] == "rating"]
     assert {row["value"] for row in current if row["rater"]} >= {1.0} and 3.0 not in {r["value"] for r in current}
     history = [row for row in iter_flat_rows(dataset=campaign.dataset, history=True) if row["replaced_at"]]
-    assert {row["value"] for row in history if row["kind"] == "rating"} == {3.0}
+    assert {row["value"] for row in history if row["kind"] == "rating"} == {3.0, 0.0}
     assert [row["rationale"] for row in history if row["kind"] == "preference"] == ["first reason"]
 
 
@@ -147,7 +148,7 @@ def form(assignment, user, value: str, key: str, reason: str = "because") -> dic
     data = {"idempotency_key": key, "preference": "1", "rationale": reason}
     for candidate in task_candidates(assignment=assignment, user_id=user.pk):
         data[f"r-{candidate.number}-1"] = value
-        data[f"r-{candidate.number}-2"] = value
+        data[f"r-{candidate.number}-2"] = "0"
     return data
 
 
