@@ -27,6 +27,8 @@ same conditional updates and the same constraints; the statement is atomic on it
 other databases (SQLite in development) and defines the semantics.
 """
 
+import dataclasses
+import hashlib
 import json
 import re
 import secrets
@@ -643,9 +645,13 @@ def _submission_insert(
         raise SubmissionInvalid(problems)
     spent = max(0.0, (moment - assignment.leased_at).total_seconds()) if assignment.leased_at else 0.0
     by_number = {c.number: c.response_id for c in candidates}
+    entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
     submission = Submission.objects.create(
         assignment=assignment,
         idempotency_key=idempotency_key,
+        answer_digest=_answer_digest(
+            _wanted_version(campaign=campaign, candidates=candidates, answer=answer, entered=entered)
+        ),
         preferred_response_id=by_number.get(answer.preference) if answer.preference else None,
         none_appropriate=answer.none_appropriate and campaign.ask_preference,
         rationale=answer.rationale.strip(),
@@ -719,6 +725,23 @@ class _Version:
     ratings: tuple[tuple[int, int, Any, float | None, bool], ...]
 
 
+def _wanted_version(
+    *, campaign: Campaign, candidates: list[Candidate], answer: TaskAnswer, entered: list[tuple[Any, ...]]
+) -> _Version:
+    by_number = {c.number: c.response_id for c in candidates}
+    return _Version(
+        preferred_response_id=by_number.get(answer.preference) if answer.preference else None,
+        none_appropriate=answer.none_appropriate and campaign.ask_preference,
+        rationale=answer.rationale.strip(),
+        comment=answer.comment.strip(),
+        ratings=tuple(sorted(entered)),
+    )
+
+
+def _answer_digest(version: _Version) -> str:
+    return hashlib.sha256(json.dumps(dataclasses.astuple(version), default=str).encode()).hexdigest()
+
+
 def _version_of_revision(revision: SubmissionRevision) -> _Version:
     return _Version(
         preferred_response_id=revision.preferred_response_id,
@@ -751,13 +774,7 @@ def _submission_revise(
         raise SubmissionInvalid(problems)
     by_number = {c.number: c.response_id for c in candidates}
     entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
-    wanted = _Version(
-        preferred_response_id=by_number.get(answer.preference) if answer.preference else None,
-        none_appropriate=answer.none_appropriate and campaign.ask_preference,
-        rationale=answer.rationale.strip(),
-        comment=answer.comment.strip(),
-        ratings=tuple(sorted(entered)),
-    )
+    wanted = _wanted_version(campaign=campaign, candidates=candidates, answer=answer, entered=entered)
     rater = rater_for_user(dataset=campaign.dataset, user=user)
     stored = {
         (rating.response_id, rating.aspect_id): rating
@@ -801,10 +818,11 @@ def _submission_revise(
     submission.comment = wanted.comment
     submission.version += 1
     submission.revised_at = moment
+    submission.answer_digest = _answer_digest(wanted)
     submission.save(
         update_fields=[
             "idempotency_key", "preferred_response", "none_appropriate", "rationale", "comment", "version",
-            "revised_at",
+            "revised_at", "answer_digest",
         ]
     )  # fmt: skip
     changed, added = [], []
@@ -838,6 +856,7 @@ def _already_rated() -> SubmissionInvalid:
 _SUBMIT_STATE_SQL = f"""
 SELECT {slot_pool_sql(CAMPAIGN_SLOTS)},
        (SELECT used.assignment_id FROM annotations_submission used WHERE used.idempotency_key = %(key)s),
+       (SELECT used.answer_digest FROM annotations_submission used WHERE used.idempotency_key = %(key)s),
        (SELECT rater.id FROM annotations_rater rater WHERE rater.dataset_id = %(dataset)s AND rater.user_id = %(user)s),
        slot.id, slot.status, slot.leased_at,
        ARRAY(SELECT shown.response_id FROM annotations_task_responses shown WHERE shown.task_id = slot.task_id)
@@ -859,8 +878,9 @@ WITH finished AS (
 submission AS (
     INSERT INTO annotations_submission
         (assignment_id, idempotency_key, preferred_response_id, none_appropriate, rationale, comment,
-         seconds_spent, created_at)
-    SELECT id, %(key)s, %(preferred)s, %(none_appropriate)s, %(rationale)s, %(comment)s, %(spent)s, %(now)s
+         seconds_spent, created_at, version, answer_digest)
+    SELECT id, %(key)s, %(preferred)s, %(none_appropriate)s, %(rationale)s, %(comment)s, %(spent)s, %(now)s, 1,
+           %(digest)s
     FROM finished
     RETURNING id
 ),
@@ -890,6 +910,7 @@ SELECT (SELECT id FROM submission), (SELECT count(*) FROM rated)
 class _SubmitState:
     in_pool: bool
     key_used_by: int | None  # the assignment whose submission already carries this idempotency key
+    key_digest: str | None  # that submission's answer digest
     rater_id: int | None
     assignment_id: int | None  # this annotator's slot of the task, if any
     status: str | None
@@ -908,10 +929,11 @@ def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_k
     with statement_cursor() as cursor:
         cursor.execute(_SUBMIT_STATE_SQL, params)
         row = cursor.fetchone()
-    in_pool, key_used_by, rater_id, assignment_id, status, leased_at, response_ids = row
+    in_pool, key_used_by, key_digest, rater_id, assignment_id, status, leased_at, response_ids = row
     return _SubmitState(
         in_pool=bool(in_pool),
         key_used_by=key_used_by,
+        key_digest=key_digest,
         rater_id=rater_id,
         assignment_id=assignment_id,
         status=status,
@@ -944,9 +966,8 @@ def _submit_in_one_statement(
         "now": now,
         "former_slot_id": former_slot_id,
     }
-    if state.assignment_id is None or state.status != AssignmentStatus.LEASED or state.key_used_by is not None:
-        # A repeat, a correction or a lost lease: rare, and decided by the portable code under row locks.
-        return _submission_create_portable(**rest)
+    if state.assignment_id is None:
+        return _submission_create_portable(**rest)  # a lease lost to someone else, or never held
     order = candidate_order(campaign=campaign, task=Task(pk=task_id), user_id=user.pk, response_ids=state.response_ids)
     candidates = [Candidate(number=i + 1, response_id=pk, text="") for i, pk in enumerate(order)]
     scales = campaign_scales(campaign)
@@ -954,6 +975,13 @@ def _submit_in_one_statement(
     if problems:
         raise SubmissionInvalid(problems)
     entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
+    digest = _answer_digest(_wanted_version(campaign=campaign, candidates=candidates, answer=answer, entered=entered))
+    if state.key_used_by is not None and state.key_used_by == state.assignment_id and state.key_digest == digest:
+        # A double click: the same request again, told apart from a correction by the stored answer's digest.
+        return SubmitResult(submission=Submission.objects.get(assignment_id=state.assignment_id), replayed=True)
+    if state.status != AssignmentStatus.LEASED or state.key_used_by is not None:
+        # A correction or a stale page: rare, and decided by the portable code under row locks.
+        return _submission_create_portable(**rest)
     rater_id = state.rater_id or rater_for_user(dataset=campaign.dataset, user=user).pk
     moment = now or timezone.now()
     spent = max(0.0, (moment - state.leased_at).total_seconds()) if state.leased_at else 0.0
@@ -970,6 +998,7 @@ def _submit_in_one_statement(
         "spent": spent,
         "now": moment,
         "rater": rater_id,
+        "digest": digest,
         "origin": RatingOrigin.APP.value,
         # One JSON document rather than five arrays: binding arrays was a few per cent of a submit's CPU.
         "entered": json.dumps(
@@ -984,6 +1013,8 @@ def _submit_in_one_statement(
     except IntegrityError as exc:
         if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") == "one_rating_per_rater_answer_aspect":
             raise _already_rated() from None
+        if getattr(exc.__cause__, "sqlstate", None) != "23505":
+            raise  # only a unique violation (the key, taken meanwhile) is decided below
         submission_id = None  # the key was taken meanwhile: decided below from what is stored now
     if submission_id is None:
         # Another request finished this lease first, or it was lost meanwhile: answer as if this came second.

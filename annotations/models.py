@@ -395,6 +395,9 @@ class Submission(models.Model):
     # SubmissionRevision row); revised_at is when the current version replaced the one before it.
     version = models.PositiveIntegerField(default=1)
     revised_at = models.DateTimeField(null=True, blank=True)
+    # A hash of the current answer as stored, so a repeated request is told from a correction without reading the
+    # ratings back (empty on rows stored before it existed: those are compared field by field).
+    answer_digest = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         constraints = [
