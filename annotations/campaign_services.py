@@ -27,7 +27,6 @@ same conditional updates and the same constraints; the statement is atomic on it
 other databases (SQLite in development) and defines the semantics.
 """
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -789,7 +788,8 @@ def _wanted_version(
 
 
 def _answer_digest(version: _Version) -> str:
-    return hashlib.sha256(json.dumps(dataclasses.astuple(version), default=str).encode()).hexdigest()
+    fields = [version.preferred_response_id, version.none_appropriate, version.rationale, version.comment]
+    return hashlib.sha256(json.dumps([*fields, version.ratings]).encode()).hexdigest()
 
 
 def _version_of_revision(revision: SubmissionRevision) -> _Version:
