@@ -656,11 +656,15 @@ def _submission_create_portable(
             .filter(campaign=campaign, task_id=task_id, annotator=user)
             .first()
         )
-        _check_key_owner(idempotency_key=idempotency_key, assignment=assignment)
+        submission = None
         if assignment is not None and assignment.status == AssignmentStatus.SUBMITTED:
+            submission = Submission.objects.select_for_update().get(assignment=assignment)
+        if submission is None or submission.idempotency_key != idempotency_key:
+            _check_key_owner(idempotency_key=idempotency_key, assignment=assignment)
+        if assignment is not None and submission is not None:
             return _submission_revise(
-                campaign=campaign, assignment=assignment, user=user, idempotency_key=idempotency_key, answer=answer,
-                moment=moment,
+                campaign=campaign, submission=submission, assignment=assignment, user=user,
+                idempotency_key=idempotency_key, answer=answer, moment=moment,
             )  # fmt: skip
         former: Assignment | None = None
         if assignment is None or assignment.status != AssignmentStatus.LEASED:
@@ -718,13 +722,13 @@ def _submission_insert(
 
 def _check_key_owner(*, idempotency_key: str, assignment: Assignment | None) -> None:
     """NotLeased when the key already stored an answer to another slot: a replay must repeat its own task."""
-    owners = set(
-        Submission.objects.filter(idempotency_key=idempotency_key).values_list("assignment_id", flat=True)
-    ) | set(
-        SubmissionRevision.objects.filter(idempotency_key=idempotency_key).values_list(
-            "submission__assignment_id", flat=True
+    owners = set(Submission.objects.filter(idempotency_key=idempotency_key).values_list("assignment_id", flat=True))
+    if not owners:
+        owners = set(
+            SubmissionRevision.objects.filter(idempotency_key=idempotency_key).values_list(
+                "submission__assignment_id", flat=True
+            )
         )
-    )
     if owners and (assignment is None or owners != {assignment.pk}):
         raise NotLeased()
 
@@ -807,17 +811,21 @@ def _version_of_revision(revision: SubmissionRevision) -> _Version:
 def _submission_revise(
     *,
     campaign: Campaign,
+    submission: Submission,
     assignment: Assignment,
     user: User,
     idempotency_key: str,
     answer: TaskAnswer,
     moment: datetime,
 ) -> SubmitResult:
-    """A second answer to a submitted task, inside the caller's transaction: a replay when it repeats the current
-    version or the version its key stored, else a correction (when allowed) that moves the current version to
-    the history and rewrites the Rating rows in place, so exports and statistics read the corrected answer."""
-    submission = Submission.objects.select_for_update().get(assignment=assignment)
-    candidates = task_candidates(assignment=assignment, user_id=user.pk)
+    """A second answer to a submitted task, whose submission the caller's transaction holds locked: a replay when it
+    repeats the current version or the version its key stored, else a correction (when allowed) that moves the
+    current version to the history and rewrites the Rating rows in place, so exports and statistics read the
+    corrected answer."""
+    through = Task.responses.through.objects
+    shown = list(through.filter(task_id=assignment.task_id).values_list("response_id", flat=True))
+    order = candidate_order(campaign=campaign, task=assignment.task, user_id=user.pk, response_ids=shown)
+    candidates = [Candidate(number=i + 1, response_id=pk, text="") for i, pk in enumerate(order)]
     scales = campaign_scales(campaign)
     problems = _check_answer(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
     if problems:
@@ -825,6 +833,8 @@ def _submission_revise(
     by_number = {c.number: c.response_id for c in candidates}
     entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
     wanted = _wanted_version(campaign=campaign, candidates=candidates, answer=answer, entered=entered)
+    if submission.answer_digest and submission.answer_digest == _answer_digest(wanted):
+        return SubmitResult(submission=submission, replayed=True)  # the current answer again: a double click
     rater = rater_for_user(dataset=campaign.dataset, user=user)
     stored = {
         (rating.response_id, rating.aspect_id): rating
