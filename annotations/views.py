@@ -73,6 +73,7 @@ class HtmxHttpRequest(HttpRequest):
 
 
 RATING_FIELD = re.compile(r"^r-(\d{1,3})-(\d{1,3})$")
+DRAFT_IGNORED_FIELDS = frozenset({"csrfmiddlewaretoken", "lease"})
 
 
 @require_GET
@@ -286,8 +287,9 @@ def task_page(request: HttpRequest, campaign_id: int, task_id: int) -> HttpRespo
 def task_draft(request: HttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
     """Keeps the half-filled form; the page sends it as the annotator types and when they leave."""
     campaign = campaign_for_annotator(request.user, campaign_id)
-    # The CSRF token travels in the body when the page is leaving (a beacon carries no headers); it is no form value.
-    values = {name: value for name, value in request.POST.items() if name != "csrfmiddlewaretoken"}
+    # The CSRF token travels in the body when the page is leaving (a beacon carries no headers), and the page sends its
+    # signed lease along with the fields; neither is a form value.
+    values = {name: value for name, value in request.POST.items() if name not in DRAFT_IGNORED_FIELDS}
     user: User = request.user  # type: ignore[assignment]
     try:
         assignment_draft_save(campaign=campaign, task_id=task_id, user=user, values=values)

@@ -207,3 +207,14 @@ def test_the_page_tells_a_lost_lease_and_restores_the_kept_answer(campaign, anno
     # A forged or missing lease field reclaims nothing: the plain 403 answer for a task that is not yours.
     forged = form(leased, annotator1, "3", "lost-page-key2") | {"lease": "1:forged"}
     assert client.post(reverse("annotate-submit", args=[campaign.pk, leased.task_id]), forged).status_code == 403
+
+
+def test_the_draft_view_takes_the_whole_form_the_page_sends(campaign, annotator1):
+    client = login(annotator1)
+    leased = assignment_claim(campaign=campaign, user=annotator1)
+    page = client.get(reverse("annotate-task", args=[campaign.pk, leased.task_id])).content.decode()
+    lease = page.split('name="lease" value="', 1)[1].split('"', 1)[0]
+    body = {"r-1-1": "2", "rationale": "half", "lease": lease}
+    response = client.post(reverse("annotate-draft", args=[campaign.pk, leased.task_id]), body)
+    assert response.status_code == 204
+    assert AssignmentDraft.objects.get(annotator=annotator1).values == {"r-1-1": "2", "rationale": "half"}
