@@ -8,6 +8,8 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from annotations.campaign_selectors import task_candidates
 from annotations.campaign_services import (
@@ -218,3 +220,31 @@ def test_the_draft_view_takes_the_whole_form_the_page_sends(campaign, annotator1
     response = client.post(reverse("annotate-draft", args=[campaign.pk, leased.task_id]), body)
     assert response.status_code == 204
     assert AssignmentDraft.objects.get(annotator=annotator1).values == {"r-1-1": "2", "rationale": "half"}
+
+
+def test_the_token_api_saves_drafts_and_corrects_or_refuses_plainly(campaign, annotator1, outsider):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=annotator1)[0].key}")
+    task = client.post(reverse("api-annotate-next", args=[campaign.pk])).json()
+    base = f"/api/annotate/campaigns/{campaign.pk}/tasks/{task['task']}"
+    assert client.post(f"{base}/draft/", {"r-1-1": "2", "rationale": "half"}, format="json").status_code == 204
+    assert AssignmentDraft.objects.get(annotator=annotator1).values == {"r-1-1": "2", "rationale": "half"}
+    assert client.post(f"{base}/draft/", {"r-9-1": "2"}, format="json").status_code == 400  # no candidate 9
+    assert client.post(f"{base}/draft/", ["not", "an", "object"], format="json").status_code == 400
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=outsider)[0].key}")
+    assert stranger.post(f"{base}/draft/", {"rationale": "x"}, format="json").status_code in {403, 404}
+
+    def body(value: int, key: str) -> dict:
+        ratings = {str(c["number"]): {"factuality": value, "amount_info": 0} for c in task["candidates"]}
+        return {"idempotency_key": key, "ratings": ratings, "preference": 1, "rationale": "because"}
+
+    assert client.post(f"{base}/submit/", body(3, "api-rev-0001"), format="json").status_code == 201
+    assert not AssignmentDraft.objects.exists()
+    corrected = client.post(f"{base}/submit/", body(1, "api-rev-0002"), format="json")
+    assert corrected.status_code == 200 and corrected.json()["revised"] and values(annotator1) == {1.0}
+    campaign.allow_revisit = False
+    campaign.save(update_fields=["allow_revisit"])
+    refused = client.post(f"{base}/submit/", body(2, "api-rev-0003"), format="json")
+    assert refused.status_code == 409 and "does not allow changes" in refused.json()["detail"]
+    assert values(annotator1) == {1.0}
