@@ -267,7 +267,7 @@ def _aspect_payload(scale: Scale) -> dict[str, Any]:
     return {
         "name": aspect.name,
         "label": aspect.display_label,
-        "description": aspect.description,
+        "description": aspect.display_description,
         "min": aspect.min_value,
         "max": aspect.max_value,
         "options": [{"value": o.value, "label": o.label} for o in scale.options],

@@ -17,7 +17,7 @@ from annotations.selectors import annotator_accounts, datasets_for_user
 # What the form may change after creation; dataset, N and K are fixed once the tasks exist.
 _SETTINGS = (
     "is_active", "guidelines", "show_reference", "show_context", "ask_preference", "rationale_required",
-    "lease_minutes", "allow_revisit",
+    "scale_dropdowns", "lease_minutes", "allow_revisit",
 )  # fmt: skip
 
 
@@ -26,8 +26,8 @@ class CampaignForm(forms.ModelForm):
         model = Campaign
         fields = (
             "name", "dataset", "is_active", "raters_per_item", "candidates_per_task", "aspects", "guidelines",
-            "show_reference", "show_context", "ask_preference", "rationale_required", "lease_minutes", "allow_revisit",
-            "annotators",
+            "show_reference", "show_context", "ask_preference", "rationale_required", "lease_minutes", "annotators",
+            "scale_dropdowns", "allow_revisit",
         )  # fmt: skip
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
@@ -88,7 +88,10 @@ class CampaignAdmin(WholeObjectDeleteAdmin):
     readonly_fields = ("created_by", "created_at")
     fieldsets = (
         (None, {"fields": ("name", "dataset", "is_active", "raters_per_item", "candidates_per_task")}),
-        ("What annotators see", {"fields": ("aspects", "guidelines", "show_reference", "show_context")}),
+        (
+            "What annotators see",
+            {"fields": ("aspects", "guidelines", "show_reference", "show_context", "scale_dropdowns")},
+        ),
         ("Questions", {"fields": ("ask_preference", "rationale_required", "lease_minutes", "allow_revisit")}),
         ("Annotator pool", {"fields": ("annotators",)}),
         ("Record", {"fields": ("created_by", "created_at")}),

@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import Count, JSONField, Max, Model, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 from django.utils import timezone
+from django.utils.translation import get_language
 
 from annotations.models import (
     Aspect,
@@ -44,6 +45,8 @@ CAMPAIGN_SLOTS = SlotPool(campaign=Campaign, task=Task, slot=Assignment, skip=Sk
 
 # Scales with at most this many integer steps get one option per value; wider or fractional ones get a number box.
 MAX_DISCRETE_OPTIONS = 11
+# A row of one button per value still reads at a glance up to seven values; longer scales stay drop-downs.
+MAX_BUTTON_VALUES = 7
 
 ModelT = TypeVar("ModelT", bound=Model)
 
@@ -70,6 +73,7 @@ CAMPAIGN_COLUMNS = (
     "show_context",
     "ask_preference",
     "rationale_required",
+    "scale_dropdowns",
     "lease_minutes",
     "is_active",
     "allow_revisit",
@@ -89,19 +93,22 @@ ASPECT_COLUMNS = (
     "labels",
     "missing",
     "position",
+    "translations",
 )
 # The campaign, whether the user is in its pool, and its aspects in display order (one row per aspect).
 _CAMPAIGN_FOR_ANNOTATOR_SQL = """
 SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item, campaign.candidates_per_task,
        campaign.guidelines, campaign.show_reference, campaign.show_context, campaign.ask_preference,
-       campaign.rationale_required, campaign.lease_minutes, campaign.is_active, campaign.allow_revisit,
+       campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active,
+       campaign.allow_revisit,
        campaign.shuffle_seed, campaign.created_by_id,
        EXISTS (
            SELECT 1 FROM annotations_campaign_annotators member
            WHERE member.campaign_id = campaign.id AND member.user_id = %(user)s
        ),
        aspect.id, aspect.dataset_id, aspect.name, aspect.label, aspect.description, aspect.min_value,
-       aspect.max_value, aspect.ideal, aspect.level, aspect.labels, aspect.missing, aspect.position
+       aspect.max_value, aspect.ideal, aspect.level, aspect.labels, aspect.missing, aspect.position,
+       aspect.translations
 FROM annotations_campaign campaign
 LEFT JOIN annotations_campaign_aspects shown ON shown.campaign_id = campaign.id
 LEFT JOIN annotations_aspect aspect ON aspect.id = shown.aspect_id
@@ -124,16 +131,18 @@ def campaign_for_annotator(user: AnyUser, pk: int) -> Campaign:
         # Outside the pool the campaign is outside the user's scope: 404, so its existence is not revealed.
         raise Http404("no such campaign")
     aspect_rows = tuple(tuple(row[width + 1 :]) for row in rows if row[width + 1])
-    campaign._scales_cache = list(_scales_of_rows(aspect_rows, connection.vendor))  # type: ignore[attr-defined]
+    campaign._scales_cache = list(  # type: ignore[attr-defined]
+        _scales_of_rows(aspect_rows, connection.vendor, get_language() or "")
+    )
     return campaign
 
 
 @functools.lru_cache(maxsize=512)
-def _scales_of_rows(aspect_rows: tuple[tuple[Any, ...], ...], vendor: str) -> "tuple[Scale, ...]":
+def _scales_of_rows(aspect_rows: tuple[tuple[Any, ...], ...], vendor: str, language: str) -> "tuple[Scale, ...]":
     """Every annotator request reads its campaign's aspects, and building their instances and scales again cost a
     tenth of the request. Keyed on the rows exactly as read, so an edited aspect is a new key, never a stale hit;
     the scales are shared between requests and only read."""
-    del vendor  # part of the key: the converters differ between database backends
+    del vendor, language  # part of the key: converters differ between backends, value labels between languages
     aspects = [instance_from_row(Aspect, ASPECT_COLUMNS, row) for row in aspect_rows]
     return tuple(aspect_scale(aspect, i) for i, aspect in enumerate(aspects, start=1))
 
@@ -415,6 +424,10 @@ class Scale:
         return bool(self.options)
 
     @property
+    def fits_button_row(self) -> bool:
+        return self.is_discrete and len(self.options) <= MAX_BUTTON_VALUES
+
+    @property
     def is_signed(self) -> bool:
         return self.aspect.min_value < 0
 
@@ -445,11 +458,12 @@ def _option_key(value: int, position: int, values: list[int]) -> str:
 def aspect_scale(aspect: Aspect, index: int) -> Scale:
     options: list[ScaleOption] = []
     lo, hi = aspect.min_value, aspect.max_value
+    value_labels = aspect.display_value_labels()
     if _is_whole(lo) and _is_whole(hi) and hi - lo + 1 <= MAX_DISCRETE_OPTIONS:
         values = list(range(int(lo), int(hi) + 1))
         for position, value in enumerate(values, start=1):
             text = format_number(value)
-            meaning = aspect.labels.get(text) or aspect.labels.get(f"{value}.0") or ""
+            meaning = value_labels.get(text) or value_labels.get(f"{value}.0") or ""
             key = _option_key(value, position, values)
             options.append(
                 ScaleOption(token=text, value=float(value), label=f"{text} · {meaning}" if meaning else text, key=key)

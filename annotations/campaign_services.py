@@ -97,6 +97,7 @@ CAMPAIGN_OPTIONS = {
     "show_context",
     "ask_preference",
     "rationale_required",
+    "scale_dropdowns",
     "lease_minutes",
     "is_active",
     "allow_revisit",
@@ -213,7 +214,7 @@ def campaign_create(
     """Opens a campaign and builds its tasks and rater slots in one transaction.
 
     options: guidelines (markdown), show_reference (False), show_context (True), ask_preference (True),
-    rationale_required (True), lease_minutes (30), is_active (True), allow_revisit (True)."""
+    rationale_required (True), scale_dropdowns (False), lease_minutes (30), is_active (True), allow_revisit (True)."""
     _check_settings(name, options)
     if not 1 <= raters_per_item <= 100:
         raise CampaignError("raters per item must be between 1 and 100")

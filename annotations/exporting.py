@@ -31,6 +31,7 @@ from annotations.models import (
     Task,
     Turn,
 )
+from annotations.rubrics import aspect_rubric_texts
 
 # The one reviewed import of the judge from the domain: a JSONL line carries its answers' judge scores.
 from judging.models import JudgeKind, JudgeScore
@@ -606,6 +607,9 @@ FILE_STEM_MAX_CHARS = 100
 _UNSAFE_IN_FILENAME = re.compile(r"[^\w.-]+")
 
 
+JSON_TYPE = "application/json; charset=utf-8"
+
+
 @dataclass(frozen=True)
 class ExportKind:
     suffix: str
@@ -613,6 +617,7 @@ class ExportKind:
     include_judges: bool = False
     flat: str = ""  # "", "jsonl" or "csv"
     history: bool = False  # flat only: earlier versions of corrected answers too
+    rubric: bool = False
 
 
 EXPORT_KINDS: dict[str, ExportKind] = {
@@ -622,12 +627,46 @@ EXPORT_KINDS: dict[str, ExportKind] = {
     "flat-jsonl": ExportKind(".flat.jsonl", JSONL_TYPE, flat="jsonl"),
     "flat-csv-history": ExportKind(".flat-history.csv", CSV_TYPE, flat="csv", history=True),
     "flat-jsonl-history": ExportKind(".flat-history.jsonl", JSONL_TYPE, flat="jsonl", history=True),
+    "rubric": ExportKind(".rubric.json", JSON_TYPE, rubric=True),
 }
 
 
-def export_kind(*, flat: str = "", include_judges: bool = False, history: bool = False) -> str:
+def dataset_rubric(dataset: Dataset) -> dict[str, Any]:
+    """The dataset's rubric as a rubric file: importing the JSONL export with it gives back the same aspects,
+    texts in every language included."""
+    aspects = []
+    for aspect in dataset.aspects.order_by("position", "pk"):
+        entry: dict[str, Any] = {"name": aspect.name}
+        texts = aspect_rubric_texts(
+            label=aspect.label,
+            description=aspect.description,
+            labels=aspect.labels or {},
+            translations=aspect.translations or {},
+        )
+        entry.update({key: value for key, value in texts.items() if value})
+        entry.update(
+            {
+                "min": _plain_number(aspect.min_value),
+                "max": _plain_number(aspect.max_value),
+                "ideal": _plain_number(aspect.ideal),
+                "level": aspect.level,
+                "missing": aspect.missing,
+            }
+        )
+        aspects.append(entry)
+    systems = getattr(dataset, "rubric", None)
+    return {"aspects": aspects, "systems": dict(systems.systems) if systems is not None else {}}
+
+
+def _plain_number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def export_kind(*, flat: str = "", include_judges: bool = False, history: bool = False, rubric: bool = False) -> str:
     """The download the command line's and the API's flags name. The flat layout carries no judge scores, so
     include_judges only matters without flat; history only matters with it."""
+    if rubric:
+        return "rubric"
     if flat:
         return f"flat-{flat}-history" if history else f"flat-{flat}"
     return "judges-jsonl" if include_judges else "jsonl"
@@ -635,6 +674,8 @@ def export_kind(*, flat: str = "", include_judges: bool = False, history: bool =
 
 def iter_export(*, dataset: Dataset, kind: str) -> Iterator[str]:
     spec = EXPORT_KINDS[kind]
+    if spec.rubric:
+        return iter([json.dumps(dataset_rubric(dataset), ensure_ascii=False, indent=2) + "\n"])
     if spec.flat == "csv":
         return iter_flat_csv(iter_flat_rows(dataset=dataset, history=spec.history), history=spec.history)
     if spec.flat == "jsonl":

@@ -494,6 +494,7 @@ class _Writer:
                 level=spec.level,
                 labels=spec.labels,
                 missing=spec.missing,
+                translations=spec.translations,
                 position=position,
             )
         self.aspect_specs = {spec.name: spec for spec in rubric.aspects}

@@ -1,6 +1,9 @@
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 
@@ -48,6 +51,9 @@ class Aspect(models.Model):
     labels = models.JSONField(default=dict, blank=True)
     missing = models.JSONField(default=list, blank=True)
     position = models.PositiveIntegerField(default=0)
+    translations = models.JSONField(
+        default=dict, blank=True, help_text='Label, description and value labels in other languages: {"ja": {...}}.'
+    )
 
     class Meta:
         ordering = ["dataset", "position"]
@@ -63,9 +69,21 @@ class Aspect(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def _translated(self, key: str) -> Any:
+        language = (get_language() or "").split("-")[0]
+        return (self.translations or {}).get(language, {}).get(key)
+
     @property
     def display_label(self) -> str:
-        return self.label or self.name
+        """The label in the active language, else the default text, else the name."""
+        return self._translated("label") or self.label or self.name
+
+    @property
+    def display_description(self) -> str:
+        return self._translated("description") or self.description
+
+    def display_value_labels(self) -> dict[str, str]:
+        return {**(self.labels or {}), **(self._translated("labels") or {})}
 
     @property
     def span(self) -> float:
@@ -238,6 +256,10 @@ class Campaign(models.Model):
     show_context = models.BooleanField(default=True)
     ask_preference = models.BooleanField(default=True)
     rationale_required = models.BooleanField(default=True)
+    scale_dropdowns = models.BooleanField(
+        default=False,
+        help_text="Show every scale as a drop-down. Otherwise a scale of at most 7 values is a row of buttons.",
+    )
     lease_minutes = models.PositiveIntegerField(default=30)
     is_active = models.BooleanField(default=True)
     allow_revisit = models.BooleanField(

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,8 @@ class AspectSpec:
     description: str = ""
     labels: dict[str, str] = field(default_factory=dict)
     missing: list[Any] = field(default_factory=lambda: list(DEFAULT_MISSING))
+    # Other languages' texts: {"ja": {"label": ..., "description": ..., "labels": {value: text}}}.
+    translations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def is_missing_token(self, token: Any) -> bool:
         return any(same_json_token(token, code) for code in self.missing)
@@ -80,7 +83,11 @@ LLM_HUMAN_EVAL_JP_SYSTEMS = {
 _JP_MISSING: list[Any] = [None, "NA", 0]
 
 
-def _jp_aspect(name: str, label: str, description: str) -> dict[str, Any]:
+def _both(en: str, ja: str) -> dict[str, str]:
+    return {"en": en, "ja": ja}
+
+
+def _jp_aspect(name: str, label: dict[str, str], description: dict[str, str]) -> dict[str, Any]:
     return {
         "name": name,
         "label": label,
@@ -89,7 +96,11 @@ def _jp_aspect(name: str, label: str, description: str) -> dict[str, Any]:
         "max": 5,
         "ideal": 5,
         "level": "ordinal",
-        "labels": {"1": "very poor", "3": "acceptable", "5": "excellent"},
+        "labels": {
+            "1": _both("very poor", "非常に悪い"),
+            "3": _both("acceptable", "許容できる"),
+            "5": _both("excellent", "非常に良い"),
+        },
         "missing": _JP_MISSING,
     }
 
@@ -97,11 +108,46 @@ def _jp_aspect(name: str, label: str, description: str) -> dict[str, Any]:
 PRESETS: dict[str, dict[str, Any]] = {
     "llm-human-eval-jp": {
         "aspects": [
-            _jp_aspect("detailedness", "Detailedness", "Does the answer give enough specific detail for the request?"),
-            _jp_aspect("factuality", "Factuality", "Are the statements in the answer true and free of fabrication?"),
-            _jp_aspect("fluency", "Fluency", "Is the Japanese natural, grammatical and easy to read?"),
-            _jp_aspect("relevance", "Relevance", "Does the answer address what the prompt actually asks?"),
-            _jp_aspect("overall", "Overall", "Taking everything into account, how good is the answer?"),
+            _jp_aspect(
+                "detailedness",
+                _both("Detailedness", "詳細さ"),
+                _both(
+                    "Does the answer give enough specific detail for the request?",
+                    "依頼に対して十分に具体的な内容が書かれているか。",
+                ),
+            ),
+            _jp_aspect(
+                "factuality",
+                _both("Factuality", "正確さ"),
+                _both(
+                    "Are the statements in the answer true and free of fabrication?",
+                    "回答の記述は正しく、捏造を含まないか。",
+                ),
+            ),
+            _jp_aspect(
+                "fluency",
+                _both("Fluency", "流暢さ"),
+                _both(
+                    "Is the Japanese natural, grammatical and easy to read?",
+                    "日本語が自然で、文法的に正しく、読みやすいか。",
+                ),
+            ),
+            _jp_aspect(
+                "relevance",
+                _both("Relevance", "関連性"),
+                _both(
+                    "Does the answer address what the prompt actually asks?",
+                    "プロンプトが実際に求めていることに答えているか。",
+                ),
+            ),
+            _jp_aspect(
+                "overall",
+                _both("Overall", "総合評価"),
+                _both(
+                    "Taking everything into account, how good is the answer?",
+                    "すべてを考慮して、回答はどの程度良いか。",
+                ),
+            ),
         ],
         "systems": LLM_HUMAN_EVAL_JP_SYSTEMS,
     },
@@ -109,43 +155,69 @@ PRESETS: dict[str, dict[str, Any]] = {
         "aspects": [
             {
                 "name": "factuality",
-                "label": "Factuality",
+                "label": _both("Factuality", "正確さ"),
                 "min": 0,
                 "max": 3,
                 "ideal": 3,
                 "level": "ordinal",
-                "description": "How accurate are the claims in the answer?",
-                "labels": {"0": "mostly inaccurate", "1": "several errors", "2": "minor errors", "3": "accurate"},
+                "description": _both("How accurate are the claims in the answer?", "回答の主張はどの程度正確か。"),
+                "labels": {
+                    "0": _both("mostly inaccurate", "ほとんど不正確"),
+                    "1": _both("several errors", "誤りが複数ある"),
+                    "2": _both("minor errors", "小さな誤りがある"),
+                    "3": _both("accurate", "正確"),
+                },
             },
             {
                 "name": "acceptability",
-                "label": "Acceptability",
+                "label": _both("Acceptability", "受容性"),
                 "min": 0,
                 "max": 3,
                 "ideal": 3,
                 "level": "ordinal",
-                "description": "Overall, would you accept this answer as a reply to the question?",
-                "labels": {"0": "unacceptable", "1": "poor", "2": "acceptable", "3": "excellent"},
+                "description": _both(
+                    "Overall, would you accept this answer as a reply to the question?",
+                    "全体として、この回答を質問への返答として受け入れられるか。",
+                ),
+                "labels": {
+                    "0": _both("unacceptable", "受け入れられない"),
+                    "1": _both("poor", "不十分"),
+                    "2": _both("acceptable", "受け入れられる"),
+                    "3": _both("excellent", "非常に良い"),
+                },
             },
             {
                 "name": "amount_info",
-                "label": "Amount of information",
+                "label": _both("Amount of information", "情報量"),
                 "min": -1,
                 "max": 1,
                 "ideal": 0,
                 "level": "ordinal",
-                "description": "Is the amount of information too little, right, or too much?",
-                "labels": {"-1": "too little", "0": "just right", "1": "too much"},
+                "description": _both(
+                    "Is the amount of information too little, right, or too much?",
+                    "情報量は少なすぎるか、適切か、多すぎるか。",
+                ),
+                "labels": {
+                    "-1": _both("too little", "少なすぎる"),
+                    "0": _both("just right", "適切"),
+                    "1": _both("too much", "多すぎる"),
+                },
             },
             {
                 "name": "formality",
-                "label": "Formality",
+                "label": _both("Formality", "文体の丁寧さ"),
                 "min": -1,
                 "max": 1,
                 "ideal": 0,
                 "level": "ordinal",
-                "description": "Is the register too casual, appropriate, or too stiff?",
-                "labels": {"-1": "too casual", "0": "appropriate", "1": "too stiff"},
+                "description": _both(
+                    "Is the register too casual, appropriate, or too stiff?", "文体はくだけすぎか、適切か、堅すぎるか。"
+                ),
+                "labels": {
+                    "-1": _both("too casual", "くだけすぎ"),
+                    "0": _both("appropriate", "適切"),
+                    "1": _both("too stiff", "堅すぎる"),
+                },
             },
         ],
         "systems": {},
@@ -210,6 +282,105 @@ def load_rubric_bytes(raw: bytes, *, origin: str = "rubric file") -> RubricSpec:
     return parse_rubric(data, source="file")
 
 
+LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+DEFAULT_TEXT_LANGUAGE = "en"
+
+
+@dataclass(frozen=True)
+class AspectTexts:
+    label: str
+    description: str
+    labels: dict[str, str]
+    translations: dict[str, dict[str, Any]]
+
+
+def _language_variants(value: Any, where: str) -> dict[str, str]:
+    """A text as {language: text}: a plain string is the default language's; an object gives one per language."""
+    if isinstance(value, str):
+        return {"": value}
+    if isinstance(value, dict) and value:
+        for language, text in value.items():
+            if not LANGUAGE_TAG.match(language):
+                raise RubricError(f'{where}: {language!r} is not a language code such as "en" or "ja"')
+            if not isinstance(text, str):
+                raise RubricError(f"{where}: the {language!r} text must be a string")
+        return dict(value)
+    raise RubricError(
+        f'{where}: expected a string or an object of texts per language, such as {{"en": ..., "ja": ...}}'
+    )
+
+
+def _aspect_texts(raw: dict[str, Any], labels: dict[Any, Any], where: str) -> AspectTexts:
+    """Splits label, description and value labels into the default text and the other languages'.
+
+    The default is the plain string, else the English text, else the first language given; every other language
+    is kept under translations, so an export writes back exactly what was read."""
+    variants = {
+        "label": _language_variants(raw.get("label", ""), f"{where}: 'label'"),
+        "description": _language_variants(raw.get("description", ""), f"{where}: 'description'"),
+    }
+    value_variants = {
+        str(value): _language_variants(text, f"{where}: 'labels' {value!r}") for value, text in labels.items()
+    }
+    languages: list[str] = []
+    for found in [*variants.values(), *value_variants.values()]:
+        languages += [language for language in found if language and language not in languages]
+    default = "" if not languages else (DEFAULT_TEXT_LANGUAGE if DEFAULT_TEXT_LANGUAGE in languages else languages[0])
+
+    def default_text(found: dict[str, str]) -> str:
+        return found.get(default, found.get("", ""))
+
+    translations: dict[str, dict[str, Any]] = {}
+    for language in languages:
+        if language == default:
+            continue
+        entry: dict[str, Any] = {}
+        for key in ("label", "description"):
+            if language in variants[key]:
+                entry[key] = variants[key][language]
+        value_texts = {value: found[language] for value, found in value_variants.items() if language in found}
+        if value_texts:
+            entry["labels"] = value_texts
+        translations[language] = entry
+    if default:
+        # Remembered so that the export writes the default text under its language again.
+        translations.setdefault("_default", {"language": default})
+    return AspectTexts(
+        label=default_text(variants["label"]),
+        description=default_text(variants["description"]),
+        labels={value: default_text(found) for value, found in value_variants.items()},
+        translations=translations,
+    )
+
+
+def aspect_rubric_texts(
+    *, label: str, description: str, labels: dict[str, str], translations: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The rubric fields of an aspect as they were written: plain strings, or objects per language."""
+    default = (translations.get("_default") or {}).get("language")
+    others = {language: entry for language, entry in translations.items() if language != "_default"}
+    if not default:
+        return {"label": label, "description": description, "labels": dict(labels)}
+
+    def variants(default_text: str, key: str) -> dict[str, str] | str:
+        found = {default: default_text} if default_text else {}
+        found.update({language: entry[key] for language, entry in others.items() if key in entry})
+        return found or ""
+
+    value_labels: dict[str, Any] = {}
+    for value, text in labels.items():
+        found = {default: text}
+        found.update(
+            {language: entry["labels"][value] for language, entry in others.items() if value in entry.get("labels", {})}
+        )
+        value_labels[value] = found
+    return {
+        "label": variants(label, "label"),
+        "description": variants(description, "description"),
+        "labels": value_labels,
+    }
+
+
 def parse_rubric(data: Any, *, source: str) -> RubricSpec:
     if not isinstance(data, dict):
         raise RubricError("rubric: expected a JSON object with an 'aspects' list")
@@ -242,8 +413,8 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
         if level not in MeasurementLevel.values:
             raise RubricError(f"{where}: 'level' must be one of {', '.join(MeasurementLevel.values)}, found {level!r}")
         labels = raw.get("labels", {})
-        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-            raise RubricError(f"{where}: 'labels' must map values to strings")
+        if not isinstance(labels, dict):
+            raise RubricError(f"{where}: 'labels' must map values to texts")
         missing = raw.get("missing", list(DEFAULT_MISSING))
         if not isinstance(missing, list) or any(isinstance(code, (dict, list)) for code in missing):
             raise RubricError(f"{where}: 'missing' must be a list of scalar tokens")
@@ -255,9 +426,7 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
                     f"[{format_number(lo)}, {format_number(hi)}], so every {format_number(code)} would be read as "
                     'missing; use a code outside the scale, such as "NA" or null'
                 )
-        for text_key in ("label", "description"):
-            if text_key in raw and not isinstance(raw[text_key], str):
-                raise RubricError(f"{where}: '{text_key}' must be a string")
+        texts = _aspect_texts(raw, labels, where)
         aspects.append(
             AspectSpec(
                 name=name,
@@ -265,10 +434,11 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
                 max_value=hi,
                 ideal=ideal,
                 level=level,
-                label=raw.get("label", ""),
-                description=raw.get("description", ""),
-                labels={str(k): v for k, v in labels.items()},
+                label=texts.label,
+                description=texts.description,
+                labels=texts.labels,
                 missing=missing,
+                translations=texts.translations,
             )
         )
     systems = data.get("systems", {})

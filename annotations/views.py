@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -150,20 +151,53 @@ class Cell:
     error: str
     popover: str  # the scale's help, rendered once per page (annotate/_scale_popover.html)
     blank_options: str  # the scale's options with none selected, rendered once per page
+    buttons: bool  # a row of radio buttons (annotate/_scale_buttons.html) instead of a drop-down
 
 
-def _scale_fragments(scales: list[Scale]) -> dict[int, tuple[str, str]]:
-    """Each scale's help and unselected options, rendered (and escaped) by their templates once per page instead of
-    once per candidate: they are most of the task page's markup and were most of its rendering time."""
-    return {
-        scale.index: (
-            render_to_string("annotate/_scale_popover.html", {"scale": scale}),
-            render_to_string("annotate/_scale_options.html", {"scale": scale, "value": "", "na_token": NA_TOKEN})
-            if scale.is_discrete
-            else "",
-        )
-        for scale in scales
-    }
+FIELD_PLACEHOLDER = "__field__"
+
+
+@dataclass(frozen=True)
+class ScaleFragments:
+    popover: str
+    blank: str  # unselected options, or a button row whose field name is FIELD_PLACEHOLDER
+    buttons: bool
+
+    def blank_for(self, field_id: str) -> str:
+        if not self.buttons:
+            return self.blank
+        # The row was escaped when it was rendered; the field id is "r-<digits>-<digits>" (rating_field_id).
+        return mark_safe(self.blank.replace(FIELD_PLACEHOLDER, field_id))  # noqa: S308  # nosec B308 B703
+
+
+def _scale_fragments(scales: list[Scale], *, dropdowns: bool) -> dict[int, ScaleFragments]:
+    """Each scale's help and unselected control, rendered (and escaped) by their templates once per page instead
+    of once per candidate: they are most of the task page's markup and were most of its rendering time."""
+    fragments = {}
+    for scale in scales:
+        blank: str = ""
+        buttons = scale.fits_button_row and not dropdowns
+        if buttons:
+            template = "annotate/_scale_buttons.html"
+            blank = render_to_string(template, {"scale": scale, "field_id": FIELD_PLACEHOLDER, "na_token": NA_TOKEN})
+        elif scale.is_discrete:
+            blank = render_to_string("annotate/_scale_options.html", {"scale": scale, "na_token": NA_TOKEN})
+        popover = render_to_string("annotate/_scale_popover.html", {"scale": scale})
+        fragments[scale.index] = ScaleFragments(popover=popover, blank=blank, buttons=buttons)
+    return fragments
+
+
+def _cell(scale: Scale, fragments: ScaleFragments, number: int, values: dict[str, str], errors: dict[str, str]) -> Cell:
+    field_id = rating_field_id(number, scale.index)
+    return Cell(
+        scale=scale,
+        field_id=field_id,
+        value=values.get(field_id, ""),
+        error=errors.get(field_id, ""),
+        popover=fragments.popover,
+        blank_options=fragments.blank_for(field_id),
+        buttons=fragments.buttons,
+    )
 
 
 @dataclass(frozen=True)
@@ -189,21 +223,11 @@ def _task_context(
         errors.setdefault(problem.field, problem.message)
     scales = campaign_scales(campaign)
     candidates = task_candidates(assignment=assignment, user_id=int(request.user.pk or 0))
-    fragments = _scale_fragments(scales)
+    fragments = _scale_fragments(scales, dropdowns=campaign.scale_dropdowns)
     sheet = [
         SheetRow(
             candidate=candidate,
-            cells=[
-                Cell(
-                    scale=scale,
-                    field_id=rating_field_id(candidate.number, scale.index),
-                    value=values.get(rating_field_id(candidate.number, scale.index), ""),
-                    error=errors.get(rating_field_id(candidate.number, scale.index), ""),
-                    popover=fragments[scale.index][0],
-                    blank_options=fragments[scale.index][1],
-                )
-                for scale in scales
-            ],
+            cells=[_cell(scale, fragments[scale.index], candidate.number, values, errors) for scale in scales],
         )
         for candidate in candidates
     ]

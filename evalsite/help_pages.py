@@ -14,12 +14,23 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 
 from annotations.markdown import render_markdown
 
 # Reading order on the index; documents not listed here follow in name order.
 ORDER = ("formats", "rubric", "annotating", "judge-config", "cli", "security", "architecture")
+# The documents are written in English; their names in the index follow the reader's language.
+TITLES = {
+    "formats": gettext_lazy("Dataset format (JSONL) and exports"),
+    "rubric": gettext_lazy("Rubric"),
+    "annotating": gettext_lazy("Annotating"),
+    "judge-config": gettext_lazy("Judge config"),
+    "cli": gettext_lazy("Command line"),
+    "security": gettext_lazy("Security"),
+    "architecture": gettext_lazy("Architecture"),
+}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _DOCUMENT_LINK = re.compile(r"\]\((?:\./)?([a-z0-9][a-z0-9-]{0,63})\.md(#[^)\s]*)?\)")
 
@@ -45,7 +56,10 @@ def _title(path: Path) -> str:
 def help_documents() -> list[HelpDocument]:
     found = {path.stem: path for path in docs_dir().glob("*.md") if _SLUG.match(path.stem)}
     ordered = [slug for slug in ORDER if slug in found] + sorted(set(found) - set(ORDER))
-    return [HelpDocument(slug=slug, title=_title(found[slug]), path=found[slug]) for slug in ordered]
+    return [
+        HelpDocument(slug=slug, title=str(TITLES.get(slug) or _title(found[slug])), path=found[slug])
+        for slug in ordered
+    ]
 
 
 def _site_links(text: str) -> str:

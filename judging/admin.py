@@ -13,9 +13,10 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -23,7 +24,8 @@ from annotations.admin_cascade import WholeObjectDeleteAdmin
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
 from judging import selectors, services
-from judging.config import ConfigError, JudgeSettings, validate_config
+from judging.admin_forms import METHOD_LABELS, JudgeConfigForm, PreviewForm, config_template
+from judging.config import ConfigError, validate_config
 from judging.models import JudgeConfig, JudgeRun
 
 
@@ -31,38 +33,42 @@ def _staff(request: HttpRequest) -> bool:
     return bool(request.user.is_active and request.user.is_staff)
 
 
-class JudgeConfigForm(forms.ModelForm):
-    config_json = forms.CharField(
-        label="Config (JSON)",
-        widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "spellcheck": "false"}),
-        help_text="A judge configuration as JSON. Keys are never stored: name an environment variable in api_key_env.",
-    )
-
-    class Meta:
-        model = JudgeConfig
-        fields: list[str] = []
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if self.instance and self.instance.pk:
-            self.fields["config_json"].initial = json.dumps(self.instance.config, indent=2, ensure_ascii=False)
-
-    def clean_config_json(self) -> JudgeSettings:
-        try:
-            raw = json.loads(self.cleaned_data["config_json"])
-        except ValueError as exc:
-            raise forms.ValidationError(f"not valid JSON: {exc}") from None
-        try:
-            return validate_config(raw)
-        except ConfigError as exc:
-            raise forms.ValidationError(exc.errors) from None
-
-
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
     form = JudgeConfigForm
+    change_form_template = "admin/judging/judgeconfig/change_form.html"
     list_display = ("name", "version", "method", "judge_model", "owner", "created_at")
     search_fields = ("name",)
+    fieldsets = (
+        (_("Start"), {"fields": ("template", "name", "method", "dataset")}),
+        (_("Model and provider"), {"fields": ("model", "api_base", "api_key_env")}),
+        (_("What is judged"), {"fields": ("aspects", "prompt", "language", "summarizer_model", "summarizer_prompt")}),
+        (
+            _("Reading the score"),
+            {
+                "fields": (
+                    "output_format",
+                    "output_regex",
+                    "samples",
+                    "temperature",
+                    "max_tokens",
+                    "logprobs",
+                    "top_logprobs",
+                    "logprob_scoring",
+                    "fallback_samples",
+                    "fallback_temperature",
+                    "parse_retries",
+                )
+            },
+        ),
+        (_("Metric and pairwise"), {"fields": ("metric", "tokenize", "pairs", "baseline")}),
+        (
+            _("Limits"),
+            {"fields": ("max_concurrency", "rpm", "tpm", "timeout_s", "max_retries", "budget_usd", "cache")},
+        ),
+        (_("JSON view"), {"fields": ("config_json",)}),
+        (_("Preview"), {"fields": ("preview_item",)}),
+    )
 
     @admin.display(description="method")
     def method(self, obj: JudgeConfig) -> str:
@@ -97,6 +103,67 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         obj._state.adding = False
         if change:
             messages.info(request, f"Saved as {created}; runs launched with earlier versions keep their snapshot.")
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        base = super().get_form(request, obj, change, **kwargs)
+        user = request.user
+
+        class FormForUser(base):  # type: ignore[valid-type, misc]
+            def __init__(self, *args: Any, **inner: Any) -> None:
+                super().__init__(*args, user=user, **inner)
+
+        return FormForUser
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        # The template links work without the script: ?template=<method> opens the form filled from it.
+        initial: dict[str, Any] = {}
+        method = request.GET.get("template", "")
+        if method in METHOD_LABELS:
+            initial["template"] = method
+            initial["config_json"] = json.dumps(config_template(method), indent=2, ensure_ascii=False)
+        if request.GET.get("dataset", "").isdigit():
+            initial["dataset"] = request.GET["dataset"]
+        return initial
+
+    def render_change_form(self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        context["template_links"] = list(METHOD_LABELS.items())
+        context["preview_url"] = reverse("admin:judging_judgeconfig_preview")
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    def get_urls(self) -> list:
+        return [
+            path("preview/", self.admin_site.admin_view(self.preview_view), name="judging_judgeconfig_preview"),
+            *super().get_urls(),
+        ]
+
+    def preview_view(self, request: HttpRequest) -> HttpResponse:
+        """The prompt a config would send for one item, before it is saved: a POST that writes nothing."""
+        if not _staff(request):
+            raise PermissionDenied
+        if request.method == "GET":
+            return HttpResponseRedirect(reverse("admin:judging_judgeconfig_add"))
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        form = PreviewForm(request.POST, user=request.user)
+        context: dict[str, Any] = {"form": form, "previews": None, "item": None, "error": ""}
+        if form.is_valid():
+            dataset = form.cleaned_data["dataset"]
+            try:
+                item, previews = services.prompt_preview(
+                    dataset=dataset,
+                    cfg=form.cleaned_data["config_json"],
+                    item_number=form.cleaned_data["preview_item"] or 1,
+                )
+            except services.LaunchError as exc:
+                context["error"] = str(exc)
+            else:
+                context.update(item=item, previews=previews, dataset=dataset)
+        elif "dataset" in form.errors and request.POST.get("dataset"):
+            raise Http404("no such dataset")
+        if getattr(request, "htmx", False):
+            return TemplateResponse(request, "admin/judging/judgeconfig/_preview.html", context)
+        context.update(self.admin_site.each_context(request), opts=JudgeConfig._meta, title=_("Prompt preview"))
+        return TemplateResponse(request, "admin/judging/judgeconfig/preview.html", context)
 
 
 class LaunchForm(forms.Form):

@@ -208,8 +208,24 @@ class Judgment(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(null=True, blank=True)
-    latency_s = models.FloatField(null=True, blank=True)
+    latency_s = models.FloatField(
+        null=True, blank=True, help_text="Seconds the provider took, from sending each request to its answer."
+    )
+    queue_wait_s = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Seconds the calls waited before being sent: for a concurrency slot and for room under rpm/tpm.",
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
+    lost_calls = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Calls an earlier holder of this unit may have had in flight when it stopped (its worker died, or "
+        "its lease ran out while the database was away): their answers never arrived, so they are counted in the "
+        "run's calls, and their estimated cost in lost_cost_usd.",
+    )
+    lost_cost_usd = models.FloatField(
+        default=0.0, help_text="Estimated from the request's prompt tokens and max_tokens; part of the run's cost."
+    )
     cache_hit = models.BooleanField(default=False)
     error_kind = models.CharField(max_length=40, blank=True)
     error = models.TextField(blank=True)
@@ -234,6 +250,7 @@ class Judgment(models.Model):
                 name="claimed_judgment_has_lease",
             ),
             models.CheckConstraint(condition=models.Q(pair_order__lte=1), name="judgment_pair_order_0_or_1"),
+            models.CheckConstraint(condition=models.Q(lost_cost_usd__gte=0), name="judgment_lost_cost_not_negative"),
         ]
         indexes = [
             models.Index(fields=["run", "status", "request_key"]),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Avg, Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -127,6 +127,9 @@ class RunProgress:
     position_consistency: float | None
     logprob_fallbacks: int
     sampled_fallbacks: int
+    # Per finished judgment that called the provider: the provider's own time, and the wait before sending apart.
+    mean_latency_s: float | None = None
+    mean_queue_wait_s: float | None = None
 
     @property
     def can_cancel(self) -> bool:
@@ -155,6 +158,9 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
     eta = remaining / rate if rate and run.is_active else None
     calls_rate = run.calls / elapsed if elapsed > 0 and run.calls else None
     known = run.cost_usd if run.unpriced_calls == 0 else (run.cost_usd or None)
+    timing = Judgment.objects.filter(run=run, attempts__gt=0).aggregate(
+        latency=Avg("latency_s"), queue_wait=Avg("queue_wait_s")
+    )
     return RunProgress(
         status=run.status,
         total=run.total,
@@ -178,7 +184,13 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
         position_consistency=run.position_consistency,
         logprob_fallbacks=run.logprob_fallbacks,
         sampled_fallbacks=run.sampled_fallbacks,
+        mean_latency_s=_rounded(timing["latency"]),
+        mean_queue_wait_s=_rounded(timing["queue_wait"]),
     )
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)
 
 
 def judgments_of_run(run: JudgeRun) -> QuerySet[Judgment]:

@@ -16,7 +16,7 @@ from django.db.models import Count, Max, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotations.models import Campaign, Dataset, Response
+from annotations.models import Campaign, Dataset, Item, Response
 from judging.config import ConfigError, JudgeSettings, validate_config
 from judging.engine.executor import SliceExecutor, SliceReport, claimable_q
 from judging.engine.units import UnitKey, aspect_infos, build_contexts
@@ -44,12 +44,16 @@ JUDGE_RUN_START = "judging.judge_run_start"
 JUDGE_RUN_WORK = "judging.judge_run_work"
 
 
+# Tasks enqueue their successors patiently: a broker restart of a minute or two must not end a run's chain of work.
+BROKER_RETRY_POLICY = {"max_retries": 60, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3.0}
+
+
 def _enqueue(task_name: str, run_id: int, *, on_commit: bool = False, countdown: float | None = None) -> None:
     signature = current_app.signature(task_name, args=(run_id,), countdown=countdown)
     if on_commit:
         transaction.on_commit(signature.delay)
     else:
-        signature.delay()
+        signature.apply_async(retry=True, retry_policy=BROKER_RETRY_POLICY)
 
 
 class LaunchError(ValueError):
@@ -99,9 +103,13 @@ class Estimate:
         return self.cost_usd is not None
 
 
-def _scope_responses(dataset: Dataset, campaign: Campaign | None, limit: int | None) -> list[tuple[int, int, int]]:
+def _scope_responses(
+    dataset: Dataset, campaign: Campaign | None, limit: int | None, item: Item | None = None
+) -> list[tuple[int, int, int]]:
     """(response id, turn id, system position) of the answers in scope, in dataset order."""
     responses = Response.objects.filter(turn__item__dataset=dataset)
+    if item is not None:
+        responses = responses.filter(turn__item=item)
     if campaign is not None:
         responses = responses.filter(campaign_tasks__campaign=campaign).distinct()
     rows = list(
@@ -133,12 +141,17 @@ def _aspect_names(dataset: Dataset, cfg: JudgeSettings) -> list[str]:
 
 
 def plan_units(
-    *, dataset: Dataset, cfg: JudgeSettings, campaign: Campaign | None = None, limit: int | None = None
+    *,
+    dataset: Dataset,
+    cfg: JudgeSettings,
+    campaign: Campaign | None = None,
+    limit: int | None = None,
+    item: Item | None = None,
 ) -> list[PlannedUnit]:
     if cfg.method not in FLOWS:
         raise LaunchError(f"the {cfg.method} method is not available in this installation")
     aspects = _aspect_names(dataset, cfg)
-    rows = _scope_responses(dataset, campaign, limit)
+    rows = _scope_responses(dataset, campaign, limit, item)
     samples = cfg.samples
     units: list[PlannedUnit] = []
     if cfg.method != "pairwise":
@@ -219,6 +232,40 @@ def estimate_run(
     prompt_tokens = prompt_tokens_first + (uncached_units * (per_unit - 1) * (expected_completion + 400))
     cost = gateway.price_estimate(cfg.model or "", prompt_tokens, completion_tokens)
     return Estimate(len(units), calls, cached * per_unit, prompt_tokens, completion_tokens, cost, aspects)
+
+
+@dataclass(frozen=True)
+class PromptPreview:
+    aspect: str
+    system_keys: tuple[str, ...]
+    # None: the unit sends no request (the metric method, or an item the method skips such as one without a
+    # reference for the reference method).
+    messages: list[dict[str, str]] | None
+
+
+def prompt_preview(*, dataset: Dataset, cfg: JudgeSettings, item_number: int = 1) -> tuple[Item, list[PromptPreview]]:
+    """The first request of each aspect on the first answer (or pair) of one item, built as a run builds it.
+
+    Reads only: nothing is saved or sent."""
+    item = Item.objects.filter(dataset=dataset).order_by("position", "id")[max(0, item_number - 1) :].first()
+    if item is None:
+        raise LaunchError(f"the dataset has no item number {item_number}")
+    first_of_aspect: dict[str, PlannedUnit] = {}
+    for unit in plan_units(dataset=dataset, cfg=cfg, item=item):
+        if unit.sample == 0 and unit.pair_order == 0:
+            first_of_aspect.setdefault(unit.aspect_name, unit)
+    units = list(first_of_aspect.values())
+    specs = _first_specs(dataset, cfg, units)
+    response_ids = {u.response_id for u in units} | {u.other_response_id for u in units if u.other_response_id}
+    system_of = dict(Response.objects.filter(id__in=response_ids).values_list("id", "system__key"))
+    return item, [
+        PromptPreview(
+            aspect=unit.aspect_name,
+            system_keys=tuple(system_of[r] for r in (unit.response_id, unit.other_response_id) if r is not None),
+            messages=list(spec.messages) if spec is not None else None,
+        )
+        for unit, spec in zip(units, specs, strict=True)
+    ]
 
 
 # -- launching --------------------------------------------------------------------------------------
@@ -461,11 +508,15 @@ def _recount(run: JudgeRun) -> None:
     agg = judgments.aggregate(
         done=Count("id", filter=Q(status=JudgmentStatus.DONE)),
         failed=Count("id", filter=Q(status=JudgmentStatus.FAILED)),
-        parse_errors=Count("id", filter=Q(status=JudgmentStatus.DONE, score__isnull=True)),
+        parse_errors=Count(
+            "id",
+            filter=Q(status=JudgmentStatus.DONE, score__isnull=True, error_kind__startswith=PARSE_ERROR_PREFIX),
+        ),
         cache_hits=Count("id", filter=Q(cache_hit=True, status__in=[JudgmentStatus.DONE, JudgmentStatus.FAILED])),
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
         cost_usd=Sum("cost_usd"),
+        lost_cost_usd=Sum("lost_cost_usd"),
         logprob_fallbacks=Count("id", filter=Q(logprob_fallback=True)),
         sampled_fallbacks=Count("id", filter=Q(score_mode=SAMPLED)),
     )
@@ -475,7 +526,8 @@ def _recount(run: JudgeRun) -> None:
     run.cache_hits = agg["cache_hits"]
     run.prompt_tokens = agg["prompt_tokens"] or 0
     run.completion_tokens = agg["completion_tokens"] or 0
-    run.cost_usd = float(agg["cost_usd"] or 0.0)
+    # Calls lost in flight are paid for as well; their estimated cost is part of the run's.
+    run.cost_usd = float(agg["cost_usd"] or 0.0) + float(agg["lost_cost_usd"] or 0.0)
     run.logprob_fallbacks = agg["logprob_fallbacks"]
     run.sampled_fallbacks = agg["sampled_fallbacks"]
     run.error_summary = dict(
@@ -530,6 +582,13 @@ def judge_run_finalize(*, run_id: int) -> bool:
             )
         if run.logprob_fallbacks:
             notes.append(_logprob_fallback_note(run))
+        lost = Judgment.objects.filter(run=run).aggregate(n=Sum("lost_calls"))["n"] or 0
+        if lost:
+            notes.append(
+                f"{lost} call(s) were in flight with a worker that stopped (or lost the database) and their answers "
+                "never arrived; they are counted in the calls and, estimated from their prompt and max_tokens, in "
+                "the cost."
+            )
         if run.failed:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if not k.startswith("parse:"))
             notes.append(f"{run.failed} unit(s) failed ({kinds}). Use “retry failed” to send them again.")

@@ -2,29 +2,52 @@
 
 judge_run_work is acknowledged late and re-queued if its worker dies: it is idempotent because
 every unit is claimed with a conditional update and written only under its claim token.
+
+A database or broker that is briefly away (a restart, a failover) fails no run: the run's tasks are
+retried with backoff, and a worker that connects to its broker again gives every running run a work
+task, since messages queued on a broker that restarted without its data are gone.
 """
 
+import logging
 import socket
+from typing import Any
 
-from celery import shared_task
-from celery.signals import worker_ready
+from celery import bootsteps, current_app, shared_task
+from django.db import InterfaceError, OperationalError
+from kombu.exceptions import OperationalError as BrokerUnavailable
+from redis.exceptions import ConnectionError as RedisUnavailable
+from redis.exceptions import TimeoutError as RedisTimeout
 
 from judging import services
 from judging.factscore import results
 from judging.models import WorkerPing
 
+log = logging.getLogger(__name__)
 
-@shared_task(name=services.JUDGE_RUN_START, ignore_result=True)
+OUTAGES = (OperationalError, InterfaceError, BrokerUnavailable, RedisUnavailable, RedisTimeout)
+# About fifteen minutes of retries, at most a minute apart.
+RETRY_OUTAGES: dict[str, Any] = {
+    "autoretry_for": OUTAGES,
+    "retry_backoff": 1,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 20,
+}
+
+
+@shared_task(name=services.JUDGE_RUN_START, ignore_result=True, **RETRY_OUTAGES)
 def judge_run_start(run_id: int) -> int:
     return services.judge_run_start(run_id=run_id)
 
 
-@shared_task(name=services.JUDGE_RUN_WORK, ignore_result=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(
+    name=services.JUDGE_RUN_WORK, ignore_result=True, acks_late=True, reject_on_worker_lost=True, **RETRY_OUTAGES
+)
 def judge_run_work(run_id: int) -> str:
     return services.judge_run_work(run_id=run_id)
 
 
-@shared_task(name="judging.judge_runs_resume", ignore_result=True)
+@shared_task(name="judging.judge_runs_resume", ignore_result=True, **RETRY_OUTAGES)
 def judge_runs_resume() -> int:
     return services.judge_runs_resume()
 
@@ -34,7 +57,7 @@ def worker_ping(token: str) -> None:
     WorkerPing.objects.get_or_create(token=token, defaults={"worker_hostname": socket.gethostname()})
 
 
-@shared_task(name="judging.judge_runs_nudge_stalled", ignore_result=True)
+@shared_task(name="judging.judge_runs_nudge_stalled", ignore_result=True, **RETRY_OUTAGES)
 def judge_runs_nudge_stalled() -> int:
     return services.judge_runs_nudge_stalled()
 
@@ -44,8 +67,19 @@ def factscore_results_project_pending() -> int:
     return results.factscore_results_project_pending()
 
 
-@worker_ready.connect
-def _resume_after_worker_start(sender=None, **kwargs) -> None:  # type: ignore[no-untyped-def]
-    # Work tasks that sat in a killed worker are only redelivered after the broker's visibility
-    # timeout; a starting worker picks the runs up at once instead.
-    judge_runs_resume.delay()
+class ResumeRunsOnConnect(bootsteps.StartStopStep):
+    """Started whenever the worker's consumer (re)connects to the broker: at start-up, and after a lost connection.
+
+    Work tasks that sat in a killed worker are only redelivered after the broker's visibility timeout, and a broker
+    that restarted may have lost its queue, so a connecting worker picks the running runs up at once instead."""
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def start(self, parent: Any) -> None:
+        try:
+            judge_runs_resume.delay()
+        except OUTAGES:
+            log.warning("could not enqueue the resume of running runs; the periodic nudge will wake them")
+
+
+current_app.steps["consumer"].add(ResumeRunsOnConnect)

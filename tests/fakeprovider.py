@@ -19,7 +19,10 @@ process: `python tests/fakeprovider.py --port 8001 --latency 0.3`, scripted and 
                   tokens also spell the reply unless `content` is given: a list of
                   [token, {alternative: probability} or null], or of
                   {"bytes": [...], "top": {...}} for a token that is part of a multi-byte character
-    usage         {"prompt_tokens": 10, "completion_tokens": 5}
+    usage         {"prompt_tokens": 10, "completion_tokens": 5}, or "counted": the tokens as OpenAI counts them for
+                  a gpt-4o model (o200k_base: each message's content + 3, + 3 for the reply)
+    drip          seconds between the pieces of a 200 response's body, sent in `drip_pieces` pieces (default 20):
+                  a slow stream that never pauses long enough for a read timeout
     redirect_to   URL for a redirect (307 unless redirect_status says 301, 302, 303 or 308)
 
 Rules (`match` = substring of the request's messages) apply before the default, optionally a
@@ -80,6 +83,8 @@ class Stats:
     headers: list[dict[str, str]] = field(default_factory=list)
     bodies: list[dict[str, Any]] = field(default_factory=list)
     started_at: list[float] = field(default_factory=list)
+    # Every request as the provider logs it: when it arrived (time.monotonic), its status and the tokens it billed.
+    log: list[dict[str, Any]] = field(default_factory=list)
 
 
 class FakeProvider:
@@ -237,7 +242,9 @@ class FakeProvider:
                 s.headers.append({k.lower(): v for k, v in request.headers.items()})
                 s.bodies.append(body)
                 s.started_at.append(time.monotonic())
+        received_at = time.monotonic()
         status = 0  # stays 0 if the client goes away first (the handler is cancelled)
+        billed = 0
         try:
             behaviour = self._choose(body, key, attempt)
             if behaviour.get("hang"):
@@ -249,14 +256,37 @@ class FakeProvider:
             if behaviour.get("latency"):
                 await asyncio.sleep(float(behaviour["latency"]))
             response = self._render(body, key, behaviour)
+            payload = response.body if isinstance(response.body, bytes) else b""
+            if response.status == 200 and payload.startswith(b"{"):
+                billed = int(json.loads(payload).get("usage", {}).get("total_tokens") or 0)
+            if response.status == 200 and behaviour.get("drip"):
+                dripped = await self._drip(
+                    request, payload, float(behaviour["drip"]), int(behaviour.get("drip_pieces", 20))
+                )
+                status = 200
+                return dripped
             status = response.status
             return response
         finally:
             with self._lock:
                 self.stats.in_flight -= 1
                 self.stats.statuses[status] += 1
+                if len(self.stats.log) < self.record_limit:
+                    self.stats.log.append({"at": received_at, "status": status, "tokens": billed})
                 if status == 200:
                     self.stats.successes_by_key[key] += 1
+
+    @staticmethod
+    async def _drip(request: web.Request, payload: bytes, interval: float, pieces: int) -> web.StreamResponse:
+        stream = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        stream.content_length = len(payload)
+        await stream.prepare(request)
+        size = max(1, math.ceil(len(payload) / max(1, pieces)))
+        for start in range(0, len(payload), size):
+            await asyncio.sleep(interval)
+            await stream.write(payload[start : start + size])
+        await stream.write_eof()
+        return stream
 
     def _render(self, body: dict[str, Any], key: str, behaviour: Behaviour) -> web.Response:
         if behaviour.get("redirect_to"):
@@ -288,11 +318,16 @@ class FakeProvider:
         if behaviour.get("malformed"):
             return web.Response(status=200, text="<html>not json", content_type="text/html")
         content = self._content(body, key, behaviour)
-        usage = behaviour.get("usage") or {
-            "prompt_tokens": max(1, len(json.dumps(body.get("messages", []), ensure_ascii=False)) // 4),
-            "completion_tokens": max(1, len(content) // 4),
-        }
-        usage = dict(usage)
+        if behaviour.get("usage") == "counted":
+            usage = _counted_usage(body, content)
+        else:
+            usage = dict(
+                behaviour.get("usage")
+                or {
+                    "prompt_tokens": max(1, len(json.dumps(body.get("messages", []), ensure_ascii=False)) // 4),
+                    "completion_tokens": max(1, len(content) // 4),
+                }
+            )
         usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
         choice: dict[str, Any] = {
             "index": 0,
@@ -397,6 +432,34 @@ class FakeProvider:
     def recorded_bodies(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.stats.bodies)
+
+    def request_log(self) -> list[dict[str, Any]]:
+        """Every request in order of arrival: {"at": time.monotonic() on arrival, "status", "tokens" billed}."""
+        with self._lock:
+            return sorted((dict(entry) for entry in self.stats.log), key=lambda entry: entry["at"])
+
+
+def max_in_window(log: list[dict[str, Any]], window_s: float = 60.0, weight: str | None = None) -> float:
+    """The most requests (or, with weight="tokens", billed tokens) that arrived within any `window_s` seconds."""
+    times = [entry["at"] for entry in log]
+    weights = [float(entry[weight]) if weight else 1.0 for entry in log]
+    best, total, first = 0.0, 0.0, 0
+    for last, at in enumerate(times):
+        total += weights[last]
+        while at - times[first] >= window_s:
+            total -= weights[first]
+            first += 1
+        best = max(best, total)
+    return best
+
+
+def _counted_usage(body: dict[str, Any], content: str) -> dict[str, int]:
+    import tiktoken  # only the tests that bill by tokens load the encoding
+
+    encoding = tiktoken.get_encoding("o200k_base")
+    messages = body.get("messages", [])
+    prompt = sum(len(encoding.encode(str(m.get("content") or ""))) + 3 for m in messages) + 3
+    return {"prompt_tokens": prompt, "completion_tokens": len(encoding.encode(content))}
 
 
 def _scripted_token_bytes(scripted: Any) -> bytes:

@@ -13,7 +13,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from annotations.exporting import csv_safe
+from judging.analysis.wording import column_label, phrase
 from judging.statistics.correlation import COEFFICIENTS, LEVELS
 
 DIGITS = 3
@@ -32,17 +35,17 @@ def _display(cell: Any) -> dict[str, str]:
     """{"text": shown value, "why": reason when the statistic is undefined}."""
     if isinstance(cell, dict) and "undefined" in cell:
         if cell["undefined"]:
-            return {"text": "—", "why": str(cell["undefined"])}
+            return {"text": "—", "why": phrase(str(cell["undefined"]))}
         if "value" in cell:
             return {"text": f"{cell['value']:.{DIGITS}f}", "why": ""}
         return {"text": f"[{cell['low']:.{DIGITS}f}, {cell['high']:.{DIGITS}f}]", "why": ""}
     if isinstance(cell, bool):
-        return {"text": "yes" if cell else "no", "why": ""}
+        return {"text": phrase("yes" if cell else "no"), "why": ""}
     if isinstance(cell, float):
         return {"text": f"{cell:.{DIGITS}f}", "why": ""}
     if cell is None:
         return {"text": "—", "why": ""}
-    return {"text": str(cell), "why": ""}
+    return {"text": phrase(str(cell)) if isinstance(cell, str) else str(cell), "why": ""}
 
 
 def make_table(name: str, title: str, columns: list[str], cells: Iterable[list[Any]]) -> dict[str, Any]:
@@ -51,6 +54,7 @@ def make_table(name: str, title: str, columns: list[str], cells: Iterable[list[A
         "name": name,
         "title": title,
         "columns": columns,
+        "headers": [column_label(column) for column in columns],
         "rows": [[_value(cell) for cell in row] for row in cell_rows],
         "display": [[_display(cell) for cell in row] for row in cell_rows],
     }
@@ -85,7 +89,7 @@ def agreement_table(report: dict[str, Any]) -> dict[str, Any]:
     columns = ["aspect", "level", "answers", "ratings", "alpha (primary)", "alpha 95% CI", "alpha nominal"]
     columns += ["alpha ordinal", "alpha interval", "Fleiss kappa", "Gwet AC1", "ICC1", "ICC1k", "ICC2", "ICC3"]
     columns += ["exact agreement", "agreement ±1"]
-    return make_table("agreement", "Agreement per aspect", columns, rows)
+    return make_table("agreement", _("Agreement per aspect"), columns, rows)
 
 
 def preferences_table(report: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +98,7 @@ def preferences_table(report: dict[str, Any]) -> dict[str, Any]:
         for row in report["preferences"]["systems"]
     ]
     columns = ["system", "shown", "chosen", "win rate", "win rate 95% CI", "none appropriate (of its wins)"]
-    return make_table("preferences", "Preferred system", columns, rows)
+    return make_table("preferences", _("Preferred system"), columns, rows)
 
 
 def preference_judges_table(report: dict[str, Any]) -> dict[str, Any]:
@@ -115,12 +119,12 @@ def preference_judges_table(report: dict[str, Any]) -> dict[str, Any]:
     ]
     columns = ["judge", "aspect", "shared pairs", "decided pairs", "same preference", "agreement", "agreement 95% CI"]
     columns += ["human ties", "judge ties"]
-    return make_table("preference-judges", "Pairwise judges versus human preferences", columns, rows)
+    return make_table("preference-judges", _("Pairwise judges versus human preferences"), columns, rows)
 
 
 def judges_table(judges: list[dict[str, Any]]) -> dict[str, Any]:
     rows = [[judge["name"], judge["kind"], judge["n_scores"]] for judge in judges]
-    return make_table("judges", "Judges", ["judge", "kind", "scores"], rows)
+    return make_table("judges", _("Judges"), ["judge", "kind", "scores"], rows)
 
 
 def raters_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +142,7 @@ def raters_table(details: dict[str, Any]) -> dict[str, Any]:
         for row in details["raters"]
     ]
     columns = ["rater", "ratings", "mean", "shared answers", "r with others", "mean − others", "outlier", "flags"]
-    return make_table("raters", f"Raters on {details['aspect']}", columns, rows)
+    return make_table("raters", _("Raters on %(aspect)s") % {"aspect": details["aspect"]}, columns, rows)
 
 
 def disagreements_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -157,12 +161,14 @@ def disagreements_table(details: dict[str, Any]) -> dict[str, Any]:
         for row in details["disagreements"]
     ]
     columns = ["item", "turn", "system", "range", "sd", "mean", "ratings", "prompt", "answer"]
-    return make_table("disagreements", f"Most disagreed answers on {details['aspect']}", columns, rows)
+    return make_table(
+        "disagreements", _("Most disagreed answers on %(aspect)s") % {"aspect": details["aspect"]}, columns, rows
+    )
 
 
 def distribution_table(details: dict[str, Any]) -> dict[str, Any]:
     rows = [[dist["aspect"], bar["label"], bar["count"]] for dist in details["distributions"] for bar in dist["bars"]]
-    return make_table("distribution", "Rating distributions", ["aspect", "value", "ratings"], rows)
+    return make_table("distribution", _("Rating distributions"), ["aspect", "value", "ratings"], rows)
 
 
 def levels_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -179,7 +185,12 @@ def levels_table(details: dict[str, Any]) -> dict[str, Any]:
     columns = ["level", "n", "groups", "groups skipped"]
     for name in COEFFICIENTS:
         columns += [name, f"{name} 95% CI", f"{name} human ceiling"]
-    return make_table("levels", f"{details['judge']} vs humans on {details['aspect']}", columns, rows)
+    return make_table(
+        "levels",
+        _("%(judge)s vs humans on %(aspect)s") % {"judge": details["judge"], "aspect": details["aspect"]},
+        columns,
+        rows,
+    )
 
 
 def alternative_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +199,7 @@ def alternative_table(details: dict[str, Any]) -> dict[str, Any]:
         [row["rater"], row["n"], row["human"], row["judge"], row["judge_at_least_as_good"]] for row in alt["per_rater"]
     ]
     columns = ["replaced rater", "answers", "r rater vs others", "r judge vs others", "judge at least as good"]
-    return make_table("alternative", "Alternative-annotator test", columns, rows)
+    return make_table("alternative", _("Alternative-annotator test"), columns, rows)
 
 
 def systems_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -197,18 +208,21 @@ def systems_table(details: dict[str, Any]) -> dict[str, Any]:
         for row in details["per_system"]
     ]
     columns = ["system", "answers", "human mean", "human rank", "judge mean", "judge rank"]
-    return make_table("systems", "Per-system means and ranks", columns, rows)
+    return make_table("systems", _("Per-system means and ranks"), columns, rows)
 
 
 def confusion_table(details: dict[str, Any]) -> dict[str, Any]:
     confusion = details["confusion"]
     if confusion["undefined"]:
         return make_table(
-            "confusion", f"Confusion matrix: undefined ({confusion['undefined']})", ["human \\ judge"], []
+            "confusion",
+            _("Confusion matrix: undefined (%(reason)s)") % {"reason": phrase(str(confusion["undefined"]))},
+            ["human \\ judge"],
+            [],
         )
     labels = confusion["labels"]
     rows = [[label, *counts] for label, counts in zip(labels, confusion["matrix"], strict=True)]
-    return make_table("confusion", "Confusion matrix (rows: rounded human mean)", ["human \\ judge", *labels], rows)
+    return make_table("confusion", _("Confusion matrix (rows: rounded human mean)"), ["human \\ judge", *labels], rows)
 
 
 def bias_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -222,12 +236,12 @@ def bias_table(details: dict[str, Any]) -> dict[str, Any]:
         ["position consistency", position["rate"]],
         [f"self-preference ({self_pref['family'] or 'unknown family'})", self_pref["value"]],
     ]
-    return make_table("bias", "Bias diagnostics", ["diagnostic", "value"], rows)
+    return make_table("bias", _("Bias diagnostics"), ["diagnostic", "value"], rows)
 
 
 def scatter_table(details: dict[str, Any]) -> dict[str, Any]:
     rows = [[point["system"], point["human"], point["judge"]] for point in details["scatter"]]
-    return make_table("scatter", "Judge vs human per answer", ["system", "human mean", "judge"], rows)
+    return make_table("scatter", _("Judge vs human per answer"), ["system", "human mean", "judge"], rows)
 
 
 def as_csv(table: dict[str, Any]) -> str:
@@ -263,11 +277,17 @@ def factscore_systems_table(report: dict[str, Any]) -> dict[str, Any]:
             row["n_prompts"],
             row["n_responding"],
             row["n_scored"],
+            row["n_refused"],
+            row["n_no_facts"],
+            row["n_failed"],
         ]
         for row in report["systems"]
     ]
     columns = ["system", "FActScore", "% responding", "facts per answer", "prompts", "responding", "scored answers"]
-    return make_table("factscore-systems", f"FActScore per system ({report['judge']})", columns, rows)
+    columns += ["refused", "no checkable facts", "failed"]
+    return make_table(
+        "factscore-systems", _("FActScore per system (%(judge)s)") % {"judge": report["judge"]}, columns, rows
+    )
 
 
 def factscore_estimator_table(report: dict[str, Any]) -> dict[str, Any]:
@@ -288,7 +308,7 @@ def factscore_estimator_table(report: dict[str, Any]) -> dict[str, Any]:
     ]
     columns = ["system", "reviewed answers", "human FActScore", "estimated FActScore", "estimated − human (points)"]
     columns += ["error rate (points)", "mark (±5 points)", "human rank", "estimated rank"]
-    return make_table("factscore-estimator", "Estimator against the human reviews", columns, rows)
+    return make_table("factscore-estimator", _("Estimator against the human reviews"), columns, rows)
 
 
 def factscore_human_table(report: dict[str, Any]) -> dict[str, Any]:
@@ -312,7 +332,7 @@ def factscore_human_table(report: dict[str, Any]) -> dict[str, Any]:
         )
     columns = ["reviewed answers", "ranking equal", "mean error rate (points)", "level", "alpha on fact labels"]
     columns += ["alpha 95% CI", "facts", "labels"]
-    return make_table("factscore-human", "Ranking and fact-label agreement", columns, rows)
+    return make_table("factscore-human", _("Ranking and fact-label agreement"), columns, rows)
 
 
 FACTSCORE_TABLES = {

@@ -10,27 +10,35 @@ lease) under a per-slice token and a lease that this slice keeps renewing. Write
 the token still matches, so a slice that lost its lease can never overwrite another's result.
 Claims are ordered by the first request's cache key, so identical requests arrive in the same
 batch and are sent once (the others wait on the same in-flight call).
+
+Database blips: a query that fails because the database went away (a restart, a failover) is not
+an error of the unit. The slice keeps receiving results while it waits, retries its writes with
+backoff and stores what it holds as soon as the database answers again; only then does it claim
+more.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import os
 import queue
+import random
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -40,15 +48,24 @@ from judging.factscore import services as factscore_services
 from judging.factscore.models import KnowledgeCorpus
 from judging.factscore.options import FactScoreOptions
 from judging.llm.calls import CallResult, CallSpec
-from judging.llm.gateway import Gateway
+from judging.llm.gateway import Gateway, count_tokens, price_estimate
 from judging.llm.ratelimit import Limits, run_scope, shared_limiter, shared_limiter_done
-from judging.methods.base import Flow, Outcome, UnitContext
+from judging.methods.base import AnyFlow, CallBatch, Outcome, UnitContext
 from judging.methods.geval import SAMPLED
 from judging.methods.judge_settings import JudgeSettings
 from judging.methods.registry import FLOWS
 from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, RunStatus
 
 log = logging.getLogger(__name__)
+
+
+# The database errors that mean "not reachable now" (a restart, a dropped connection), retried with backoff.
+DB_DOWN = (OperationalError, InterfaceError)
+DB_RETRY_FIRST_S = 0.1
+DB_RETRY_CAP_S = 5.0
+# How long a slice ending during an outage keeps trying to store the results it holds; their units' leases
+# expire meanwhile and another slice sends them again.
+DB_FINAL_WRITE_S = 600.0
 
 
 def lease_seconds() -> float:
@@ -62,7 +79,7 @@ def claimable_q() -> Q:
 @dataclass
 class UnitState:
     ctx: UnitContext
-    flow: Flow
+    flow: AnyFlow
     calls: int = 0
     served_from_cache: int = 0
     prompt_tokens: int = 0
@@ -71,8 +88,11 @@ class UnitState:
     unpriced: int = 0
     attempts: int = 0
     latency: float = 0.0
-    current: CallSpec | None = None
+    batch: list[CallResult | None] | None = None  # the results of a CallBatch as they come back
+    queue_wait: float = 0.0
     errors_seen: list[str] = field(default_factory=list)
+    lost_calls: int = 0
+    lost_cost: float = 0.0
 
     def absorb(self, result: CallResult, *, from_cache: bool) -> None:
         self.calls += 1
@@ -83,6 +103,7 @@ class UnitState:
         self.completion_tokens += result.completion_tokens
         self.attempts += result.attempts
         self.latency += result.latency_s
+        self.queue_wait += result.queue_wait_s
         self.errors_seen.extend(result.errors_seen)
         if result.ok:
             if result.cost is None:
@@ -170,7 +191,9 @@ class SliceExecutor:
         self.stop = threading.Event()
         self.results: queue.Queue[tuple[str, CallResult]] = queue.Queue()
         self.active: dict[int, UnitState] = {}
-        self.waiting: dict[str, list[int]] = {}  # cache key -> units waiting on that in-flight call
+        # cache key -> (unit, position in its batch, or -1 for a single request) waiting on that in-flight call
+        self.waiting: dict[str, list[tuple[int, int]]] = {}
+        self.sent_models: dict[str, str] = {}  # cache key -> model of the request in flight
         self.memo: dict[str, dict[str, Any]] = {}  # cache entries seen in this slice
         self.absent: set[str] = set()  # this batch's first requests that the cache lookup did not find
         self.finished: list[tuple[int, UnitState, Outcome]] = []
@@ -180,6 +203,9 @@ class SliceExecutor:
         self.report = SliceReport(state="idle")
         self.lease = lease_seconds()
         self.stop_reason = ""
+        self.db_retry_at = 0.0
+        self.db_delay = DB_RETRY_FIRST_S
+        self.taken_over: set[int] = set()  # claimed from a holder whose lease ran out, with a call maybe in flight
 
     # -- claims ---------------------------------------------------------------------------------
     def _claim(self, limit: int) -> list[Judgment]:
@@ -188,9 +214,11 @@ class SliceExecutor:
             candidates = Judgment.objects.filter(run_id=self.run.pk).filter(claimable_q())
             if connection.features.has_select_for_update_skip_locked:
                 candidates = candidates.select_for_update(skip_locked=True)
-            ids = list(candidates.order_by("request_key", "id").values_list("id", flat=True)[:limit])
-            if not ids:
+            rows = list(candidates.order_by("request_key", "id").values_list("id", "status", "claim_token")[:limit])
+            if not rows:
                 return []
+            ids = [judgment_id for judgment_id, _, _ in rows]
+            self.taken_over |= lost_in_flight(rows, max_per_holder=self.cfg.max_concurrency)
             Judgment.objects.filter(pk__in=ids).filter(claimable_q()).update(
                 status=JudgmentStatus.CLAIMED, claim_token=self.token, lease_until=now + timedelta(seconds=self.lease)
             )
@@ -214,13 +242,18 @@ class SliceExecutor:
         if self.cfg.method == "factscore":
             contexts = with_factscore_knowledge(contexts, dataset_id=self.run.dataset_id, cfg=self.cfg)
         flow_factory = FLOWS[self.cfg.method]
-        first: list[tuple[int, CallSpec | None]] = []
+        first: list[tuple[int, CallSpec | CallBatch | None]] = []
         for key in keys:
             state = UnitState(ctx=contexts[key.judgment_id], flow=flow_factory(contexts[key.judgment_id]))
             self.active[key.judgment_id] = state
-            first.append((key.judgment_id, self._step(key.judgment_id, None, first_step=True)))
+            spec = self._step(key.judgment_id, None, first_step=True)
+            if key.judgment_id in self.taken_over:
+                self.taken_over.discard(key.judgment_id)
+                if spec is not None:
+                    self._charge_lost_call(state, spec)
+            first.append((key.judgment_id, spec))
         if self.use_cache:
-            wanted = {spec.cache_key() for _, spec in first if spec is not None} - set(self.memo)
+            wanted = {key for _, request in first for key in _keys(request)} - set(self.memo)
             if wanted:
                 for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
                     self.memo[key_] = payload
@@ -230,11 +263,21 @@ class SliceExecutor:
             if spec is not None:
                 self._dispatch(judgment_id, spec)
 
-    def _step(self, judgment_id: int, result: CallResult | None, *, first_step: bool = False) -> CallSpec | None:
-        """Advance a unit's flow; returns its next request, or None when it finished."""
+    def _charge_lost_call(self, state: UnitState, request: CallSpec | CallBatch) -> None:
+        """The call the unit's previous holder had in flight was most likely this same request: it is counted,
+        priced at its prompt's tokens and the expected completion (max_tokens, else 200 tokens)."""
+        spec = request.specs[0] if isinstance(request, CallBatch) else request
+        state.lost_calls = 1
+        cost = price_estimate(spec.model, count_tokens(spec.model, spec.messages), self.cfg.max_tokens or 200)
+        state.lost_cost = cost or 0.0
+
+    def _step(
+        self, judgment_id: int, result: CallResult | list[CallResult] | None, *, first_step: bool = False
+    ) -> CallSpec | CallBatch | None:
+        """Advance a unit's flow; returns its next request(s), or None when it finished."""
         state = self.active[judgment_id]
         try:
-            spec = next(state.flow) if first_step else state.flow.send(result)  # type: ignore[arg-type]
+            spec = next(state.flow) if first_step else state.flow.send(result)
         except StopIteration as done:
             self._finish(judgment_id, done.value)
             return None
@@ -242,11 +285,13 @@ class SliceExecutor:
             log.exception("judge flow failed for judgment %s", judgment_id)
             self._finish(judgment_id, Outcome(ok=False, error_kind="internal", error=f"{type(exc).__name__}: {exc}"))
             return None
-        state.current = spec
         return spec
 
-    def _dispatch(self, judgment_id: int, spec: CallSpec) -> None:
+    def _dispatch(self, judgment_id: int, spec: CallSpec | CallBatch) -> None:
         while True:
+            if isinstance(spec, CallBatch):
+                self._dispatch_batch(judgment_id, spec)
+                return
             key = spec.cache_key()
             cached = self._cached(key)
             if cached is None:
@@ -257,11 +302,51 @@ class SliceExecutor:
             if next_spec is None:
                 return
             spec = next_spec
+        self._send(judgment_id, -1, spec)
+
+    def _dispatch_batch(self, judgment_id: int, batch: CallBatch) -> None:
+        """Send every request of a batch at once (the gateway's limits pace them); the flow resumes once all are
+        back."""
+        state = self.active[judgment_id]
+        state.batch = [None] * len(batch.specs)
+        if self.use_cache:
+            wanted = {spec.cache_key() for spec in batch.specs} - set(self.memo)
+            if wanted:
+                for key_, payload in CachedCompletion.objects.filter(key__in=wanted).values_list("key", "payload"):
+                    self.memo[key_] = payload
+        for position, spec in enumerate(batch.specs):
+            cached = self.memo.get(spec.cache_key()) if self.use_cache else None
+            if cached is not None:
+                state.absorb(CallResult.from_cache(cached), from_cache=True)
+                state.batch[position] = CallResult.from_cache(cached)
+            else:
+                self._send(judgment_id, position, spec)
+        self._batch_progress(judgment_id)
+
+    def _batch_progress(self, judgment_id: int) -> None:
+        state = self.active[judgment_id]
+        if state.batch is None or any(result is None for result in state.batch):
+            return
+        results = [result for result in state.batch if result is not None]
+        state.batch = None
+        if any(result.stopped for result in results):
+            self._release(judgment_id)
+            return
+        next_spec = self._step(judgment_id, results)
+        if next_spec is not None:
+            if self.stop.is_set():
+                self._release(judgment_id)
+            else:
+                self._dispatch(judgment_id, next_spec)
+
+    def _send(self, judgment_id: int, position: int, spec: CallSpec) -> None:
+        key = spec.cache_key()
         waiters = self.waiting.get(key)
         if waiters is not None:
-            waiters.append(judgment_id)
+            waiters.append((judgment_id, position))
             return
-        self.waiting[key] = [judgment_id]
+        self.waiting[key] = [(judgment_id, position)]
+        self.sent_models[key] = spec.model
         if self.stop.is_set():
             self.results.put((key, CallResult(stopped=True)))
             return
@@ -279,20 +364,31 @@ class SliceExecutor:
             return self.memo[key]
         if key in self.absent:
             return None
-        payload = CachedCompletion.objects.filter(key=key).values_list("payload", flat=True).first()
+        try:
+            payload = CachedCompletion.objects.filter(key=key).values_list("payload", flat=True).first()
+        except DB_DOWN as exc:
+            self._db_failed(exc)
+            return None  # a missed cache lookup only costs the call it would have saved
         if payload is not None:
             self.memo[key] = payload
         return payload
 
     def _on_result(self, key: str, result: CallResult) -> None:
         waiters = self.waiting.pop(key, [])
+        model = self.sent_models.pop(key, "")
         if result.ok and self.use_cache:
             payload = result.to_cache()
             self.memo[key] = payload
-            spec = self.active[waiters[0]].current if waiters else None
-            self.new_cache[key] = (spec.model if spec else "", payload)
-        for index, judgment_id in enumerate(waiters):
+            self.new_cache[key] = (model, payload)
+        for index, (judgment_id, position) in enumerate(waiters):
             state = self.active[judgment_id]
+            if position >= 0:
+                if not result.stopped:
+                    state.absorb(result, from_cache=index > 0 and result.ok)
+                assert state.batch is not None
+                state.batch[position] = result
+                self._batch_progress(judgment_id)
+                continue
             if result.stopped:
                 self._release(judgment_id)
                 continue
@@ -322,6 +418,22 @@ class SliceExecutor:
         finished, self.finished = self.finished, []
         released, self.released = self.released, []
         new_cache, self.new_cache = self.new_cache, {}
+        try:
+            self._store(finished, released, new_cache)
+        except BaseException:
+            # Kept for the next attempt, which is safe to repeat: results land only where this slice's claim
+            # still holds (so never twice) and cache entries ignore conflicts.
+            self.finished = finished + self.finished
+            self.released = released + self.released
+            self.new_cache = {**new_cache, **self.new_cache}
+            raise
+
+    def _store(
+        self,
+        finished: list[tuple[int, UnitState, Outcome]],
+        released: list[int],
+        new_cache: dict[str, tuple[str, dict[str, Any]]],
+    ) -> None:
         now = timezone.now()
         counts: Counter[str] = Counter()
         with transaction.atomic():
@@ -336,17 +448,19 @@ class SliceExecutor:
                 if judgment_id not in written:
                     continue  # our lease was taken over; the other slice's write is the one that counts
                 counts["done" if outcome.ok else "failed"] += 1
-                if outcome.ok and outcome.score is None:
+                # Only an unreadable reply is a parse error; a FActScore refusal or an answer without
+                # checkable facts has no score by definition and is no error.
+                if outcome.ok and outcome.score is None and outcome.error_kind.startswith("parse:"):
                     counts["parse_errors"] += 1
                 if state.calls > 0 and state.served_from_cache == state.calls:
                     counts["cache_hits"] += 1
-                counts["calls"] += state.attempts
+                counts["calls"] += state.attempts + state.lost_calls
                 counts["prompt_tokens"] += state.prompt_tokens
                 counts["completion_tokens"] += state.completion_tokens
                 counts["unpriced_calls"] += state.unpriced
                 counts["logprob_fallbacks"] += int(outcome.logprob_fallback)
                 counts["sampled_fallbacks"] += int(outcome.score_mode == SAMPLED)
-                counts["cost_micro"] += round(state.cost * 1_000_000_000)
+                counts["cost_micro"] += round((state.cost + state.lost_cost) * 1_000_000_000)
             if released:
                 Judgment.objects.filter(pk__in=released, claim_token=self.token).update(
                     status=JudgmentStatus.PENDING, claim_token="", lease_until=None
@@ -371,12 +485,12 @@ class SliceExecutor:
                 updates["cost_usd"] = F("cost_usd") + counts["cost_micro"] / 1_000_000_000
             updates["heartbeat_at"] = now
             JudgeRun.objects.filter(pk=self.run.pk).update(**updates)
+        self.report.finished += sum(counts[k] for k in ("done", "failed"))
+        self.report.released += len(released)
         if counts["cost_micro"] and self.cfg.budget_usd is not None:
             # Check the budget the moment money was spent, not on the next periodic check, so
             # the overshoot is bounded by the calls already in flight.
-            self._check_run()
-        self.report.finished += sum(counts[k] for k in ("done", "failed"))
-        self.report.released += len(released)
+            self._guarded(self._check_run)
 
     def _write_results(self, rows: list[dict[str, Any]]) -> set[int]:
         """Store finished units still claimed by this slice; returns the ids written.
@@ -401,7 +515,10 @@ class SliceExecutor:
         self.stop.set()
         loop = getattr(self, "loop", None)
         if loop is not None and loop.gateway is not None:
-            asyncio.run_coroutine_threadsafe(loop.gateway.limiter.stop_all(), loop.loop).result(10)
+            # Every worker also reads the run's status within half a second, so a stop flag that Redis could not
+            # take in time is not worth failing the slice for.
+            with contextlib.suppress(TimeoutError):
+                asyncio.run_coroutine_threadsafe(loop.gateway.limiter.stop_all(), loop.loop).result(10)
 
     def _check_run(self) -> None:
         row = JudgeRun.objects.filter(pk=self.run.pk).values("status", "cost_usd").first()
@@ -417,6 +534,61 @@ class SliceExecutor:
             self.stop_reason = RunStatus.STOPPED_BUDGET
             self._stop_everywhere()
 
+    # -- database outages ---------------------------------------------------------------------------
+    def _db_failed(self, exc: BaseException) -> None:
+        log.warning("database unreachable (%s: %s); retrying in %.1fs", type(exc).__name__, exc, self.db_delay)
+        with contextlib.suppress(Exception):
+            connection.close()  # the next query opens a fresh connection
+        self.db_retry_at = time.monotonic() + self.db_delay * (0.5 + random.random())
+        self.db_delay = min(2 * self.db_delay, DB_RETRY_CAP_S)
+
+    def _db_up(self) -> bool:
+        return time.monotonic() >= self.db_retry_at
+
+    def _guarded(self, work: Callable[[], Any]) -> bool:
+        """Run database work unless the database is known to be away; False when it is (or just went)."""
+        if not self._db_up():
+            return False
+        try:
+            work()
+        except DB_DOWN as exc:
+            self._db_failed(exc)
+            return False
+        self.db_delay = DB_RETRY_FIRST_S
+        return True
+
+    def _claim_and_start(self, limit: int) -> bool:
+        """Claim up to `limit` units and set them going; False when nothing was claimable."""
+        claimed = self._claim(limit)
+        if not claimed:
+            return False
+        try:
+            self._start_units(claimed)
+        except DB_DOWN:
+            # Loading a batch failed before any of it was sent: hand the claims back untouched.
+            ids = {j.pk for j in claimed}
+            for judgment_id in ids & set(self.active):
+                self.active.pop(judgment_id).flow.close()
+            self.finished = [entry for entry in self.finished if entry[0] not in ids]
+            self.taken_over -= ids
+            self.released.extend(ids)
+            raise
+        return True
+
+    def _final_flush(self) -> None:
+        deadline = time.monotonic() + DB_FINAL_WRITE_S
+        while self.finished or self.released or self.new_cache:
+            if self._guarded(self._flush):
+                return
+            if time.monotonic() >= deadline:
+                log.error(
+                    "gave up storing %d result(s) after %.0fs without the database; their units are sent again",
+                    len(self.finished),
+                    DB_FINAL_WRITE_S,
+                )
+                return
+            time.sleep(max(0.0, self.db_retry_at - time.monotonic()))
+
     def execute(self) -> SliceReport:
         self._check_run()
         if self.stop.is_set():
@@ -428,22 +600,28 @@ class SliceExecutor:
         try:
             while True:
                 now = time.monotonic()
-                if now - last_check >= 0.5:
-                    self._check_run()
+                if now - last_check >= 0.5 and self._guarded(self._check_run):
                     last_check = now
-                if now - last_renew >= self.lease / 3:
-                    self._renew_leases()
+                if now - last_renew >= self.lease / 3 and self._guarded(self._renew_leases):
                     last_renew = now
+                # What is held is stored before anything more is claimed, so after an outage the results
+                # that arrived meanwhile land while their claims still hold.
+                if self.finished or self.released or self.new_cache:
+                    self._guarded(self._flush)
                 slice_over = now - started >= self.time_slice_s
                 room = self.target_active - len(self.active)
                 # Claim in batches: topping up one or two units as each result arrives cost a claim and a
                 # context load per unit, and the units claimed already keep every slot busy meanwhile.
-                if not (self.stop.is_set() or slice_over or exhausted) and room >= self.refill_at:
-                    claimed = self._claim(min(self.batch_size, room))
-                    if claimed:
-                        self._start_units(claimed)
-                    else:
-                        exhausted = True
+                if (
+                    not (self.stop.is_set() or slice_over or exhausted)
+                    and room >= self.refill_at
+                    and not self.finished
+                    and self._db_up()
+                ):
+                    try:
+                        exhausted = not self._claim_and_start(min(self.batch_size, room))
+                    except DB_DOWN as exc:
+                        self._db_failed(exc)
                 try:
                     key, result = self.results.get(timeout=0.05 if self.active else 0.0)
                     self._on_result(key, result)
@@ -457,14 +635,16 @@ class SliceExecutor:
                 # entries count too: a multi-step unit (factscore: one check per fact) killed mid-way
                 # then resumes from the cache.
                 if self.finished or self.released or self.new_cache:
-                    self._flush()
+                    self._guarded(self._flush)
                 if not self.active and (self.stop.is_set() or slice_over or exhausted):
                     break
         finally:
             for judgment_id in list(self.active):
                 self._release(judgment_id)
-            self._flush()
-            self.loop.close()
+            try:
+                self._final_flush()
+            finally:
+                self.loop.close()
         if self.stop.is_set():
             self.report.state = "stopped"
         elif exhausted:
@@ -472,6 +652,17 @@ class SliceExecutor:
         else:
             self.report.state = "more"
         return self.report
+
+
+def lost_in_flight(rows: list[tuple[int, str, str]], *, max_per_holder: int) -> set[int]:
+    """Of the (id, status, claim token) rows being claimed, the units whose earlier holder may have had a call in
+    flight: those still claimed (their lease ran out), at most `max_per_holder` per earlier holder, since a slice
+    never has more calls in flight than the run's concurrency."""
+    by_holder: dict[str, list[int]] = {}
+    for judgment_id, status, token in rows:
+        if status == JudgmentStatus.CLAIMED and token:
+            by_holder.setdefault(token, []).append(judgment_id)
+    return {judgment_id for ids in by_holder.values() for judgment_id in ids[:max_per_holder]}
 
 
 def with_factscore_knowledge(
@@ -505,6 +696,12 @@ def with_factscore_knowledge(
     }
 
 
+def _keys(request: CallSpec | CallBatch | None) -> list[str]:
+    if request is None:
+        return []
+    return [spec.cache_key() for spec in request.specs] if isinstance(request, CallBatch) else [request.cache_key()]
+
+
 def _budget_note(budget: float) -> str:
     return f"Stopped: the cost reached the budget of ${budget:g}. Calls in flight were completed and recorded."
 
@@ -533,7 +730,10 @@ _RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("completion_tokens", "integer"),
     ("cost_usd", "double precision"),
     ("latency_s", "double precision"),
+    ("queue_wait_s", "double precision"),
     ("attempts", "smallint"),
+    ("lost_calls", "smallint"),
+    ("lost_cost_usd", "double precision"),
     ("cache_hit", "boolean"),
     ("error_kind", "varchar"),
     ("error", "text"),
@@ -559,7 +759,10 @@ def _result_row(judgment_id: int, state: UnitState, outcome: Outcome, now: Any) 
         "completion_tokens": state.completion_tokens,
         "cost_usd": None if state.unpriced else state.cost,
         "latency_s": state.latency,
+        "queue_wait_s": state.queue_wait,
         "attempts": state.attempts,
+        "lost_calls": state.lost_calls,
+        "lost_cost_usd": state.lost_cost,
         "cache_hit": state.calls > 0 and state.served_from_cache == state.calls,
         "error_kind": outcome.error_kind,
         "error": outcome.error,

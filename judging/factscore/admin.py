@@ -226,8 +226,18 @@ class FactReviewCampaignAdmin(WholeObjectDeleteAdmin, StaffAdmin):
 # Projected from the run's judgments; the run's report and its fact reviews read these rows.
 @admin.register(FactAnswer)
 class FactAnswerAdmin(ReadOnlyRowsAdmin, StaffAdmin):
-    list_display = ("response", "run", "stage", "is_refusal", "n_facts", "n_supported", "score", "detail_link")
-    list_filter = ("stage", "is_refusal")
+    list_display = (
+        "response",
+        "run",
+        "outcome",
+        "is_refusal",
+        "n_facts",
+        "facts_dropped",
+        "n_supported",
+        "score",
+        "detail_link",
+    )
+    list_filter = ("outcome", "stage", "is_refusal")
     readonly_fields = [f.name for f in FactAnswer._meta.fields]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:

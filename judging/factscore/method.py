@@ -3,11 +3,17 @@
 The unit is a flow (see judging.methods.flows): it yields each provider request and receives the
 reply, so every call goes through the engine's gateway, limits, retries, costs and cache. Steps:
 
-1. refusal rules on the answer, plus an optional LLM confirmation when a rule fires;
-2. atomic-fact decomposition (one call);
+1. refusal rules on the answer, plus, when `refusal_confirm` is on, an LLM verdict on every answer
+   (it can overturn a rule and catch a refusal no rule knows);
+2. atomic-fact decomposition (one call); the parser's cap and `max_facts` cuts are recorded;
 3. for each fact: retrieve evidence (the item's reference/context and/or the dataset's corpus,
    optionally restricted to the topic's title), then one "true or false?" call, read from
-   log-probabilities when the provider returns them, else from the text.
+   log-probabilities when the provider returns them, else from the text. The checks of one answer
+   go out together as a CallBatch, so the engine sends them side by side within the run's limits.
+
+Every answer ends with one outcome in its trace: "scored", "refused", "no_facts" (it answers but
+states nothing checkable) or "failed" with the reason (the provider failed, or the decomposition
+was empty or unreadable). Reports list every answer under its outcome.
 
 Resuming: a unit interrupted by a worker kill is re-run from the start by the engine; every call
 it already made is answered from the engine's cache, so no provider call is repeated. The whole
@@ -32,7 +38,7 @@ from judging.factscore.corpus import Hit, PassageIndex, item_passages, search_it
 from judging.factscore.options import FactScoreOptions
 from judging.factscore.refusal import RefusalCheck, match_rules
 from judging.llm.calls import CallResult, CallSpec
-from judging.methods.base import Outcome, UnitContext
+from judging.methods.base import CallBatch, Outcome, UnitContext
 
 TRACE_VERSION = 1
 ASPECT_NAME = "factscore"
@@ -61,7 +67,10 @@ def topic_from(item_source: dict[str, Any], turn_source: dict[str, Any], key: st
 
 # --- the flow ------------------------------------------------------------------------------------
 
-Flow = Generator[CallSpec, CallResult, Outcome]
+Flow = Generator[CallSpec | CallBatch, Any, Outcome]
+
+SCORED, REFUSED, NO_FACTS, FAILED = "scored", "refused", "no_facts", "failed"
+OUTCOMES = (SCORED, REFUSED, NO_FACTS, FAILED)
 
 
 def _spec(ctx: UnitContext, content: str, *, logprobs: bool = False) -> CallSpec:
@@ -79,6 +88,7 @@ def _call_record(spec: CallSpec, result: CallResult) -> dict[str, Any]:
         "completion_tokens": result.completion_tokens,
         "cost": result.cost,
         "latency_s": round(result.latency_s, 4),
+        "queue_wait_s": round(result.queue_wait_s, 4),
         "attempts": result.attempts,
         "error_kind": result.error_kind or ("stopped" if result.stopped else ""),
         "error": result.error,
@@ -119,12 +129,13 @@ def _evidence(
 def _refusal_check(
     ctx: UnitContext, options: FactScoreOptions, language: str, trace: Trace
 ) -> Generator[CallSpec, CallResult, RefusalCheck | Outcome]:
-    """The rules' verdict on the answer, confirmed by the model when asked; an Outcome if that call failed."""
+    """The rules' verdict on the answer, and the model's on every non-empty answer when asked; an
+    Outcome if that call failed."""
     check = match_rules(ctx.answer)
     refusal: dict[str, Any] = {"is_refusal": check.is_refusal, "rule": check.rule, "matched": check.matched}
     refusal["confirmed_by"] = "rules" if check.is_refusal else ""
     trace.data["refusal"] = refusal
-    if not (check.is_refusal and options.refusal_confirm and check.rule != "empty"):
+    if not options.refusal_confirm or check.rule == "empty":
         return check
     content = fs_prompts.refusal_confirmation_prompt(answer=ctx.answer, language=language)
     spec = _spec(ctx, content)
@@ -135,10 +146,14 @@ def _refusal_check(
     refusal["raw_output"] = result.content or ""
     said = fs_parsing.parse_yes_no(result.content)
     if said is None:
-        refusal["llm_verdict"] = None  # unreadable reply: the rule's decision stands, and says so
+        refusal["llm_verdict"] = None  # unreadable reply: the rules' decision stands, and says so
         return check
+    if said and not check.is_refusal:
+        refusal["rule"] = "llm"  # no rule fired: the model alone found the refusal
     refusal.update(is_refusal=said, confirmed_by="llm", llm_verdict=said)
-    return RefusalCheck(is_refusal=said, rule=check.rule, matched=check.matched, confirmed_by="llm", llm_verdict=said)
+    return RefusalCheck(
+        is_refusal=said, rule=refusal["rule"], matched=check.matched, confirmed_by="llm", llm_verdict=said
+    )
 
 
 def _scored(trace: Trace, facts: list[dict[str, Any]], options: FactScoreOptions, decomposition_hash: str) -> Outcome:
@@ -146,9 +161,14 @@ def _scored(trace: Trace, facts: list[dict[str, Any]], options: FactScoreOptions
     unknown = sum(1 for f in facts if f["label"] == "unknown")
     denominator = len(facts) - (unknown if options.unknown_as == "exclude" else 0)
     score = supported / denominator if denominator else None
-    trace.data.update(n_facts=len(facts), n_supported=supported, n_unknown=unknown, score=score)
-    summary = f"{supported}/{len(facts)} facts supported" + (f", {unknown} unreadable" if unknown else "")
-    outcome = Outcome(
+    answered = SCORED if score is not None else NO_FACTS
+    trace.data.update(outcome=answered, n_facts=len(facts), n_supported=supported, n_unknown=unknown, score=score)
+    if score is None:
+        summary = "no checkable facts" if not facts else f"0 of {len(facts)} facts readable"
+    else:
+        summary = f"{supported}/{len(facts)} facts supported" + (f", {unknown} unreadable" if unknown else "")
+    # An answer without checkable facts is an outcome, not an error: it stays out of the run's errors.
+    return Outcome(
         ok=True,
         score=score,
         raw_output=trace.dump(),
@@ -156,9 +176,6 @@ def _scored(trace: Trace, facts: list[dict[str, Any]], options: FactScoreOptions
         prompt_hash=decomposition_hash,
         logprob_fallback=any(f.get("logprob_fallback") for f in facts),
     )
-    if score is None:
-        outcome.error_kind, outcome.error = "no_facts", "the answer has no checkable facts"
-    return outcome
 
 
 def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> Flow:
@@ -173,15 +190,8 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
         return checked
     check = checked
     if check.is_refusal:
-        trace.data.update(n_facts=0, n_supported=0, n_unknown=0, score=None)
-        return Outcome(
-            ok=True,
-            score=None,
-            raw_output=trace.dump(),
-            reasoning=f"refusal ({check.rule})",
-            error_kind="refusal",
-            error=f"the answer refuses (rule {check.rule})",
-        )
+        trace.data.update(outcome=REFUSED, n_facts=0, n_supported=0, n_unknown=0, score=None)
+        return Outcome(ok=True, score=None, raw_output=trace.dump(), reasoning=f"refusal ({check.rule})")
 
     # 2. decomposition
     content = fs_prompts.decomposition_prompt(
@@ -198,6 +208,7 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
     parsed = fs_parsing.parse_facts(result.content)
     if not parsed.ok:
         decomposition["error"] = parsed.error
+        trace.data.update(outcome=FAILED, failure=f"decomposition: {parsed.error}")
         return Outcome(
             ok=True,
             raw_output=trace.dump(),
@@ -206,11 +217,15 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
             prompt_hash=decomposition_hash,
         )
     facts_text = parsed.facts[: options.max_facts]
+    trace.data["facts_found"] = parsed.found
+    trace.data["caps"] = _caps(parsed, options, len(facts_text))
+    trace.data["repeated_facts"] = len(facts_text) - len(set(facts_text))
 
     if knowledge is None:
         knowledge = ctx.knowledge if isinstance(ctx.knowledge, UnitKnowledge) else UnitKnowledge()
     trace.data["topic"] = knowledge.topic
     if knowledge.corpus_error:
+        trace.data.update(outcome=FAILED, failure=knowledge.corpus_error)
         return Outcome(
             ok=False,
             error_kind="config",
@@ -219,9 +234,24 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
             prompt_hash=decomposition_hash,
         )
 
-    # 3. verification, one call per fact
+    return (yield from _verify(ctx, options, knowledge, language, facts_text, trace, decomposition_hash))
+
+
+def _verify(
+    ctx: UnitContext,
+    options: FactScoreOptions,
+    knowledge: UnitKnowledge,
+    language: str,
+    facts_text: list[str],
+    trace: Trace,
+    decomposition_hash: str,
+) -> Flow:
+    """One check per fact, all of an answer's checks at once; a repeated fact shares its request."""
     facts: list[dict[str, Any]] = []
     trace.data["facts"] = facts
+    specs: list[CallSpec] = []
+    first_of: dict[str, int] = {}  # request key -> the first fact that sends it
+    sends: list[int] = []  # per fact, its request's index in the batch
     for fact in facts_text:
         hits, title_matched = _evidence(ctx, options, knowledge, fact)
         content = fs_prompts.verification_prompt(
@@ -232,17 +262,29 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
             language=language,
         )
         spec = _spec(ctx, content, logprobs=ctx.cfg.logprobs)
-        result = yield spec
-        entry: dict[str, Any] = {
-            "text": fact,
-            "evidence": [{"key": hit.key, "title": hit.title, "score": round(hit.score, 6)} for hit in hits],
-            "title_matched": title_matched,
-            "prompt_hash": _hash(content),
-            "call": _call_record(spec, result),
-        }
-        facts.append(entry)
+        key = spec.cache_key()
+        if key not in first_of:
+            first_of[key] = len(specs)
+            specs.append(spec)
+        sends.append(first_of[key])
+        facts.append(
+            {
+                "text": fact,
+                "evidence": [{"key": hit.key, "title": hit.title, "score": round(hit.score, 6)} for hit in hits],
+                "title_matched": title_matched,
+                "prompt_hash": _hash(content),
+            }
+        )
+    results: list[CallResult] = (yield CallBatch(tuple(specs))) if specs else []
+    failed_at: tuple[int, CallResult] | None = None
+    recorded: set[int] = set()
+    for position, (entry, sent) in enumerate(zip(facts, sends, strict=True)):
+        spec, result = specs[sent], results[sent]
+        entry["call"] = _call_record(spec, result) if sent not in recorded else _shared_record(spec)
+        recorded.add(sent)
         if not result.ok:
-            return _failed(trace, result, f"verification of fact {len(facts)}", prompt_hash=decomposition_hash)
+            failed_at = failed_at or (position, result)
+            continue
         verdict = fs_parsing.parse_verdict(result.content, result.logprobs if spec.logprobs else None)
         entry.update(
             label=verdict.label,
@@ -252,19 +294,45 @@ def factscore_flow(ctx: UnitContext, knowledge: UnitKnowledge | None = None) -> 
             raw_output=result.content or "",
             logprob_fallback=bool(spec.logprobs and verdict.source != "logprobs"),
         )
+    if failed_at is not None:
+        position, result = failed_at
+        return _failed(trace, result, f"verification of fact {position + 1}", prompt_hash=decomposition_hash)
 
     return _scored(trace, facts, options, decomposition_hash)
 
 
+def _caps(parsed: fs_parsing.FactList, options: FactScoreOptions, kept: int) -> list[dict[str, Any]]:
+    """Every cut made to the decomposition's facts, with its limit and what it removed."""
+    caps: list[dict[str, Any]] = []
+    if parsed.dropped:
+        caps.append({"cap": "parser", "limit": fs_parsing.MAX_FACTS, "dropped": parsed.dropped})
+    if len(parsed.facts) > kept:
+        caps.append({"cap": "max_facts", "limit": options.max_facts, "dropped": len(parsed.facts) - kept})
+    if parsed.shortened:
+        caps.append({"cap": "fact_chars", "limit": fs_parsing.MAX_FACT_CHARS, "shortened": parsed.shortened})
+    return caps
+
+
+def _shared_record(spec: CallSpec) -> dict[str, Any]:
+    """A repeated fact's check: the same request as an earlier fact's, sent once and paid once."""
+    return {
+        "request_key": spec.cache_key(),
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost": 0.0,
+        "latency_s": 0.0,
+        "attempts": 0,
+        "error_kind": "",
+        "error": "",
+        "shared": True,
+    }
+
+
 def _failed(trace: Trace, result: CallResult, step: str, prompt_hash: str = "") -> Outcome:
     kind = result.error_kind or ("stopped" if result.stopped else "error")
-    return Outcome(
-        ok=False,
-        raw_output=trace.dump(),
-        error_kind=kind,
-        error=f"{step}: {result.error}".strip(),
-        prompt_hash=prompt_hash,
-    )
+    error = f"{step}: {result.error}".strip()
+    trace.data.update(outcome=FAILED, failure=f"{error} ({kind})")
+    return Outcome(ok=False, raw_output=trace.dump(), error_kind=kind, error=error, prompt_hash=prompt_hash)
 
 
 def flow(ctx: UnitContext) -> Flow:

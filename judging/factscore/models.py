@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from annotations.models import AssignmentStatus
 from annotations.slots import SlotPool
@@ -66,12 +66,26 @@ class FactAnswerStage(models.TextChoices):
     FAILED = "failed"
 
 
+class FactAnswerOutcome(models.TextChoices):
+    PENDING = "pending"
+    SCORED = "scored"
+    REFUSED = "refused"
+    NO_FACTS = "no_facts"
+    FAILED = "failed"
+
+
 class FactAnswer(models.Model):
     """A factscore run's work on one answer: the refusal outcome, the decomposition and the score."""
 
     run = models.ForeignKey("judging.JudgeRun", on_delete=models.CASCADE, related_name="fact_answers")
     response = models.ForeignKey("annotations.Response", on_delete=models.CASCADE, related_name="fact_answers")
     stage = models.CharField(max_length=20, choices=FactAnswerStage.choices, default=FactAnswerStage.PENDING)
+    outcome = models.CharField(
+        max_length=10,
+        choices=FactAnswerOutcome.choices,
+        default=FactAnswerOutcome.PENDING,
+        help_text="scored, refused, no checkable facts, or failed (error_kind and error say why)",
+    )
     is_refusal = models.BooleanField(null=True, blank=True)
     refusal_rule = models.CharField(max_length=50, blank=True)
     refusal_matched = models.TextField(blank=True)
@@ -81,6 +95,12 @@ class FactAnswer(models.Model):
     decomposition_prompt_hash = models.CharField(max_length=64, blank=True)
     topic = models.CharField(max_length=500, blank=True)
     n_facts = models.PositiveIntegerField(default=0)
+    facts_found = models.PositiveIntegerField(default=0, help_text="Facts the decomposition listed, before any cap.")
+    facts_dropped = models.PositiveIntegerField(default=0, help_text="Facts cut by the parser's cap or max_facts.")
+    caps = models.JSONField(default=list, blank=True, help_text="[{cap, limit, dropped or shortened}] as applied.")
+    repeated_facts = models.PositiveIntegerField(
+        default=0, help_text="Facts repeating an earlier one word for word (kept and counted, checked once)."
+    )
     n_supported = models.PositiveIntegerField(default=0)
     n_unknown = models.PositiveIntegerField(default=0)
     score = models.FloatField(null=True, blank=True, help_text="supported / all facts; null for refusals or 0 facts")
@@ -103,6 +123,10 @@ class FactAnswer(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "response"], name="one_fact_answer_per_run_response"),
             models.CheckConstraint(condition=Q(stage__in=FactAnswerStage.values), name="fact_answer_stage_valid"),
+            models.CheckConstraint(condition=Q(outcome__in=FactAnswerOutcome.values), name="fact_answer_outcome_valid"),
+            models.CheckConstraint(
+                condition=Q(facts_found=F("n_facts") + F("facts_dropped")), name="fact_answer_caps_add_up"
+            ),
             models.CheckConstraint(
                 condition=Q(score__isnull=True) | (Q(score__gte=0) & Q(score__lte=1)), name="fact_answer_score_0_1"
             ),
@@ -182,7 +206,12 @@ class FactVerdict(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(null=True, blank=True)
-    latency_s = models.FloatField(null=True, blank=True)
+    latency_s = models.FloatField(
+        null=True, blank=True, help_text="Seconds the provider took, from sending the request to its answer."
+    )
+    queue_wait_s = models.FloatField(
+        null=True, blank=True, help_text="Seconds the call waited before being sent (concurrency slot, rpm/tpm)."
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     cache_hit = models.BooleanField(default=False)
     error_kind = models.CharField(max_length=40, blank=True)

@@ -28,6 +28,10 @@ class FactList:
     facts: list[str]
     ok: bool
     error: str = ""
+    found: int = 0  # facts in the output before the parser's cap
+    dropped: int = 0  # facts beyond MAX_FACTS, never verified
+    shortened: int = 0  # facts cut to MAX_FACT_CHARS
+    repeated: int = 0  # facts that repeat an earlier one word for word (kept: each counts)
 
 
 def parse_facts(text: str | None) -> FactList:
@@ -76,20 +80,33 @@ def _facts_from_json(raw: str) -> list[str] | None:
 
 
 def _finish(candidates: Sequence[str]) -> FactList:
+    """Every fact the model listed, in order. A fact repeated word for word is kept and counted (the
+    engine sends its check once), so facts per answer is what the decomposition said; the parser's
+    cap and the length cut are counted, never silent."""
     facts: list[str] = []
     seen: set[str] = set()
+    shortened = repeated = 0
     for candidate in candidates:
         fact = candidate.strip().strip('"').strip()
         if not fact or _NONE_RE.match(fact):
             continue
-        fact = fact[:MAX_FACT_CHARS]
-        if fact in seen:  # a model repeating a line does not make the answer more factual
-            continue
+        if len(fact) > MAX_FACT_CHARS:
+            fact = fact[:MAX_FACT_CHARS]
+            shortened += 1
+        repeated += fact in seen
         seen.add(fact)
         facts.append(fact)
-    if len(facts) > MAX_FACTS:
-        return FactList(facts=facts[:MAX_FACTS], ok=True, error=f"truncated to {MAX_FACTS} facts")
-    return FactList(facts=facts, ok=True)
+    found = len(facts)
+    dropped = max(0, found - MAX_FACTS)
+    return FactList(
+        facts=facts[:MAX_FACTS],
+        ok=True,
+        error=f"truncated to {MAX_FACTS} facts" if dropped else "",
+        found=found,
+        dropped=dropped,
+        shortened=shortened,
+        repeated=repeated,
+    )
 
 
 @dataclass(frozen=True)

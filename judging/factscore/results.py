@@ -23,7 +23,15 @@ from annotations.models import Response
 from judging.engine.units import context_text
 from judging.factscore.corpus import item_passages
 from judging.factscore.method import ASPECT_NAME
-from judging.factscore.models import AtomicFact, FactAnswer, FactAnswerStage, FactOrigin, FactVerdict, Passage
+from judging.factscore.models import (
+    AtomicFact,
+    FactAnswer,
+    FactAnswerOutcome,
+    FactAnswerStage,
+    FactOrigin,
+    FactVerdict,
+    Passage,
+)
 from judging.models import Judge, JudgeRun, JudgeScore, Judgment, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -175,6 +183,22 @@ def factscore_project(*, run: JudgeRun) -> int:
     return len(pending)
 
 
+def _outcome(judgment: Judgment, trace: dict[str, Any]) -> str:
+    """The answer's outcome as its flow recorded it; derived for traces written before outcomes were."""
+    if judgment.status == "failed":
+        return FactAnswerOutcome.FAILED
+    recorded = trace.get("outcome")
+    if recorded in FactAnswerOutcome.values:
+        return str(recorded)
+    if (trace.get("refusal") or {}).get("is_refusal"):
+        return FactAnswerOutcome.REFUSED
+    if judgment.error_kind.startswith("parse:"):
+        return FactAnswerOutcome.FAILED
+    if "score" in trace:
+        return FactAnswerOutcome.SCORED if isinstance(trace["score"], int | float) else FactAnswerOutcome.NO_FACTS
+    return FactAnswerOutcome.PENDING
+
+
 def _stage(judgment: Judgment, trace: dict[str, Any]) -> str:
     if judgment.status == "failed":
         return FactAnswerStage.FAILED
@@ -200,6 +224,8 @@ def _project_one(
     calls = [refusal.get("call"), decomposition.get("call"), *[f.get("call") for f in facts]]
     calls = [c for c in calls if c]
     score = trace.get("score")
+    caps = [cap for cap in trace.get("caps") or [] if isinstance(cap, dict)]
+    dropped = sum(int(cap.get("dropped") or 0) for cap in caps)
     answer, _created = FactAnswer.objects.update_or_create(
         run=run,
         response_id=response.pk,
@@ -207,6 +233,7 @@ def _project_one(
             "judgment": judgment,
             "trace_sha": sha,
             "stage": _stage(judgment, trace),
+            "outcome": _outcome(judgment, trace),
             "is_refusal": refusal.get("is_refusal") if refusal else None,
             "refusal_rule": refusal.get("rule") or "",
             "refusal_matched": refusal.get("matched") or "",
@@ -216,6 +243,10 @@ def _project_one(
             "decomposition_prompt_hash": decomposition.get("prompt_hash") or "",
             "topic": trace.get("topic") or "",
             "n_facts": len(facts),
+            "facts_found": len(facts) + dropped,
+            "facts_dropped": dropped,
+            "caps": caps,
+            "repeated_facts": int(trace.get("repeated_facts") or 0),
             "n_supported": int(trace.get("n_supported") or 0),
             "n_unknown": int(trace.get("n_unknown") or 0),
             "score": score if isinstance(score, int | float) else None,
@@ -268,6 +299,7 @@ def _project_one(
                 "completion_tokens": int(call.get("completion_tokens") or 0),
                 "cost_usd": call.get("cost"),
                 "latency_s": call.get("latency_s"),
+                "queue_wait_s": call.get("queue_wait_s"),
                 "attempts": int(call.get("attempts") or 0),
                 "cache_hit": not call.get("attempts"),
                 "error_kind": call.get("error_kind") or "",

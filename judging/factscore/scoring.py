@@ -11,6 +11,9 @@ Definitions (FActScore, Min et al. 2023, §3.1 and §4.2):
 Our choices where the paper leaves room, applied identically to humans and estimators:
 - an answered prompt with zero facts has no score (0/0): it counts as responding and in facts per
   answer (as 0) but not in the mean score;
+- an answer whose work failed (the provider failed, or the decomposition was empty or unreadable)
+  is not found to refuse: it counts among the prompts and as responding, never in the mean score,
+  and not in facts per answer, whose count it lacks. Each denominator is reported with its number;
 - a fact labelled Irrelevant by a human is dropped before scoring, as the annotators were told to
   remove such facts without verifying them; `irrelevant="unsupported"` counts them as failures;
 - with several raters, each rater's own fact list (after splits, rewordings and additions) gives
@@ -60,7 +63,8 @@ class AnswerOutcome:
     system: str
     refused: bool
     n_facts: int  # facts found in the answer (0 for a refusal)
-    score: float | None  # answer score, None when refused or without scorable facts
+    score: float | None  # answer score, None when refused, failed or without scorable facts
+    failed: bool = False  # the run could not score it (a provider failure, an unreadable decomposition)
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,13 @@ class SystemScore:
     n_prompts: int
     n_responding: int
     n_scored: int
-    pct_responding: float | None  # 0–100
-    factscore: float | None  # 0–1, mean over scored answers
-    facts_per_answer: float | None  # mean over responding answers
+    pct_responding: float | None  # 0–100, of n_prompts
+    factscore: float | None  # 0–1, mean over the n_scored answers
+    facts_per_answer: float | None  # mean over the n_counted responding answers whose facts are known
+    n_refused: int = 0
+    n_no_facts: int = 0
+    n_failed: int = 0
+    n_counted: int = 0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -79,9 +87,17 @@ class SystemScore:
             "n_prompts": self.n_prompts,
             "n_responding": self.n_responding,
             "n_scored": self.n_scored,
+            "n_refused": self.n_refused,
+            "n_no_facts": self.n_no_facts,
+            "n_failed": self.n_failed,
             "pct_responding": self.pct_responding,
             "factscore": self.factscore,
             "facts_per_answer": self.facts_per_answer,
+            "denominators": {
+                "pct_responding": self.n_prompts,
+                "factscore": self.n_scored,
+                "facts_per_answer": self.n_counted,
+            },
         }
 
 
@@ -96,8 +112,11 @@ def system_scores(outcomes: Iterable[AnswerOutcome], systems: Sequence[str] | No
     rows = []
     for system in order:
         answers = grouped.get(system, [])
-        responding = [a for a in answers if not a.refused]
-        scored = [a.score for a in responding if a.score is not None]
+        failed = [a for a in answers if a.failed]
+        refused = [a for a in answers if a.refused and not a.failed]
+        responding = [a for a in answers if a.failed or not a.refused]
+        counted = [a for a in responding if not a.failed]
+        scored = [a.score for a in counted if a.score is not None]
         rows.append(
             SystemScore(
                 system=system,
@@ -106,7 +125,11 @@ def system_scores(outcomes: Iterable[AnswerOutcome], systems: Sequence[str] | No
                 n_scored=len(scored),
                 pct_responding=100.0 * len(responding) / len(answers) if answers else None,
                 factscore=sum(scored) / len(scored) if scored else None,
-                facts_per_answer=sum(a.n_facts for a in responding) / len(responding) if responding else None,
+                facts_per_answer=sum(a.n_facts for a in counted) / len(counted) if counted else None,
+                n_refused=len(refused),
+                n_no_facts=len(counted) - len(scored),
+                n_failed=len(failed),
+                n_counted=len(counted),
             )
         )
     return rows

@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404
 
 from annotations.selectors import datasets_for_user
@@ -16,6 +16,7 @@ from judging.factscore.models import (
     FACT_REVIEW_SLOTS,
     AtomicFact,
     FactAnswer,
+    FactAnswerOutcome,
     FactAnswerStage,
     FactLabel,
     FactOrigin,
@@ -130,18 +131,24 @@ def _system_order(run: JudgeRun) -> list[str]:
 
 
 def answer_outcomes(run: JudgeRun) -> tuple[list[scoring.AnswerOutcome], int]:
-    """Finished answers as scoring input, and how many answers are not finished (pending or failed)."""
+    """Every finished answer (scored, refused, without facts or failed) as scoring input, and how many
+    answers are still pending."""
     outcomes = []
     unfinished = 0
-    for stage, is_refusal, n_facts, score, system in FactAnswer.objects.filter(run=run).values_list(
-        "stage", "is_refusal", "n_facts", "score", "response__system__key"
+    for outcome, n_facts, score, system in FactAnswer.objects.filter(run=run).values_list(
+        "outcome", "n_facts", "score", "response__system__key"
     ):
-        if stage != FactAnswerStage.DONE and not is_refusal:
+        if outcome == FactAnswerOutcome.PENDING:
             unfinished += 1
             continue
+        refused = outcome == FactAnswerOutcome.REFUSED
         outcomes.append(
             scoring.AnswerOutcome(
-                system=system, refused=bool(is_refusal), n_facts=0 if is_refusal else n_facts, score=score
+                system=system,
+                refused=refused,
+                n_facts=0 if refused else n_facts,
+                score=score if outcome == FactAnswerOutcome.SCORED else None,
+                failed=outcome == FactAnswerOutcome.FAILED,
             )
         )
     planned = run.judgments.filter(sample=0).values("response_id").distinct().count()
@@ -214,13 +221,18 @@ def factscore_report(run: JudgeRun, *, include_answers: bool = False) -> dict[st
         # The facts and scores below lag the run's judgments until the worker has projected them.
         "results_pending": factscore_results_pending(run),
         "definitions": {
-            "factscore": "mean over answering prompts of supported facts / all facts (0-1)",
-            "pct_responding": "answers not detected as refusals, in % of prompts",
-            "facts_per_answer": "mean number of facts over answering prompts",
+            "factscore": "mean of supported facts / all facts (0-1) over the scored answers (denominators.factscore)",
+            "pct_responding": "answers not found to refuse, in % of all finished answers (denominators.pct_responding);"
+            " failed answers count as responding",
+            "facts_per_answer": "mean number of facts verified over the responding answers whose facts are known"
+            " (denominators.facts_per_answer: scored and no-facts answers)",
+            "outcomes": "each answer is scored, refused, no_facts (nothing checkable) or failed (error says why)",
+            "caps": "facts_found = facts verified + facts_dropped by the parser cap (200) or max_facts",
             "error_points": "estimated - human FActScore, in points (0-100); mark +/- beyond 5 points",
         },
         "systems": [row.as_dict() for row in systems],
         "unfinished_answers": unfinished,
+        "facts_cut": _facts_cut(run),
         "human": None,
     }
     if human:
@@ -238,9 +250,16 @@ def factscore_report(run: JudgeRun, *, include_answers: bool = False) -> dict[st
                 "turn": row["response__turn__index"],
                 "system": row["response__system__key"],
                 "stage": row["stage"],
-                "refused": row["is_refusal"],
+                "outcome": row["outcome"],
+                "error_kind": row["error_kind"],
+                "error": row["error"],
+                "refused": row["outcome"] == FactAnswerOutcome.REFUSED,
                 "refusal_rule": row["refusal_rule"],
                 "n_facts": row["n_facts"],
+                "facts_found": row["facts_found"],
+                "facts_dropped": row["facts_dropped"],
+                "caps": row["caps"],
+                "repeated_facts": row["repeated_facts"],
                 "n_supported": row["n_supported"],
                 "n_unknown": row["n_unknown"],
                 "score": row["score"],
@@ -254,15 +273,32 @@ def factscore_report(run: JudgeRun, *, include_answers: bool = False) -> dict[st
                 "response__turn__index",
                 "response__system__key",
                 "stage",
-                "is_refusal",
+                "outcome",
+                "error_kind",
+                "error",
                 "refusal_rule",
                 "n_facts",
+                "facts_found",
+                "facts_dropped",
+                "caps",
+                "repeated_facts",
                 "n_supported",
                 "n_unknown",
                 "score",
             )
         ]
     return report
+
+
+def _facts_cut(run: JudgeRun) -> dict[str, int]:
+    """What the caps removed over the run, and the repeats kept, so no fact goes missing unsaid."""
+    totals = FactAnswer.objects.filter(run=run).aggregate(
+        answers_capped=Count("id", filter=Q(facts_dropped__gt=0)),
+        facts_found=Sum("facts_found"),
+        facts_dropped=Sum("facts_dropped"),
+        repeated_facts=Sum("repeated_facts"),
+    )
+    return {name: int(value or 0) for name, value in totals.items()}
 
 
 def answer_drilldown(answer: FactAnswer) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,10 +84,6 @@ class CallSpec:
             material["draw"] = self.draw
         return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
-    def estimated_tokens(self) -> int:
-        text_chars = sum(len(m.get("content") or "") for m in self.messages)
-        return max(1, math.ceil(text_chars / 3)) + (self.max_tokens or 512)
-
 
 @dataclass
 class CallResult:
@@ -96,7 +91,8 @@ class CallResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
-    latency_s: float = 0.0
+    latency_s: float = 0.0  # the provider's time: from sending each attempt to its answer, summed over attempts
+    queue_wait_s: float = 0.0  # waiting for a concurrency slot and for room in the rpm/tpm windows, apart
     attempts: int = 0
     error_kind: str = ""
     error: str = ""

@@ -1,10 +1,10 @@
 """The LLM gateway: the only module that imports litellm.
 
-One async call = limits (concurrency/rpm/tpm slot per attempt), the host check, litellm, and a
-classification of failures. Temporary failures (timeouts, connection errors, 429, 5xx) are retried
-with exponential backoff, full jitter and the provider's Retry-After; permanent ones (400, 401/403,
-404, context length, refused host, redirects) fail at once. The slot is released while waiting
-between attempts so a backing-off call never blocks others.
+One async call = limits (a concurrency slot per attempt, and the rpm/tpm windows passed at the moment the request is
+sent, see `sending`), the host check, litellm, and a classification of failures. Temporary failures (timeouts,
+connection errors, 429, 5xx) are retried with exponential backoff, full jitter and the provider's Retry-After;
+permanent ones (400, 401/403, 404, context length, refused host, redirects) fail at once. The slot is released while
+waiting between attempts so a backing-off call never blocks others.
 
 Egress: only the providers in `calls.SUPPORTED_PROVIDERS` are called, each through our own OpenAI client on the
 guarded HTTP client of `egress` (redirects off, every connection's address checked, no proxy or header from the
@@ -37,7 +37,7 @@ from django.conf import settings
 
 from judging.llm import netguard
 from judging.llm.calls import TEMPORARY, CallResult, CallSpec, provider_problem
-from judging.llm.ratelimit import Lease, Limiter, Limits, LocalLimiter
+from judging.llm.ratelimit import DEFAULT_COMPLETION_TOKENS, Lease, Limiter, Limits, LocalLimiter
 
 
 @functools.cache
@@ -185,10 +185,20 @@ def price_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> fl
 
 
 def count_tokens(model: str, messages: list[dict[str, str]]) -> int:
+    """The prompt's tokens as the model's provider counts them, per litellm's tokenizer for the model."""
+    # litellm picks the tokenizer by the bare model name: with its provider prefix a gpt-4o model was counted with
+    # an older encoding, half as much again on Japanese.
+    name = model.partition("/")[2] if _provider_prefix(model) in DEFAULT_API_BASES else model
     try:
-        return int(_litellm().token_counter(model=model, messages=messages))
+        return int(_litellm().token_counter(model=name or model, messages=messages))
     except Exception:
-        return max(1, sum(len(m.get("content") or "") for m in messages) // 3)
+        # Never fewer than the provider counts: no tokenizer gives more tokens than characters plus framing.
+        return sum(len(m.get("content") or "") + 4 for m in messages) + 3
+
+
+def reserved_tokens(spec: CallSpec) -> int:
+    """What a request may use of a tpm window before its usage is known: the prompt and the most it may generate."""
+    return count_tokens(spec.model, spec.messages) + (spec.max_tokens or DEFAULT_COMPLETION_TOKENS)
 
 
 def _response_cost(response: Any, model: str) -> float | None:
@@ -380,12 +390,13 @@ class Gateway:
         if client is None:
             from openai import AsyncOpenAI  # noqa: PLC0415 -- ~1.1 s to import; litellm has loaded it by now
 
-            from judging.llm import egress  # noqa: PLC0415 -- httpx, kept out of start-up; litellm has loaded it
+            from judging.llm import egress, sending  # noqa: PLC0415 -- httpx, kept out of start-up; litellm has loaded it
 
             # litellm's aiohttp-based transport costs a third of the CPU per call of httpcore's pool,
             # which rescans every pooled connection per request; redirects stay off either way.
             inner = _fast_transport(egress.MAX_CONNECTIONS, egress.GuardedResolver)
-            http = egress.guarded_async_client(spec.timeout_s, inner=inner)
+            gated = sending.gated(inner, egress.MAX_CONNECTIONS)
+            http = egress.guarded_async_client(spec.timeout_s, inner=gated)
             self._http.append(http)
             client = AsyncOpenAI(
                 api_key=api_key,
@@ -427,23 +438,53 @@ class Gateway:
             **spec.params(),
         )
 
+    async def _sent_attempt(self, spec: CallSpec, gate: Any) -> Any:
+        """One attempt, its time limit counted from the moment it is sent.
+
+        `timeout_s` bounds the whole exchange, a response that drips in slowly included: the HTTP client's own
+        timeout only bounds each read. The checks and connection before sending get a few seconds more; the wait
+        for the rpm/tpm windows is not limited."""
+        from judging.llm.sending import CURRENT_GATE  # noqa: PLC0415 -- httpx; see _client_for
+
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout_at(loop.time() + spec.timeout_s + 5) as deadline:
+            gate.on_wait = lambda: deadline.reschedule(None)
+            gate.on_sent = lambda: deadline.reschedule(loop.time() + spec.timeout_s)
+            token = CURRENT_GATE.set(gate)
+            try:
+                return await self._attempt(spec)
+            finally:
+                CURRENT_GATE.reset(token)
+
     async def call(self, spec: CallSpec) -> CallResult:
+        from judging.llm.sending import SendGate  # noqa: PLC0415 -- httpx; see _client_for
+
         result = CallResult()
-        started = time.monotonic()
         max_attempts = max(1, spec.max_retries + 1)
+        # Counting a long prompt's tokens costs CPU, so only a tpm limit pays for it.
+        tokens = reserved_tokens(spec) if self.limiter.limits.tpm else 0
         while result.attempts < max_attempts:
             if self.should_stop():
                 result.stopped = True
                 break
-            lease: Lease | None = await self.limiter.acquire(spec.estimated_tokens(), self.should_stop)
+            queued = time.monotonic()
+            lease: Lease | None = await self.limiter.acquire(tokens, self.should_stop)
+            result.queue_wait_s += time.monotonic() - queued
             if lease is None:
                 result.stopped = True
                 break
             result.attempts += 1
-            actual_tokens: int | None = None
+            gate = SendGate(self.limiter, lease, self.should_stop)
+            started = time.monotonic()
             try:
-                response = await asyncio.wait_for(self._attempt(spec), timeout=spec.timeout_s + 5)
+                response = await self._sent_attempt(spec, gate)
             except Exception as exc:
+                _time_attempt(result, gate, started)
+                if gate.stopped:
+                    await self.limiter.release(lease, 0)
+                    result.attempts -= 1
+                    result.stopped = True
+                    break
                 kind = classify(exc)
                 result.errors_seen.append(kind)
                 result.error_kind, result.error = kind, _safe_message(exc, spec)
@@ -454,20 +495,10 @@ class Gateway:
                 await self._sleep(backoff_delay(result.attempts, retry_after, self.rng))
                 continue
             else:
-                usage = getattr(response, "usage", None)
-                result.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-                result.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-                actual_tokens = result.prompt_tokens + result.completion_tokens or None
-                await self.limiter.release(lease, actual_tokens)
-                try:
-                    result.content = response.choices[0].message.content or ""
-                except (AttributeError, IndexError):
-                    result.content = ""
-                result.cost = _response_cost(response, spec.model)
-                result.logprobs = _extract_logprobs(response) if spec.logprobs else None
-                result.error_kind, result.error = "", ""
+                _time_attempt(result, gate, started)
+                _absorb_response(result, response, spec)
+                await self.limiter.release(lease, result.prompt_tokens + result.completion_tokens or None)
                 break
-        result.latency_s = time.monotonic() - started
         return result
 
     async def _sleep(self, seconds: float) -> None:
@@ -478,6 +509,27 @@ class Gateway:
             if remaining <= 0:
                 return
             await asyncio.sleep(min(remaining, 0.25))
+
+
+def _time_attempt(result: CallResult, gate: Any, started: float) -> None:
+    """Latency counts from the moment the request was sent (building it and the first connection's setup aside);
+    the wait for the rpm/tpm windows goes to the queue wait."""
+    now = time.monotonic()
+    result.queue_wait_s += gate.waited_s
+    result.latency_s += now - (gate.sent_at if gate.sent_at is not None else started + gate.waited_s)
+
+
+def _absorb_response(result: CallResult, response: Any, spec: CallSpec) -> None:
+    usage = getattr(response, "usage", None)
+    result.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    result.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    try:
+        result.content = response.choices[0].message.content or ""
+    except (AttributeError, IndexError):
+        result.content = ""
+    result.cost = _response_cost(response, spec.model)
+    result.logprobs = _extract_logprobs(response) if spec.logprobs else None
+    result.error_kind, result.error = "", ""
 
 
 def _safe_message(exc: BaseException, spec: CallSpec) -> str:

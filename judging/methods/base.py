@@ -1,7 +1,9 @@
 """The types every judge method shares: what a unit is about, what it yields and what it returns.
 
 A method is a generator (a ``Flow``): it yields the CallSpec it needs next, receives the CallResult, and
-finally returns an Outcome. Nothing here touches the database or the network.
+finally returns an Outcome. A method whose requests do not depend on each other may yield a ``CallBatch``
+instead and receives the list of results, in the same order, once all are back; the engine sends them
+side by side within the run's limits. Nothing here touches the database or the network.
 """
 
 from __future__ import annotations
@@ -84,4 +86,11 @@ class Outcome:
     prompt_hash: str = ""
 
 
+@dataclass(frozen=True)
+class CallBatch:
+    specs: tuple[CallSpec, ...]
+
+
 Flow = Generator[CallSpec, CallResult, Outcome]
+# What the engine drives: a Flow, or a flow that also yields batches (and is sent a list of results for them).
+AnyFlow = Generator[CallSpec | CallBatch, Any, Outcome]

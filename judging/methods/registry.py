@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 from judging.factscore.method import flow as factscore_flow
 from judging.llm.calls import CallSpec
-from judging.methods.base import Flow, UnitContext
+from judging.methods.base import AnyFlow, CallBatch, UnitContext
 from judging.methods.flows import metric_flow, pairwise_flow, single_flow, summarize_then_judge_flow
 from judging.methods.judge_settings import JudgeSettings
 
-FLOWS: dict[str, Callable[[UnitContext], Flow]] = {
+FLOWS: dict[str, Callable[[UnitContext], AnyFlow]] = {
     "single": single_flow,
     "reference": single_flow,
     "summarize_then_judge": summarize_then_judge_flow,
@@ -29,7 +29,10 @@ def first_spec(ctx: UnitContext) -> CallSpec | None:
     """The first request a unit will make (its cache key groups identical work together)."""
     flow = FLOWS[ctx.cfg.method](ctx)
     try:
-        return next(flow)
+        request = next(flow)
+        if isinstance(request, CallBatch):
+            return request.specs[0] if request.specs else None
+        return request
     except StopIteration:
         return None
     finally:

@@ -5,12 +5,53 @@
 
   const form = () => document.querySelector("form[data-task-form]");
   const controls = () => Array.from(document.querySelectorAll("form[data-task-form] [data-aspect-control]"));
-  const isControl = (el) => el instanceof HTMLElement && el.hasAttribute("data-aspect-control");
+  // A score is a drop-down, a text box, or a row of radio buttons (role=radiogroup) whose focus sits on one radio.
+  const controlOf = (el) => (el instanceof Element ? el.closest("form[data-task-form] [data-aspect-control]") : null);
+  const isButtonRow = (control) => control.getAttribute("role") === "radiogroup";
+  const radiosOf = (control) => Array.from(control.querySelectorAll("input[type='radio']"));
 
-  function focusControl(el) {
+  function focusControl(el, options) {
     if (!el) return false;
-    el.focus();
+    if (el instanceof Element && isButtonRow(el)) {
+      const radios = radiosOf(el);
+      const target = radios.find((radio) => radio.checked) || radios[0];
+      if (!target) return false;
+      target.focus(options);
+      return true;
+    }
+    el.focus(options);
     return true;
+  }
+
+  function valueOf(control) {
+    if (isButtonRow(control)) {
+      const checked = radiosOf(control).find((radio) => radio.checked);
+      return checked ? checked.value : "";
+    }
+    return control.value;
+  }
+
+  // The choices of a drop-down or a button row, as {value, key, pick()}.
+  function choicesOf(control) {
+    if (isButtonRow(control)) {
+      return radiosOf(control).map((radio) => ({
+        value: radio.value,
+        key: radio.dataset.key,
+        pick() {
+          radio.checked = true;
+          radio.focus();
+          radio.dispatchEvent(new Event("change", { bubbles: true }));
+        },
+      }));
+    }
+    return Array.from(control.options || []).map((option) => ({
+      value: option.value,
+      key: option.dataset.key,
+      pick() {
+        control.value = option.value;
+        control.dispatchEvent(new Event("change", { bubbles: true }));
+      },
+    }));
   }
 
   function controlAt(row, col) {
@@ -41,7 +82,8 @@
   }
 
   function isEmpty(el) {
-    return !el.value || !el.value.trim();
+    const value = valueOf(el);
+    return !value || !value.trim();
   }
 
   function firstMissing(theForm) {
@@ -64,29 +106,28 @@
     }
     const hint = document.getElementById("incomplete-hint");
     if (hint) hint.textContent = hint.dataset.message || "";
-    missing.focus();
+    focusControl(missing);
   }
 
-  function setByKey(select, key) {
-    const option = Array.from(select.options).find((o) => o.dataset.key === key);
-    if (!option) return false;
-    select.value = option.value;
-    select.dispatchEvent(new Event("change", { bubbles: true }));
+  function setByKey(control, key) {
+    const choice = choicesOf(control).find((c) => c.key === key);
+    if (!choice) return false;
+    choice.pick();
     return true;
   }
 
   // Signed scales have no digit per value (a digit that sets -1 would mislead); "-" and "+" step from the
   // current value, or from 0 when nothing is set yet, so -1..1 takes one key per value. Returns whether the
   // step reached an end of the scale, where there is nothing more to step to and the focus can move on.
-  function stepSigned(select, step) {
-    const numeric = Array.from(select.options).filter((o) => o.value !== "" && o.dataset.key !== "n");
-    let index = numeric.findIndex((o) => o.value === select.value);
-    if (index < 0) index = numeric.findIndex((o) => Number(o.value) === 0);
+  function stepSigned(control, step) {
+    const numeric = choicesOf(control).filter((c) => c.value !== "" && c.key !== "n");
+    const current = valueOf(control);
+    let index = numeric.findIndex((c) => c.value === current);
+    if (index < 0) index = numeric.findIndex((c) => Number(c.value) === 0);
     const nextIndex = Math.min(Math.max(index + step, 0), numeric.length - 1);
     const next = numeric[nextIndex];
     if (!next) return false;
-    select.value = next.value;
-    select.dispatchEvent(new Event("change", { bubbles: true }));
+    next.pick();
     return nextIndex === 0 || nextIndex === numeric.length - 1;
   }
 
@@ -94,6 +135,41 @@
     const help = document.getElementById(`help-${el.id}`);
     if (help && typeof help.togglePopover === "function") help.togglePopover();
   }
+
+  const isTyping = (el) =>
+    el instanceof HTMLTextAreaElement ||
+    (el instanceof HTMLInputElement && !["radio", "checkbox", "submit", "button"].includes(el.type)) ||
+    (el instanceof HTMLElement && el.isContentEditable);
+
+  // "i" opens the instructions (collapsed after the first task) and puts the focus on them; again, it closes
+  // them and returns the focus to where it was.
+  let focusBeforeInstructions = null;
+  function toggleInstructions() {
+    const instructions = document.querySelector("details.instructions");
+    if (!instructions) return false;
+    const summary = instructions.querySelector("summary");
+    if (!instructions.open) {
+      focusBeforeInstructions = document.activeElement;
+      instructions.open = true;
+      if (summary) summary.focus({ preventScroll: true });
+      instructions.scrollIntoView({ block: "start" });
+      return true;
+    }
+    instructions.open = false;
+    const back = focusBeforeInstructions;
+    focusBeforeInstructions = null;
+    if (back instanceof HTMLElement && back.isConnected) back.focus();
+    return true;
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "i" || event.altKey || event.ctrlKey || event.metaKey || event.isComposing) return;
+    if (isTyping(event.target) || event.target instanceof HTMLSelectElement) {
+      // A drop-down is no text box, but its own type-ahead would take the letter.
+      if (!(event.target instanceof HTMLSelectElement && event.target.hasAttribute("data-aspect-control"))) return;
+    }
+    if (toggleInstructions()) event.preventDefault();
+  });
 
   document.addEventListener("keydown", (event) => {
     const theForm = form();
@@ -107,39 +183,49 @@
         theForm.requestSubmit();
         return;
       }
-      // Newlines in text boxes and native button activation stay as they are.
-      if (target instanceof HTMLTextAreaElement || target instanceof HTMLButtonElement) return;
+      // Newlines in text boxes, and buttons, links (the list of problems) and summaries, keep their own Enter.
+      if (
+        target instanceof HTMLTextAreaElement ||
+        target instanceof HTMLButtonElement ||
+        target instanceof HTMLAnchorElement ||
+        target.tagName === "SUMMARY"
+      ) {
+        return;
+      }
       event.preventDefault();
       submitIfComplete(theForm);
       return;
     }
     if (event.ctrlKey || event.metaKey) return;
 
-    if (isControl(target)) {
+    const control = controlOf(target);
+    if (control) {
       if (event.key === "ArrowDown" || event.key === "ArrowUp") {
         event.preventDefault();
-        moveLinear(target, event.key === "ArrowDown" ? 1 : -1);
+        moveLinear(control, event.key === "ArrowDown" ? 1 : -1);
         return;
       }
       if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
-        if (target instanceof HTMLInputElement) return; // the caret needs them in a number box
+        // The caret needs them in a number box; in a row of buttons they step along the row (the browser's own).
+        if (target instanceof HTMLInputElement) return;
         event.preventDefault();
-        moveAcross(target, event.key === "ArrowRight" ? 1 : -1);
+        moveAcross(control, event.key === "ArrowRight" ? 1 : -1);
         return;
       }
       if (event.key === "h" || event.key === "?") {
         event.preventDefault();
-        toggleHelp(target);
+        toggleHelp(control);
         return;
       }
-      if (target instanceof HTMLSelectElement && target.hasAttribute("data-signed") && /^[-+]$/.test(event.key)) {
+      const choosable = control instanceof HTMLSelectElement || isButtonRow(control);
+      if (choosable && control.hasAttribute("data-signed") && /^[-+]$/.test(event.key)) {
         event.preventDefault();
-        if (stepSigned(target, event.key === "+" ? 1 : -1)) moveLinear(target, 1);
+        if (stepSigned(control, event.key === "+" ? 1 : -1)) moveLinear(control, 1);
         return;
       }
-      if (target instanceof HTMLSelectElement && /^[0-9n]$/.test(event.key)) {
+      if (choosable && /^[0-9n]$/.test(event.key)) {
         event.preventDefault();
-        if (setByKey(target, event.key)) moveLinear(target, 1);
+        if (setByKey(control, event.key)) moveLinear(control, 1);
         return;
       }
       return;
@@ -163,8 +249,7 @@
       summary.focus();
       return;
     }
-    const first = controls().find(isEmpty);
-    if (first) first.focus({ preventScroll: true });
+    focusControl(controls().find(isEmpty), { preventScroll: true });
   }
 
   // Drafts: the form's values go to the server shortly after each change and when the page is left, so a reload,
@@ -267,8 +352,8 @@
     const field = document.getElementById(link.getAttribute("href").slice(1));
     if (field) {
       event.preventDefault();
-      const focusable = field.matches("fieldset") ? field.querySelector("input") || field : field;
-      focusable.focus();
+      if (field.matches("[data-aspect-control]")) focusControl(field);
+      else (field.matches("fieldset") ? field.querySelector("input") || field : field).focus();
     }
   });
 })();

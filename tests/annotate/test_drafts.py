@@ -242,8 +242,8 @@ def test_task_page_restores_the_draft_and_changes_nothing(campaign, leased, anno
     client.post(draft_url(campaign, leased), HALF | {"comment": "<b>later</b>", "none_appropriate": "1"})
     before = AssignmentDraft.objects.get(assignment=leased)
     body = client.get(reverse("annotate-task", args=[campaign.pk, leased.task_id])).content.decode()
-    assert '<option value="3" data-key="3" selected>' in body  # r-1-1
-    assert '<option value="na" data-key="n" selected>' in body  # r-2-2
+    assert '<input type="radio" name="r-1-1" value="3" data-key="3" checked>' in body
+    assert '<input type="radio" name="r-2-2" value="na" data-key="n" checked>' in body
     assert 'name="preference" value="2" data-preference checked' in body
     assert 'name="none_appropriate" value="1" checked' in body
     assert ">Candidate 2 cites its sources</textarea>" in body

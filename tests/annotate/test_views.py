@@ -136,7 +136,7 @@ def test_task_page_shows_blinded_shuffled_candidates(campaign, leased, annotator
     assert "unieval" not in body  # judge names and scores stay hidden
     assert "Reference answer" in body and "Passage A" in body
     assert 'data-key="n"' in body  # N/A offered where the aspect allows missing …
-    factuality = re.search(r'<select id="r-1-1".*?</select>', body, re.S)
+    factuality = re.search(r'<div class="scale-buttons" role="radiogroup" id="r-1-1".*?</div>', body, re.S)
     assert factuality and "N/A" not in factuality.group(0)  # … and only there
     assert "Keyboard shortcuts" in body
     candidates = task_candidates(assignment=leased, user_id=annotator1.pk)
@@ -208,8 +208,8 @@ def test_invalid_submit_lists_every_missing_field_and_keeps_values(campaign, lea
     for field in ["r-1-2", "r-2-1", "r-3-1", "r-3-2", "r-4-1", "r-4-2", "preference", "rationale"]:
         assert f'href="#{field}"' in summary
     assert 'href="#r-1-1"' not in summary and 'href="#r-2-2"' not in summary
-    assert re.search(r'<select id="r-1-1".*?<option value="2"[^>]* selected>', body, re.S)
-    assert re.search(r'<select id="r-2-2".*?<option value="na"[^>]* selected>', body, re.S)
+    assert '<input type="radio" name="r-1-1" value="2" data-key="2" checked>' in body
+    assert '<input type="radio" name="r-2-2" value="na" data-key="n" checked>' in body
     assert "my &lt;b&gt;comment&lt;/b&gt;</textarea>" in body
     assert 'value="keep-values-1"' in body  # same key, so a later fix cannot double-count
     assert not Submission.objects.exists()

@@ -109,6 +109,7 @@ def campaign(live_server, researcher, annotator1):  # type: ignore[no-untyped-de
         raters_per_item=1,
         annotators=[annotator1],
         guidelines="Rate **every** candidate.",
+        scale_dropdowns=True,  # the drop-down path; tests/browser/test_task_layout.py drives the button rows
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
@@ -53,7 +53,7 @@ def test_owner_sees_the_whole_loop_of_the_dataset(researcher: User, world: dict)
     # campaign with its fill: 2 items x 1 turn = 2 tasks x 2 raters = 4 slots, one leased, none submitted
     assert reverse("campaign-progress", args=[world["campaign"].pk]) in html
     assert "pilot Ξ" in html and "0 / 4 (0.0%)" in html
-    assert f'{reverse("dashboard-dataset", args=[dataset.pk])}?campaign={world["campaign"].pk}' in html
+    assert f"{reverse('dashboard-dataset', args=[dataset.pk])}?campaign={world['campaign'].pk}" in html
     # judge run: status, counts, cost, a link to its run page and to its comparison with the humans
     assert reverse("admin:judging_judgerun_change", args=[world["run"].pk]) in html
     assert "geval &lt;mini&gt;" in html and "geval <mini>" not in html
@@ -102,6 +102,20 @@ def test_overview_counts_ratings_of_the_app(researcher: User, annotator1: User, 
     after = client_for(researcher).get(reverse("dashboard-overview", args=[world["dataset"].pk])).content.decode()
     # one app rater now, and one of the 4 slots submitted
     assert "imported and 1 app raters" in after and "1 / 4 (25.0%)" in after
+
+
+def test_the_campaign_link_opens_the_add_form_on_this_dataset(researcher: User, world: dict) -> None:
+    dataset = world["dataset"]
+    html = client_for(researcher).get(reverse("dashboard-overview", args=[dataset.pk])).content.decode()
+    add = f"{reverse('admin:annotations_campaign_add')}?dataset={dataset.pk}"
+    assert f'href="{add}"' in html
+    researcher.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="annotations", codename__in=["add_campaign", "view_campaign"]
+        )
+    )
+    form = client_for(User.objects.get(pk=researcher.pk)).get(add).content.decode()
+    assert f'<option value="{dataset.pk}" selected>' in form
 
 
 def test_overview_offers_the_four_downloads(researcher: User, world: dict) -> None:

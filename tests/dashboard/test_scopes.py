@@ -1,6 +1,7 @@
 """Statistics scoped by origin and campaign: imported raters only, app raters only, one campaign, or all ratings.
 
-The expected figures come from the reference libraries on the scope's own matrix, built from the JSONL file and
+The expected figures come from the reference libraries (krippendorff, statsmodels, scipy, and for Gwet's AC1 the
+irrCAC definitions written out in tests/stats/reference.py) on the scope's own matrix, built from the JSONL file and
 from the values the annotators submitted, never from the ORM's ratings.
 """
 
@@ -35,6 +36,7 @@ from tests.dashboard.conftest import (
     ScopedData,
     scope_matrix,
 )
+from tests.stats.reference import ac1_by_hand
 
 pytestmark = pytest.mark.django_db
 
@@ -71,6 +73,7 @@ def assert_agreement_matches(summary: dict[str, Any], matrix: np.ndarray) -> Non
     for level in ("nominal", "ordinal", "interval"):
         expected = krippendorff.alpha(reliability_data=rated.T, level_of_measurement=level)
         assert summary["alpha"][level]["value"] == pytest.approx(expected, abs=1e-9), level
+    assert summary["gwet_ac1"]["value"] == pytest.approx(ac1_by_hand(rated), abs=1e-9)
     if counts.min() == counts.max():
         table, _ = aggregate_raters(rated.astype(int))
         assert summary["fleiss_kappa"]["value"] == pytest.approx(fleiss_kappa(table), abs=1e-9)

@@ -5,6 +5,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from judging import services as engine
 from judging.config import ConfigError, validate_config
@@ -12,6 +13,7 @@ from judging.factscore.models import AtomicFact, FactAnswer, FactVerdict
 from judging.factscore.results import factscore_project
 from judging.factscore.selectors import factscore_report, factscore_results_pending
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
+from tests.factories import DatasetFactory, ItemFactory, ResponseFactory, SystemFactory, TurnFactory
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 
 pytestmark = pytest.mark.django_db
@@ -69,7 +71,8 @@ def test_run_decomposes_verifies_and_scores_every_answer(
     assert scores_by_answer(run, "factuality") == pytest.approx(expected)
 
     refusal = FactAnswer.objects.get(run=run, response__system__key="beta", response__turn__item__external_id="curie")
-    assert refusal.is_refusal and refusal.refusal_rule == "en_sorry_cannot" and refusal.score is None
+    assert refusal.is_refusal and refusal.refusal_rule == "en_sorry" and refusal.score is None
+    assert refusal.outcome == "refused" and refusal.error_kind == ""
     curie = FactAnswer.objects.get(run=run, response__system__key="alpha", response__turn__item__external_id="curie")
     assert curie.topic == "Marie Curie" and curie.n_facts == 3 and curie.n_supported == 3
     facts = list(AtomicFact.objects.filter(answer=curie).order_by("position"))
@@ -93,14 +96,25 @@ def test_run_decomposes_verifies_and_scores_every_answer(
         "n_prompts": 3,
         "n_responding": 3,
         "n_scored": 3,
+        "n_refused": 0,
+        "n_no_facts": 0,
+        "n_failed": 0,
         "pct_responding": 100.0,
         "factscore": pytest.approx(0.5),
         "facts_per_answer": 2.0,
+        "denominators": {"pct_responding": 3, "factscore": 3, "facts_per_answer": 3},
     }
     assert beta["factscore"] == 1.0
     assert beta["pct_responding"] == pytest.approx(200 / 3)
     assert beta["facts_per_answer"] == 1.5
+    assert beta["n_refused"] == 1 and beta["denominators"] == {
+        "pct_responding": 3,
+        "factscore": 2,
+        "facts_per_answer": 2,
+    }
     assert report["human"] is None and report["unfinished_answers"] == 0
+    # A refusal is no error: the run's summary lists neither errors nor parse errors.
+    assert run.parse_errors == 0 and run.error_summary == {}
 
 
 def test_identical_rerun_costs_no_call(world, world_provider, eager, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
@@ -139,9 +153,12 @@ def test_refusal_confirmation_by_llm(world, world_provider, eager, django_captur
         factscore_config(world_provider, factscore={"refusal_confirm": True}),
         django_capture_on_commit_callbacks,
     )
-    assert world.requests.count("confirm") == 1
+    # Every answer is put to the model, so it can also catch a refusal the rules missed.
+    assert world.requests.count("confirm") == 6
     answer = FactAnswer.objects.get(run=run, response__text=refusal_text)
     assert answer.is_refusal and answer.refusal_confirmed_by == "llm" and answer.refusal_raw_output == "Yes"
+    answered = FactAnswer.objects.filter(run=run).exclude(pk=answer.pk)
+    assert {(a.outcome, a.refusal_confirmed_by) for a in answered} == {("scored", "llm")}
 
 
 def test_japanese_run_with_japanese_corpus(world, world_provider, eager, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
@@ -186,7 +203,7 @@ def test_factscore_report_command(world, world_provider, eager, django_capture_o
     rows = {line.split()[0]: line.split() for line in output.splitlines() if line.split()}
     assert rows["alpha"][1:4] == ["0.500", "100.0", "2.0"]
     assert rows["beta"][1:4] == ["1.000", "66.7", "1.5"]
-    assert "en_sorry_cannot" in output
+    assert "en_sorry" in output
     with pytest.raises(Exception, match="no factscore judge run"):
         call_command("factscore_report", "--dataset", dataset.name, "--judge", "nope")
 
@@ -227,7 +244,13 @@ def test_failed_verification_is_retried_from_the_cache_and_reprojected(  # type:
     )
     assert lovelace.stage == "failed" and "verification of fact 2" in lovelace.error
     assert FactVerdict.objects.filter(fact__answer=lovelace).count() == 1  # the first fact was checked
-    assert factscore_report(run)["unfinished_answers"] == 1
+    # The failed answer stays in the per-system table, counted and named, never silently dropped.
+    report = factscore_report(run, include_answers=True)
+    alpha = report["systems"][0]
+    assert report["unfinished_answers"] == 0
+    assert (alpha["n_prompts"], alpha["n_failed"], alpha["n_scored"]) == (3, 1, 2)
+    row = next(a for a in report["answers"] if a["answer_id"] == lovelace.pk)
+    assert row["outcome"] == "failed" and "verification of fact 2" in row["error"]
     calls_before = world_provider.snapshot()["calls"]
 
     world_provider.script()
@@ -242,3 +265,46 @@ def test_failed_verification_is_retried_from_the_cache_and_reprojected(  # type:
     assert lovelace.stage == "done" and lovelace.score == 0.5
     assert FactVerdict.objects.filter(fact__answer=lovelace).count() == 2
     assert factscore_project(run=run) == 0  # nothing changed since
+
+
+def test_the_checks_of_one_answer_run_side_by_side_within_max_concurrency(  # type: ignore[no-untyped-def]
+    world, world_provider, eager, django_capture_on_commit_callbacks
+):
+    dataset = DatasetFactory()
+    item = ItemFactory(dataset=dataset, external_id="one", position=0)
+    turn = TurnFactory(item=item, index=0, prompt="Tell me about one person.", reference=None)
+    answer = "One person did eight things."
+    ResponseFactory(turn=turn, system=SystemFactory(dataset=dataset, key="alpha", position=0), position=0, text=answer)
+    world.facts[answer] = [f"The person did thing {n}." for n in range(8)]
+    world.true_facts.update(world.facts[answer][:6])
+    world_provider.script(default={"latency": 0.2})
+    cfg = factscore_config(
+        world_provider, max_concurrency=4, factscore={"corpus": None, "topic": None, "knowledge": "item"}
+    )
+    run = launch(dataset, cfg, django_capture_on_commit_callbacks)
+    assert run.status == RunStatus.SUCCEEDED
+    assert world.requests.count("verify") == 8
+    # One answer alone: only its own checks can overlap, and never more than the run allows.
+    assert world_provider.snapshot()["max_in_flight"] == 4
+    assert scores_by_answer(run) == {("one", "alpha"): pytest.approx(6 / 8)}
+
+
+def test_facts_cut_by_max_facts_are_recorded_and_shown(  # type: ignore[no-untyped-def]
+    world, world_provider, eager, django_capture_on_commit_callbacks, researcher, client
+):
+    script_world(world)
+    dataset = make_fact_dataset(owner=researcher)
+    run = launch(
+        dataset, factscore_config(world_provider, factscore={"max_facts": 2}), django_capture_on_commit_callbacks
+    )
+    curie = FactAnswer.objects.get(run=run, response__system__key="alpha", response__turn__item__external_id="curie")
+    assert (curie.n_facts, curie.facts_found, curie.facts_dropped) == (2, 3, 1)
+    assert curie.caps == [{"cap": "max_facts", "limit": 2, "dropped": 1}]
+    assert curie.score == 1.0  # the two facts kept are both supported; the third was never checked
+    report = factscore_report(run)
+    # 3 + 2 + 1 (alpha) + 1 + 2 (beta) facts listed; curie lost one to the cap.
+    assert report["facts_cut"] == {"answers_capped": 1, "facts_found": 9, "facts_dropped": 1, "repeated_facts": 0}
+    client.force_login(researcher)
+    html = client.get(reverse("factscore:report", args=[run.pk])).content.decode()
+    assert 'data-cap="max_facts"' in html and "(of 3: 1 cut by max_facts at 2)" in html
+    assert "1 of 9 facts were cut by a cap in 1 answer(s) and never verified." in html

@@ -10,7 +10,7 @@ from judging.factscore.corpus import PassageIndex, PassageRecord
 from judging.factscore.method import UnitKnowledge, factscore_flow
 from judging.factscore.options import validate_options
 from judging.llm.calls import CallResult, CallSpec
-from judging.methods.base import AspectInfo, Outcome, UnitContext
+from judging.methods.base import AspectInfo, CallBatch, Outcome, UnitContext
 
 
 def make_ctx(answer: str, *, options: dict | None = None, logprobs: bool = False, **extra) -> UnitContext:  # type: ignore[no-untyped-def]
@@ -36,12 +36,17 @@ def make_ctx(answer: str, *, options: dict | None = None, logprobs: bool = False
 
 
 def drive(flow, reply: Callable[[CallSpec], CallResult]) -> tuple[Outcome, list[CallSpec]]:  # type: ignore[no-untyped-def]
+    """Runs a flow to its end; a batch is answered request by request, as the engine does."""
     specs: list[CallSpec] = []
     try:
-        spec = next(flow)
+        request = next(flow)
         while True:
-            specs.append(spec)
-            spec = flow.send(reply(spec))
+            if isinstance(request, CallBatch):
+                specs.extend(request.specs)
+                request = flow.send([reply(spec) for spec in request.specs])
+            else:
+                specs.append(request)
+                request = flow.send(reply(request))
     except StopIteration as done:
         return done.value, specs
 
@@ -111,12 +116,14 @@ def test_refusal_ends_the_unit_without_any_call() -> None:
         factscore_flow(make_ctx("I'm sorry, but I cannot help with that."), knowledge=UnitKnowledge()), world([], set())
     )
     assert specs == []
-    assert outcome.ok and outcome.score is None and outcome.error_kind == "refusal"
+    # A refusal is an outcome, not an error: it stays out of the run's error counts.
+    assert outcome.ok and outcome.score is None and outcome.error_kind == ""
     trace = json.loads(outcome.raw_output)
+    assert trace["outcome"] == "refused"
     assert trace["refusal"] == {
         "is_refusal": True,
-        "rule": "en_sorry_cannot",
-        "matched": "I'm sorry, but I cannot",
+        "rule": "en_sorry",
+        "matched": "I'm sorry, but I cannot help with that.",
         "confirmed_by": "rules",
     }
 
@@ -129,12 +136,34 @@ def test_llm_confirmation_can_overrule_a_rule() -> None:
             return CallResult(content="No", attempts=1)
         return world(facts, set(facts))(spec)
 
-    ctx = make_ctx("I'm sorry, I can't stress enough: Ada Lovelace wrote notes.", options={"refusal_confirm": True})
+    answer = "I'm sorry, I don't know exactly when, but Ada Lovelace wrote notes."
+    ctx = make_ctx(answer, options={"refusal_confirm": True})
     outcome, specs = drive(factscore_flow(ctx, knowledge=UnitKnowledge()), reply)
     assert len(specs) == 3
     trace = json.loads(outcome.raw_output)
+    assert trace["refusal"]["rule"] == "en_sorry"
     assert trace["refusal"]["is_refusal"] is False and trace["refusal"]["confirmed_by"] == "llm"
-    assert outcome.score == 1.0
+    assert outcome.score == 1.0 and trace["outcome"] == "scored"
+
+
+def test_llm_confirmation_catches_a_refusal_no_rule_knows() -> None:
+    def reply(spec: CallSpec) -> CallResult:
+        assert "Yes or No" in text_of(spec)
+        return CallResult(content="Yes", attempts=1)
+
+    ctx = make_ctx("Never heard of her, mate.", options={"refusal_confirm": True})
+    outcome, specs = drive(factscore_flow(ctx, knowledge=UnitKnowledge()), reply)
+    assert len(specs) == 1 and outcome.ok and outcome.score is None
+    trace = json.loads(outcome.raw_output)
+    assert trace["outcome"] == "refused"
+    assert trace["refusal"]["rule"] == "llm" and trace["refusal"]["confirmed_by"] == "llm"
+    assert outcome.reasoning == "refusal (llm)"
+
+
+def test_without_confirmation_no_answer_is_sent_for_a_refusal_check() -> None:
+    facts = ["Ada Lovelace wrote notes."]
+    outcome, specs = drive(factscore_flow(make_ctx(facts[0]), knowledge=UnitKnowledge()), world(facts, set(facts)))
+    assert not any("Yes or No" in text_of(spec) for spec in specs) and outcome.score == 1.0
 
 
 def test_logprobs_decide_when_present() -> None:
@@ -200,6 +229,8 @@ def test_unparseable_decomposition_is_a_parse_error_with_raw_output() -> None:
     )
     assert len(specs) == 1
     assert outcome.ok and outcome.score is None and outcome.error_kind == "parse:facts"
+    trace = json.loads(outcome.raw_output)
+    assert (trace["outcome"], trace["failure"]) == ("failed", "decomposition: empty output")
 
 
 def test_answer_with_no_checkable_fact_has_no_score() -> None:
@@ -207,7 +238,29 @@ def test_answer_with_no_checkable_fact_has_no_score() -> None:
         factscore_flow(make_ctx("Hello there!"), knowledge=UnitKnowledge()),
         lambda spec: CallResult(content="NONE", attempts=1),
     )
-    assert len(specs) == 1 and outcome.score is None and outcome.error_kind == "no_facts"
+    assert len(specs) == 1 and outcome.ok and outcome.score is None and outcome.error_kind == ""
+    trace = json.loads(outcome.raw_output)
+    assert trace["outcome"] == "no_facts" and trace["n_facts"] == 0 and outcome.reasoning == "no checkable facts"
+
+
+def test_every_check_of_an_answer_goes_out_in_one_batch() -> None:
+    facts = [f"Marie Curie fact {i}." for i in range(5)]
+    flow = factscore_flow(make_ctx("Five facts."), knowledge=UnitKnowledge())
+    decomposition = next(flow)
+    batch = flow.send(world(facts, set())(decomposition))
+    assert isinstance(batch, CallBatch) and len(batch.specs) == 5
+
+
+def test_max_facts_and_repeats_are_recorded() -> None:
+    facts = ["One.", "Two.", "One.", "Three."]
+    ctx = make_ctx("One. Two. One. Three.", options={"max_facts": 3})
+    outcome, specs = drive(factscore_flow(ctx, knowledge=UnitKnowledge()), world(facts, {"One."}))
+    trace = json.loads(outcome.raw_output)
+    assert trace["facts_found"] == 4 and trace["caps"] == [{"cap": "max_facts", "limit": 3, "dropped": 1}]
+    # The repeated fact counts (two of three facts supported) but its check is sent once and paid once.
+    assert trace["repeated_facts"] == 1 and outcome.score == pytest.approx(2 / 3)
+    assert len(specs) == 1 + 2
+    assert trace["facts"][2]["call"]["shared"] is True and trace["facts"][2]["call"]["attempts"] == 0
 
 
 def test_japanese_answer_gets_the_japanese_prompts() -> None:
@@ -244,3 +297,20 @@ def test_options_are_validated(options: dict, problem: str) -> None:
 def test_default_options_are_valid() -> None:
     options, errors = validate_options(None)
     assert errors == [] and options is not None and options.k == 5 and options.knowledge == "auto"
+
+
+def test_the_parser_cap_and_max_facts_are_both_recorded() -> None:
+    facts = [f"Fact number {n}." for n in range(250)]
+
+    def reply(spec: CallSpec) -> CallResult:
+        if "atomic facts" in text_of(spec):
+            return CallResult(content="\n".join(f"- {fact}" for fact in facts), attempts=1)
+        return CallResult(content="True", attempts=1)
+
+    outcome, specs = drive(factscore_flow(make_ctx("Many facts."), knowledge=UnitKnowledge()), reply)
+    trace = json.loads(outcome.raw_output)
+    assert trace["facts_found"] == 250 and trace["n_facts"] == 100 and len(specs) == 1 + 100
+    assert trace["caps"] == [
+        {"cap": "parser", "limit": 200, "dropped": 50},
+        {"cap": "max_facts", "limit": 100, "dropped": 100},
+    ]

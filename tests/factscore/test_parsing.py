@@ -2,7 +2,14 @@ import math
 
 import pytest
 
-from judging.factscore.parsing import parse_facts, parse_verdict, parse_yes_no, verdict_from_logprobs
+from judging.factscore.parsing import (
+    MAX_FACT_CHARS,
+    MAX_FACTS,
+    parse_facts,
+    parse_verdict,
+    parse_yes_no,
+    verdict_from_logprobs,
+)
 
 
 def test_bulleted_facts_ignore_preamble_and_closing_remarks() -> None:
@@ -21,13 +28,26 @@ def test_bulleted_facts_ignore_preamble_and_closing_remarks() -> None:
         '["A is B.", "C is D."]',
         'Facts:\n```json\n["A is B.", "C is D."]\n```',
         "A is B.\nC is D.",
-        "- A is B.\n- C is D.\n- A is B.",
     ],
 )
 def test_fact_list_shapes(output: str) -> None:
     result = parse_facts(output)
     assert result.ok
     assert result.facts == ["A is B.", "C is D."]
+
+
+def test_a_repeated_fact_is_kept_and_counted() -> None:
+    result = parse_facts("- A is B.\n- C is D.\n- A is B.")
+    assert result.facts == ["A is B.", "C is D.", "A is B."]
+    assert (result.found, result.repeated, result.dropped, result.shortened) == (3, 1, 0, 0)
+
+
+def test_the_parser_cap_and_the_length_cut_are_counted() -> None:
+    output = "\n".join(f"- Fact number {i}." for i in range(MAX_FACTS + 50)) + "\n- " + "x" * (MAX_FACT_CHARS + 5)
+    result = parse_facts(output)
+    assert result.ok and len(result.facts) == MAX_FACTS
+    assert (result.found, result.dropped, result.shortened) == (MAX_FACTS + 51, 51, 1)
+    assert result.error == f"truncated to {MAX_FACTS} facts"
 
 
 def test_numbers_inside_a_fact_are_not_bullets() -> None:

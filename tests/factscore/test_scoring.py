@@ -41,17 +41,22 @@ def test_system_score_excludes_refusals_and_reports_responding_and_facts() -> No
         AnswerOutcome("a", refused=False, n_facts=2, score=0.5),
         AnswerOutcome("a", refused=True, n_facts=0, score=None),
         AnswerOutcome("a", refused=False, n_facts=0, score=None),  # answered, nothing checkable
+        AnswerOutcome("a", refused=False, n_facts=0, score=None, failed=True),  # its decomposition failed
         AnswerOutcome("b", refused=True, n_facts=0, score=None),
     ]
     a, b, c = system_scores(outcomes, systems=["a", "b", "c"])
     assert a.as_dict() == {
         "system": "a",
-        "n_prompts": 4,
-        "n_responding": 3,
+        "n_prompts": 5,
+        "n_responding": 4,
         "n_scored": 2,
-        "pct_responding": 75.0,
+        "n_refused": 1,
+        "n_no_facts": 1,
+        "n_failed": 1,
+        "pct_responding": 80.0,
         "factscore": 0.625,  # (0.75 + 0.5) / 2
-        "facts_per_answer": 2.0,  # (4 + 2 + 0) / 3
+        "facts_per_answer": 2.0,  # (4 + 2 + 0) / 3: the failed answer's facts are unknown
+        "denominators": {"pct_responding": 5, "factscore": 2, "facts_per_answer": 3},
     }
     assert (b.n_prompts, b.pct_responding, b.factscore, b.facts_per_answer) == (1, 0.0, None, None)
     assert (c.n_prompts, c.pct_responding) == (0, None)

@@ -63,7 +63,7 @@ def test_report_page(run, researcher, other_researcher, outsider) -> None:  # ty
     page = client_for(researcher).get(url)
     assert page.status_code == 200
     html = page.content.decode()
-    assert "alpha" in html and "0.500" in html and "66.7" in html and "en_sorry_cannot" in html
+    assert "alpha" in html and "0.500" in html and "66.7" in html and "en_sorry" in html
     assert client_for(researcher).post(url).status_code == 405
     assert client_for(other_researcher).get(url).status_code == 404
     assert client_for(outsider).get(url).status_code == 403

@@ -45,6 +45,19 @@ def test_get_shows_the_upload_form(importer: User) -> None:
     body = response.content.decode()
     assert 'enctype="multipart/form-data"' in body and "csrfmiddlewaretoken" in body
     assert "llm-human-eval-jp" in body
+    # the format the page expects is one click away
+    assert f'href="{reverse("help-page", args=["formats"])}"' in body
+    assert f'href="{reverse("help-page", args=["rubric"])}"' in body
+
+
+@pytest.mark.django_db
+def test_the_imported_datasets_admin_page_leads_to_its_overview_and_the_launcher(importer: User) -> None:
+    client = logged_in(importer)
+    client.post(URL, form("linked", preset="llm-human-eval-jp"))
+    dataset = Dataset.objects.get(name="linked")
+    body = client.get(reverse("admin:annotations_dataset_change", args=[dataset.pk])).content.decode()
+    assert f'href="{reverse("dashboard-overview", args=[dataset.pk])}"' in body
+    assert f'href="{reverse("admin:judging_dataset_launch", args=[dataset.pk])}"' in body
 
 
 @pytest.mark.django_db

@@ -88,6 +88,14 @@ def test_failed_run_shows_its_errors_offers_retry_and_stops_polling(
     assert "Cancel run" not in page and "Retry failed" in page and "401 bad key" in page
 
 
+def test_run_page_polls_with_the_sites_htmx_config(researcher: User, fake_provider: FakeProvider) -> None:
+    """Without it htmx adds its indicator styles inline, which the CSP blocks, and runs with its lax defaults."""
+    run = launch(researcher, fake_provider, status=RunStatus.RUNNING)
+    page = logged_in(researcher).get(reverse("admin:judging_judgerun_change", args=[run.pk])).content.decode()
+    assert '<meta name="htmx-config"' in page and '"includeIndicatorStyles": false' in page
+    assert page.index('name="htmx-config"') < page.index("htmx.min.js")
+
+
 def test_finished_run_without_failures_offers_no_button(researcher: User, fake_provider: FakeProvider) -> None:
     run = launch(researcher, fake_provider, status=RunStatus.SUCCEEDED)
     response = partial(logged_in(researcher), run)

@@ -54,6 +54,7 @@ def test_rpm_window_is_shared_and_never_exceeded() -> None:
 
         async def one(limiter: RedisLimiter) -> None:
             lease = await limiter.acquire(1)
+            assert lease is not None and await limiter.admit(lease)
             granted.append(time.time())  # the wall clock, as Redis's TIME that the window is measured on
             await limiter.release(lease)
 
@@ -85,6 +86,7 @@ def test_tpm_window_counts_tokens() -> None:
         async def one() -> None:
             nonlocal count
             lease = await limiter.acquire(300)
+            assert lease is not None and await limiter.admit(lease)
             count += 1
             await limiter.release(lease, 300)
 
@@ -127,6 +129,7 @@ def test_local_limiter_rpm_and_stop() -> None:
         async def one() -> None:
             nonlocal got
             lease = await limiter.acquire(1)
+            assert lease is not None and await limiter.admit(lease)
             got += 1
             await limiter.release(lease)
 
@@ -253,3 +256,32 @@ def test_slices_of_one_run_in_one_process_share_one_limiter(settings) -> None:  
         await shared_limiter_done(other_run)
 
     asyncio.run(run())
+
+
+def test_a_call_waiting_for_rpm_keeps_its_slot_past_the_slot_lease() -> None:
+    """The slot is held while the request waits to be sent: its lease is renewed, so another worker cannot take it."""
+    scope = uuid.uuid4().hex
+    limits = Limits(max_concurrency=1, rpm=1, window_s=3.0, slot_ttl_s=0.9)
+
+    async def run() -> tuple[bool, bool]:
+        here, other = RedisLimiter(limits, scope, REDIS_URL), RedisLimiter(limits, scope, REDIS_URL)
+        first = await here.acquire(1)
+        assert first is not None and await here.admit(first)
+        await here.release(first)
+        second = await here.acquire(1)
+        assert second is not None
+        waiting = asyncio.create_task(here.admit(second))
+        # Well past the slot's 0.9 s lease, the waiting request still holds the run's one slot.
+        try:
+            await asyncio.wait_for(other.acquire(1), timeout=2.0)
+            stolen = True
+        except TimeoutError:
+            stolen = False
+        admitted = await asyncio.wait_for(waiting, 5)
+        await here.release(second)
+        await here.close()
+        await other.close()
+        return stolen, admitted
+
+    stolen, admitted = asyncio.run(run())
+    assert not stolen and admitted

@@ -378,6 +378,10 @@ def test_rundemo_prints_fresh_random_passwords_that_work() -> None:
     # the researcher is a plain researcher; only the separate admin account administers the site
     assert User.objects.get(username="researcher").is_superuser is False
     assert User.objects.get(username="researcher").is_staff is True
+    # ... who can still import data and open campaigns in the admin
+    demo_researcher = User.objects.get(username="researcher")
+    assert demo_researcher.has_perms(["annotations.add_dataset", "annotations.add_campaign", "judging.add_judgerun"])
+    assert not demo_researcher.has_perm("auth.change_user")
     assert User.objects.get(username="site-admin").is_superuser is True
     for username, password in second.items():
         assert password != first[username]

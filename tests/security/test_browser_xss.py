@@ -50,6 +50,8 @@ def pages_by_role(world: FullWorld) -> dict[str, list[str]]:
             f"/admin/judging/judgerun/{run.pk}/change/",
             f"/admin/judging/judgerun/{run.pk}/progress/",
             "/admin/judging/judgeconfig/",
+            # The config form draws the chosen dataset's aspect names with its script.
+            f"/admin/judging/judgeconfig/add/?template=single&dataset={dataset.pk}",
             f"/admin/judging/factreviewcampaign/{world.review_campaign.pk}/change/",
         ],
     }

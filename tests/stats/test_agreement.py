@@ -28,6 +28,7 @@ from judging.statistics.agreement import (
     ratings_from_long,
     ratings_from_matrix,
 )
+from tests.stats.reference import ac1_by_hand
 
 TOLERANCE = 1e-9
 
@@ -164,23 +165,6 @@ def test_fleiss_undefined_cases() -> None:
     }
     assert fleiss_kappa(ratings_from_matrix(np.ones((5, 3))))["undefined"] == "every rating has the same value"
     assert fleiss_kappa(ratings_from_matrix(np.array([[1.0], [2.0]])))["undefined"] == "one rating per answer"
-
-
-def ac1_by_hand(matrix: np.ndarray) -> float:
-    """Gwet's AC1 following irrCAC's gwet.ac1.raw, written as plain loops."""
-    rows = [[v for v in row if not math.isnan(v)] for row in matrix]
-    rows = [row for row in rows if row]
-    categories = sorted({v for row in rows for v in row})
-    q = len(categories)
-    agreeing = []
-    for row in rows:
-        r = len(row)
-        if r >= 2:
-            agreeing.append(sum(row.count(k) * (row.count(k) - 1) for k in categories) / (r * (r - 1)))
-    pa = sum(agreeing) / len(agreeing)
-    pi = [sum(row.count(k) / len(row) for row in rows) / len(rows) for k in categories]
-    pe = sum(p * (1 - p) for p in pi) / (q - 1)
-    return (pa - pe) / (1 - pe)
 
 
 def test_ac1_small_hand_case() -> None:

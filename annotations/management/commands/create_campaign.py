@@ -33,6 +33,11 @@ class Command(BaseCommand):
         parser.add_argument("--no-preference", action="store_true", help="do not ask which candidate is preferred")
         parser.add_argument("--optional-rationale", action="store_true", help="the reason text may be left empty")
         parser.add_argument("--lease-minutes", type=int, default=30, help="how long a task stays reserved (30)")
+        parser.add_argument(
+            "--scale-dropdowns",
+            action="store_true",
+            help="show every scale as a drop-down (default: rows of buttons up to 7 values)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -61,6 +66,7 @@ class Command(BaseCommand):
                 ask_preference=not options["no_preference"],
                 rationale_required=not options["optional_rationale"],
                 lease_minutes=options["lease_minutes"],
+                scale_dropdowns=options["scale_dropdowns"],
             )
         except CampaignError as exc:
             raise CommandError(str(exc)) from None

@@ -27,6 +27,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--history", action="store_true", help="with --flat: also the earlier versions of corrected answers"
         )
+        parser.add_argument(
+            "--rubric", action="store_true", help="write the rubric file (name.rubric.json) instead of the data"
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         try:
@@ -43,7 +46,12 @@ class Command(BaseCommand):
             raise CommandError("--format csv needs --flat: the nested format is JSONL only")
         elif options["history"]:
             raise CommandError("--history needs --flat: the nested format carries the current answers only")
-        kind = export_kind(flat=flat, include_judges=bool(options["include_judges"]), history=bool(options["history"]))
+        kind = export_kind(
+            flat=flat,
+            include_judges=bool(options["include_judges"]),
+            history=bool(options["history"]),
+            rubric=bool(options["rubric"]),
+        )
         chunks = iter_export(dataset=dataset, kind=kind)
         if out:
             if os.path.isdir(out):

@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from annotations.campaign_services import campaign_create
 from annotations.importing import dataset_import
 from annotations.models import Campaign, Dataset
+from annotations.roles import researcher_grant
 from judging.models import JudgeRun
 from judging.services import judge_config_create, judge_run_launch
 
@@ -41,6 +42,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         researcher = self._account(DEMO_RESEARCHER, staff=True)
+        researcher_grant(user=researcher[0])
         annotators = [self._account(name, staff=False) for name in DEMO_ANNOTATORS]
         site_admin = self._account(DEMO_ADMIN, staff=True, superuser=True)
         for name, filename, preset in SAMPLES:

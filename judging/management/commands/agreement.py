@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
 from annotations.models import Dataset
 from judging.analysis.reports import agreement_report
@@ -78,6 +78,8 @@ class Command(BaseCommand):
         add_scope_arguments(parser)
         parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
 
+    # Reports are for scripts and logs: always in English, whatever language the calling process had active.
+    @no_translations
     def handle(self, *args: object, **options: Any) -> None:
         dataset = dataset_or_error(str(options["name"]))
         scope = scope_or_error(dataset, options)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
 from judging.analysis.reports import JudgeNotFound, correlation_report
 from judging.management.commands.agreement import (
@@ -32,6 +32,8 @@ class Command(BaseCommand):
         add_scope_arguments(parser)
         parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
 
+    # Reports are for scripts and logs: always in English, whatever language the calling process had active.
+    @no_translations
     def handle(self, *args: object, **options: Any) -> None:
         dataset = dataset_or_error(str(options["dataset"]))
         scope = scope_or_error(dataset, options)

@@ -63,13 +63,17 @@ class Command(BaseCommand):
                 _fmt(row["facts_per_answer"], 1),
                 str(row["n_prompts"]),
                 str(row["n_scored"]),
+                str(row["n_refused"]),
+                str(row["n_no_facts"]),
+                str(row["n_failed"]),
             ]
             for row in report["systems"]
         ]
-        header = ["system", "factscore", "% responding", "facts/answer", "prompts", "scored"]
+        header = ["system", "factscore", "% responding", "facts/answer", "prompts", "scored", "refused", "no facts"]
+        header += ["failed"]
         self.stdout.write(_table(header, rows))
         if report["unfinished_answers"]:
-            self.stdout.write(f"{report['unfinished_answers']} answer(s) not finished (pending or failed), left out.")
+            self.stdout.write(f"{report['unfinished_answers']} answer(s) still pending, not counted yet.")
         human = report["human"]
         if human is None:
             self.stdout.write("No submitted human fact reviews.")

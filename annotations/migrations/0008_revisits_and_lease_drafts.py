@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0005_assignment_draft'),
+        ('annotations', '0007_campaign_scale_dropdowns'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,198 @@
+"""The words of the dashboard's tables in the reader's language.
+
+Column names, diagnostic names and the reasons why a statistic is undefined stay English in the CSV and JSON
+downloads (scripts key on them) and in the statistics code, which knows nothing of languages. Only the page shows
+them translated, through ``column_label`` and ``phrase``; a text this module does not know is shown as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
+
+from judging.statistics.agreement import (
+    OUTLIER_MAX_MEAN_SHIFT_SD,
+    OUTLIER_MIN_CORRELATION,
+    OUTLIER_MIN_OVERLAP,
+    OUTLIER_RULE,
+)
+
+COLUMN_LABELS = {
+    "aspect": gettext_lazy("aspect"),
+    "level": gettext_lazy("level"),
+    "answers": gettext_lazy("answers"),
+    "ratings": gettext_lazy("ratings"),
+    "alpha (primary)": gettext_lazy("alpha (primary)"),
+    "alpha 95% CI": gettext_lazy("alpha 95% CI"),
+    "alpha nominal": gettext_lazy("alpha nominal"),
+    "alpha ordinal": gettext_lazy("alpha ordinal"),
+    "alpha interval": gettext_lazy("alpha interval"),
+    "exact agreement": gettext_lazy("exact agreement"),
+    "agreement ±1": gettext_lazy("agreement ±1"),
+    "system": gettext_lazy("system"),
+    "shown": gettext_lazy("shown"),
+    "chosen": gettext_lazy("chosen"),
+    "win rate": gettext_lazy("win rate"),
+    "win rate 95% CI": gettext_lazy("win rate 95% CI"),
+    "none appropriate (of its wins)": gettext_lazy("none appropriate (of its wins)"),
+    "judge": gettext_lazy("judge"),
+    "shared pairs": gettext_lazy("shared pairs"),
+    "decided pairs": gettext_lazy("decided pairs"),
+    "same preference": gettext_lazy("same preference"),
+    "agreement": gettext_lazy("agreement"),
+    "agreement 95% CI": gettext_lazy("agreement 95% CI"),
+    "human ties": gettext_lazy("human ties"),
+    "judge ties": gettext_lazy("judge ties"),
+    "kind": gettext_lazy("kind"),
+    "scores": gettext_lazy("scores"),
+    "rater": gettext_lazy("rater"),
+    "mean": gettext_lazy("mean"),
+    "shared answers": gettext_lazy("shared answers"),
+    "r with others": gettext_lazy("r with others"),
+    "mean − others": gettext_lazy("mean − others"),
+    "outlier": gettext_lazy("outlier"),
+    "flags": gettext_lazy("flags"),
+    "item": gettext_lazy("item"),
+    "turn": gettext_lazy("turn"),
+    "range": gettext_lazy("range"),
+    "prompt": gettext_lazy("prompt"),
+    "answer": gettext_lazy("answer"),
+    "value": gettext_lazy("value"),
+    "groups": gettext_lazy("groups"),
+    "groups skipped": gettext_lazy("groups skipped"),
+    "replaced rater": gettext_lazy("replaced rater"),
+    "r rater vs others": gettext_lazy("r rater vs others"),
+    "r judge vs others": gettext_lazy("r judge vs others"),
+    "judge at least as good": gettext_lazy("judge at least as good"),
+    "human mean": gettext_lazy("human mean"),
+    "human rank": gettext_lazy("human rank"),
+    "judge mean": gettext_lazy("judge mean"),
+    "judge rank": gettext_lazy("judge rank"),
+    "human \\ judge": gettext_lazy("human \\ judge"),
+    "diagnostic": gettext_lazy("diagnostic"),
+    "% responding": gettext_lazy("responding (percent)"),
+    "facts per answer": gettext_lazy("facts per answer"),
+    "prompts": gettext_lazy("prompts"),
+    "responding": gettext_lazy("responding"),
+    "scored answers": gettext_lazy("scored answers"),
+    "reviewed answers": gettext_lazy("reviewed answers"),
+    "human FActScore": gettext_lazy("human FActScore"),
+    "estimated FActScore": gettext_lazy("estimated FActScore"),
+    "estimated − human (points)": gettext_lazy("estimated − human (points)"),
+    "error rate (points)": gettext_lazy("error rate (points)"),
+    "mark (±5 points)": gettext_lazy("mark (±5 points)"),
+    "estimated rank": gettext_lazy("estimated rank"),
+    "ranking equal": gettext_lazy("ranking equal"),
+    "mean error rate (points)": gettext_lazy("mean error rate (points)"),
+    "alpha on fact labels": gettext_lazy("alpha on fact labels"),
+    "facts": gettext_lazy("facts"),
+    "labels": gettext_lazy("labels"),
+    "refused": gettext_lazy("refused"),
+    "no checkable facts": gettext_lazy("no checkable facts"),
+    "failed": gettext_lazy("failed"),
+}
+
+# Cell texts that are words rather than data: diagnostic names, rater flags, yes and no.
+PHRASES = {
+    "response": pgettext_lazy("correlation level", "response"),
+    "per_prompt": gettext_lazy("per prompt"),
+    "per_system": gettext_lazy("per system"),
+    "yes": gettext_lazy("yes"),
+    "no": gettext_lazy("no"),
+    "low_correlation": gettext_lazy("low correlation"),
+    "mean_shift": gettext_lazy("mean shift"),
+    "Spearman(length, judge)": gettext_lazy("Spearman(length, judge)"),
+    "Spearman(length, human)": gettext_lazy("Spearman(length, human)"),
+    "length bias (judge − human)": gettext_lazy("length bias (judge − human)"),
+    "position consistency": gettext_lazy("position consistency"),
+    "unknown family": gettext_lazy("unknown family"),
+    "chance agreement is 1": gettext_lazy("chance agreement is 1"),
+    "constant input": gettext_lazy("constant input"),
+    "every rating has the same value": gettext_lazy("every rating has the same value"),
+    "every system is of the judge's family": gettext_lazy("every system is of the judge's family"),
+    "fewer than 3 pairs": gettext_lazy("fewer than 3 pairs"),
+    "fewer than two raters": gettext_lazy("fewer than two raters"),
+    "no answer has two or more ratings": gettext_lazy("no answer has two or more ratings"),
+    "no group has at least 3 answers with varying scores": gettext_lazy(
+        "no group has at least 3 answers with varying scores"
+    ),
+    "no pairwise comparison judged in both orders": gettext_lazy("no pairwise comparison judged in both orders"),
+    "no rater shares answers with others": gettext_lazy("no rater shares answers with others"),
+    "no rater shares enough answers with others": gettext_lazy("no rater shares enough answers with others"),
+    "no ratings": gettext_lazy("no ratings"),
+    "no answers": gettext_lazy("no answers"),
+    "no shared answers": gettext_lazy("no shared answers"),
+    "no variance between answers": gettext_lazy("no variance between answers"),
+    "no variation between values": gettext_lazy("no variation between values"),
+    "not a finite number": gettext_lazy("not a finite number"),
+    "not a pairwise judge": gettext_lazy("not a pairwise judge"),
+    "not fitted": gettext_lazy("not fitted"),
+    "one rating per answer": gettext_lazy("one rating per answer"),
+    "the judge's model is unknown": gettext_lazy("the judge's model is unknown"),
+    "no bootstrap resample had variation": gettext_lazy("no bootstrap resample had variation"),
+    "no bootstrap resample was defined": gettext_lazy("no bootstrap resample was defined"),
+}
+
+# Texts with numbers or names in them.
+PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+    (
+        re.compile(r"fewer than two answers were rated by all (?P<k>\d+) raters"),
+        lambda m: _("fewer than two answers were rated by all %(k)s raters") % m.groupdict(),
+    ),
+    (
+        re.compile(r"no system of the judge's family \((?P<family>[^)]*)\)"),
+        lambda m: _("no system of the judge's family (%(family)s)") % m.groupdict(),
+    ),
+    (
+        re.compile(r"unequal numbers of ratings per answer \((?P<low>\d+) to (?P<high>\d+)\)"),
+        lambda m: _("unequal numbers of ratings per answer (%(low)s to %(high)s)") % m.groupdict(),
+    ),
+    (
+        re.compile(r"self-preference \((?P<family>[^)]*)\)"),
+        lambda m: _("self-preference (%(family)s)") % {"family": phrase(m["family"])},
+    ),
+    (
+        re.compile(r"(?P<name>pearson|spearman|kendall) 95% CI"),
+        lambda m: _("%(name)s 95%% CI") % m.groupdict(),
+    ),
+    (
+        re.compile(r"(?P<name>pearson|spearman|kendall) human ceiling"),
+        lambda m: _("%(name)s human ceiling") % m.groupdict(),
+    ),
+]
+
+
+def phrase(text: str) -> str:
+    """The reader's words for a known cell text or reason; anything else (data) unchanged."""
+    if text == OUTLIER_RULE:
+        return outlier_rule(OUTLIER_MIN_OVERLAP, OUTLIER_MIN_CORRELATION, OUTLIER_MAX_MEAN_SHIFT_SD)
+    known = PHRASES.get(text)
+    if known is not None:
+        return str(known)
+    for pattern, render in PATTERNS:
+        match = pattern.fullmatch(text)
+        if match:
+            return render(match)
+    if ", " in text:
+        parts = text.split(", ")
+        if all(part in PHRASES for part in parts):
+            return _(", ").join(str(PHRASES[part]) for part in parts)
+    return text
+
+
+def column_label(column: object) -> str:
+    if not isinstance(column, str):
+        return str(column)
+    known = COLUMN_LABELS.get(column)
+    return str(known) if known is not None else phrase(column)
+
+
+def outlier_rule(min_overlap: int, min_correlation: float, max_mean_shift_sd: float) -> str:
+    return _(
+        "flagged when, on at least %(overlap)s answers shared with other raters, the Pearson correlation with the "
+        "mean of the other raters is below %(correlation)s, or the mean difference from the other raters exceeds "
+        "%(shift)s standard deviations of all ratings of the aspect"
+    ) % {"overlap": min_overlap, "correlation": min_correlation, "shift": max_mean_shift_sd}

@@ -1,0 +1,85 @@
+"""The moment a provider request is sent: where it passes the run's rpm and tpm windows, and where its time limit
+starts.
+
+The gateway sets a `SendGate` for each attempt; the HTTP transport of the gateway's client passes it right before the
+request goes onto the connection, after litellm and the SDK have built it. Counting there, not when the concurrency
+slot is granted, keeps a window of the provider's own log within the limit however long the request took to build.
+Kept apart from the gateway because httpx is loaded only by a process that calls a provider.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from judging.llm.ratelimit import Lease, Limiter
+
+
+class SendStopped(Exception):
+    """The run was stopped while this request waited for the rpm or tpm window: it was never sent."""
+
+
+class SendGate:
+    """One attempt's passage through the windows; the transport passes it once, right before sending."""
+
+    def __init__(
+        self,
+        limiter: Limiter,
+        lease: Lease,
+        should_stop: Callable[[], bool],
+        on_wait: Callable[[], None] = lambda: None,
+        on_sent: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.limiter = limiter
+        self.lease = lease
+        self.should_stop = should_stop
+        self.on_wait = on_wait
+        self.on_sent = on_sent
+        self.waited_s = 0.0
+        self.sent_at: float | None = None
+        self.stopped = False
+
+    async def pass_through(self) -> None:
+        if self.sent_at is not None:
+            return
+        self.on_wait()
+        started = time.monotonic()
+        admitted = await self.limiter.admit(self.lease, self.should_stop)
+        now = time.monotonic()
+        self.waited_s = now - started
+        if not admitted:
+            self.stopped = True
+            raise SendStopped("the run was stopped before this request was sent")
+        self.sent_at = now
+        self.on_sent()
+
+
+CURRENT_GATE: contextvars.ContextVar[SendGate | None] = contextvars.ContextVar("evalsite_send_gate", default=None)
+
+
+class GatedTransport(httpx.AsyncBaseTransport):
+    """Passes the attempt's gate right before the inner transport sends the request."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        gate = CURRENT_GATE.get()
+        if gate is not None:
+            await gate.pass_through()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def gated(inner: Any, max_connections: int) -> GatedTransport:
+    """`inner`, or httpx's own pooled transport when there is none, behind the gate."""
+    if inner is None:
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        inner = httpx.AsyncHTTPTransport(limits=limits)
+    return GatedTransport(inner)

@@ -1,0 +1,141 @@
+"""A researcher writes a judge config in real Chromium: a template, labelled fields, the preview, an error shown at
+its field, and the save; what is stored equals what was entered.
+
+Screenshots go to tests/artifacts/ (gitignored)."""
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from judging.admin_forms import config_template
+from judging.models import JudgeConfig
+from tests.chromium import launch_chromium
+from tests.conftest import CAST_PASSWORD
+from tests.judging.factories import make_dataset
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        instance = launch_chromium(playwright)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    page = context.new_page()
+    page.problems = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
+    # A failed load is checked by its URL below (the admin has no favicon); every other console error fails.
+    page.on(
+        "console",
+        lambda msg: (
+            page.problems.append(f"console {msg.type}: {msg.text}")  # type: ignore[attr-defined]
+            if msg.type == "error" and not msg.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    page.on(
+        "response",
+        lambda response: (
+            page.problems.append(f"{response.status} {response.url}")  # type: ignore[attr-defined]
+            if response.status >= 400 and not response.url.endswith("/favicon.ico")
+            else None
+        ),
+    )
+    page.on("dialog", lambda dialog: (page.problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"judge-config-{name}.png"), full_page=True)
+
+
+def json_view(page: Page) -> dict:  # type: ignore[type-arg]
+    return json.loads(page.locator("#id_config_json").input_value())  # type: ignore[no-any-return]
+
+
+def test_template_fields_preview_and_save(page: Page, live_server, researcher) -> None:  # type: ignore[no-untyped-def]
+    base = live_server.url
+    dataset = make_dataset(owner=researcher, items=2, aspects=(("fluency", 1, 5), ("accuracy", 0, 3)), name="qa set")
+    page.goto(f"{base}/admin/login/?next=/admin/judging/judgeconfig/add/")
+    page.get_by_label("Username").fill(researcher.username)
+    page.get_by_label("Password").fill(CAST_PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    expect(page.locator("#judgeconfig_form")).to_be_visible()
+    expect(page.get_by_role("link", name="judge config reference")).to_have_attribute("href", "/help/judge-config/")
+
+    # A template fills the fields and the JSON view with the method's defaults.
+    page.locator("#id_template").select_option("reference")
+    expect(page.locator("#id_method")).to_have_value("reference")
+    expect(page.locator("#id_model")).to_have_value("openai/gpt-4o-mini")
+    assert json_view(page) == config_template("reference")
+
+    # The labelled fields edit the JSON view; aspects come from the chosen dataset's rubric.
+    page.locator("#id_name").fill("browser judge")
+    page.locator("#id_dataset").select_option(label="qa set")
+    page.get_by_label("Accuracy").check()
+    page.locator("#id_max_tokens").fill("300")
+    page.locator("#id_rpm").fill("60")
+    assert json_view(page)["aspects"] == ["accuracy"] and json_view(page)["rpm"] == 60
+
+    # The preview shows the prompt on the dataset's second item, with nothing saved.
+    page.locator("#id_preview_item").fill("2")
+    page.get_by_role("button", name="Preview the prompt").click()
+    preview = page.locator("#judge-config-preview")
+    # The first request of the server's thread may import the provider library: allow it time.
+    expect(preview).to_contain_text("Answer 1 from system 0: topic 1 is explained.", timeout=60_000)
+    expect(preview).to_contain_text("Topic 1 is explained like this.")
+    expect(preview).to_contain_text("Aspect accuracy")
+    assert JudgeConfig.objects.count() == 0
+    shot(page, "preview")
+
+    # Three samples at temperature 0 are refused, and the problem is shown at the samples field.
+    page.locator("#id_samples").fill("3")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".errornote")).to_be_visible()
+    expect(page.locator(".field-samples .errorlist")).to_contain_text("samples 3 at temperature 0 refused")
+    assert JudgeConfig.objects.count() == 0
+    # The form came back with the JSON view as entered, and the fields follow it.
+    expect(page.locator("#id_samples")).to_have_value("3")
+    expect(page.get_by_label("Accuracy")).to_be_checked()
+    shot(page, "error")
+
+    page.locator("#id_temperature").fill("0.7")
+    # A power user's edit of the JSON view reaches the fields.
+    edited = {**json_view(page), "parse_retries": 2}
+    page.locator("#id_config_json").fill(json.dumps(edited, indent=2))
+    expect(page.locator("#id_parse_retries")).to_have_value("2")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".messagelist")).to_contain_text("browser judge")
+    saved = JudgeConfig.objects.get()
+    expected = {
+        **config_template("reference"),
+        "name": "browser judge",
+        "aspects": ["accuracy"],
+        "samples": 3,
+        "temperature": 0.7,
+        "max_tokens": 300,
+        "rpm": 60,
+        "parse_retries": 2,
+    }
+    assert saved.config == expected and saved.owner == researcher
+    shot(page, "saved")
+    assert dataset.items.count() == 2
+    assert page.problems == []  # type: ignore[attr-defined]

@@ -1,0 +1,246 @@
+"""A Redis that goes away mid-run (broker and limiter alike) fails no unit and throws away no paid response.
+
+Each test starts its own redis-server on a free port, points this process and a real Celery worker at it, stops it
+in the middle of a judge run and starts it again on the same port. The shared Redis of the machine is never touched.
+"""
+
+import asyncio
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from django.db.models import Count, Sum
+
+from judging import services
+from judging.engine.executor import lost_in_flight
+from judging.llm import ratelimit
+from judging.models import JudgeRun, JudgeScore, Judgment, JudgmentStatus, RunStatus
+from tests.conftest import _point_app_at, wait_for
+from tests.fakeprovider import FakeProvider, free_port
+from tests.judging.factories import make_dataset
+from tests.judging.test_worker_runs import WORKER_ENV, cfg, finished, run_state
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+class PrivateRedis:
+    """A redis-server of this test alone, without persistence like the one of docker-compose.yml: a restart loses
+    the queued tasks and the limiter's state."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.directory = directory
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> "PrivateRedis":
+        self.process = subprocess.Popen(
+            [
+                REDIS_SERVER,
+                *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory)),
+                *("--save", "", "--appendonly", "no", "--logfile", str(self.directory / "redis.log")),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url)
+        wait_for(lambda: _answers(client), timeout=10, message="the private redis-server to answer")
+        client.close()
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM, as in a restart of the service."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        self.process = None
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[PrivateRedis]:  # type: ignore[no-untyped-def]
+    server = PrivateRedis(tmp_path).start()
+    previous = settings.CELERY_BROKER_URL
+    # Celery reads CELERY_BROKER_URL from the environment before its own configuration.
+    monkeypatch.setenv("CELERY_BROKER_URL", server.url)
+    settings.CELERY_BROKER_URL = settings.REDIS_URL = server.url
+    settings.BROKER_IS_REDIS = True
+    _point_app_at(server.url)
+    yield server
+    _point_app_at(previous)
+    server.stop()
+
+
+def _run_through_outage(
+    fake: FakeProvider, server: PrivateRedis, factory, *, items: int, outage_s: float, after_done: int
+) -> tuple[JudgeRun, int]:  # type: ignore[no-untyped-def]
+    """Launch a run, stop Redis for `outage_s` once `after_done` units are done, restart it, wait for the end.
+    Returns the run and how many units were claimed (in flight) when Redis went away."""
+    dataset = make_dataset(items=items, systems=4)
+    env = {**WORKER_ENV, "CELERY_BROKER_URL": server.url, "REDIS_URL": server.url}
+    worker = factory(broker_url=server.url, extra_env=env)
+    run = services.judge_run_launch(dataset=dataset, config=cfg(fake, max_concurrency=8), launched_by=None)
+    wait_for(lambda: run_state(run).done >= after_done, timeout=60, message=f"{after_done} units done")
+    in_flight = Judgment.objects.filter(run=run, status=JudgmentStatus.CLAIMED).count()
+    server.stop()
+    outage_started = time.monotonic()
+    time.sleep(outage_s / 2)
+    done_during = run_state(run).done
+    time.sleep(outage_s / 2)
+    assert run_state(run).status == RunStatus.RUNNING, run.notes
+    server.start()
+    assert time.monotonic() - outage_started >= outage_s
+    workers = [worker]
+
+    def supervised_finish() -> bool:
+        # Celery 5.7's worker can exit on losing a Redis broker while it holds unacknowledged messages (kombu closes
+        # the lost channel twice); like the supervisor of a deployment, the test starts it again when it does.
+        if workers[-1].process is not None and workers[-1].process.poll() is not None:
+            workers.append(factory(broker_url=server.url, extra_env=env))
+        return finished(run)
+
+    wait_for(supervised_finish, timeout=240, message="the run to finish after the outage")
+    assert done_during < run.total  # the outage really fell in the middle of the run
+    assert "Redis unreachable" in "".join(w.log() for w in workers)  # the limiter really met the outage
+    return run, in_flight
+
+
+def _unit_errors(run: JudgeRun) -> str:
+    return " ".join(Judgment.objects.filter(run=run).exclude(error="").values_list("error", flat=True))
+
+
+def _assert_complete_without_duplicates(run: JudgeRun, fake: FakeProvider, in_flight: int) -> None:
+    run = run_state(run)
+    assert run.status == RunStatus.SUCCEEDED, run.notes
+    assert run.done == run.total and run.failed == 0
+    assert not Judgment.objects.filter(run=run).exclude(status=JudgmentStatus.DONE).exists()
+    assert _unit_errors(run) == ""
+    units = Judgment.objects.filter(run=run).values("response_id", "aspect_name", "sample")
+    assert not units.annotate(n=Count("id")).filter(n__gt=1).exists()
+    # The scores are written just after the run is marked finished.
+    wait_for(lambda: JudgeScore.objects.filter(judge=run.judge).count() == run.total, timeout=10, message="scores")
+    successes = fake.successes_per_request()
+    assert len(successes) == run.total  # every distinct request reached the provider and was answered
+    extra = sum(n - 1 for n in successes.values())
+    # Only a unit in flight when Redis went away may have been sent twice, and at most once more.
+    assert max(successes.values()) <= 2
+    assert extra <= in_flight
+    # Every paid call is counted (here none was lost, so the counter equals the provider's own log).
+    assert run.calls == sum(fake.attempts_per_request().values())
+
+
+def test_redis_outage_of_ten_seconds_mid_run(
+    fake_provider: FakeProvider, private_redis: PrivateRedis, celery_worker_factory
+) -> None:  # type: ignore[no-untyped-def]
+    fake_provider.script(default={"latency": 0.25})
+    run, in_flight = _run_through_outage(
+        fake_provider, private_redis, celery_worker_factory, items=75, outage_s=10, after_done=60
+    )
+    _assert_complete_without_duplicates(run, fake_provider, in_flight)
+    assert run.total == 300
+
+
+def test_redis_outage_of_a_minute_mid_run(
+    fake_provider: FakeProvider, private_redis: PrivateRedis, celery_worker_factory
+) -> None:  # type: ignore[no-untyped-def]
+    fake_provider.script(default={"latency": 0.2})
+    run, in_flight = _run_through_outage(
+        fake_provider, private_redis, celery_worker_factory, items=25, outage_s=60, after_done=20
+    )
+    _assert_complete_without_duplicates(run, fake_provider, in_flight)
+    assert run.total == 100
+
+
+async def _release_without_redis() -> None:
+    limiter = ratelimit.RedisLimiter(ratelimit.Limits(max_concurrency=1), "outage-unit", "redis://127.0.0.1:9/0")
+    try:
+        await limiter.release(ratelimit.Lease("lease", 10), 12)  # must not raise: the call's result is kept
+        assert len(limiter._giving_back) == 1  # the lease is given back in the background instead
+    finally:
+        await limiter.close()
+
+
+def test_a_lease_given_back_while_redis_is_away_does_not_raise() -> None:
+    asyncio.run(_release_without_redis())
+
+
+async def _acquire_without_redis() -> tuple[ratelimit.Lease | None, int]:
+    limiter = ratelimit.RedisLimiter(ratelimit.Limits(max_concurrency=1), "outage-unit", "redis://127.0.0.1:9/0")
+    asked: list[int] = []
+
+    def should_stop() -> bool:
+        asked.append(1)
+        return len(asked) > 4
+
+    try:
+        lease = await limiter.acquire(10, should_stop)
+        # The slot is free again: a second acquire does not wait for the first.
+        again = await asyncio.wait_for(limiter.acquire(10, lambda: True), timeout=1)
+        assert again is None
+        return lease, len(asked)
+    finally:
+        await limiter.close()
+
+
+def test_acquire_waits_for_redis_until_the_run_stops() -> None:
+    lease, asked = asyncio.run(_acquire_without_redis())
+    assert lease is None  # stopped, not an error: the unit is released, not failed
+    assert asked == 5  # it kept retrying while the run went on
+
+
+def test_calls_lost_with_a_killed_worker_are_counted_in_calls_and_cost(
+    fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
+) -> None:  # type: ignore[no-untyped-def]
+    # Long calls, so that the kill surely finds calls in flight; a known price, so that their cost shows.
+    fake_provider.script(default={"latency": 1.0, "usage": {"prompt_tokens": 1000, "completion_tokens": 10}})
+    dataset = make_dataset(items=16, systems=2)
+    first = celery_worker_factory(extra_env=WORKER_ENV)
+    run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider, max_concurrency=8), launched_by=None)
+    wait_for(lambda: run_state(run).done >= 8, timeout=60, message="some progress")
+    wait_for(lambda: fake_provider.snapshot()["in_flight"] >= 4, timeout=10, message="calls in flight")
+    claimed = Judgment.objects.filter(run=run, status=JudgmentStatus.CLAIMED).count()
+    first.kill()
+    lost = fake_provider.snapshot()["in_flight"]
+    celery_worker_factory(extra_env=WORKER_ENV)
+    wait_for(lambda: finished(run), timeout=120, message="the run to finish after the restart")
+    run = run_state(run)
+    assert run.status == RunStatus.SUCCEEDED, run.notes
+    sent = fake_provider.snapshot()["calls"]
+    charged = Judgment.objects.filter(run=run).aggregate(n=Sum("lost_calls"), cost=Sum("lost_cost_usd"))
+    # Every request the provider received is counted. Which claimed units had their call in flight and which were
+    # waiting for their turn is not known after the worker died, so the count is an upper bound: at most the
+    # claimed units that were waiting are counted too.
+    assert sent <= run.calls <= sent + (claimed - lost)
+    assert lost <= charged["n"] <= claimed
+    paid = Judgment.objects.filter(run=run).aggregate(cost=Sum("cost_usd"))["cost"]
+    assert charged["cost"] > 0
+    assert run.cost_usd == pytest.approx(paid + charged["cost"])
+    assert "in flight with a worker that stopped" in run.notes
+
+
+def test_lost_calls_are_charged_only_for_expired_claims_and_at_most_the_concurrency_per_holder() -> None:
+    rows = [
+        (1, JudgmentStatus.PENDING, ""),  # never sent
+        (2, JudgmentStatus.CLAIMED, "dead-a"),
+        (3, JudgmentStatus.CLAIMED, "dead-a"),
+        (4, JudgmentStatus.CLAIMED, "dead-a"),
+        (5, JudgmentStatus.CLAIMED, "dead-b"),
+    ]
+    assert lost_in_flight(rows, max_per_holder=2) == {2, 3, 5}
+    assert lost_in_flight(rows, max_per_holder=8) == {2, 3, 4, 5}
+    assert lost_in_flight([(1, JudgmentStatus.PENDING, "")], max_per_holder=8) == set()
