@@ -30,10 +30,19 @@ def campaign(live_server, researcher, annotator1):  # type: ignore[no-untyped-de
     )
 
 
+def choose(tab: Page, field: str, value: str) -> None:
+    """One click on a value in the scale's row of buttons."""
+    tab.locator(f"input[name='{field}'][value='{value}']").check()
+
+
+def chosen(tab: Page, field: str, value: str) -> None:
+    expect(tab.locator(f"input[name='{field}'][value='{value}']")).to_be_checked()
+
+
 def fill_task(tab: Page, first: str) -> None:
     for row in (1, 2, 3):
-        tab.locator(f"#r-{row}-1").select_option(first if row == 1 else "2")
-        tab.locator(f"#r-{row}-2").select_option("0")
+        choose(tab, f"r-{row}-1", first if row == 1 else "2")
+        choose(tab, f"r-{row}-2", "0")
     tab.locator("input[data-preference][value='1']").check()
     tab.locator("#rationale").fill("Candidate 1 answers the question")
 
@@ -64,18 +73,18 @@ def test_submit_reopen_correct_and_find_both_versions_in_the_export(
     listed.click()
     page.wait_for_url(task_url)
     expect(page.locator(".editing-notice")).to_be_visible()
-    expect(page.locator("#r-1-1")).to_have_value("3")
+    chosen(page, "r-1-1", "3")
     expect(page.locator("#rationale")).to_have_value("Candidate 1 answers the question")
 
     # half a correction survives a reload as a draft
     with page.expect_response(lambda r: r.url.endswith("/draft/") and r.status == 204):
-        page.locator("#r-1-1").select_option("1")
+        choose(page, "r-1-1", "1")
     for _attempt in range(50):
         if AssignmentDraft.objects.filter(values__contains={"r-1-1": "1"}).exists():
             break
         page.wait_for_timeout(100)
     page.reload()
-    expect(page.locator("#r-1-1")).to_have_value("1")
+    chosen(page, "r-1-1", "1")
     expect(page.locator("#draft-status")).to_have_text("Draft saved")
     shot(page, "revisit-editing")
 
