@@ -37,11 +37,14 @@ from annotations.campaign_services import (
     MAX_TEXT_CHARS,
     MISSING,
     CampaignError,
+    DraftInvalid,
     NotInPool,
     NotLeased,
+    RevisitRefused,
     SubmissionInvalid,
     TaskAnswer,
     assignment_claim,
+    assignment_draft_save,
     assignment_skip,
     submission_create,
 )
@@ -380,6 +383,9 @@ def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
             idempotency_key=validated["idempotency_key"],
             answer=answer,
         )
+    except RevisitRefused:
+        detail = "this task is already submitted and the campaign does not allow changes; nothing was changed"
+        return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
     except (NotLeased, NotInPool):
         if not campaign.tasks.filter(pk=task_id).exists():
             raise NotFound("no such task") from None
@@ -387,8 +393,13 @@ def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
     except SubmissionInvalid as invalid:
         problems = [{"field": p.field, "message": p.message} for p in invalid.problems]
         return Response({"problems": problems}, status=status.HTTP_400_BAD_REQUEST)
-    payload = {"submitted": True, "replayed": result.replayed, "seconds_spent": result.submission.seconds_spent}
-    return Response(payload, status=status.HTTP_200_OK if result.replayed else 201)
+    payload = {
+        "submitted": True,
+        "replayed": result.replayed,
+        "revised": result.revised,
+        "seconds_spent": result.submission.seconds_spent,
+    }
+    return Response(payload, status=status.HTTP_200_OK if result.replayed or result.revised else 201)
 
 
 @extend_schema(request=SkipInput, responses={204: None})
@@ -411,5 +422,33 @@ def skip_task(request: Request, campaign_id: int, task_id: int) -> Response:
     except NotLeased:
         raise ApiPermissionDenied("this task is not leased to you") from None
     except CampaignError as exc:
+        return Response({"detail": str(exc)}, status=400)
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(
+    request={"application/json": {"type": "object", "additionalProperties": {"type": "string"}}},
+    responses={204: None},
+    description="Keeps a draft of the leased task (or of a correction): the task form's own fields as text, "
+    '{"r-<candidate>-<aspect>": "3", "preference": "2", "rationale": "..."}. It replaces the earlier draft and never '
+    "counts as a rating.",
+)
+@annotator_endpoint(["POST"])
+def draft_task(request: Request, campaign_id: int, task_id: int) -> Response:
+    campaign = _campaign(request, campaign_id)
+    if not isinstance(request.data, dict):
+        return Response({"detail": "send the draft as a JSON object of field names and text values"}, status=400)
+    try:
+        assignment_draft_save(
+            campaign=campaign,
+            task_id=task_id,
+            user=request.user,  # type: ignore[arg-type]
+            values=dict(request.data),
+        )
+    except NotInPool:
+        raise NotFound("no such campaign") from None
+    except PermissionDenied as exc:
+        raise ApiPermissionDenied(str(exc)) from None
+    except DraftInvalid as exc:
         return Response({"detail": str(exc)}, status=400)
     return Response(status=status.HTTP_204_NO_CONTENT)

@@ -12,4 +12,9 @@ urlpatterns = [
         name="api-annotate-submit",
     ),
     path("campaigns/<int:campaign_id>/tasks/<int:task_id>/skip/", annotator_api.skip_task, name="api-annotate-skip"),
+    path(
+        "campaigns/<int:campaign_id>/tasks/<int:task_id>/draft/",
+        annotator_api.draft_task,
+        name="api-annotate-draft",
+    ),
 ]

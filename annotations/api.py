@@ -49,6 +49,7 @@ class ImportResultOutput(serializers.Serializer):
 class ExportQuery(serializers.Serializer):
     include_judges = serializers.BooleanField(default=False)
     flat = serializers.ChoiceField(choices=["", "jsonl", "csv"], default="")
+    history = serializers.BooleanField(default=False)
     rubric = serializers.BooleanField(default=False, help_text="the rubric file instead of the data")
 
 
@@ -95,7 +96,8 @@ def dataset_import_view(request: Request) -> Response:
     responses={(200, "application/jsonl"): str, (200, "text/csv"): str, (200, "application/json"): str},
     description="The dataset as a download named after it: the JSONL import format with the collected preferences "
     "(name.jsonl), with judge-run scores too (include_judges, name.judges.jsonl), or the flat layout of one row per "
-    "rating and one per preference (flat=csv or flat=jsonl, name.flat.csv or name.flat.jsonl), or the rubric file "
+    "rating and one per preference (flat=csv or flat=jsonl, name.flat.csv or name.flat.jsonl; with history=true also "
+    "the earlier versions of corrected answers, name.flat-history.csv or .jsonl), or the rubric file "
     "(rubric, name.rubric.json).",
 )
 @api_view(["GET"])
@@ -107,6 +109,7 @@ def dataset_export_view(request: Request, pk: int) -> StreamingHttpResponse:
     kind = export_kind(
         flat=query.validated_data["flat"],
         include_judges=query.validated_data["include_judges"],
+        history=query.validated_data["history"],
         rubric=query.validated_data["rubric"],
     )
     return export_response(dataset, kind)

@@ -17,7 +17,7 @@ from annotations.selectors import annotator_accounts, datasets_for_user
 # What the form may change after creation; dataset, N and K are fixed once the tasks exist.
 _SETTINGS = (
     "is_active", "guidelines", "show_reference", "show_context", "ask_preference", "rationale_required",
-    "scale_dropdowns", "lease_minutes",
+    "scale_dropdowns", "lease_minutes", "allow_revisit",
 )  # fmt: skip
 
 
@@ -27,7 +27,7 @@ class CampaignForm(forms.ModelForm):
         fields = (
             "name", "dataset", "is_active", "raters_per_item", "candidates_per_task", "aspects", "guidelines",
             "show_reference", "show_context", "ask_preference", "rationale_required", "lease_minutes", "annotators",
-            "scale_dropdowns",
+            "scale_dropdowns", "allow_revisit",
         )  # fmt: skip
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
@@ -92,7 +92,7 @@ class CampaignAdmin(WholeObjectDeleteAdmin):
             "What annotators see",
             {"fields": ("aspects", "guidelines", "show_reference", "show_context", "scale_dropdowns")},
         ),
-        ("Questions", {"fields": ("ask_preference", "rationale_required", "lease_minutes")}),
+        ("Questions", {"fields": ("ask_preference", "rationale_required", "lease_minutes", "allow_revisit")}),
         ("Annotator pool", {"fields": ("annotators",)}),
         ("Record", {"fields": ("created_by", "created_at")}),
     )

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db import connection
-from django.db.models import Count, Max, Model, Q, QuerySet
+from django.db.models import Count, JSONField, Max, Model, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import get_language
@@ -27,6 +27,7 @@ from annotations.models import (
     AssignmentDraft,
     AssignmentStatus,
     Campaign,
+    Rating,
     Response,
     Skip,
     Task,
@@ -75,6 +76,7 @@ CAMPAIGN_COLUMNS = (
     "scale_dropdowns",
     "lease_minutes",
     "is_active",
+    "allow_revisit",
     "shuffle_seed",
     "created_by_id",
 )
@@ -98,6 +100,7 @@ _CAMPAIGN_FOR_ANNOTATOR_SQL = """
 SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item, campaign.candidates_per_task,
        campaign.guidelines, campaign.show_reference, campaign.show_context, campaign.ask_preference,
        campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active,
+       campaign.allow_revisit,
        campaign.shuffle_seed, campaign.created_by_id,
        EXISTS (
            SELECT 1 FROM annotations_campaign_annotators member
@@ -169,37 +172,158 @@ def campaign_aspects(campaign: Campaign) -> list[Aspect]:
 # --- tasks and leases -------------------------------------------------------------------------------------------
 
 
+def _latest_draft(task_ref: Any, user_ref: Any) -> Subquery:
+    """The user's latest draft of a task, on whichever of its slots they held when they wrote it: an answer kept
+    after its lease passed to someone else is found again when the user gets another slot of the task."""
+    return Subquery(
+        AssignmentDraft.objects.filter(assignment__task_id=task_ref, annotator_id=user_ref)
+        .order_by("-updated_at")
+        .values("values")[:1],
+        output_field=JSONField(),
+    )
+
+
+def _own_assignment(
+    *, campaign: Campaign, task_id: int, user: AnyUser, statuses: tuple[str, ...], lock: bool
+) -> Assignment | None:
+    found = (
+        Assignment.objects.filter(campaign=campaign, task_id=task_id, annotator_id=user.pk, status__in=statuses)
+        .select_related("task__turn")
+        .annotate(draft_values=_latest_draft(OuterRef("task_id"), OuterRef("annotator_id")))
+    )
+    if lock:
+        found = found.select_for_update(of=("self",))
+    assignment = found.first()
+    if assignment is not None:
+        assignment.campaign = campaign
+        assignment.task.campaign = campaign
+    return assignment
+
+
+def _not_yours(campaign: Campaign, task_id: int) -> Exception:
+    if not Task.objects.filter(pk=task_id, campaign=campaign).exists():
+        return Http404("no such task")
+    return PermissionDenied("this task is not leased to you")
+
+
 def leased_assignment(*, campaign: Campaign, task_id: int, user: AnyUser, lock: bool = False) -> Assignment:
     """The user's open lease on a task of this campaign; 404 for a task outside the campaign, 403 for a task that
     is not leased to the user (never leased, leased to someone else, expired and taken over, or already done).
 
     Its draft comes with it, so the task page reads it without a query of its own. `lock` holds the row until the
     caller's transaction ends, so a write that depends on the lease cannot interleave with the submit."""
-    found = Assignment.objects.filter(
-        campaign=campaign, task_id=task_id, annotator_id=user.pk, status=AssignmentStatus.LEASED
-    ).select_related("task__turn", "draft")
-    if lock:
-        found = found.select_for_update(of=("self",))
-    assignment = found.first()
+    assignment = _own_assignment(
+        campaign=campaign, task_id=task_id, user=user, statuses=(AssignmentStatus.LEASED,), lock=lock
+    )
     if assignment is None:
-        if not Task.objects.filter(pk=task_id, campaign=campaign).exists():
-            raise Http404("no such task")
-        raise PermissionDenied("this task is not leased to you")
-    assignment.campaign = campaign
-    assignment.task.campaign = campaign
+        raise _not_yours(campaign, task_id)
+    return assignment
+
+
+def revisable_assignment(*, campaign: Campaign, task_id: int, user: AnyUser) -> Assignment | None:
+    """The user's submitted slot of a task when the campaign lets them correct it, with its draft; else None."""
+    if not campaign.allow_revisit:
+        return None
+    return _own_assignment(
+        campaign=campaign, task_id=task_id, user=user, statuses=(AssignmentStatus.SUBMITTED,), lock=False
+    )
+
+
+def draftable_assignment(*, campaign: Campaign, task_id: int, user: AnyUser, lock: bool = False) -> Assignment:
+    """The slot a draft of this task belongs to: the user's open lease, or their submitted slot while they may
+    correct it. Otherwise what the task page answers (404 outside the campaign, 403)."""
+    statuses: tuple[str, ...] = (AssignmentStatus.LEASED,)
+    if campaign.allow_revisit:
+        statuses = (AssignmentStatus.LEASED, AssignmentStatus.SUBMITTED)
+    assignment = _own_assignment(campaign=campaign, task_id=task_id, user=user, statuses=statuses, lock=lock)
+    if assignment is None:
+        raise _not_yours(campaign, task_id)
     return assignment
 
 
 def assignment_draft_values(*, assignment: Assignment, user: AnyUser) -> dict[str, str]:
-    """The form values the user saved as a draft of this lease, or {}. Only the user's own draft: a slot whose
+    """The form values the user saved as a draft of this task, or {}. Only the user's own draft: a slot whose
     lease expired may have passed to them from someone else, whose draft stays theirs."""
-    if Assignment.draft.is_cached(assignment):  # type: ignore[attr-defined]
-        draft: AssignmentDraft | None = getattr(assignment, "draft", None)
+    if hasattr(assignment, "draft_values"):
+        values = assignment.draft_values if assignment.annotator_id == user.pk else None
     else:
-        draft = AssignmentDraft.objects.filter(assignment=assignment).first()
-    if draft is None or draft.annotator_id != user.pk:
+        values = (
+            AssignmentDraft.objects.filter(assignment__task_id=assignment.task_id, annotator_id=user.pk)
+            .order_by("-updated_at")
+            .values_list("values", flat=True)
+            .first()
+        )
+    if not values:
         return {}
-    return {str(name): str(value) for name, value in draft.values.items()}
+    return {str(name): str(value) for name, value in values.items()}
+
+
+def rating_field_id(candidate: int, aspect_index: int) -> str:
+    return f"r-{candidate}-{aspect_index}"
+
+
+def submission_form_values(*, assignment: Assignment, user: AnyUser) -> dict[str, str]:
+    """The user's current answer to a submitted task as the form's field values, to show it for correction."""
+    submission = assignment.submission
+    candidates = task_candidates(assignment=assignment, user_id=int(user.pk or 0))
+    number_of = {c.response_id: c.number for c in candidates}
+    index_of = {scale.aspect.pk: scale.index for scale in campaign_scales(assignment.campaign)}
+    values: dict[str, str] = {}
+    for response_id, aspect_id, value, is_missing in Rating.objects.filter(
+        rater__user_id=int(user.pk or 0),
+        rater__dataset_id=assignment.campaign.dataset_id,
+        response_id__in=list(number_of),
+        aspect_id__in=list(index_of),
+    ).values_list("response_id", "aspect_id", "value", "is_missing"):
+        field_id = rating_field_id(number_of[response_id], index_of[aspect_id])
+        values[field_id] = NA_TOKEN if is_missing or value is None else format_number(value)
+    preferred = number_of.get(submission.preferred_response_id or 0)
+    values["preference"] = str(preferred) if preferred else ""
+    values["none_appropriate"] = "1" if submission.none_appropriate else ""
+    values["rationale"] = submission.rationale
+    values["comment"] = submission.comment
+    return values
+
+
+@dataclass(frozen=True)
+class SubmittedTask:
+    task_id: int
+    prompt: str
+    submitted_at: datetime | None
+    revised_at: datetime | None
+    version: int
+
+
+SUBMITTED_LIST_LIMIT = 200
+
+
+def submitted_tasks(*, campaign: Campaign, user: AnyUser) -> list[SubmittedTask]:
+    """The tasks the user submitted in this campaign, latest first (at most SUBMITTED_LIST_LIMIT)."""
+    rows = (
+        Assignment.objects.filter(campaign=campaign, annotator_id=user.pk, status=AssignmentStatus.SUBMITTED)
+        .order_by("-submitted_at", "-pk")
+        .values_list("task_id", "task__turn__prompt", "submitted_at", "submission__revised_at", "submission__version")[
+            :SUBMITTED_LIST_LIMIT
+        ]
+    )
+    return [
+        SubmittedTask(task_id=task_id, prompt=prompt, submitted_at=at, revised_at=revised, version=version or 1)
+        for task_id, prompt, at, revised, version in rows
+    ]
+
+
+def has_submitted_task(*, campaign: Campaign, task_id: int, user: AnyUser) -> bool:
+    return Assignment.objects.filter(
+        campaign=campaign, task_id=task_id, annotator_id=user.pk, status=AssignmentStatus.SUBMITTED
+    ).exists()
+
+
+def closed_campaign_for_annotator(user: AnyUser, pk: int) -> Campaign | None:
+    """The campaign when it exists, is closed, and the user is in its pool: the pages then say it is closed instead
+    of answering 404 to someone who was working on it."""
+    if not user.is_authenticated:
+        return None
+    return Campaign.objects.filter(pk=pk, is_active=False, annotators__pk=user.pk).first()
 
 
 def open_assignment(*, campaign: Campaign, user: AnyUser) -> Assignment | None:

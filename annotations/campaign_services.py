@@ -27,6 +27,7 @@ same conditional updates and the same constraints; the statement is atomic on it
 other databases (SQLite in development) and defines the semantics.
 """
 
+import hashlib
 import json
 import re
 import secrets
@@ -43,12 +44,14 @@ from django.utils.translation import gettext as _
 
 from annotations.campaign_selectors import (
     CAMPAIGN_SLOTS,
+    NA_TOKEN,
     Candidate,
     Scale,
     campaign_has_annotator,
     campaign_scales,
     candidate_order,
-    leased_assignment,
+    draftable_assignment,
+    rating_field_id,
     task_candidates,
 )
 from annotations.errors import RatingOutOfRange
@@ -65,9 +68,11 @@ from annotations.models import (
     Skip,
     SkipReason,
     Submission,
+    SubmissionRevision,
     Task,
     Turn,
 )
+from annotations.rubrics import format_number
 from annotations.services import rater_for_user, rating_value_from_token
 from annotations.slots import (
     ClaimDetails,
@@ -79,6 +84,7 @@ from annotations.slots import (
     slot_complete,
     slot_complete_sql,
     slot_pool_sql,
+    slot_reclaim,
     slot_skip,
     slots_build,
     slots_release_outside_pool,
@@ -94,6 +100,7 @@ CAMPAIGN_OPTIONS = {
     "scale_dropdowns",
     "lease_minutes",
     "is_active",
+    "allow_revisit",
 }
 MAX_TEXT_CHARS = 10_000
 MAX_VALUE_CHARS = 50  # a rating cell or the preference, as the form sends it
@@ -114,6 +121,16 @@ class DraftInvalid(ValueError):
 class FieldProblem:
     field: str  # the form field id, e.g. "r-2-1", "preference", "rationale"
     message: str
+
+
+class RevisitRefused(Exception):
+    """A changed answer to a task the user already submitted, refused because the campaign does not let annotators
+    correct their work (any more). Nothing was changed."""
+
+
+class LeaseLost(NotLeased):
+    """The lease expired and the task went to someone else with no slot left for the user; their answer was kept
+    as a draft of the task, not stored as ratings."""
 
 
 class SubmissionInvalid(Exception):
@@ -141,6 +158,8 @@ class TaskAnswer:
 class SubmitResult:
     submission: Submission
     replayed: bool
+    revised: bool = False  # a correction of a submitted answer, whose earlier version went to its history
+    reclaimed: bool = False  # the lease had passed to someone else; the answer took another free slot of the task
 
 
 # --- creating campaigns -----------------------------------------------------------------------------------------
@@ -195,7 +214,7 @@ def campaign_create(
     """Opens a campaign and builds its tasks and rater slots in one transaction.
 
     options: guidelines (markdown), show_reference (False), show_context (True), ask_preference (True),
-    rationale_required (True), scale_dropdowns (False), lease_minutes (30), is_active (True)."""
+    rationale_required (True), scale_dropdowns (False), lease_minutes (30), is_active (True), allow_revisit (True)."""
     _check_settings(name, options)
     if not 1 <= raters_per_item <= 100:
         raise CampaignError("raters per item must be between 1 and 100")
@@ -383,7 +402,7 @@ def assignment_skip(*, assignment: Assignment, user: User, reason: str, note: st
         raise CampaignError(_("The note is too long."))
     with transaction.atomic():
         skip: Skip = slot_skip(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, reason=reason, note=note)
-        AssignmentDraft.objects.filter(assignment_id=assignment.pk).delete()
+        _drafts_drop(task_id=assignment.task_id, user=user)
     return skip
 
 
@@ -408,7 +427,12 @@ def assignment_draft_save(*, campaign: Campaign, task_id: int, user: User, value
 
     `values` are the form's own fields (the rating cells of this task, preference, none_appropriate, rationale,
     comment) as text; anything else, or a value over the form's limits, raises DraftInvalid and stores nothing.
-    Outside the pool NotInPool; for a task not leased to the user, what the task page answers (404 or 403)."""
+    A submitted task takes drafts of its correction while the campaign allows corrections. Outside the pool
+    NotInPool; for a task not leased to the user, what the task page answers (404 or 403)."""
+    if connection.vendor == "postgresql" and _draft_save_in_one_statement(
+        campaign=campaign, task_id=task_id, user=user, values=values
+    ):
+        return
     if not campaign_has_annotator(campaign, user):
         raise NotInPool()
     with transaction.atomic():
@@ -416,7 +440,7 @@ def assignment_draft_save(*, campaign: Campaign, task_id: int, user: User, value
         # meanwhile waits for this draft and deletes it with the lease. On Postgres the exception is the first draft
         # of a lease saved while the submit's statement is already running (its snapshot cannot see the new row):
         # that draft stays on a submitted slot, where nothing reads it.
-        assignment = leased_assignment(campaign=campaign, task_id=task_id, user=user, lock=True)
+        assignment = draftable_assignment(campaign=campaign, task_id=task_id, user=user, lock=True)
         candidates = Task.responses.through.objects.filter(task_id=task_id).count()
         known_fields = {
             rating_field_id(number, scale.index)
@@ -427,14 +451,56 @@ def assignment_draft_save(*, campaign: Campaign, task_id: int, user: User, value
         if problem:
             raise DraftInvalid(problem)
         kept = {name: value for name, value in values.items() if value}
-        AssignmentDraft.objects.update_or_create(assignment=assignment, defaults={"annotator": user, "values": kept})
+        AssignmentDraft.objects.update_or_create(assignment=assignment, annotator=user, defaults={"values": kept})
+
+
+_DRAFT_FIELD = re.compile(r"^r-(\d{1,3})-(\d{1,3})$")
+
+# assignment_draft_save in one statement: the slot (the user's lease, or their submitted slot while corrections are
+# allowed) is locked as in the portable code, the pool and the number of candidates the draft names are checked, and
+# the draft replaced. No row back means a refusal, which the portable code then names.
+_DRAFT_SQL = f"""
+WITH target AS (
+    SELECT slot.id FROM annotations_assignment slot
+    WHERE slot.campaign_id = %(campaign)s AND slot.task_id = %(task)s AND slot.annotator_id = %(user)s
+      AND (slot.status = 'leased' OR (slot.status = 'submitted' AND %(revisit)s))
+      AND (SELECT count(*) FROM annotations_task_responses shown WHERE shown.task_id = %(task)s) >= %(candidates)s
+      AND {slot_pool_sql(CAMPAIGN_SLOTS)}
+    FOR UPDATE OF slot
+)
+INSERT INTO annotations_assignmentdraft (assignment_id, annotator_id, "values", updated_at)
+SELECT id, %(user)s, %(values)s::jsonb, %(now)s FROM target
+ON CONFLICT (assignment_id, annotator_id) DO UPDATE SET "values" = EXCLUDED."values", updated_at = EXCLUDED.updated_at
+RETURNING 1
+"""  # noqa: S608  # nosec B608 - the pool fragment is built from model metadata
+
+
+def _draft_save_in_one_statement(*, campaign: Campaign, task_id: int, user: User, values: Mapping[str, Any]) -> bool:
+    """True when the draft was stored; False sends the request to the portable code, which stores it or says why
+    not. Field names and limits are checked here first, against the largest candidate number the draft names."""
+    scales = len(campaign_scales(campaign))
+    candidates = 0
+    for name in values:
+        match = _DRAFT_FIELD.match(str(name))
+        if match and 1 <= int(match[2]) <= scales and int(match[1]) >= 1:
+            candidates = max(candidates, int(match[1]))
+        elif name not in DRAFT_TEXT_FIELDS and name not in DRAFT_CHOICE_FIELDS:
+            return False
+    if _draft_problem(values=values, known_fields=set(values)):
+        return False
+    params = {
+        "campaign": campaign.pk,
+        "task": task_id,
+        "user": user.pk,
+        "revisit": campaign.allow_revisit,
+        "candidates": candidates,
+        "values": json.dumps({name: value for name, value in values.items() if value}),
+        "now": timezone.now(),
+    }
+    return bool(statement_rows(_DRAFT_SQL, params))
 
 
 # --- submitting -------------------------------------------------------------------------------------------------
-
-
-def rating_field_id(candidate: int, aspect_index: int) -> str:
-    return f"r-{candidate}-{aspect_index}"
 
 
 def _check_answer(
@@ -524,6 +590,10 @@ def _replay(*, idempotency_key: str, user: User, task_id: int) -> Submission | N
     return existing
 
 
+def _drafts_drop(*, task_id: int, user: User) -> None:
+    AssignmentDraft.objects.filter(assignment__task_id=task_id, annotator=user).delete()
+
+
 def submission_create(
     *,
     campaign: Campaign,
@@ -532,63 +602,304 @@ def submission_create(
     idempotency_key: str,
     answer: TaskAnswer,
     now: datetime | None = None,
+    former_slot_id: int | None = None,
 ) -> SubmitResult:
     """Stores a completed task: one Rating per candidate and aspect under the annotator's pseudonymous Rater, plus
-    the preference, reason and comment. A repeated key, or a second submit of a finished task, changes nothing.
+    the preference, reason and comment. The seconds spent are measured by the server, from the lease to this call,
+    like MTurk's work time.
 
-    The seconds spent are measured by the server, from the lease to this call, like MTurk's work time."""
+    A repeat of a stored request (the same key and the same answer), or the same answer sent again, changes nothing.
+    A different answer to a task the user already submitted (a correction, or a stale page sent again) replaces the
+    current answer and keeps the earlier one in its history, or raises RevisitRefused when the campaign does not
+    allow corrections. A lease that expired still counts while the slot is the user's; once it went to someone
+    else, the answer takes another open slot of the task (only when `former_slot_id`, the slot the user's page was
+    built for, is given), or it is kept as a draft and LeaseLost raised."""
     if connection.vendor == "postgresql":
         return _submit_in_one_statement(
-            campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key, answer=answer, now=now
+            campaign=campaign,
+            task_id=task_id,
+            user=user,
+            idempotency_key=idempotency_key,
+            answer=answer,
+            now=now,
+            former_slot_id=former_slot_id,
         )
+    return _submission_create_portable(
+        campaign=campaign,
+        task_id=task_id,
+        user=user,
+        idempotency_key=idempotency_key,
+        answer=answer,
+        now=now,
+        former_slot_id=former_slot_id,
+    )
+
+
+def _submission_create_portable(
+    *,
+    campaign: Campaign,
+    task_id: int,
+    user: User,
+    idempotency_key: str,
+    answer: TaskAnswer,
+    now: datetime | None,
+    former_slot_id: int | None,
+) -> SubmitResult:
     if not campaign_has_annotator(campaign, user):
         raise NotInPool()
     if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
         raise _outdated_form()
+    moment = now or timezone.now()
     with transaction.atomic():
-        replay = _replay(idempotency_key=idempotency_key, user=user, task_id=task_id)
-        if replay is not None:
-            return SubmitResult(submission=replay, replayed=True)
         assignment = (
             Assignment.objects.select_for_update()
             .select_related("task__turn", "campaign")
             .filter(campaign=campaign, task_id=task_id, annotator=user)
             .first()
         )
+        submission = None
         if assignment is not None and assignment.status == AssignmentStatus.SUBMITTED:
-            # The same task sent twice with two keys (say, from two tabs): the first one counts.
-            return SubmitResult(submission=Submission.objects.get(assignment=assignment), replayed=True)
+            submission = Submission.objects.select_for_update().get(assignment=assignment)
+        if submission is None or submission.idempotency_key != idempotency_key:
+            _check_key_owner(idempotency_key=idempotency_key, assignment=assignment)
+        if assignment is not None and submission is not None:
+            return _submission_revise(
+                campaign=campaign, submission=submission, assignment=assignment, user=user,
+                idempotency_key=idempotency_key, answer=answer, moment=moment,
+            )  # fmt: skip
+        former: Assignment | None = None
         if assignment is None or assignment.status != AssignmentStatus.LEASED:
-            raise NotLeased()
-        candidates = task_candidates(assignment=assignment, user_id=user.pk)
-        scales = campaign_scales(campaign)
-        problems = _check_answer(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
-        if problems:
-            raise SubmissionInvalid(problems)
-        moment = now or timezone.now()
-        spent = max(0.0, (moment - assignment.leased_at).total_seconds()) if assignment.leased_at else 0.0
-        by_number = {c.number: c.response_id for c in candidates}
-        submission = Submission.objects.create(
-            assignment=assignment,
-            idempotency_key=idempotency_key,
-            preferred_response_id=by_number.get(answer.preference) if answer.preference else None,
-            none_appropriate=answer.none_appropriate and campaign.ask_preference,
-            rationale=answer.rationale.strip(),
-            comment=answer.comment.strip(),
-            seconds_spent=spent,
+            former = _former_slot(campaign=campaign, task_id=task_id, slot_id=former_slot_id)
+            assignment = slot_reclaim(pool=CAMPAIGN_SLOTS, campaign=campaign, task_id=task_id, user=user, now=moment)
+        if assignment is not None:
+            submission = _submission_insert(
+                campaign=campaign, assignment=assignment, user=user, idempotency_key=idempotency_key, answer=answer,
+                moment=moment,
+            )  # fmt: skip
+            return SubmitResult(submission=submission, replayed=False, reclaimed=former is not None)
+    assert former is not None  # only a lost lease leaves no slot to submit
+    _answer_keep_as_draft(slot=former, user=user, answer=answer)
+    raise LeaseLost()
+
+
+def _submission_insert(
+    *,
+    campaign: Campaign,
+    assignment: Assignment,
+    user: User,
+    idempotency_key: str,
+    answer: TaskAnswer,
+    moment: datetime,
+) -> Submission:
+    """The portable submit of a slot leased to the user, inside the caller's transaction."""
+    candidates = task_candidates(assignment=assignment, user_id=user.pk)
+    scales = campaign_scales(campaign)
+    problems = _check_answer(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
+    if problems:
+        raise SubmissionInvalid(problems)
+    spent = max(0.0, (moment - assignment.leased_at).total_seconds()) if assignment.leased_at else 0.0
+    by_number = {c.number: c.response_id for c in candidates}
+    entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
+    submission = Submission.objects.create(
+        assignment=assignment,
+        idempotency_key=idempotency_key,
+        answer_digest=_answer_digest(
+            _wanted_version(campaign=campaign, candidates=candidates, answer=answer, entered=entered)
+        ),
+        preferred_response_id=by_number.get(answer.preference) if answer.preference else None,
+        none_appropriate=answer.none_appropriate and campaign.ask_preference,
+        rationale=answer.rationale.strip(),
+        comment=answer.comment.strip(),
+        seconds_spent=spent,
+    )
+    _ratings_store(
+        campaign=campaign, user=user, candidates=candidates, scales=scales, answer=answer, submission=submission
+    )
+    if not slot_complete(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, now=moment, seconds_spent=spent):
+        raise NotLeased()  # the annotator left the pool since the check above
+    _drafts_drop(task_id=assignment.task_id, user=user)
+    return submission
+
+
+def _check_key_owner(*, idempotency_key: str, assignment: Assignment | None) -> None:
+    """NotLeased when the key already stored an answer to another slot: a replay must repeat its own task."""
+    owners = set(Submission.objects.filter(idempotency_key=idempotency_key).values_list("assignment_id", flat=True))
+    if not owners:
+        owners = set(
+            SubmissionRevision.objects.filter(idempotency_key=idempotency_key).values_list(
+                "submission__assignment_id", flat=True
+            )
         )
-        _ratings_store(
-            campaign=campaign,
-            user=user,
-            candidates=candidates,
-            scales=scales,
-            answer=answer,
-            submission=submission,
+    if owners and (assignment is None or owners != {assignment.pk}):
+        raise NotLeased()
+
+
+def _former_slot(*, campaign: Campaign, task_id: int, slot_id: int | None) -> Assignment:
+    """The slot the user's page was built for, when the page says so; without it there is nothing to reclaim."""
+    former = Assignment.objects.filter(pk=slot_id, campaign=campaign, task_id=task_id).first() if slot_id else None
+    if former is None:
+        raise NotLeased()
+    return former
+
+
+def answer_form_values(answer: TaskAnswer) -> dict[str, str]:
+    """A TaskAnswer as the task form's field values, the shape a draft keeps."""
+    values: dict[str, str] = {}
+    for (number, index), value in answer.ratings.items():
+        if value is MISSING:
+            values[rating_field_id(number, index)] = NA_TOKEN
+        elif isinstance(value, (int, float)) and value == value:
+            values[rating_field_id(number, index)] = format_number(value)
+    if answer.preference:
+        values["preference"] = str(answer.preference)
+    if answer.none_appropriate:
+        values["none_appropriate"] = "1"
+    values["rationale"] = answer.rationale[:MAX_TEXT_CHARS]
+    values["comment"] = answer.comment[:MAX_TEXT_CHARS]
+    return {name: value for name, value in values.items() if value and "\x00" not in value}
+
+
+def _answer_keep_as_draft(*, slot: Assignment, user: User, answer: TaskAnswer) -> None:
+    AssignmentDraft.objects.update_or_create(
+        assignment=slot, annotator=user, defaults={"values": answer_form_values(answer)}
+    )
+
+
+# --- correcting a submitted answer ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Version:
+    """One version of an answer, comparable: the task-level fields and (response, aspect, raw, value, missing)."""
+
+    preferred_response_id: int | None
+    none_appropriate: bool
+    rationale: str
+    comment: str
+    ratings: tuple[tuple[int, int, Any, float | None, bool], ...]
+
+
+def _wanted_version(
+    *, campaign: Campaign, candidates: list[Candidate], answer: TaskAnswer, entered: list[tuple[Any, ...]]
+) -> _Version:
+    by_number = {c.number: c.response_id for c in candidates}
+    return _Version(
+        preferred_response_id=by_number.get(answer.preference) if answer.preference else None,
+        none_appropriate=answer.none_appropriate and campaign.ask_preference,
+        rationale=answer.rationale.strip(),
+        comment=answer.comment.strip(),
+        ratings=tuple(sorted(entered)),
+    )
+
+
+def _answer_digest(version: _Version) -> str:
+    fields = [version.preferred_response_id, version.none_appropriate, version.rationale, version.comment]
+    return hashlib.sha256(json.dumps([*fields, version.ratings]).encode()).hexdigest()
+
+
+def _version_of_revision(revision: SubmissionRevision) -> _Version:
+    return _Version(
+        preferred_response_id=revision.preferred_response_id,
+        none_appropriate=revision.none_appropriate,
+        rationale=revision.rationale,
+        comment=revision.comment,
+        ratings=tuple(
+            sorted((r["response_id"], r["aspect_id"], r["raw"], r["value"], r["is_missing"]) for r in revision.ratings)
+        ),
+    )
+
+
+def _submission_revise(
+    *,
+    campaign: Campaign,
+    submission: Submission,
+    assignment: Assignment,
+    user: User,
+    idempotency_key: str,
+    answer: TaskAnswer,
+    moment: datetime,
+) -> SubmitResult:
+    """A second answer to a submitted task, whose submission the caller's transaction holds locked: a replay when it
+    repeats the current version or the version its key stored, else a correction (when allowed) that moves the
+    current version to the history and rewrites the Rating rows in place, so exports and statistics read the
+    corrected answer."""
+    through = Task.responses.through.objects
+    shown = list(through.filter(task_id=assignment.task_id).values_list("response_id", flat=True))
+    order = candidate_order(campaign=campaign, task=assignment.task, user_id=user.pk, response_ids=shown)
+    candidates = [Candidate(number=i + 1, response_id=pk, text="") for i, pk in enumerate(order)]
+    scales = campaign_scales(campaign)
+    problems = _check_answer(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
+    if problems:
+        raise SubmissionInvalid(problems)
+    by_number = {c.number: c.response_id for c in candidates}
+    entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
+    wanted = _wanted_version(campaign=campaign, candidates=candidates, answer=answer, entered=entered)
+    if submission.answer_digest and submission.answer_digest == _answer_digest(wanted):
+        return SubmitResult(submission=submission, replayed=True)  # the current answer again: a double click
+    rater = rater_for_user(dataset=campaign.dataset, user=user)
+    stored = {
+        (rating.response_id, rating.aspect_id): rating
+        for rating in Rating.objects.select_for_update().filter(
+            rater=rater, response_id__in=list(by_number.values()), aspect_id__in=[s.aspect.pk for s in scales]
         )
-        if not slot_complete(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, now=moment, seconds_spent=spent):
-            raise NotLeased()  # the annotator left the pool since the check above
-        AssignmentDraft.objects.filter(assignment=assignment).delete()
-    return SubmitResult(submission=submission, replayed=False)
+    }
+    current = _Version(
+        preferred_response_id=submission.preferred_response_id,
+        none_appropriate=submission.none_appropriate,
+        rationale=submission.rationale,
+        comment=submission.comment,
+        ratings=tuple(sorted((r.response_id, r.aspect_id, r.raw, r.value, r.is_missing) for r in stored.values())),
+    )
+    if wanted == current:
+        return SubmitResult(submission=submission, replayed=True)
+    earlier = submission.revisions.filter(idempotency_key=idempotency_key).order_by("-version").first()
+    if earlier is not None and _version_of_revision(earlier) == wanted:
+        return SubmitResult(submission=submission, replayed=True)  # a late repeat of a request already applied
+    if not campaign.allow_revisit:
+        raise RevisitRefused()
+    SubmissionRevision.objects.create(
+        submission=submission,
+        version=submission.version,
+        idempotency_key=submission.idempotency_key,
+        preferred_response_id=current.preferred_response_id,
+        none_appropriate=current.none_appropriate,
+        rationale=current.rationale,
+        comment=current.comment,
+        ratings=[
+            {"response_id": response, "aspect_id": aspect, "raw": raw, "value": value, "is_missing": missing}
+            for response, aspect, raw, value, missing in current.ratings
+        ],
+        submitted_at=submission.revised_at or submission.created_at,
+        replaced_at=moment,
+    )
+    submission.idempotency_key = idempotency_key
+    submission.preferred_response_id = wanted.preferred_response_id
+    submission.none_appropriate = wanted.none_appropriate
+    submission.rationale = wanted.rationale
+    submission.comment = wanted.comment
+    submission.version += 1
+    submission.revised_at = moment
+    submission.answer_digest = _answer_digest(wanted)
+    submission.save(
+        update_fields=[
+            "idempotency_key", "preferred_response", "none_appropriate", "rationale", "comment", "version",
+            "revised_at", "answer_digest",
+        ]
+    )  # fmt: skip
+    changed, added = [], []
+    for response_id, aspect_id, raw, value, is_missing in entered:
+        rating = stored.get((response_id, aspect_id))
+        if rating is None:  # an aspect the campaign added after the first answer
+            added.append((response_id, aspect_id, raw, value, is_missing))
+            continue
+        rating.raw, rating.value, rating.is_missing = raw, value, is_missing
+        rating.rationale, rating.comment, rating.updated_at = wanted.rationale, wanted.comment, moment
+        changed.append(rating)
+    Rating.objects.bulk_update(changed, ["raw", "value", "is_missing", "rationale", "comment", "updated_at"])
+    if added:
+        _ratings_insert(rater=rater, entered=added, submission=submission)
+    _drafts_drop(task_id=assignment.task_id, user=user)
+    return SubmitResult(submission=submission, replayed=False, revised=True)
 
 
 def _outdated_form() -> SubmissionInvalid:
@@ -606,6 +917,7 @@ def _already_rated() -> SubmissionInvalid:
 _SUBMIT_STATE_SQL = f"""
 SELECT {slot_pool_sql(CAMPAIGN_SLOTS)},
        (SELECT used.assignment_id FROM annotations_submission used WHERE used.idempotency_key = %(key)s),
+       (SELECT used.answer_digest FROM annotations_submission used WHERE used.idempotency_key = %(key)s),
        (SELECT rater.id FROM annotations_rater rater WHERE rater.dataset_id = %(dataset)s AND rater.user_id = %(user)s),
        slot.id, slot.status, slot.leased_at,
        ARRAY(SELECT shown.response_id FROM annotations_task_responses shown WHERE shown.task_id = slot.task_id)
@@ -616,19 +928,20 @@ LEFT JOIN annotations_assignment slot
 
 # The writes of submission_create in one statement. `finished` is the slot engine's completing UPDATE: it flips the
 # lease to submitted only if it is still this annotator's open lease and they are still in the pool of an active
-# campaign; the submission and the ratings are inserted, and the lease's draft deleted, only for the row it flipped,
-# so a request that lost a race writes nothing. Positions put app ratings after every earlier rating of the same
-# answer and aspect, as _ratings_store does.
+# campaign; the submission and the ratings are inserted, and the user's drafts of the task deleted, only for the row
+# it flipped, so a request that lost a race writes nothing. Positions put app ratings after every earlier rating of
+# the same answer and aspect, as _ratings_insert does.
 _SUBMIT_SQL = f"""
 WITH finished AS (
     {slot_complete_sql(CAMPAIGN_SLOTS)}
-    RETURNING id
+    RETURNING id, task_id
 ),
 submission AS (
     INSERT INTO annotations_submission
         (assignment_id, idempotency_key, preferred_response_id, none_appropriate, rationale, comment,
-         seconds_spent, created_at)
-    SELECT id, %(key)s, %(preferred)s, %(none_appropriate)s, %(rationale)s, %(comment)s, %(spent)s, %(now)s
+         seconds_spent, created_at, version, answer_digest)
+    SELECT id, %(key)s, %(preferred)s, %(none_appropriate)s, %(rationale)s, %(comment)s, %(spent)s, %(now)s, 1,
+           %(digest)s
     FROM finished
     RETURNING id
 ),
@@ -647,7 +960,8 @@ rated AS (
     RETURNING 1
 ),
 dropped AS (
-    DELETE FROM annotations_assignmentdraft draft USING finished WHERE draft.assignment_id = finished.id
+    DELETE FROM annotations_assignmentdraft draft USING finished, annotations_assignment held
+    WHERE held.task_id = finished.task_id AND draft.assignment_id = held.id AND draft.annotator_id = %(user)s
 )
 SELECT (SELECT id FROM submission), (SELECT count(*) FROM rated)
 """  # noqa: S608  # nosec B608 - the completing UPDATE is built from model metadata
@@ -657,6 +971,7 @@ SELECT (SELECT id FROM submission), (SELECT count(*) FROM rated)
 class _SubmitState:
     in_pool: bool
     key_used_by: int | None  # the assignment whose submission already carries this idempotency key
+    key_digest: str | None  # that submission's answer digest
     rater_id: int | None
     assignment_id: int | None  # this annotator's slot of the task, if any
     status: str | None
@@ -675,31 +990,17 @@ def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_k
     with statement_cursor() as cursor:
         cursor.execute(_SUBMIT_STATE_SQL, params)
         row = cursor.fetchone()
-    in_pool, key_used_by, rater_id, assignment_id, status, leased_at, response_ids = row
+    in_pool, key_used_by, key_digest, rater_id, assignment_id, status, leased_at, response_ids = row
     return _SubmitState(
         in_pool=bool(in_pool),
         key_used_by=key_used_by,
+        key_digest=key_digest,
         rater_id=rater_id,
         assignment_id=assignment_id,
         status=status,
         leased_at=leased_at,
         response_ids=list(response_ids or []),
     )
-
-
-def _replayed(state: _SubmitState) -> SubmitResult | None:
-    """The earlier submission when this request repeats one (same key, or the same task again); NotLeased when the
-    key belongs to another task or person, or the task is not (or no longer) leased to the user."""
-    if state.key_used_by is not None and state.key_used_by != state.assignment_id:
-        raise NotLeased()
-    if state.assignment_id is not None and (
-        state.key_used_by is not None or state.status == AssignmentStatus.SUBMITTED
-    ):
-        # The same task sent twice, with the same key or from two tabs with two keys: the first one counts.
-        return SubmitResult(submission=Submission.objects.get(assignment_id=state.assignment_id), replayed=True)
-    if state.assignment_id is None or state.status != AssignmentStatus.LEASED:
-        raise NotLeased()
-    return None
 
 
 def _submit_in_one_statement(
@@ -710,16 +1011,24 @@ def _submit_in_one_statement(
     idempotency_key: str,
     answer: TaskAnswer,
     now: datetime | None,
+    former_slot_id: int | None,
 ) -> SubmitResult:
     state = _submit_state(campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key)
     if not state.in_pool:
         raise NotInPool()
     if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
         raise _outdated_form()
-    replay = _replayed(state)
-    if replay is not None:
-        return replay
-    assert state.assignment_id is not None  # _replayed refuses anything but the user's open lease
+    rest: dict[str, Any] = {
+        "campaign": campaign,
+        "task_id": task_id,
+        "user": user,
+        "idempotency_key": idempotency_key,
+        "answer": answer,
+        "now": now,
+        "former_slot_id": former_slot_id,
+    }
+    if state.assignment_id is None:
+        return _submission_create_portable(**rest)  # a lease lost to someone else, or never held
     order = candidate_order(campaign=campaign, task=Task(pk=task_id), user_id=user.pk, response_ids=state.response_ids)
     candidates = [Candidate(number=i + 1, response_id=pk, text="") for i, pk in enumerate(order)]
     scales = campaign_scales(campaign)
@@ -727,6 +1036,13 @@ def _submit_in_one_statement(
     if problems:
         raise SubmissionInvalid(problems)
     entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
+    digest = _answer_digest(_wanted_version(campaign=campaign, candidates=candidates, answer=answer, entered=entered))
+    if state.key_used_by is not None and state.key_used_by == state.assignment_id and state.key_digest == digest:
+        # A double click: the same request again, told apart from a correction by the stored answer's digest.
+        return SubmitResult(submission=Submission.objects.get(assignment_id=state.assignment_id), replayed=True)
+    if state.status != AssignmentStatus.LEASED or state.key_used_by is not None:
+        # A correction or a stale page: rare, and decided by the portable code under row locks.
+        return _submission_create_portable(**rest)
     rater_id = state.rater_id or rater_for_user(dataset=campaign.dataset, user=user).pk
     moment = now or timezone.now()
     spent = max(0.0, (moment - state.leased_at).total_seconds()) if state.leased_at else 0.0
@@ -743,6 +1059,7 @@ def _submit_in_one_statement(
         "spent": spent,
         "now": moment,
         "rater": rater_id,
+        "digest": digest,
         "origin": RatingOrigin.APP.value,
         # One JSON document rather than five arrays: binding arrays was a few per cent of a submit's CPU.
         "entered": json.dumps(
@@ -757,16 +1074,12 @@ def _submit_in_one_statement(
     except IntegrityError as exc:
         if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") == "one_rating_per_rater_answer_aspect":
             raise _already_rated() from None
+        if getattr(exc.__cause__, "sqlstate", None) != "23505":
+            raise  # only a unique violation (the key, taken meanwhile) is decided below
         submission_id = None  # the key was taken meanwhile: decided below from what is stored now
     if submission_id is None:
         # Another request finished this lease first, or it was lost meanwhile: answer as if this came second.
-        again = _submit_state(campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key)
-        if not again.in_pool:
-            raise NotInPool()
-        replay = _replayed(again)
-        if replay is None:
-            raise NotLeased()
-        return replay
+        return _submission_create_portable(**rest)
     submission = instance_from_row(
         Submission,
         (
@@ -823,9 +1136,14 @@ def _ratings_store(
     submission: Submission,
 ) -> None:
     entered = _rating_values(candidates=candidates, scales=scales, answer=answer)
-    rater = rater_for_user(dataset=campaign.dataset, user=user)
-    response_ids = [c.response_id for c in candidates]
-    aspect_ids = [s.aspect.pk for s in scales]
+    _ratings_insert(rater=rater_for_user(dataset=campaign.dataset, user=user), entered=entered, submission=submission)
+
+
+def _ratings_insert(
+    *, rater: Any, entered: list[tuple[int, int, Any, float | None, bool]], submission: Submission
+) -> None:
+    response_ids = {row[0] for row in entered}
+    aspect_ids = {row[1] for row in entered}
     # App ratings go after every existing rating of the same answer and aspect, as extra raters on export.
     next_position = {
         (row["response_id"], row["aspect_id"]): row["top"] + 1

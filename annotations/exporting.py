@@ -18,7 +18,19 @@ from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import StreamingHttpResponse
 
-from annotations.models import Dataset, Item, Rater, Rating, RatingOrigin, Response, Submission, Task, Turn
+from annotations.models import (
+    Aspect,
+    Dataset,
+    Item,
+    Rater,
+    Rating,
+    RatingOrigin,
+    Response,
+    Submission,
+    SubmissionRevision,
+    Task,
+    Turn,
+)
 from annotations.rubrics import aspect_rubric_texts
 
 # The one reviewed import of the judge from the domain: a JSONL line carries its answers' judge scores.
@@ -50,6 +62,9 @@ FLAT_FIELDS = [
     "candidates",
 ]
 RATING_FIELDS = FLAT_FIELDS[: FLAT_FIELDS.index("kind")]
+# The flat export with history adds, per row, the answer's version (app rows) and when a later version replaced it
+# (rows of earlier versions only; the current answer's rows leave it empty).
+HISTORY_FIELDS = [*FLAT_FIELDS, "version", "replaced_at"]
 
 
 def csv_safe(value: Any) -> Any:
@@ -157,6 +172,7 @@ class _Preference:
     comment: str
     seconds_spent: float
     created_at: Any
+    version: int = 1
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -191,6 +207,7 @@ def _app_preferences(submissions: QuerySet[Submission], raters_by_user: dict[int
         "assignment__annotator_id",
         "assignment__campaign__name",
         "preferred_response__system__key",
+        "version",
     )
     for batch in _batches(rows.iterator(chunk_size=_BATCH), _BATCH):
         shown: dict[int, list[str]] = defaultdict(list)
@@ -215,6 +232,7 @@ def _app_preferences(submissions: QuerySet[Submission], raters_by_user: dict[int
                 comment=row["comment"],
                 seconds_spent=row["seconds_spent"],
                 created_at=row["created_at"],
+                version=row["version"],
             )
 
 
@@ -361,10 +379,10 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
     )
     for batch in _batches(ratings.iterator(chunk_size=5000), 5000):
         submissions = {
-            pk: (rationale, comment, campaign)
-            for pk, rationale, comment, campaign in Submission.objects.filter(
+            pk: (rationale, comment, campaign, version)
+            for pk, rationale, comment, campaign, version in Submission.objects.filter(
                 pk__in={row[-1] for row in batch if row[-1] is not None}
-            ).values_list("pk", "rationale", "comment", "assignment__campaign__name")
+            ).values_list("pk", "rationale", "comment", "assignment__campaign__name", "version")
         }
         for position, *values, submission_id in batch:
             record: dict[str, Any] = dict(zip(RATING_FIELDS, values, strict=True))
@@ -372,9 +390,11 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
             record["turn"] = record["turn"] + 1
             record["created_at"] = record["created_at"].isoformat() if record["created_at"] else None
             record.update(_NOT_A_RATING)
+            record["version"] = None
             if submission_id in submissions:
-                rationale, comment, campaign = submissions[submission_id]
+                rationale, comment, campaign, version = submissions[submission_id]
                 record["campaign"] = campaign
+                record["version"] = version
                 # The form asks for one reason and one comment per task: they belong to the preference row, and
                 # repeating them on every rating made them look like per-rating judgements.
                 if record["rationale"] == rationale:
@@ -442,11 +462,103 @@ def _flat_app_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
             seconds_spent=preference.seconds_spent,
             created_at=preference.created_at.isoformat(),
         )
+        row["version"] = preference.version
         yield (preference.item_position, preference.turn_index), row
 
 
-def iter_flat_rows(*, dataset: Dataset) -> Iterator[dict[str, Any]]:
-    """One row per rating, then per turn one row per preference (imported ones first, as in the JSONL export)."""
+def _flat_history_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
+    """The earlier versions of corrected answers, each as the rating rows and the preference row it had."""
+    revisions = (
+        SubmissionRevision.objects.filter(submission__assignment__campaign__dataset=dataset)
+        .order_by(
+            "submission__assignment__task__turn__item__position",
+            "submission__assignment__task__turn__index",
+            "submission_id",
+            "version",
+        )
+        .values_list(
+            "submission_id",
+            "version",
+            "ratings",
+            "rationale",
+            "comment",
+            "none_appropriate",
+            "preferred_response__system__key",
+            "submitted_at",
+            "replaced_at",
+        )
+    )
+    raters_by_user = _app_raters_by_user(dataset)
+    for batch in _batches(revisions.iterator(chunk_size=_BATCH), _BATCH):
+        submissions: dict[int, tuple[Any, ...]] = {
+            row[0]: tuple(row[1:])
+            for row in Submission.objects.filter(pk__in={r[0] for r in batch}).values_list(
+                "pk",
+                "assignment__task_id",
+                "assignment__task__turn__item__external_id",
+                "assignment__task__turn__index",
+                "assignment__annotator_id",
+                "assignment__campaign__name",
+                "seconds_spent",
+            )
+        }
+        response_ids = {r["response_id"] for revision in batch for r in revision[2]}
+        systems = dict(Response.objects.filter(pk__in=response_ids).values_list("pk", "system__key"))
+        aspects = dict(Aspect.objects.filter(dataset=dataset).values_list("pk", "name"))
+        shown: dict[int, list[str]] = defaultdict(list)
+        for task_id, key in (
+            Task.responses.through.objects.filter(task_id__in={row[0] for row in submissions.values()})
+            .order_by("task_id", "response__position")
+            .values_list("task_id", "response__system__key")
+        ):
+            shown[task_id].append(key)
+        for pk, version, ratings, rationale, comment, none_appropriate, preferred, submitted_at, replaced_at in batch:
+            task_id, item_id, turn_index, annotator_id, campaign, spent = submissions[pk]
+            rater = raters_by_user.get(annotator_id)
+            common = {"version": version, "replaced_at": replaced_at.isoformat()}
+            for rating in ratings:
+                yield {
+                    "item_id": item_id,
+                    "turn": turn_index + 1,
+                    "system": systems.get(rating["response_id"]),
+                    "aspect": aspects.get(rating["aspect_id"]),
+                    "rater": rater,
+                    "origin": RatingOrigin.APP.value,
+                    "raw": rating["raw"],
+                    "value": rating["value"],
+                    "is_missing": rating["is_missing"],
+                    "rationale": "",
+                    "comment": "",
+                    "seconds_spent": spent,
+                    "created_at": submitted_at.isoformat(),
+                    **_NOT_A_RATING,
+                    "campaign": campaign,
+                    **common,
+                }
+            entry = {
+                "rater": rater,
+                "campaign": campaign,
+                "candidates": shown[task_id],
+                "preferred": preferred,
+                "none_appropriate": none_appropriate,
+                "reason": rationale,
+                "comment": comment,
+            }
+            row = _preference_row(
+                item_id=item_id,
+                turn_index=turn_index,
+                origin=RatingOrigin.APP.value,
+                entry=entry,
+                seconds_spent=spent,
+                created_at=submitted_at.isoformat(),
+            )
+            yield row | common
+
+
+def iter_flat_rows(*, dataset: Dataset, history: bool = False) -> Iterator[dict[str, Any]]:
+    """One row per rating, then per turn one row per preference (imported ones first, as in the JSONL export).
+    Rows carry the current answers; with `history`, the earlier versions of corrected answers follow them, and
+    every row has the version and replaced_at columns."""
     merged = heapq.merge(
         _flat_rating_rows(dataset),
         _flat_imported_preference_rows(dataset),
@@ -454,7 +566,13 @@ def iter_flat_rows(*, dataset: Dataset) -> Iterator[dict[str, Any]]:
         key=lambda pair: pair[0],
     )
     for _, row in merged:
+        version = row.pop("version", None)
+        if history:
+            row["version"] = version
+            row["replaced_at"] = None
         yield row
+    if history:
+        yield from _flat_history_rows(dataset)
 
 
 def iter_flat_jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
@@ -462,11 +580,11 @@ def iter_flat_jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
         yield _dumps(row) + "\n"
 
 
-def iter_flat_csv(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+def iter_flat_csv(rows: Iterable[dict[str, Any]], *, history: bool = False) -> Iterator[str]:
     buffer = io.StringIO()
     # CRLF rows (RFC 4180): with a bare "\n" terminator Python's csv leaves a carriage return inside a cell unquoted,
     # and spreadsheets split the row there, so "x\r=HYPERLINK(...)" would start a new row with a live formula.
-    writer = csv.DictWriter(buffer, fieldnames=FLAT_FIELDS, lineterminator="\r\n")
+    writer = csv.DictWriter(buffer, fieldnames=HISTORY_FIELDS if history else FLAT_FIELDS, lineterminator="\r\n")
     writer.writeheader()
     for row in rows:
         safe = {
@@ -498,6 +616,7 @@ class ExportKind:
     content_type: str
     include_judges: bool = False
     flat: str = ""  # "", "jsonl" or "csv"
+    history: bool = False  # flat only: earlier versions of corrected answers too
     rubric: bool = False
 
 
@@ -506,6 +625,8 @@ EXPORT_KINDS: dict[str, ExportKind] = {
     "judges-jsonl": ExportKind(".judges.jsonl", JSONL_TYPE, include_judges=True),
     "flat-csv": ExportKind(".flat.csv", CSV_TYPE, flat="csv"),
     "flat-jsonl": ExportKind(".flat.jsonl", JSONL_TYPE, flat="jsonl"),
+    "flat-csv-history": ExportKind(".flat-history.csv", CSV_TYPE, flat="csv", history=True),
+    "flat-jsonl-history": ExportKind(".flat-history.jsonl", JSONL_TYPE, flat="jsonl", history=True),
     "rubric": ExportKind(".rubric.json", JSON_TYPE, rubric=True),
 }
 
@@ -541,13 +662,13 @@ def _plain_number(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-def export_kind(*, flat: str = "", include_judges: bool = False, rubric: bool = False) -> str:
+def export_kind(*, flat: str = "", include_judges: bool = False, history: bool = False, rubric: bool = False) -> str:
     """The download the command line's and the API's flags name. The flat layout carries no judge scores, so
-    include_judges only matters without flat."""
+    include_judges only matters without flat; history only matters with it."""
     if rubric:
         return "rubric"
     if flat:
-        return f"flat-{flat}"
+        return f"flat-{flat}-history" if history else f"flat-{flat}"
     return "judges-jsonl" if include_judges else "jsonl"
 
 
@@ -556,9 +677,9 @@ def iter_export(*, dataset: Dataset, kind: str) -> Iterator[str]:
     if spec.rubric:
         return iter([json.dumps(dataset_rubric(dataset), ensure_ascii=False, indent=2) + "\n"])
     if spec.flat == "csv":
-        return iter_flat_csv(iter_flat_rows(dataset=dataset))
+        return iter_flat_csv(iter_flat_rows(dataset=dataset, history=spec.history), history=spec.history)
     if spec.flat == "jsonl":
-        return iter_flat_jsonl(iter_flat_rows(dataset=dataset))
+        return iter_flat_jsonl(iter_flat_rows(dataset=dataset, history=spec.history))
     return iter_export_lines(dataset=dataset, include_judges=spec.include_judges)
 
 

@@ -291,6 +291,9 @@ class Campaign(models.Model):
     )
     lease_minutes = models.PositiveIntegerField(default=30)
     is_active = models.BooleanField(default=True)
+    allow_revisit = models.BooleanField(
+        default=True, help_text="Annotators may reopen and correct the tasks they submitted while the campaign is open."
+    )
     # Secret per campaign so annotators cannot predict the candidate shuffle from ids.
     shuffle_seed = models.CharField(max_length=64, editable=False)
     created_by = models.ForeignKey(
@@ -449,25 +452,71 @@ class Submission(models.Model):
     comment = models.TextField(blank=True)
     seconds_spent = models.FloatField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # The current answer's version: 1 as first submitted, one more for every correction (each earlier version is a
+    # SubmissionRevision row); revised_at is when the current version replaced the one before it.
+    version = models.PositiveIntegerField(default=1)
+    revised_at = models.DateTimeField(null=True, blank=True)
+    # A hash of the current answer as stored, so a repeated request is told from a correction without reading the
+    # ratings back (empty on rows stored before it existed: those are compared field by field).
+    answer_digest = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         verbose_name = _("submission")
         verbose_name_plural = _("submissions")
         constraints = [
             models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="submission_seconds_non_negative"),
+            models.CheckConstraint(
+                condition=(Q(version=1) & Q(revised_at__isnull=True))
+                | (Q(version__gt=1) & Q(revised_at__isnull=False)),
+                name="submission_revised_at_with_version",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"submission {self.idempotency_key}"
 
 
-class AssignmentDraft(models.Model):
-    """What an annotator has entered so far on a leased task, as the form's own field values, so a reload, a
-    later "Continue" or another device finds it again. Never a rating: it is dropped when the task is submitted
-    or given up. It keeps its annotator because a slot whose lease expired can pass to someone else, who must
-    not see it."""
+class SubmissionRevision(models.Model):
+    """An earlier version of a submission, kept when the annotator corrected it: the task-level answer and, in
+    `ratings`, the per-answer scores as the Rating rows then held them ([{response_id, aspect_id, raw, value,
+    is_missing}]). Statistics and exports read the current answer; this is its history."""
 
-    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="draft")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="revisions")
+    version = models.PositiveIntegerField()
+    # The key of the request that stored this version, so a late repeat of that request is recognised as a replay.
+    # Not unique: a stale page sends its old key again with a corrected answer.
+    idempotency_key = models.CharField(max_length=64, db_index=True)
+    preferred_response = models.ForeignKey(Response, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    none_appropriate = models.BooleanField(default=False)
+    rationale = models.TextField(blank=True)
+    comment = models.TextField(blank=True)
+    ratings = models.JSONField(default=list)
+    submitted_at = models.DateTimeField(help_text="When this version was submitted.")
+    replaced_at = models.DateTimeField(help_text="When the next version replaced it.")
+
+    class Meta:
+        verbose_name = _("submission revision")
+        verbose_name_plural = _("submission revisions")
+        ordering = ["submission", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "version"], name="submission_revision_version_unique"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="submission_revision_version_positive"),
+            models.CheckConstraint(
+                condition=Q(replaced_at__gte=models.F("submitted_at")), name="submission_revision_replaced_after"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"version {self.version} of {self.submission}"
+
+
+class AssignmentDraft(models.Model):
+    """What an annotator has entered so far on a leased task (or on a correction of a submitted one), as the form's
+    own field values, so a reload, a later "Continue" or another device finds it again. Never a rating: it is
+    dropped when the task is submitted or given up. It keeps its annotator because a slot whose lease expired can
+    pass to someone else, who must not see it; the one who lost it keeps their answer as a draft of that slot."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="drafts", db_index=False)
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignment_drafts", db_index=False
     )
@@ -477,6 +526,9 @@ class AssignmentDraft(models.Model):
     class Meta:
         verbose_name = _("assignment draft")
         verbose_name_plural = _("assignment drafts")
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "annotator"], name="assignment_draft_once_per_annotator")
+        ]
 
     def __str__(self) -> str:
         return f"draft of {self.assignment}"

@@ -374,6 +374,47 @@ def _claim_portable(
     return None
 
 
+@functools.cache
+def _reclaim_pick_sql(pool: SlotPool, skip_locked: bool) -> str:
+    return (
+        f"SELECT slot.id FROM {_names(pool)['slots']} slot"
+        f" WHERE {_fragment(pool, _CLAIMABLE)} AND slot.task_id = %(task)s"  # nosec B608 - model-metadata names, bound values
+        " ORDER BY slot.slot LIMIT 1" + (" FOR UPDATE SKIP LOCKED" if skip_locked else "")
+    )
+
+
+def slot_reclaim(*, pool: SlotPool, campaign: Any, task_id: int, user: Any, now: datetime | None = None) -> Any | None:
+    """For a late answer whose lease expired and went to someone else: leases the user a slot of the same task if one
+    is still open to them under the claim rule, taken with the same conditional update as a claim; None when the
+    task is full or the user already holds another open lease (one per campaign). Must run inside the transaction
+    that completes the slot, so the slot is never left leased without the answer."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("slot_reclaim must run inside the transaction that completes the slot")
+    if not slot_pool_has(pool=pool, campaign=campaign, user=user):
+        raise NotInPool()
+    moment = now or timezone.now()
+    params = {
+        "campaign": campaign.pk,
+        "user": user.pk,
+        "task": task_id,
+        "now": _moment(moment),
+        "expires": _moment(moment + timedelta(minutes=campaign.lease_minutes)),
+    }
+    with statement_cursor() as cursor:
+        cursor.execute(_reclaim_pick_sql(pool, connection.features.has_select_for_update_skip_locked), params)
+        picked = cursor.fetchone()
+    if picked is None:
+        return None
+    try:
+        with transaction.atomic():
+            taken = _execute(_take_sql(pool), params | {"slot": picked[0]})
+    except IntegrityError:
+        return None  # the user holds another open lease in this campaign
+    if taken != 1:
+        return None
+    return pool.slot.objects.select_for_update().get(pk=picked[0])  # type: ignore[attr-defined]
+
+
 # --- releasing, skipping, completing ----------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.core import signing
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
@@ -36,8 +37,14 @@ from annotations.campaign_selectors import (
     campaign_scales,
     campaigns_for_annotator,
     campaigns_for_researcher,
+    closed_campaign_for_annotator,
     earlier_prompts,
+    has_submitted_task,
     leased_assignment,
+    rating_field_id,
+    revisable_assignment,
+    submission_form_values,
+    submitted_tasks,
     task_candidates,
 )
 from annotations.campaign_services import (
@@ -46,18 +53,19 @@ from annotations.campaign_services import (
     CampaignError,
     DraftInvalid,
     FieldProblem,
+    LeaseLost,
     NotInPool,
     NotLeased,
+    RevisitRefused,
     SubmissionInvalid,
     TaskAnswer,
     assignment_claim,
     assignment_draft_save,
     assignment_skip,
-    rating_field_id,
     submission_create,
 )
 from annotations.exporting import EXPORT_KINDS, export_response
-from annotations.models import Assignment, Campaign, SkipReason
+from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 
 
@@ -66,6 +74,7 @@ class HtmxHttpRequest(HttpRequest):
 
 
 RATING_FIELD = re.compile(r"^r-(\d{1,3})-(\d{1,3})$")
+DRAFT_IGNORED_FIELDS = frozenset({"csrfmiddlewaretoken", "lease"})
 
 
 @require_GET
@@ -101,6 +110,7 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "campaign": campaign,
             "progress": annotator_progress(campaign=campaign, user=request.user),
             "scales": campaign_scales(campaign),
+            "submitted": submitted_tasks(campaign=campaign, user=request.user),
         },
     )
 
@@ -207,6 +217,7 @@ def _task_context(
 ) -> dict[str, Any]:
     values = values or {}
     problems = problems or []
+    editing = assignment.status == AssignmentStatus.SUBMITTED
     errors: dict[str, str] = {}
     for problem in problems:
         errors.setdefault(problem.field, problem.message)
@@ -239,19 +250,59 @@ def _task_context(
         "submit_url": reverse("annotate-submit", args=[campaign.pk, assignment.task_id]),
         "skip_url": reverse("annotate-skip", args=[campaign.pk, assignment.task_id]),
         "draft_url": reverse("annotate-draft", args=[campaign.pk, assignment.task_id]),
+        "editing": editing,
+        "lease_token": signing.dumps(assignment.pk, salt=_lease_salt(request)),
         "skip_reasons": SkipReason.choices,
         "na_token": NA_TOKEN,
     }
 
 
+def _lease_salt(request: HttpRequest) -> str:
+    return f"annotate-lease:{request.user.pk}"
+
+
+def _former_slot(request: HttpRequest) -> int | None:
+    """The slot the submitted page was built for, signed for this user, so a late answer can say which lease it had."""
+    try:
+        value = signing.loads(str(request.POST.get("lease", "")), salt=_lease_salt(request))
+    except signing.BadSignature:
+        return None
+    return value if isinstance(value, int) else None
+
+
+def _closed(request: HttpRequest, campaign_id: int) -> Campaign:
+    """For a pool member, a closed campaign says so and leads home; anyone else gets the usual 404."""
+    campaign = closed_campaign_for_annotator(request.user, campaign_id)
+    if campaign is None:
+        raise Http404("no such campaign")
+    return campaign
+
+
 @require_GET
 @login_required
 def task_page(request: HttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
-    campaign = campaign_for_annotator(request.user, campaign_id)
-    assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
+    """The leased task, or the user's submitted answer to correct while the campaign allows it. A task that is not
+    theirs gets the 403 page that leads back to the campaign; a closed campaign a page that says it is closed."""
+    try:
+        campaign = campaign_for_annotator(request.user, campaign_id)
+    except Http404:
+        closed = _closed(request, campaign_id)
+        return render(request, "annotate/task_closed.html", {"campaign": closed, "closed": True})
+    try:
+        assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
+    except PermissionDenied:
+        revisable = revisable_assignment(campaign=campaign, task_id=task_id, user=request.user)
+        if revisable is None:
+            if has_submitted_task(campaign=campaign, task_id=task_id, user=request.user):
+                return render(request, "annotate/task_closed.html", {"campaign": campaign, "closed": False})
+            raise
+        assignment = revisable
     values = assignment_draft_values(assignment=assignment, user=request.user)
+    draft_saved = bool(values)
+    if not values and assignment.status == AssignmentStatus.SUBMITTED:
+        values = submission_form_values(assignment=assignment, user=request.user)
     context = _task_context(request, campaign=campaign, assignment=assignment, values=values)
-    context["draft_saved"] = bool(values)
+    context["draft_saved"] = draft_saved
     return render(request, "annotate/task.html", context)
 
 
@@ -260,8 +311,9 @@ def task_page(request: HttpRequest, campaign_id: int, task_id: int) -> HttpRespo
 def task_draft(request: HttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
     """Keeps the half-filled form; the page sends it as the annotator types and when they leave."""
     campaign = campaign_for_annotator(request.user, campaign_id)
-    # The CSRF token travels in the body when the page is leaving (a beacon carries no headers); it is no form value.
-    values = {name: value for name, value in request.POST.items() if name != "csrfmiddlewaretoken"}
+    # The CSRF token travels in the body when the page is leaving (a beacon carries no headers), and the page sends its
+    # signed lease along with the fields; neither is a form value.
+    values = {name: value for name, value in request.POST.items() if name not in DRAFT_IGNORED_FIELDS}
     user: User = request.user  # type: ignore[assignment]
     try:
         assignment_draft_save(campaign=campaign, task_id=task_id, user=user, values=values)
@@ -325,20 +377,59 @@ def _back_to_task(request: HttpRequest, campaign: Campaign, task_id: int) -> Htt
 @require_http_methods(["GET", "POST"])
 @login_required
 def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpResponse:
-    campaign = campaign_for_annotator(request.user, campaign_id)
+    """Stores the answer, or a correction of a submitted one. A refusal is never silent: a closed campaign, a
+    correction the campaign does not allow and a lease that went to someone else each say so on the page the
+    annotator lands on."""
+    try:
+        campaign = campaign_for_annotator(request.user, campaign_id)
+    except Http404:
+        if request.method == "GET":
+            raise
+        _closed(request, campaign_id)
+        messages.error(request, _("This campaign is closed, so your answer was not saved."))
+        return _redirect(request, reverse("home"))
     if request.method == "GET":
         return _back_to_task(request, campaign, task_id)
     answer, values = answer_from_form(request.POST)
     key = str(request.POST.get("idempotency_key", ""))
     user: User = request.user  # type: ignore[assignment]
+    campaign_url = reverse("annotate-campaign", args=[campaign.pk])
     try:
-        result = submission_create(campaign=campaign, task_id=task_id, user=user, idempotency_key=key, answer=answer)
+        result = submission_create(
+            campaign=campaign,
+            task_id=task_id,
+            user=user,
+            idempotency_key=key,
+            answer=answer,
+            former_slot_id=_former_slot(request),
+        )
+    except LeaseLost:
+        messages.error(
+            request,
+            _(
+                "Your time for this task ran out and it went to someone else, so your answer was not counted. "
+                "It is kept as a draft and fills in the form if the task comes back to you."
+            ),
+        )
+        return _redirect(request, campaign_url)
+    except RevisitRefused:
+        messages.error(
+            request,
+            _("You had submitted this task already and this campaign allows no changes: your change was not saved."),
+        )
+        return _redirect(request, campaign_url)
     except (NotLeased, NotInPool):
         if not campaign.tasks.filter(pk=task_id).exists():
             raise Http404("no such task") from None
         raise PermissionDenied("this task is not leased to you") from None
     except SubmissionInvalid as invalid:
-        assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
+        try:
+            assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)
+        except PermissionDenied:
+            revisable = revisable_assignment(campaign=campaign, task_id=task_id, user=request.user)
+            if revisable is None:
+                raise
+            assignment = revisable
         context = _task_context(
             request,
             campaign=campaign,
@@ -349,6 +440,9 @@ def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> Htt
         )
         template = "annotate/_task_form.html" if request.htmx else "annotate/task.html"
         return render(request, template, context, status=422)
+    if result.revised:
+        messages.success(request, _("Your correction is saved."))
+        return _redirect(request, campaign_url)
     if not result.replayed:
         messages.success(request, _("Saved. Here is your next task."))
     return _next_or_done(request, campaign)

@@ -1,15 +1,16 @@
-"""Load test of the annotation hand-out: simulated annotators loop "next task -> submit" over real HTTP.
+"""Load test of the annotation hand-out: simulated annotators loop "next task -> draft -> submit" over real HTTP.
 
     .venv/bin/python bench/annotate_load.py [--annotators 30] [--seconds 60]
 
-It creates its own Postgres database (evalsite_bench_annotate, dropped first), migrates it, imports a generated
-dataset and opens a campaign with N raters per task, refreshes the planner statistics (ANALYZE, as autovacuum
-would on a live database), starts gunicorn on it with the deployed configuration (evalsite/gunicorn_config.py),
-waits until every gunicorn thread has answered, and runs one thread per annotator, each with its own keep-alive
-HTTP connection and API token. The annotator threads run in --client-processes separate processes (default 2),
-so the load generator's own interpreter lock does not queue the clients and inflate the latencies it measures;
-each latency is taken around one request in the thread that sent it. A few submits are sent twice on purpose
-(same idempotency key) to exercise the double-submit path. Afterwards it checks the database:
+Each annotator saves one draft per task (half the form, as the task page does while they work) before submitting. It
+creates its own Postgres database (evalsite_bench_annotate or $BENCH_ANNOTATE_DB, dropped first), migrates it,
+imports a generated dataset and opens a campaign with N raters per task, refreshes the planner statistics (ANALYZE,
+as autovacuum would on a live database), starts gunicorn on it with the deployed configuration
+(evalsite/gunicorn_config.py), waits until every gunicorn thread has answered, and runs one thread per annotator,
+each with its own keep-alive HTTP connection and API token. The annotator threads run in --client-processes separate
+processes (default 2), so the load generator's own interpreter lock does not queue the clients and inflate the
+latencies it measures; each latency is taken around one request in the thread that sent it. A few submits are sent
+twice on purpose (same idempotency key) to exercise the double-submit path. Afterwards it checks the database:
 
 - lost: submits the server acknowledged (201) whose Submission row or ratings are missing;
 - duplicated: ratings beyond one per (answer, aspect, annotator) and submissions acknowledged as new twice;
@@ -20,7 +21,7 @@ The line before it reports throughput; the CPU seconds per request of the server
 shared machine latency alone cannot be compared between runs. It ends with the spread of the annotators' mean
 latencies, which shows whether the gunicorn workers share the connections evenly.
 The last line printed is JSON: {"p50_ms", "p95_ms", "submitted", "lost", "duplicated", "over_assigned"}, with the
-latencies over every next/submit request.
+latencies over every next/draft/submit request.
 """
 
 import argparse
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH_DB = "evalsite_bench_annotate"
+BENCH_DB = os.environ.get("BENCH_ANNOTATE_DB", "evalsite_bench_annotate")
 sys.path.insert(0, str(ROOT))
 
 from bench.database import recreate_database  # noqa: E402
@@ -251,11 +252,11 @@ class Annotator(threading.Thread):
         if self.think_s > 0:
             time.sleep(self.think_s * self.rng.uniform(0.5, 1.5))
 
-    def _post(self, client: "KeepAliveClient", url: str, body: dict | None = None) -> "Reply":
+    def _post(self, client: "KeepAliveClient", url: str, body: dict | None = None, *, submit: bool = True) -> "Reply":
         started = time.perf_counter()
         response = client.post(url, body)
         self.latencies.append((time.perf_counter() - started) * 1000)
-        if body is not None:
+        if body is not None and submit:
             self.submit_latencies.append(self.latencies[-1])
         return response
 
@@ -277,6 +278,17 @@ class Annotator(threading.Thread):
                     return
                 task = response.json()
                 self._think()
+                # Half the form, as the task page saves it while the annotator works: one draft per task.
+                first = task["candidates"][0]["number"]
+                draft = {
+                    f"r-{first}-{index}": f"{self.rng.choice([o['value'] for o in aspect['options']]):g}"
+                    for index, aspect in enumerate(task["aspects"], start=1)
+                    if aspect["options"]
+                } | {"rationale": "simulated reason, half written"}
+                draft_url = f"/api/annotate/campaigns/{self.campaign_id}/tasks/{task['task']}/draft/"
+                response = self._post(client, draft_url, draft, submit=False)
+                if response.status_code != 204:
+                    self.errors.append(f"draft {response.status_code}: {response.text[:200]}")
                 ratings = {
                     str(c["number"]): {
                         a["name"]: self.rng.choice([o["value"] for o in a["options"]]) for a in task["aspects"]

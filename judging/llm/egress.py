@@ -16,6 +16,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
 from judging.llm.netguard import check_addresses, check_host
+from judging.llm.sending import CURRENT_GATE
 
 MAX_CONNECTIONS = 256
 # Everything else is dropped: the OpenAI SDK and litellm add headers from the environment (OPENAI_ORG_ID,
@@ -79,12 +80,37 @@ class GuardedResolver(AbstractResolver):
         await self.inner.close()
 
 
+def pooled_transport(max_connections: int) -> httpx.AsyncHTTPTransport:
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    return httpx.AsyncHTTPTransport(limits=limits)
+
+
+class GatedTransport(httpx.AsyncBaseTransport):
+    """Passes the attempt's send gate (rpm/tpm, see `sending`) right before the inner transport sends the request."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        gate = CURRENT_GATE.get()
+        if gate is not None:
+            await gate.pass_through()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def gated(inner: httpx.AsyncBaseTransport | None, max_connections: int = MAX_CONNECTIONS) -> GatedTransport:
+    """`inner`, or httpx's own pooled transport when there is none, behind the send gate."""
+    return GatedTransport(inner if inner is not None else pooled_transport(max_connections))
+
+
 def guarded_async_client(
     timeout: float, max_connections: int = MAX_CONNECTIONS, inner: httpx.AsyncBaseTransport | None = None
 ) -> httpx.AsyncClient:
     if inner is None:
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        inner = httpx.AsyncHTTPTransport(limits=limits)
+        inner = pooled_transport(max_connections)
     # No setting from the environment: a proxy taken from HTTP(S)_PROXY/ALL_PROXY would receive the key and sit
     # outside the address check. httpx skips them already when given a transport; this keeps it so if that changes.
     return httpx.AsyncClient(

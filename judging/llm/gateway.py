@@ -39,6 +39,7 @@ from django.conf import settings
 from judging.llm import netguard
 from judging.llm.calls import TEMPORARY, CallResult, CallSpec, provider_problem
 from judging.llm.ratelimit import DEFAULT_COMPLETION_TOKENS, Lease, Limiter, Limits, LocalLimiter
+from judging.llm.sending import CURRENT_GATE, SendGate
 
 
 @functools.cache
@@ -412,12 +413,12 @@ class Gateway:
         if client is None:
             from openai import AsyncOpenAI  # noqa: PLC0415 -- ~1.1 s to import; litellm has loaded it by now
 
-            from judging.llm import egress, sending  # noqa: PLC0415 -- httpx, kept out of start-up; litellm has loaded it
+            from judging.llm import egress  # noqa: PLC0415 -- httpx, kept out of start-up; litellm has loaded it
 
             # litellm's aiohttp-based transport costs a third of the CPU per call of httpcore's pool,
             # which rescans every pooled connection per request; redirects stay off either way.
             inner = _fast_transport(egress.MAX_CONNECTIONS, egress.GuardedResolver)
-            gated = sending.gated(inner, egress.MAX_CONNECTIONS)
+            gated = egress.gated(inner, egress.MAX_CONNECTIONS)
             http = egress.guarded_async_client(spec.timeout_s, inner=gated)
             self._http.append(http)
             client = AsyncOpenAI(
@@ -466,7 +467,6 @@ class Gateway:
         `timeout_s` bounds the whole exchange, a response that drips in slowly included: the HTTP client's own
         timeout only bounds each read. The checks and connection before sending get a few seconds more; the wait
         for the rpm/tpm windows is not limited."""
-        from judging.llm.sending import CURRENT_GATE  # noqa: PLC0415 -- httpx; see _client_for
 
         loop = asyncio.get_running_loop()
         async with asyncio.timeout_at(loop.time() + spec.timeout_s + 5) as deadline:
@@ -479,7 +479,6 @@ class Gateway:
                 CURRENT_GATE.reset(token)
 
     async def call(self, spec: CallSpec) -> CallResult:
-        from judging.llm.sending import SendGate  # noqa: PLC0415 -- httpx; see _client_for
 
         result = CallResult()
         max_attempts = max(1, spec.max_retries + 1)

@@ -4,7 +4,7 @@ starts.
 The gateway sets a `SendGate` for each attempt; the HTTP transport of the gateway's client passes it right before the
 request goes onto the connection, after litellm and the SDK have built it. Counting there, not when the concurrency
 slot is granted, keeps a window of the provider's own log within the limit however long the request took to build.
-Kept apart from the gateway because httpx is loaded only by a process that calls a provider.
+The transport that passes the gate is the egress client's (`egress.GatedTransport`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import Callable
-from typing import Any
-
-import httpx
 
 from judging.llm.ratelimit import Lease, Limiter
 
@@ -59,27 +56,3 @@ class SendGate:
 
 
 CURRENT_GATE: contextvars.ContextVar[SendGate | None] = contextvars.ContextVar("evalsite_send_gate", default=None)
-
-
-class GatedTransport(httpx.AsyncBaseTransport):
-    """Passes the attempt's gate right before the inner transport sends the request."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        gate = CURRENT_GATE.get()
-        if gate is not None:
-            await gate.pass_through()
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-def gated(inner: Any, max_connections: int) -> GatedTransport:
-    """`inner`, or httpx's own pooled transport when there is none, behind the gate."""
-    if inner is None:
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        inner = httpx.AsyncHTTPTransport(limits=limits)
-    return GatedTransport(inner)

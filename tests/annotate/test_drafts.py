@@ -128,7 +128,13 @@ def test_submit_deletes_the_draft_with_the_lease(campaign, leased, annotator1):
         answer=full_answer(leased, annotator1),
     )
     assert not AssignmentDraft.objects.exists()
-    with pytest.raises(PermissionDenied):  # the lease is done: a late save stores nothing
+    # Submitted, the task takes drafts of a correction while the campaign allows corrections, and none once not.
+    save(campaign, leased, annotator1, HALF)
+    assert AssignmentDraft.objects.get().values == HALF
+    AssignmentDraft.objects.all().delete()
+    campaign.allow_revisit = False
+    campaign.save(update_fields=["allow_revisit"])
+    with pytest.raises(PermissionDenied):
         save(campaign, leased, annotator1, HALF)
     assert not AssignmentDraft.objects.exists()
 

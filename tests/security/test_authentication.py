@@ -370,9 +370,7 @@ def test_rundemo_prints_fresh_random_passwords_that_work() -> None:
     for _ in range(2):
         out = io.StringIO()
         call_command("rundemo", setup_only=True, stdout=out)
-        runs.append(
-            dict(re.findall(r"^\s+(?:researcher|annotator|admin)\s+(\S+)\s+(\S+)\s*$", out.getvalue(), re.M))
-        )
+        runs.append(dict(re.findall(r"^\s+(?:researcher|annotator|admin)\s+(\S+)\s+(\S+)\s*$", out.getvalue(), re.M)))
     first, second = runs
     assert set(first) == {"researcher", "annotator1", "annotator2", "annotator3", "site-admin"}
     # the researcher is a plain researcher; only the separate admin account administers the site

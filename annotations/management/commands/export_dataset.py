@@ -25,6 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--flat", action="store_true", help="one row per rating and one per preference")
         parser.add_argument("--format", choices=["jsonl", "csv"], help="flat format (default: from --out, else jsonl)")
         parser.add_argument(
+            "--history", action="store_true", help="with --flat: also the earlier versions of corrected answers"
+        )
+        parser.add_argument(
             "--rubric", action="store_true", help="write the rubric file (name.rubric.json) instead of the data"
         )
 
@@ -38,7 +41,14 @@ class Command(BaseCommand):
                 self.stderr.write("--include-judges is ignored with --flat: the flat layout has no judge scores")
         elif options["format"] == "csv":
             raise CommandError("--format csv needs --flat: the nested format is JSONL only")
-        kind = export_kind(flat=flat, include_judges=bool(options["include_judges"]), rubric=bool(options["rubric"]))
+        elif options["history"]:
+            raise CommandError("--history needs --flat: the nested format carries the current answers only")
+        kind = export_kind(
+            flat=flat,
+            include_judges=bool(options["include_judges"]),
+            history=bool(options["history"]),
+            rubric=bool(options["rubric"]),
+        )
         chunks = iter_export(dataset=dataset, kind=kind)
         if out:
             if os.path.isdir(out):
