@@ -42,3 +42,14 @@ def ensure_postgres_database() -> None:
     with _admin_connection(server_url) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def set_up_django_database() -> None:
+    """Django set up on DATABASE_URL's database (created when missing) with every migration applied."""
+    import django
+
+    ensure_postgres_database()
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)

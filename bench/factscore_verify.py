@@ -71,15 +71,9 @@ def build_dataset(answers: int) -> object:
 
 
 def factscore_run(args: argparse.Namespace, base_url: str) -> dict:
-    import django
+    from bench.database import set_up_django_database
 
-    from bench.database import ensure_postgres_database
-
-    ensure_postgres_database()
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    set_up_django_database()
     from django.db.models import Max
 
     import judging.tasks  # noqa: F401 - registers the engine's tasks, which run eagerly here

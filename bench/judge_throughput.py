@@ -168,15 +168,9 @@ def start_workers(count: int, tasks_per_run: int, concurrency: int) -> list[subp
 
 
 def judge_run(args: argparse.Namespace, base_url: str) -> dict:
-    import django
+    from bench.database import set_up_django_database
 
-    from bench.database import ensure_postgres_database
-
-    ensure_postgres_database()
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    set_up_django_database()
     from judging import services
     from judging.models import JudgeRun, RunStatus
 

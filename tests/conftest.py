@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 import redis
@@ -220,3 +220,16 @@ def eager() -> Iterator[None]:
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = previous
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, one per test module (browser tests only load Playwright)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.chromium import launch_chromium
+
+    with sync_playwright() as playwright:
+        instance = launch_chromium(playwright)
+        yield instance
+        instance.close()

@@ -8,12 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from annotations.campaign_services import campaign_create
 from annotations.models import AssignmentDraft, Submission
 from tests.annotate.factories import SYSTEM_NAMES, lfqa_lines, make_dataset
-from tests.chromium import launch_chromium
 from tests.conftest import CAST_PASSWORD
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
@@ -35,14 +34,6 @@ LONG_MARKDOWN = (
     + "unbroken" * 200
     + "\n\n"
 )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        instance = launch_chromium(playwright)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture

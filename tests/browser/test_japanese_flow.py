@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from annotations.campaign_services import campaign_create
 from annotations.importing import dataset_import
 from annotations.models import Dataset
 from annotations.rubrics import preset_rubric
-from tests.chromium import launch_chromium
 from tests.conftest import CAST_PASSWORD
 from tests.i18n.test_japanese_pages import KEPT_LATIN, LATIN_WORD, data_words
 
@@ -56,14 +55,6 @@ LINES = [
     }
     for n in (1, 2)
 ]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        instance = launch_chromium(playwright)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from judging.admin_forms import config_template
 from judging.models import JudgeConfig
-from tests.chromium import launch_chromium
 from tests.conftest import CAST_PASSWORD
 from tests.judging.factories import make_dataset
 
@@ -23,14 +22,6 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        instance = launch_chromium(playwright)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from django.contrib.auth.models import Group, User
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from annotations.models import Campaign, Dataset, Rater, Rating, Submission
 from annotations.roles import researcher_grant
 from judging.models import JudgeRun, RunStatus
-from tests.chromium import launch_chromium
 from tests.conftest import CAST_PASSWORD, PROJECT_ROOT
 from tests.fakeprovider import FakeProvider
 
@@ -45,14 +44,6 @@ WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "2
 NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        instance = launch_chromium(playwright)
-        yield instance
-        instance.close()
-
-
 @pytest.fixture
 def fake(settings) -> Iterator[FakeProvider]:  # type: ignore[no-untyped-def]
     provider = FakeProvider().start()
@@ -63,8 +54,11 @@ def fake(settings) -> Iterator[FakeProvider]:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def importing_researcher(researcher: User) -> User:
-    """A researcher as a site operator makes one: staff in the Researchers group."""
+def importing_researcher(researcher: User, annotators: list[User]) -> User:
+    """A researcher as a site operator makes one: staff in the Researchers group, and in a lab group with the
+    annotators, which puts them in the researcher's pool (the admin offers no one else)."""
+    lab = Group.objects.create(name="lab")
+    lab.user_set.add(researcher, *annotators)
     return researcher_grant(user=researcher)
 
 

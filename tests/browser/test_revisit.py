@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from annotations.campaign_services import campaign_create
 from annotations.models import AssignmentDraft, Submission, SubmissionRevision
 from tests.annotate.factories import lfqa_lines, make_dataset
-from tests.browser.test_annotator_flow import browser, log_in, page, shot  # noqa: F401 - fixtures and helpers
+from tests.browser.test_annotator_flow import log_in, page, shot  # noqa: F401 - fixtures and helpers
 from tests.conftest import CAST_PASSWORD
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from annotations.campaign_selectors import task_candidates
 from annotations.campaign_services import campaign_create
 from annotations.importing import dataset_import
 from annotations.models import Assignment, Rating, Submission
 from annotations.rubrics import preset_rubric
-from tests.chromium import launch_chromium
 from tests.conftest import CAST_PASSWORD
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -31,14 +30,6 @@ SYSTEM_KEYS = ("model_formal", "model_casual", "human_top", "human_random")
 ASPECTS = ("factuality", "acceptability", "amount_info", "formality")  # the preset's order on the page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        instance = launch_chromium(playwright)
-        yield instance
-        instance.close()
 
 
 def new_page(browser: Browser, *, width: int, height: int, scale: float = 1, locale: str = "en-US") -> Page:

@@ -7,12 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import AtomicFact, FactLabel, FactOrigin, FactReviewAssignment
-from tests.chromium import launch_chromium
 from tests.conftest import CAST_PASSWORD
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 
@@ -22,14 +21,6 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        instance = launch_chromium(playwright)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture
