@@ -11,17 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import Group, Permission, User
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 RESEARCHERS_GROUP = "Researchers"
 RESEARCH_APPS = ("annotations", "judging")
 
 
-def researchers_group_sync(**_: Any) -> Group:
+def researchers_group_sync(*, using: str = DEFAULT_DB_ALIAS, **_: Any) -> Group:
     """Creates the group and gives it every permission of the research apps; run after each migrate, so a model
     added later is covered without a hand-written grant."""
-    group, _created = Group.objects.get_or_create(name=RESEARCHERS_GROUP)
-    group.permissions.add(*Permission.objects.filter(content_type__app_label__in=RESEARCH_APPS))
+    group, _created = Group.objects.using(using).get_or_create(name=RESEARCHERS_GROUP)
+    group.permissions.add(*Permission.objects.using(using).filter(content_type__app_label__in=RESEARCH_APPS))
     return group
 
 
