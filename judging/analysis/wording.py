@@ -7,11 +7,12 @@ them translated, through ``column_label`` and ``phrase``; a text this module doe
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
+from django.utils.translation import get_language, gettext_lazy, pgettext_lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from judging.statistics.agreement import (
     OUTLIER_MAX_MEAN_SHIFT_SD,
@@ -167,6 +168,13 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
 
 def phrase(text: str) -> str:
     """The reader's words for a known cell text or reason; anything else (data) unchanged."""
+    return _phrase_in(text, get_language() or "")
+
+
+# Tables repeat the same cells (a system key on every scatter point): each text is worked out once per language.
+@functools.lru_cache(maxsize=4096)
+def _phrase_in(text: str, language: str) -> str:
+    del language  # part of the key: the same text reads differently in each language
     if text == OUTLIER_RULE:
         return outlier_rule(OUTLIER_MIN_OVERLAP, OUTLIER_MIN_CORRELATION, OUTLIER_MAX_MEAN_SHIFT_SD)
     known = PHRASES.get(text)
