@@ -294,6 +294,10 @@ class Campaign(models.Model):
     allow_revisit = models.BooleanField(
         default=True, help_text="Annotators may reopen and correct the tasks they submitted while the campaign is open."
     )
+    gold_rate = models.FloatField(
+        default=0,
+        help_text="Share of each annotator's tasks drawn from gold items and attention checks (0 to 0.5).",
+    )
     # Secret per campaign so annotators cannot predict the candidate shuffle from ids.
     shuffle_seed = models.CharField(max_length=64, editable=False)
     created_by = models.ForeignKey(
@@ -314,6 +318,9 @@ class Campaign(models.Model):
                 name="campaign_candidates_positive",
             ),
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="campaign_lease_positive"),
+            models.CheckConstraint(
+                condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=0.5), name="campaign_gold_rate_range"
+            ),
             # Per dataset: only those who see the dataset learn which campaign names it holds.
             models.UniqueConstraint(fields=["dataset", "name"], name="campaign_name_unique_per_dataset"),
         ]
@@ -331,6 +338,8 @@ class Task(models.Model):
     # Hand-out order (see campaign_services.assignment_claim).
     position = models.PositiveIntegerField()
     responses = models.ManyToManyField(Response, related_name="campaign_tasks")
+    # A task of a gold item or attention check: it measures the annotators, and its ratings are not the dataset's.
+    is_gold = models.BooleanField(default=False)
 
     class Meta:
         verbose_name = _("task")
@@ -376,6 +385,12 @@ class Assignment(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     seconds_spent = models.FloatField(null=True, blank=True)
+    # Copied from the task, so the claim rule can tell gold slots apart without a join.
+    is_gold = models.BooleanField(default=False)
+    # A slot added when the rater of `replaces` was excluded, so the task still gets N ratings that count.
+    replaces = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replacement"
+    )
 
     class Meta:
         verbose_name = _("assignment")
@@ -532,3 +547,8 @@ class AssignmentDraft(models.Model):
 
     def __str__(self) -> str:
         return f"draft of {self.assignment}"
+
+
+from annotations.gold.models import *  # noqa: E402, F403 - gold items belong to this app
+from annotations.quality.models import *  # noqa: E402, F403 - rater exclusions belong to this app
+from annotations.recruitment.models import *  # noqa: E402, F403 - recruitment belongs to this app
