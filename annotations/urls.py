@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from annotations import views
 
@@ -12,4 +12,5 @@ urlpatterns = [
     path("annotate/<int:campaign_id>/tasks/<int:task_id>/draft/", views.task_draft, name="annotate-draft"),
     path("campaigns/<int:campaign_id>/progress/", views.campaign_progress_page, name="campaign-progress"),
     path("datasets/<int:dataset_id>/export/<slug:kind>/", views.dataset_export, name="dataset-export"),
+    path("", include("annotations.quality.urls")),
 ]
