@@ -178,6 +178,8 @@ def test_gold_accuracy_over_time_by_hour(researcher, annotator1, annotator2):
     assert panel.chart is not None and len(panel.chart.bars) == 3
     full, half, empty = panel.chart.bars
     assert full.height > half.height > empty.height == 0
-    assert panel.chart.threshold_y == pytest.approx(panel.chart.baseline - (panel.chart.baseline - panel.chart.top) * 0.7)
+    assert panel.chart.threshold_y == pytest.approx(
+        panel.chart.baseline - (panel.chart.baseline - panel.chart.top) * 0.7
+    )
     assert [row.user_id for row in panel.flagged] == [annotator2.pk]  # 1 of 3 gold answers right
     assert metrics.GOLD_MIN_ANSWERED == 3
