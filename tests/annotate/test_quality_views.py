@@ -189,3 +189,12 @@ def test_progress_page_without_submissions_says_so(researcher, annotator1):
     html = client_for(researcher).get(reverse("campaign-progress", args=[campaign.pk])).content.decode()
     assert "No submitted tasks yet." in html and "No gold item has been answered yet." in html
     assert "No rater is flagged." in html
+
+
+def test_the_authorization_matrix_walks_both_downloads_as_researcher_pages() -> None:
+    from tests.security.test_authorization import family
+    from tests.security.urlwalk import iter_endpoints
+
+    routes = {endpoint.route for endpoint in iter_endpoints()}
+    for route in ("campaigns/<int:campaign_id>/quality.csv", "campaigns/<int:campaign_id>/payments.csv"):
+        assert route in routes and family(route) == "researcher"
