@@ -261,7 +261,9 @@ def campaign_quality(campaign: Campaign) -> CampaignQuality:
         key = (response_id, str(aspect_id))
         for rater_id, value in entries:
             own[rater_id][key] = value
-            others[rater_id][key] = [other for rater, other in entries if rater != rater_id]
+            # An excluded rater is measured like anyone, but is no reference for the others: a click-through
+            # worker would otherwise pull every careful rater's agreement down.
+            others[rater_id][key] = [other for rater, other in entries if rater != rater_id and rater not in exclusions]
     result = []
     for user_id, tally in tallies.items():
         rater_id, pseudonym = rows.rater_of_user[user_id]

@@ -183,3 +183,31 @@ def test_gold_accuracy_over_time_by_hour(researcher, annotator1, annotator2):
     )
     assert [row.user_id for row in panel.flagged] == [annotator2.pk]  # 1 of 3 gold answers right
     assert metrics.GOLD_MIN_ANSWERED == 3
+
+
+def contrary(position: int, system: str, aspect: str) -> float:
+    value = careful(position + 1, system, aspect)
+    return 3 - value if aspect == "factuality" else -value
+
+
+def test_an_excluded_rater_is_no_reference_for_the_others(researcher, annotator1, annotator2, annotator3):
+    campaign = study(researcher, [annotator1, annotator2, annotator3], items=8)
+    for position in range(8):
+        rate(campaign, position, annotator1, careful_but_noisy(0))
+        rate(campaign, position, annotator2, careful_but_noisy(1))
+        rate(campaign, position, annotator3, contrary)
+    before = by_user(campaign)[annotator1.pk].agreement.value
+    RaterExclusion.objects.create(rater=Rater.objects.get(user=annotator3), reason="straight-lines")
+    after = by_user(campaign)
+    first, second = (Rater.objects.get(user=user) for user in (annotator1, annotator2))
+    weighted, weight = 0.0, 0
+    for aspect in ("factuality", "amount_info"):
+        mine = {r.response_id: r.value for r in Rating.objects.filter(rater=first, aspect__name=aspect)}
+        theirs = {r.response_id: r.value for r in Rating.objects.filter(rater=second, aspect__name=aspect)}
+        shared = sorted(set(mine) & set(theirs))
+        rho = spearmanr([mine[k] for k in shared], [theirs[k] for k in shared]).statistic
+        weighted += rho * len(shared)
+        weight += len(shared)
+    assert after[annotator1.pk].agreement.value == pytest.approx(weighted / weight, abs=1e-12)
+    assert after[annotator1.pk].agreement.value != pytest.approx(before)
+    assert after[annotator3.pk].excluded and after[annotator3.pk].agreement.value is not None

@@ -198,3 +198,28 @@ def test_the_authorization_matrix_walks_both_downloads_as_researcher_pages() -> 
     routes = {endpoint.route for endpoint in iter_endpoints()}
     for route in ("campaigns/<int:campaign_id>/quality.csv", "campaigns/<int:campaign_id>/payments.csv"):
         assert route in routes and family(route) == "researcher"
+
+
+def test_the_panel_and_the_exports_read_in_a_fixed_number_of_queries(researcher, annotators, django_user_model):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotations.quality.selectors import payment_rows, quality_panel
+
+    def queries(campaign) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+        with CaptureQueriesContext(connection) as panel:
+            quality_panel(campaign)
+        with CaptureQueriesContext(connection) as payments:
+            payment_rows(campaign)
+        return len(panel), len(payments)
+
+    small = study(researcher, annotators[:1], items=2, gold={2: GOLD}, raters_per_item=1)
+    rate(small, 0, annotators[0], careful)
+    rate(small, 2, annotators[0], careful)
+    large = study(researcher, annotators, items=4, gold={4: GOLD, 5: GOLD}, raters_per_item=5)
+    for index in range(2):
+        crowd_worker(large, f"PID-{index}")
+    for user in [*annotators, *large.annotators.filter(crowd_worker__isnull=False)]:
+        for position in range(6):
+            rate(large, position, user, careful)
+    assert queries(small) == queries(large)
