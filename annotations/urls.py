@@ -3,6 +3,7 @@ from django.urls import include, path
 from annotations import views
 
 urlpatterns = [
+    path("", include("annotations.quality.urls")),
     path("", views.home, name="home"),
     path("annotate/<int:campaign_id>/", views.campaign_detail, name="annotate-campaign"),
     path("annotate/<int:campaign_id>/next/", views.task_next, name="annotate-next"),
@@ -12,5 +13,4 @@ urlpatterns = [
     path("annotate/<int:campaign_id>/tasks/<int:task_id>/draft/", views.task_draft, name="annotate-draft"),
     path("campaigns/<int:campaign_id>/progress/", views.campaign_progress_page, name="campaign-progress"),
     path("datasets/<int:dataset_id>/export/<slug:kind>/", views.dataset_export, name="dataset-export"),
-    path("", include("annotations.quality.urls")),
 ]
