@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count
 from django.utils import formats
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -367,6 +366,7 @@ class PaymentRow:
     last_activity: datetime | None
     sessions: int
     sessions_completed: int
+    session_ids: list[str]  # the platform's session (Prolific) or assignment (MTurk) ids, to approve the work by
     completion_code: str
     flag_reasons: list[str]
 
@@ -400,15 +400,17 @@ def payment_rows(campaign: Campaign) -> list[PaymentRow]:
     workers = list(
         CrowdWorker.objects.filter(link__campaign=campaign)
         .select_related("link")
-        .annotate(n_sessions=Count("sessions"))
         .order_by("link__platform", "joined_at", "pk")
     )
-    completed = dict(
-        CrowdSession.objects.filter(worker__link__campaign=campaign, completed_at__isnull=False)
-        .values("worker_id")
-        .annotate(n=Count("pk"))
-        .values_list("worker_id", "n")
-    )
+    session_ids: dict[int, list[str]] = defaultdict(list)
+    completed: dict[int, int] = defaultdict(int)
+    for worker_id, session_key, completed_at in (
+        CrowdSession.objects.filter(worker__link__campaign=campaign)
+        .order_by("started_at", "pk")
+        .values_list("worker_id", "session_key", "completed_at")
+    ):
+        session_ids[worker_id].append(session_key)
+        completed[worker_id] += completed_at is not None
     pseudonyms = dict(
         Rater.objects.filter(
             dataset_id=campaign.dataset_id, user_id__in=[*work, *(w.user_id for w in workers)]
@@ -428,8 +430,9 @@ def payment_rows(campaign: Campaign) -> list[PaymentRow]:
                 seconds_spent=entry["seconds"],
                 first_activity=_earliest(entry["first"], worker.joined_at),
                 last_activity=_latest(entry["last"], worker.last_seen_at, worker.joined_at),
-                sessions=worker.n_sessions,  # type: ignore[attr-defined]
-                sessions_completed=completed.get(worker.pk, 0),
+                sessions=len(session_ids[worker.pk]),
+                sessions_completed=completed[worker.pk],
+                session_ids=session_ids[worker.pk],
                 completion_code=worker.link.completion_code,
                 flag_reasons=quality[worker.user_id].flag_reasons if worker.user_id in quality else [],
             )
@@ -448,6 +451,7 @@ def payment_rows(campaign: Campaign) -> list[PaymentRow]:
                 last_activity=entry["last"],
                 sessions=0,
                 sessions_completed=0,
+                session_ids=[],
                 completion_code="",
                 flag_reasons=quality[user_id].flag_reasons if user_id in quality else [],
             )

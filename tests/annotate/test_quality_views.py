@@ -116,6 +116,7 @@ def test_payment_export_has_the_platform_id_work_time_sessions_and_flags(crowd_s
     assert float(worker["seconds_spent"]) == pytest.approx(6 * 30)
     assert worker["first_activity"] and worker["last_activity"] >= worker["first_activity"]
     assert (worker["sessions"], worker["sessions_completed"]) == ("2", "1")
+    assert worker["session_ids"] == "session-0 session-1"
     assert worker["flagged"] == "yes" and "one value everywhere" in worker["flag_reasons"]
     account = next(row for row in rows if row["user_id"] == str(annotator2.pk))
     assert (account["platform"], account["worker_id"], account["completion_code"]) == ("", "", "")
