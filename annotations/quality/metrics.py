@@ -238,6 +238,7 @@ class AccuracyBucket:
         return self.passed / self.answered
 
 
+TICKS = ((0.0, "0"), (0.5, "0.5"), (1.0, "1"))
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 
@@ -282,13 +283,21 @@ class ChartBar:
 
 
 @dataclass(frozen=True)
+class ChartTick:
+    y: float
+    label: str
+
+
+@dataclass(frozen=True)
 class AccuracyChart:
     width: int
     height: int
+    left: float
     top: float
     baseline: float
     threshold_y: float
     bars: list[ChartBar]
+    ticks: list[ChartTick]
 
 
 def accuracy_chart(
@@ -296,9 +305,9 @@ def accuracy_chart(
 ) -> AccuracyChart:
     """Bar geometry for an SVG: one bar per bucket, height = accuracy on a fixed 0 to 1 axis, with a line at the
     flag threshold. The template only places the shapes."""
-    left, top, bottom = 8.0, 14.0, 22.0
+    left, right, top, bottom = 32.0, 8.0, 14.0, 22.0
     plot_height = height - top - bottom
-    slot = (width - 2 * left) / max(len(buckets), 1)
+    slot = (width - left - right) / max(len(buckets), 1)
     baseline = top + plot_height
     bars = []
     for index, (bucket, label) in enumerate(zip(buckets, labels, strict=True)):
@@ -319,4 +328,14 @@ def accuracy_chart(
             )
         )
     threshold_y = round(baseline - plot_height * GOLD_ACCURACY_BELOW, 2)
-    return AccuracyChart(width=width, height=height, top=top, baseline=baseline, threshold_y=threshold_y, bars=bars)
+    ticks = [ChartTick(y=round(baseline - plot_height * share, 2), label=label) for share, label in TICKS]
+    return AccuracyChart(
+        width=width,
+        height=height,
+        left=left,
+        top=top,
+        baseline=baseline,
+        threshold_y=threshold_y,
+        bars=bars,
+        ticks=ticks,
+    )

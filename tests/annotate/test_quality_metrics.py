@@ -163,3 +163,9 @@ def test_accuracy_chart_places_bars_on_a_zero_to_one_axis() -> None:
     assert full.y == chart.top and full.height == chart.baseline - chart.top
     assert half.height == pytest.approx(full.height / 2, abs=0.01)
     assert full.x + full.width < half.x <= chart.width
+    assert full.x >= chart.left
+    assert [(tick.y, tick.label) for tick in chart.ticks] == [
+        (chart.baseline, "0"),
+        (chart.baseline - half.height, "0.5"),
+        (chart.top, "1"),
+    ]
