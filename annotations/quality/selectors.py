@@ -38,6 +38,7 @@ class RaterQuality:
     submissions: int  # non-gold tasks submitted
     gold_passed: int
     gold_answered: int
+    gold_in_order: str  # "P" for a passed gold task, "F" for a failed one, in the order they were submitted
     attention_passed: int
     attention_answered: int
     agreement: metrics.Agreement
@@ -192,6 +193,7 @@ class _Tally:
     submissions: int = 0
     gold_passed: int = 0
     gold_answered: int = 0
+    gold_in_order: list[bool] = field(default_factory=list)
     attention_passed: int = 0
     attention_answered: int = 0
     seconds: list[float] = field(default_factory=list)
@@ -229,6 +231,7 @@ def campaign_quality(campaign: Campaign) -> CampaignQuality:
             else:
                 tally.gold_answered += 1
                 tally.gold_passed += passed
+                tally.gold_in_order.append(passed)
                 gold_answers.append((submission["submitted_at"], passed))
             continue
         tally.submissions += 1
@@ -286,6 +289,7 @@ def campaign_quality(campaign: Campaign) -> CampaignQuality:
                 submissions=tally.submissions,
                 gold_passed=tally.gold_passed,
                 gold_answered=tally.gold_answered,
+                gold_in_order="".join("P" if passed else "F" for passed in tally.gold_in_order),
                 attention_passed=tally.attention_passed,
                 attention_answered=tally.attention_answered,
                 agreement=measures.agreement,

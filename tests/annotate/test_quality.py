@@ -88,6 +88,7 @@ def test_gold_accuracy_attention_checks_and_their_flags(researcher, annotator1, 
     assert (good.gold_passed, good.gold_answered, good.attention_passed, good.attention_answered) == (3, 3, 1, 1)
     assert good.gold_accuracy == 1 and good.flags == []
     assert (bad.gold_passed, bad.gold_answered, bad.attention_passed, bad.attention_answered) == (1, 3, 0, 1)
+    assert (good.gold_in_order, bad.gold_in_order) == ("PPP", "FFP")
     assert [flag.code for flag in bad.flags] == ["gold", "attention"]
     assert bad.flag_reasons == ["gold accuracy 33% is below 70%", "failed 1 attention check"]
     # Gold tasks are not counted as submissions, nor in straight-lining or agreement.
