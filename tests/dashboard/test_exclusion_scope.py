@@ -14,13 +14,15 @@ from typing import Any
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.urls import reverse
 from scipy import stats
 
-from annotations.models import GoldItem, Item, Rater, RaterExclusion
+from annotations.models import Assignment, GoldItem, Item, Rater, RaterExclusion, Rating
 from annotations.quality.services import rater_exclude, rater_exclusion_revoke
 from judging.analysis.reports import agreement_report
 from judging.analysis.selectors import ALL_RATINGS, rating_scope, stats_preferences
+from judging.selectors import dataset_counts
 from tests.dashboard.conftest import (
     ASPECTS,
     MISSING,
@@ -30,6 +32,7 @@ from tests.dashboard.conftest import (
     ScopedData,
     scope_matrix,
 )
+from tests.dashboard.test_preferences import PreferenceSetup, setup  # noqa: F401 - the fixture
 from tests.dashboard.test_scopes import assert_agreement_matches, assert_statistic, cli, client_for, run
 
 pytestmark = pytest.mark.django_db
@@ -247,10 +250,14 @@ def test_gold_items_ratings_and_preferences_do_not_enter_the_statistics(scoped: 
     rated_by_campaign = sorted(
         {key[0] for by_answer in scoped.app[next(iter(scoped.app))].values() for key in by_answer}
     )
-    gold_ids = frozenset(rated_by_campaign[:1] + [scoped.lines[-1]["id"]])
+    gold_ids = frozenset([*rated_by_campaign[:1], scoped.lines[-1]["id"]])
     preferences_before = len(stats_preferences(scoped.dataset).turn_ids)
+    stored = Rating.objects.filter(rater__dataset=scoped.dataset).count()
+    on_gold = Rating.objects.filter(response__turn__item__external_id__in=gold_ids, rater__dataset=scoped.dataset)
     for item in Item.objects.filter(dataset=scoped.dataset, external_id__in=gold_ids):
         GoldItem.objects.create(item=item, expected={})
+    assert on_gold.count() > 0
+    assert dataset_counts(scoped.dataset).ratings == stored - on_gold.count()  # the overview's "ratings" count
     report = agreement_report(scoped.dataset)
     assert report != before  # not a stale cached report
     assert_report_matches(report, file_values(scoped, "all", skip_items=gold_ids))
@@ -258,3 +265,22 @@ def test_gold_items_ratings_and_preferences_do_not_enter_the_statistics(scoped: 
     assert_correlation_matches(correlation, file_values(scoped, "all", skip_items=gold_ids), scoped)
     # The campaigns asked no preference, so only the file's preferences of non-gold turns remain, if any.
     assert len(stats_preferences(scoped.dataset).turn_ids) <= preferences_before
+
+
+def test_preferences_leave_out_gold_tasks_and_excluded_raters(setup: PreferenceSetup, researcher: User) -> None:
+    """12 app preferences (3 annotators x 4 prompts) and 3 imported ones on q0."""
+    app = rating_scope("app")
+    assert agreement_report(setup.dataset, app)["preferences"]["n_preferences"] == 12
+    first = setup.campaign.annotators.order_by("username").first()
+    one = Assignment.objects.filter(campaign=setup.campaign, annotator=first, status="submitted").first()
+    assert one is not None
+    Assignment.objects.filter(pk=one.pk).update(is_gold=True)
+    cache.clear()  # marking a slot gold is H2's write, which changes no rating; the report is read afresh here
+    assert len(stats_preferences(setup.dataset, app).turn_ids) == 11
+    rater_exclude(rater=Rater.objects.get(dataset=setup.dataset, user=first), reason=REASON, by=researcher)
+    assert agreement_report(setup.dataset, app)["preferences"]["n_preferences"] == 8  # 3 left of theirs go too
+    assert agreement_report(setup.dataset, app.with_excluded(True))["preferences"]["n_preferences"] == 11
+    assert len(stats_preferences(setup.dataset, ALL_RATINGS).turn_ids) == 8 + 3
+    GoldItem.objects.create(item=Item.objects.get(dataset=setup.dataset, external_id="q0"), expected={})
+    # q0's imported preferences and the two remaining app ones on q0 leave too.
+    assert len(stats_preferences(setup.dataset, ALL_RATINGS).turn_ids) == 8 - 2
