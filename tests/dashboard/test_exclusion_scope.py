@@ -32,7 +32,8 @@ from tests.dashboard.conftest import (
     ScopedData,
     scope_matrix,
 )
-from tests.dashboard.test_preferences import PreferenceSetup, setup  # noqa: F401 - the fixture
+from tests.dashboard.test_preferences import PreferenceSetup
+from tests.dashboard.test_preferences import setup as preference_setup  # noqa: F401 - provides the "setup" fixture
 from tests.dashboard.test_scopes import assert_agreement_matches, assert_statistic, cli, client_for, run
 
 pytestmark = pytest.mark.django_db
