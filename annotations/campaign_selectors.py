@@ -543,6 +543,8 @@ class CampaignProgress:
     tasks_complete: int
     ratings_submitted: int
     slots_total: int
+    # Pseudonyms of the excluded raters who submitted tasks here: their ratings do not count towards a task's N.
+    excluded_raters: list[str] = field(default_factory=list)
 
 
 def campaign_progress(campaign: Campaign) -> CampaignProgress:
@@ -592,11 +594,12 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
     rows.sort(key=lambda row: (-row.done, row.username))
     now = timezone.now()
     # A slot of an excluded rater does not count towards the N ratings a task needs; its replacement does.
-    excluded = list(
+    excluded_names = dict(
         RaterExclusion.objects.filter(
             rater__dataset_id=campaign.dataset_id, revoked_at__isnull=True, rater__user__isnull=False
-        ).values_list("rater__user_id", flat=True)
+        ).values_list("rater__user_id", "rater__pseudonym")
     )
+    excluded = list(excluded_names)
     tasks = [
         TaskRow(
             task_id=t["pk"],
@@ -632,4 +635,5 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
         tasks_complete=sum(1 for t in tasks if t.is_full),
         ratings_submitted=sum(min(t.submitted, t.needed) for t in tasks),
         slots_total=len(tasks) * campaign.raters_per_item,
+        excluded_raters=sorted(name for pk, name in excluded_names.items() if pk in seconds),
     )

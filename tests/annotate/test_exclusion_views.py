@@ -126,3 +126,14 @@ def test_a_rater_of_another_dataset_is_not_found(world, researcher, annotator1, 
     assert response.status_code == 404
     assert post(client_for(researcher), reverse(name, args=[campaign.pk, 10**9]), {"reason": "x"}).status_code == 404
     assert not RaterExclusion.objects.exists()
+
+
+def test_progress_page_states_the_excluded_raters(world, researcher):  # type: ignore[no-untyped-def]
+    campaign, rater = world
+    page = reverse("campaign-progress", args=[campaign.pk])
+    client = client_for(researcher)
+    assert 'id="progress-exclusions"' not in client.get(page).content.decode()
+    post(client, url("rater-exclude", campaign, rater), {"reason": "too fast"})
+    html = client.get(page).content.decode()
+    assert "The tasks of 1 excluded rater do not count towards the raters a task needs:" in html
+    assert rater.pseudonym in html
