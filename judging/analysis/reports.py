@@ -610,4 +610,6 @@ def judge_calibrate(
             ],
             batch_size=5000,
         )
-    return {"judge": derived_name, "created": created, "n_scores": int(rows.size), **fit}
+    # The humans' means leave out the excluded raters, as every statistic does; the result says whom.
+    scope = exclusions_json(data.scope, data.ratings.excluded)
+    return {"judge": derived_name, "created": created, "n_scores": int(rows.size), "scope": scope, **fit}

@@ -285,3 +285,13 @@ def test_preferences_leave_out_gold_tasks_and_excluded_raters(setup: PreferenceS
     GoldItem.objects.create(item=Item.objects.get(dataset=setup.dataset, external_id="q0"), expected={})
     # q0's imported preferences and the two remaining app ones on q0 leave too.
     assert len(stats_preferences(setup.dataset, ALL_RATINGS).turn_ids) == 8 - 2
+
+
+def test_calibration_states_the_raters_it_leaves_out(excluded: tuple[ScopedData, Rater, RaterExclusion]) -> None:
+    _scoped, rater, _exclusion = excluded
+    inputs = ",".join(aspect for aspect in ASPECTS if aspect != "overall")
+    base = ["calibrate", "--dataset", SCOPED_DATASET, "--judge", SCOPED_JUDGE, "--target", "overall"]
+    result = json.loads(run(*base, "--inputs", inputs, "--json"))
+    assert result["scope"]["exclusions"] == {"left_out": True, "raters": [{"rater": rater.pseudonym, "reason": REASON}]}
+    text = run(*base, "--inputs", inputs, "--name", "MATE again")
+    assert f"Leaving out 1 excluded rater(s): {rater.pseudonym} ({REASON})" in text

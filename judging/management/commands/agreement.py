@@ -37,15 +37,17 @@ def scope_or_error(dataset: Dataset, options: dict[str, Any]) -> RatingScope:
         raise CommandError(str(exc)) from None
 
 
-def exclusions_text(scope: dict[str, Any]) -> str | None:
-    """The line that says which excluded raters the numbers leave out or include; None when there are none."""
+def exclusions_text(scope: dict[str, Any], *, hint: bool = True) -> str | None:
+    """The line that says which excluded raters the numbers leave out or include, with the option that brings
+    them back when `hint`; None when there are none."""
     exclusions = scope.get("exclusions") or {}
     raters = exclusions.get("raters") or []
     if not raters:
         return None
     names = ", ".join(f"{rater['rater']} ({rater['reason']})" for rater in raters)
     if exclusions.get("left_out"):
-        return f"Leaving out {len(raters)} excluded rater(s): {names}; --include-excluded brings them back in"
+        suffix = "; --include-excluded brings them back in" if hint else ""
+        return f"Leaving out {len(raters)} excluded rater(s): {names}{suffix}"
     return f"Including {len(raters)} excluded rater(s): {names}"
 
 
