@@ -14,11 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.urls import reverse
 from scipy import stats
 
-from annotations.models import Assignment, GoldItem, Item, Rater, RaterExclusion, Rating
+from annotations.models import GoldItem, Item, Rater, RaterExclusion, Rating
 from annotations.quality.services import rater_exclude, rater_exclusion_revoke
 from judging.analysis.reports import agreement_report
 from judging.analysis.selectors import ALL_RATINGS, rating_scope, stats_preferences
@@ -32,8 +31,6 @@ from tests.dashboard.conftest import (
     ScopedData,
     scope_matrix,
 )
-from tests.dashboard.test_preferences import PreferenceSetup
-from tests.dashboard.test_preferences import setup as preference_setup  # noqa: F401 - provides the "setup" fixture
 from tests.dashboard.test_scopes import assert_agreement_matches, assert_statistic, cli, client_for, run
 
 pytestmark = pytest.mark.django_db
@@ -266,25 +263,6 @@ def test_gold_items_ratings_and_preferences_do_not_enter_the_statistics(scoped: 
     assert_correlation_matches(correlation, file_values(scoped, "all", skip_items=gold_ids), scoped)
     # The campaigns asked no preference, so only the file's preferences of non-gold turns remain, if any.
     assert len(stats_preferences(scoped.dataset).turn_ids) <= preferences_before
-
-
-def test_preferences_leave_out_gold_tasks_and_excluded_raters(setup: PreferenceSetup, researcher: User) -> None:
-    """12 app preferences (3 annotators x 4 prompts) and 3 imported ones on q0."""
-    app = rating_scope("app")
-    assert agreement_report(setup.dataset, app)["preferences"]["n_preferences"] == 12
-    first = setup.campaign.annotators.order_by("username").first()
-    one = Assignment.objects.filter(campaign=setup.campaign, annotator=first, status="submitted").first()
-    assert one is not None
-    Assignment.objects.filter(pk=one.pk).update(is_gold=True)
-    cache.clear()  # marking a slot gold is H2's write, which changes no rating; the report is read afresh here
-    assert len(stats_preferences(setup.dataset, app).turn_ids) == 11
-    rater_exclude(rater=Rater.objects.get(dataset=setup.dataset, user=first), reason=REASON, by=researcher)
-    assert agreement_report(setup.dataset, app)["preferences"]["n_preferences"] == 8  # 3 left of theirs go too
-    assert agreement_report(setup.dataset, app.with_excluded(True))["preferences"]["n_preferences"] == 11
-    assert len(stats_preferences(setup.dataset, ALL_RATINGS).turn_ids) == 8 + 3
-    GoldItem.objects.create(item=Item.objects.get(dataset=setup.dataset, external_id="q0"), expected={})
-    # q0's imported preferences and the two remaining app ones on q0 leave too.
-    assert len(stats_preferences(setup.dataset, ALL_RATINGS).turn_ids) == 8 - 2
 
 
 def test_calibration_states_the_raters_it_leaves_out(excluded: tuple[ScopedData, Rater, RaterExclusion]) -> None:
