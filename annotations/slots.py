@@ -8,7 +8,9 @@ The rules, each written once here
 ---------------------------------
 * Building: a task gets exactly N slot rows (slot 1..N) when it is created; afterwards they are only updated,
   never inserted, so with `unique(task, slot)` and `check(1 <= slot <= slot_limit)` a task cannot collect more than
-  N people, and `unique(task, annotator)` keeps them distinct.
+  N people, and `unique(task, annotator)` keeps them distinct. The one later insert is a replacement slot (see
+  "replacement slots" at the end): one per slot whose rater no longer counts, at most one, so the task can still
+  reach N people who count.
 * The pool: only a member of an active campaign's pool takes, resumes or completes slots (`_IN_POOL`).
 * The claim rule (`_CLAIMABLE`): a slot of the campaign whose lease is open (free, or leased and expired) on a task
   the user has never held and never skipped. "Next" first resumes the user's open lease (at most one per campaign,
