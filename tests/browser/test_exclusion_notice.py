@@ -14,12 +14,17 @@ from annotations.models import Rater
 from annotations.quality.services import rater_exclude
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_exclusions import rate_all
-from tests.browser.test_annotator_flow import log_in, shot
+from tests.browser.test_annotator_flow import ARTIFACTS, log_in
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"exclusion-{name}.png"), full_page=True)
 
 
 @pytest.fixture
@@ -53,14 +58,14 @@ def test_agreement_page_names_the_excluded_rater_and_brings_them_back(  # type: 
     expect(notice).to_contain_text("Leaving out 1 excluded rater:")
     expect(notice).to_contain_text(f"{rater.pseudonym} (straight-lining)")
     expect(page.locator("#scope-label")).to_have_text("All ratings")
-    shot(page, "exclusion-left-out")
+    shot(page, "left-out")
 
     with page.expect_navigation():
         notice.get_by_role("link", name="Show the statistics with them").click()
     expect(page.locator("#exclusion-notice")).to_contain_text("Including 1 excluded rater:")
     expect(page.locator("#scope-label")).to_have_text("All ratings, excluded raters included")
     assert "excluded=include" in page.url
-    shot(page, "exclusion-included")
+    shot(page, "included")
 
     # Another aspect through htmx: the partial keeps the choice and the selector swapped out of band says so.
     page.locator("figcaption a").nth(1).click()
