@@ -56,9 +56,16 @@ def rater_exclude(
     reopen_slots: bool = False,
 ) -> RaterExclusion:
     """Leaves the rater out of the statistics from now on; with `reopen_slots`, also reopens their slots in the
-    campaign (see the module docstring). All or nothing. ExclusionError when the rater is already excluded, the
-    reason is missing, or the campaign is of another dataset."""
+    campaign (see the module docstring). All or nothing. ExclusionError when the rater is already excluded or is
+    a list position rather than a person, the reason is missing, or the campaign is of another dataset."""
     cleaned = _clean_reason(reason)
+    if rater.is_positional:
+        # Without a "raters" list in the imported file, "#2" is the second rating of each answer, given by
+        # different people on different answers: leaving it out would drop a haphazard set of people.
+        raise ExclusionError(
+            _("%(rater)s is a position in the imported rating lists, not a person, so it cannot be excluded.")
+            % {"rater": rater.pseudonym}
+        )
     if campaign is not None and campaign.dataset_id != rater.dataset_id:
         raise ExclusionError(_("The rater does not belong to this campaign's dataset."))
     if reopen_slots and campaign is None:

@@ -182,3 +182,11 @@ def test_concurrent_reopen_requests_add_one_replacement_per_slot(rated, research
 
 def test_rater_for_user_is_the_rater_excluded(rated, annotator1):  # type: ignore[no-untyped-def]
     assert rater_for_user(dataset=rated.dataset, user=annotator1) == rater_of(rated, annotator1)
+
+
+def test_a_positional_imported_rater_cannot_be_excluded(researcher):  # type: ignore[no-untyped-def]
+    dataset = make_dataset(owner=researcher, items=1)
+    positional = Rater.objects.create(dataset=dataset, external_id="#1", pseudonym="#1", is_positional=True)
+    with pytest.raises(ExclusionError, match="not a person"):
+        rater_exclude(rater=positional, reason="odd", by=researcher)
+    assert not RaterExclusion.objects.exists()

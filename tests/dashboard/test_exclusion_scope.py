@@ -116,10 +116,11 @@ def assert_correlation_matches(report: dict[str, Any], values: dict[str, dict[An
 
 
 @pytest.fixture
-def excluded(scoped: ScopedData, researcher: User) -> tuple[ScopedData, Rater, RaterExclusion]:
-    external = busiest_imported_rater(scoped)
-    rater = Rater.objects.get(dataset=scoped.dataset, external_id=external)
-    return scoped, rater, rater_exclude(rater=rater, reason=REASON, by=researcher)
+def excluded(scoped_named: ScopedData, researcher: User) -> tuple[ScopedData, Rater, RaterExclusion]:
+    external = busiest_imported_rater(scoped_named)
+    rater = Rater.objects.get(dataset=scoped_named.dataset, external_id=external)
+    assert not rater.is_positional
+    return scoped_named, rater, rater_exclude(rater=rater, reason=REASON, by=researcher)
 
 
 @pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
@@ -147,8 +148,9 @@ def test_statistics_without_the_excluded_rater_equal_the_references_on_that_subs
 
 @pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
 def test_revoking_restores_the_numbers_and_the_cache_never_serves_stale_ones(
-    scoped: ScopedData, researcher: User
+    scoped_named: ScopedData, researcher: User
 ) -> None:
+    scoped = scoped_named
     before = agreement_report(scoped.dataset)  # computed and cached before anyone is excluded
     correlation_before = cli("correlate", "--dataset", SCOPED_DATASET, "--judge", SCOPED_JUDGE)
     rater = Rater.objects.get(dataset=scoped.dataset, external_id=busiest_imported_rater(scoped))
