@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from annotations.campaign_selectors import campaign_for_researcher
@@ -106,7 +107,11 @@ def rater_slots_reopen_view(request: HttpRequest, campaign_id: int, rater_id: in
         added = rater_slots_reopen(exclusion=exclusion)
     except ExclusionError as exc:
         return _answer(request, campaign, rater, problem=str(exc))
-    done = _("%(n)d tasks of %(rater)s reopened; they left the pool.") % {"n": added, "rater": rater.pseudonym}
+    done = ngettext(
+        "%(n)d task of %(rater)s reopened; they left the pool.",
+        "%(n)d tasks of %(rater)s reopened; they left the pool.",
+        added,
+    ) % {"n": added, "rater": rater.pseudonym}
     return _answer(request, campaign, rater, done=done)
 
 
