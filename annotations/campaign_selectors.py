@@ -27,6 +27,7 @@ from annotations.models import (
     AssignmentDraft,
     AssignmentStatus,
     Campaign,
+    RaterExclusion,
     Rating,
     Response,
     Skip,
@@ -542,6 +543,8 @@ class CampaignProgress:
     tasks_complete: int
     ratings_submitted: int
     slots_total: int
+    # Pseudonyms of the excluded raters who submitted tasks here: their ratings do not count towards a task's N.
+    excluded_raters: list[str] = field(default_factory=list)
 
 
 def campaign_progress(campaign: Campaign) -> CampaignProgress:
@@ -590,6 +593,13 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
     ]
     rows.sort(key=lambda row: (-row.done, row.username))
     now = timezone.now()
+    # A slot of an excluded rater does not count towards the N ratings a task needs; its replacement does.
+    excluded_names = dict(
+        RaterExclusion.objects.filter(
+            rater__dataset_id=campaign.dataset_id, revoked_at__isnull=True, rater__user__isnull=False
+        ).values_list("rater__user_id", "rater__pseudonym")
+    )
+    excluded = list(excluded_names)
     tasks = [
         TaskRow(
             task_id=t["pk"],
@@ -606,7 +616,11 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
         .values("pk", "position", "turn__item__external_id", "turn__index")
         .annotate(
             n_candidates=Count("responses", distinct=True),
-            n_submitted=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED), distinct=True),
+            n_submitted=Count(
+                "assignments",
+                filter=Q(assignments__status=AssignmentStatus.SUBMITTED) & ~Q(assignments__annotator_id__in=excluded),
+                distinct=True,
+            ),
             n_leased=Count(
                 "assignments",
                 filter=Q(assignments__status=AssignmentStatus.LEASED, assignments__lease_expires_at__gte=now),
@@ -619,6 +633,7 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
         tasks=tasks,
         tasks_total=len(tasks),
         tasks_complete=sum(1 for t in tasks if t.is_full),
-        ratings_submitted=sum(t.submitted for t in tasks),
+        ratings_submitted=sum(min(t.submitted, t.needed) for t in tasks),
         slots_total=len(tasks) * campaign.raters_per_item,
+        excluded_raters=sorted(name for pk, name in excluded_names.items() if pk in seconds),
     )
