@@ -41,7 +41,8 @@ from annotations.statements import instance_from_row, statement_cursor
 AnyUser = AbstractBaseUser | AnonymousUser
 
 # Where campaigns keep their slots for the slot engine (annotations.slots).
-CAMPAIGN_SLOTS = SlotPool(campaign=Campaign, task=Task, slot=Assignment, skip=Skip)
+# Gold tasks get a personal slot per annotator they are handed to (annotations.gold.selectors decides when).
+CAMPAIGN_SLOTS = SlotPool(campaign=Campaign, task=Task, slot=Assignment, skip=Skip, personal="is_gold")
 
 # Scales with at most this many integer steps get one option per value; wider or fractional ones get a number box.
 MAX_DISCRETE_OPTIONS = 11
