@@ -21,6 +21,7 @@ from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import get_language
 
+from annotations.gold.selectors import attention_instructions
 from annotations.models import (
     Aspect,
     Assignment,
@@ -352,6 +353,8 @@ class Candidate:
     response_id: int
     text: str
     earlier_answers: list[str] = field(default_factory=list)
+    # An attention check's instruction for this answer ("choose 2 for this aspect"); empty on every other task.
+    instruction: str = ""
 
 
 _TASK_TEXTS_SQL = """
@@ -385,8 +388,15 @@ def task_candidates(*, assignment: Assignment, user_id: int) -> list[Candidate]:
         ):
             by_system.setdefault(system_id, []).append(text)
         earlier = {pk: by_system.get(system_of[pk], []) for pk in order}
+    instructions = attention_instructions(task=task, response_ids=order) if task.is_gold else {}
     return [
-        Candidate(number=i + 1, response_id=pk, text=texts[pk], earlier_answers=earlier[pk])
+        Candidate(
+            number=i + 1,
+            response_id=pk,
+            text=texts[pk],
+            earlier_answers=earlier[pk],
+            instruction=instructions.get(pk, ""),
+        )
         for i, pk in enumerate(order)
     ]
 

@@ -371,14 +371,14 @@ def campaign_annotator_remove(*, campaign: Campaign, user: User) -> None:
 # --- handing out tasks ------------------------------------------------------------------------------------------
 
 
-_TASK_COLUMNS = ("id", "campaign_id", "turn_id", "chunk", "position")
+_TASK_COLUMNS = ("id", "campaign_id", "turn_id", "chunk", "position", "is_gold")
 _TURN_COLUMNS = ("id", "item_id", "index", "prompt", "reference", "context")
 # What showing a claimed task needs, read by the claim itself: its task, turn and candidates. The columns are
 # spelled out here (no string building from input); keep them in step with the tuples above.
 _CLAIM_DETAILS = ClaimDetails(
     related=("task__turn", "campaign"),
     columns=""",
-       task.id, task.campaign_id, task.turn_id, task.chunk, task.position,
+       task.id, task.campaign_id, task.turn_id, task.chunk, task.position, task.is_gold,
        turn.id, turn.item_id, turn.index, turn.prompt, turn.reference, turn.context,
        candidates.ids, candidates.texts""",
     joins="""

@@ -10,7 +10,7 @@ campaign hands it out at the same places. When the annotator has had every gold 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from annotations.models import Campaign, GoldItem, Item, Task
+from annotations.models import Campaign, GoldItem, GoldKind, Item, Response, Task
 from annotations.slots import seeded_random
 
 AnyUser = AbstractBaseUser | AnonymousUser
@@ -49,3 +49,19 @@ def gold_items_of_dataset(dataset_id: int) -> QuerySet[GoldItem]:
 
 def gold_for_item(item: Item) -> GoldItem | None:
     return GoldItem.objects.filter(item=item).first()
+
+
+def attention_instructions(*, task: Task, response_ids: list[int]) -> dict[int, str]:
+    """An attention check's instruction by the response it applies to: the answers of the systems its expected
+    values name, or every answer of the task when it names none. Empty for any other task."""
+    check = (
+        GoldItem.objects.filter(item__turns__pk=task.turn_id, kind=GoldKind.ATTENTION)
+        .values_list("instruction", "expected")
+        .first()
+    )
+    if check is None:
+        return {}
+    instruction, expected = check
+    named = set(expected or {})
+    systems = dict(Response.objects.filter(pk__in=response_ids).values_list("pk", "system__key"))
+    return {pk: instruction for pk in response_ids if not named or systems.get(pk) in named}
