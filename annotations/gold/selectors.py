@@ -65,3 +65,8 @@ def attention_instructions(*, task: Task, response_ids: list[int]) -> dict[int, 
     named = set(expected or {})
     systems = dict(Response.objects.filter(pk__in=response_ids).values_list("pk", "system__key"))
     return {pk: instruction for pk in response_ids if not named or systems.get(pk) in named}
+
+
+def gold_item_handed_out(item: Item) -> bool:
+    """Whether some campaign handed the item's gold task to anyone."""
+    return Task.objects.filter(turn__item=item, is_gold=True, assignments__annotator__isnull=False).exists()
