@@ -553,10 +553,14 @@ class CampaignProgress:
     tasks_complete: int
     ratings_submitted: int
     slots_total: int
+    # Gold tasks stay out of the counts above: each annotator gets them in turn, so they never fill up.
+    gold_tasks: int = 0
+    gold_answers: int = 0
 
 
 def campaign_progress(campaign: Campaign) -> CampaignProgress:
-    """Researcher view: per annotator (done, median seconds per task, last active) and per task fill level."""
+    """Researcher view: per annotator (done, median seconds per task, last active) and per task fill level; gold
+    tasks apart, as a count of tasks and of answers collected."""
     pool = set(campaign.annotators.values_list("pk", flat=True))
     seconds: dict[int, list[float]] = {}
     last: dict[int, datetime] = {}
@@ -612,7 +616,7 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
             leased=t["n_leased"],
             needed=campaign.raters_per_item,
         )
-        for t in Task.objects.filter(campaign=campaign)
+        for t in Task.objects.filter(campaign=campaign, is_gold=False)
         .order_by("position")
         .values("pk", "position", "turn__item__external_id", "turn__index")
         .annotate(
@@ -632,4 +636,8 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
         tasks_complete=sum(1 for t in tasks if t.is_full),
         ratings_submitted=sum(t.submitted for t in tasks),
         slots_total=len(tasks) * campaign.raters_per_item,
+        gold_tasks=Task.objects.filter(campaign=campaign, is_gold=True).count(),
+        gold_answers=Assignment.objects.filter(
+            campaign=campaign, is_gold=True, status=AssignmentStatus.SUBMITTED
+        ).count(),
     )
