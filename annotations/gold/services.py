@@ -99,15 +99,14 @@ def gold_item_set(
         if regular:
             Assignment.objects.filter(task__in=regular).delete()
             Task.objects.filter(pk__in=[task.pk for task in regular]).update(is_gold=True)
+        values = {
+            "kind": spec.kind,
+            "expected": spec.expected,
+            "tolerance": spec.tolerance,
+            "instruction": spec.instruction,
+        }
         gold, _created = GoldItem.objects.update_or_create(
-            item=item,
-            defaults={
-                "kind": spec.kind,
-                "expected": spec.expected,
-                "tolerance": spec.tolerance,
-                "instruction": spec.instruction,
-                "created_by": by,
-            },
+            item=item, defaults=values, create_defaults={**values, "created_by": by}
         )
     return gold
 
