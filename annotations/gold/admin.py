@@ -1,7 +1,6 @@
 """Admin for gold items and attention checks: a researcher marks an item of one of their datasets, with the values
 expected per system and aspect, a tolerance and, for an attention check, the instruction shown in the task."""
 
-import json
 from typing import Any
 
 from django import forms
@@ -20,6 +19,35 @@ from annotations.rubrics import format_number
 from annotations.selectors import datasets_for_user
 
 
+def _item_pk(value: Any) -> int:
+    """The item id an add link carries (?item=), or 0 for none."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _choices_text(item: Item) -> str:
+    """What the expected values may name: the systems that answered the item and the dataset's scales."""
+    systems = format_html_join(", ", "<code>{}</code>", ((key,) for key in item_systems(item)))
+    ranges = format_html_join(
+        ", ",
+        "<code>{}</code> {}–{}",
+        (
+            (name, format_number(low), format_number(high))
+            for name, (low, high) in dataset_aspect_ranges(item.dataset_id).items()
+        ),
+    )
+    return format_html(
+        "{}<br>{}: {}<br>{}: {}",
+        gettext('Per system, the value each aspect should get: {"system": {"aspect": 2}}.'),
+        gettext("Systems"),
+        systems,
+        gettext("Aspects"),
+        ranges,
+    )
+
+
 class GoldItemForm(forms.ModelForm):
     expected = forms.JSONField(
         label=_("Expected values"),
@@ -34,10 +62,12 @@ class GoldItemForm(forms.ModelForm):
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
+        scoped = Item.objects.filter(dataset__in=datasets_for_user(user))
         if "item" in self.fields:
-            self.fields["item"].queryset = Item.objects.filter(  # type: ignore[attr-defined]
-                dataset__in=datasets_for_user(user)
-            ).select_related("dataset")
+            self.fields["item"].queryset = scoped.select_related("dataset")  # type: ignore[attr-defined]
+        item = self.instance.item if self.instance.pk else scoped.filter(pk=_item_pk(self.initial.get("item"))).first()
+        if item is not None:
+            self.fields["expected"].help_text = _choices_text(item)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -72,8 +102,8 @@ class GoldItemAdmin(admin.ModelAdmin):
     list_filter = ("kind", ("item__dataset", admin.RelatedOnlyFieldListFilter))
     search_fields = ("item__external_id",)
     list_select_related = ("item__dataset",)
-    readonly_fields = ("choices", "created_by", "created_at")
-    fields = ("item", "choices", "kind", "expected", "tolerance", "instruction", "created_by", "created_at")
+    readonly_fields = ("created_by", "created_at")
+    fields = ("item", "kind", "expected", "tolerance", "instruction", "created_by", "created_at")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).filter(item__dataset__in=datasets_for_user(request.user))
@@ -94,31 +124,6 @@ class GoldItemAdmin(admin.ModelAdmin):
     @admin.display(description=_("dataset"))
     def dataset(self, obj: GoldItem) -> str:
         return obj.item.dataset.name
-
-    @admin.display(description=_("systems and aspects"))
-    def choices(self, obj: GoldItem | None) -> str:
-        """What the expected values may name: the systems that answered the item and the dataset's scales."""
-        if obj is None or obj.item_id is None:
-            return gettext("Save with an item to see its systems and the dataset's aspects.")
-        systems = format_html_join(", ", "<code>{}</code>", ((key,) for key in item_systems(obj.item)))
-        ranges = format_html_join(
-            ", ",
-            "<code>{}</code> {}–{}",
-            (
-                (name, format_number(low), format_number(high))
-                for name, (low, high) in dataset_aspect_ranges(obj.item.dataset_id).items()
-            ),
-        )
-        example = json.dumps({key: {} for key in item_systems(obj.item)[:1]})
-        return format_html(
-            "{}: {}<br>{}: {}<br>{}: <code>{}</code>",
-            gettext("Systems"),
-            systems,
-            gettext("Aspects"),
-            ranges,
-            gettext("Form"),
-            example,
-        )
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Once a campaign handed the gold task out, its answers measure raters; unmarking would turn them into

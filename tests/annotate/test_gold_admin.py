@@ -47,7 +47,9 @@ def body(item: Item, **extra) -> dict:  # type: ignore[no-untyped-def]
 def test_researcher_marks_an_item_as_gold(researcher, item):
     client = signed_in(researcher)
     page = client.get(add_url(), {"item": item.pk})
-    assert page.status_code == 200 and "Expected values" in page.content.decode()
+    html = page.content.decode()
+    assert page.status_code == 200 and "Expected values" in html
+    assert "<code>sys_alpha</code>, <code>sys_beta</code>" in html and "<code>amount_info</code> -1–1" in html
     response = client.post(add_url(), body(item))
     assert response.status_code == 302, response.content.decode()[:3000]
     gold = GoldItem.objects.get(item=item)
@@ -105,6 +107,7 @@ def test_other_researchers_and_annotators_cannot_mark_or_see(researcher, item, a
     gold = gold_item_set(item=item, kind="gold", expected=EXPECTED, by=researcher)
     other = User.objects.create_user("researcher_b", password=CAST_PASSWORD, is_staff=True)
     client = signed_in(other)
+    assert "sys_alpha" not in client.get(add_url(), {"item": item.pk}).content.decode()
     response = client.post(add_url(), body(Item.objects.get(dataset=item.dataset, position=1)))
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
     assert client.get(reverse("admin:annotations_golditem_change", args=[gold.pk])).status_code == 302  # not found
