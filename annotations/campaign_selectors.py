@@ -79,6 +79,7 @@ CAMPAIGN_COLUMNS = (
     "lease_minutes",
     "is_active",
     "allow_revisit",
+    "gold_rate",
     "shuffle_seed",
     "created_by_id",
 )
@@ -102,7 +103,7 @@ _CAMPAIGN_FOR_ANNOTATOR_SQL = """
 SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item, campaign.candidates_per_task,
        campaign.guidelines, campaign.show_reference, campaign.show_context, campaign.ask_preference,
        campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active,
-       campaign.allow_revisit,
+       campaign.allow_revisit, campaign.gold_rate,
        campaign.shuffle_seed, campaign.created_by_id,
        EXISTS (
            SELECT 1 FROM annotations_campaign_annotators member
