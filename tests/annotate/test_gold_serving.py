@@ -1,7 +1,10 @@
 """Gold tasks mixed into each annotator's queue: built without slots, served as personal slots at the campaign's
 gold rate, never claimed by anyone else."""
 
+import io
+
 import pytest
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotations import campaign_services, slots
@@ -177,3 +180,15 @@ def test_outside_the_pool_no_gold_slot_is_appended(researcher, annotator1, outsi
     with pytest.raises(slots.NotInPool):
         slots.slot_personal_lease(pool=CAMPAIGN_SLOTS, campaign=campaign, task=task, user=outsider)
     assert not Assignment.objects.filter(task=task).exists()
+
+
+def test_create_campaign_command_sets_the_gold_rate(researcher, annotator1):
+    dataset = make_dataset("cmd gold", owner=researcher, items=3, systems=2)
+    GoldItem.objects.create(item=Item.objects.get(dataset=dataset, position=0), expected={})
+    call_command("create_campaign", "gold pilot", "--dataset", "cmd gold", "--gold-rate", "0.25", stdout=io.StringIO())
+    campaign = Campaign.objects.get(name="gold pilot")
+    assert campaign.gold_rate == 0.25
+    assert Task.objects.filter(campaign=campaign, is_gold=True).count() == 1
+    with pytest.raises(CommandError, match=r"gold rate must be between 0 and 0\.5"):
+        call_command("create_campaign", "too much", "--dataset", "cmd gold", "--gold-rate", "0.7")
+    assert not Campaign.objects.filter(name="too much").exists()
