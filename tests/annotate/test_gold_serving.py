@@ -5,6 +5,8 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotations import campaign_services, slots
@@ -192,3 +194,22 @@ def test_create_campaign_command_sets_the_gold_rate(researcher, annotator1):
     with pytest.raises(CommandError, match=r"gold rate must be between 0 and 0\.5"):
         call_command("create_campaign", "too much", "--dataset", "cmd gold", "--gold-rate", "0.7")
     assert not Campaign.objects.filter(name="too much").exists()
+
+
+def test_handing_out_gold_costs_a_few_queries(claim_path, researcher, annotator1, django_assert_max_num_queries):
+    campaign = gold_campaign(researcher, [annotator1], items=4, gold=2, rate=0.5, raters_per_item=1)
+    while not gold_is_due(campaign=campaign, user_id=annotator1.pk, handed_out=0):
+        campaign.shuffle_seed += "x"
+    campaign.save()
+    # The state read, the gold task, the pool check, the slot number, the insert (in a savepoint) and the read back.
+    with django_assert_max_num_queries(9):
+        gold = assignment_claim(campaign=campaign, user=annotator1)
+    assert gold is not None and gold.is_gold
+    # Resuming costs one read more than in a campaign without gold.
+    with CaptureQueriesContext(connection) as with_gold:
+        assert assignment_claim(campaign=campaign, user=annotator1).pk == gold.pk
+    plain = make_campaign(make_dataset("plain", owner=researcher, items=2, systems=2), [annotator1], name="plain")
+    assert assignment_claim(campaign=plain, user=annotator1) is not None
+    with CaptureQueriesContext(connection) as without_gold:
+        assert assignment_claim(campaign=plain, user=annotator1) is not None
+    assert len(with_gold) == len(without_gold) + 1
