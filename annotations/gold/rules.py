@@ -117,15 +117,3 @@ def gold_field(*, kind: str, expected: dict[str, Any], tolerance: float, instruc
     if instruction:
         field["instruction"] = instruction
     return field
-
-
-# Ratings are stored as floats: a value the tolerance admits exactly must not fail on rounding (0.1 + 0.2).
-_ROUNDING = 1e-9
-
-
-def gold_value_passes(*, value: float | None, expected: float, tolerance: float) -> bool:
-    """Whether one rating of a gold answer passes: within the tolerance of the expected value. A missing rating
-    (N/A) never passes."""
-    if value is None:
-        return False
-    return abs(value - expected) <= tolerance + _ROUNDING

@@ -2,7 +2,7 @@
 
 import pytest
 
-from annotations.gold.rules import gold_value_passes
+from annotations.quality.metrics import rating_passes
 
 
 @pytest.mark.parametrize(
@@ -19,4 +19,4 @@ from annotations.gold.rules import gold_value_passes
     ],
 )
 def test_a_rating_passes_within_the_tolerance(value, expected, tolerance, passes):
-    assert gold_value_passes(value=value, expected=expected, tolerance=tolerance) is passes
+    assert rating_passes(value=value, expected=expected, tolerance=tolerance) is passes
