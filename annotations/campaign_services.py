@@ -72,6 +72,7 @@ from annotations.models import (
     Task,
     Turn,
 )
+from annotations.recruitment.selectors import worker_tasks_left
 from annotations.rubrics import format_number
 from annotations.services import rater_for_user, rating_value_from_token
 from annotations.slots import (
@@ -379,6 +380,8 @@ def assignment_claim(*, campaign: Campaign, user: User, now: datetime | None = N
 
     Resumes an open lease (and extends it); otherwise leases the first claimable slot. Safe under concurrency.
     The returned assignment carries its task, turn and campaign, so showing it needs no further lookups."""
+    if worker_tasks_left(campaign, user) == 0:
+        return None  # a crowd worker's quota is used up, whichever page or API asks
     claim = slot_claim(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user, now=now, details=_CLAIM_DETAILS)
     if claim is None:
         return None

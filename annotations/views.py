@@ -66,6 +66,8 @@ from annotations.campaign_services import (
 )
 from annotations.exporting import EXPORT_KINDS, export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
+from annotations.recruitment.services import crowd_session_finish
+from annotations.recruitment.views import recruitment_context
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 
 
@@ -127,6 +129,8 @@ def _next_or_done(request: HtmxHttpRequest, campaign: Campaign) -> HttpResponse:
     except NotInPool:
         raise Http404("no such campaign") from None
     if assignment is None:
+        if crowd_session_finish(user=request.user):  # type: ignore[arg-type]
+            return _redirect(request, reverse("crowd-done"))
         messages.info(request, _("There are no more tasks for you in this campaign. Thank you!"))
         return _redirect(request, reverse("annotate-campaign", args=[campaign.pk]))
     return _redirect(request, _task_url(campaign, assignment.task_id))
@@ -478,7 +482,8 @@ def task_skip(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpR
 @login_required
 def campaign_progress_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = campaign_for_researcher(request.user, campaign_id)
-    return render(request, "annotate/progress.html", {"campaign": campaign, "progress": campaign_progress(campaign)})
+    context = {"campaign": campaign, "progress": campaign_progress(campaign), **recruitment_context(request, campaign)}
+    return render(request, "annotate/progress.html", context)
 
 
 @require_GET
