@@ -70,7 +70,12 @@ def prolific_url(link: RecruitmentLink, pid: str = PID, session: str = "sess-1",
 
 
 def mturk_url(link: RecruitmentLink, **params: str) -> str:
-    query = {"workerId": "A1WORKER", "assignmentId": "ASSIGN1", "hitId": "HIT1", "turkSubmitTo": "https://www.mturk.com"}
+    query = {
+        "workerId": "A1WORKER",
+        "assignmentId": "ASSIGN1",
+        "hitId": "HIT1",
+        "turkSubmitTo": "https://www.mturk.com",
+    }
     query.update(params)
     return f"{reverse('crowd-mturk', args=[link.token])}?{urlencode(query)}"
 
