@@ -89,6 +89,7 @@ def example_task(campaign: Campaign) -> tuple[Task, list[str]] | None:
 
 @dataclass(frozen=True)
 class WorkerRow:
+    account: str
     rater_id: str
     platform: str
     done: int
@@ -156,7 +157,8 @@ def recruitment_panel(campaign: Campaign, *, now: datetime | None = None) -> Rec
         seen = worker.last_seen_at
         rows.append(
             WorkerRow(
-                rater_id=pseudonyms.get(worker.user_id) or usernames.get(worker.user_id, "?"),
+                account=usernames.get(worker.user_id, "?"),
+                rater_id=pseudonyms.get(worker.user_id, ""),
                 platform=worker.link.get_platform_display(),
                 done=count,
                 quota=quota,

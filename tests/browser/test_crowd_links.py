@@ -25,6 +25,7 @@ from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, 
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import SYSTEM_NAMES, lfqa_lines, make_dataset
 from tests.annotate.test_recruitment import row_counts
+from tests.browser.test_annotator_flow import log_in
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
@@ -294,5 +295,17 @@ def test_returning_worker_resumes_and_a_second_worker_gets_other_tasks(new_page,
     )
     assert held and all(row["raters"] <= campaign.raters_per_item and row["rows"] <= 1 for row in held)
     assert Assignment.objects.filter(campaign=campaign).count() == 3 * campaign.raters_per_item
-    for page in (back, second):
+
+    panel = new_page()
+    log_in(panel, live_server.url, researcher.username)
+    panel.goto(f"{live_server.url}/campaigns/{campaign.pk}/progress/")
+    section = panel.locator("#recruitment")
+    expect(section.locator("input.link-url")).to_have_value(
+        re.compile(r"/join/.+/\?PROLIFIC_PID=\{\{%PROLIFIC_PID%\}\}")
+    )
+    expect(section).to_contain_text("2 workers (1 active, 1 done), 2 tasks submitted.")
+    assert "worker-one" not in panel.content() and "worker-two" not in panel.content()
+    section.scroll_into_view_if_needed()
+    shot(panel, "researcher-panel")
+    for page in (back, second, panel):
         assert page.problems == []  # type: ignore[attr-defined]
