@@ -18,6 +18,7 @@ from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, 
 
 AnyUser = AbstractBaseUser | AnonymousUser
 
+WORKER_USERNAME_PREFIX = "worker-"
 # A worker seen within this many minutes counts as active on the panel, even between two tasks.
 ACTIVE_MINUTES = 15
 
@@ -50,6 +51,10 @@ def _submitted(campaign: Campaign, user_id: int) -> Q:
 def worker_tasks_left(campaign: Campaign, user: AnyUser) -> int | None:
     """How many more tasks a crowd worker may submit in this campaign under their link's quotas (per session and in
     total, gold tasks included); None when no quota applies (an account a researcher created, or no quota set)."""
+    if not user.get_username().startswith(WORKER_USERNAME_PREFIX):
+        # Every claim asks; the account name, already loaded, spares other accounts the lookup. Crowd accounts get
+        # the prefix when they are made (services._worker_account) and have no other way in.
+        return None
     worker = (
         CrowdWorker.objects.filter(user_id=int(user.pk or 0), link__campaign=campaign)
         .select_related("link")

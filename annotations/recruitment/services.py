@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from annotations.models import Campaign
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, RecruitmentLink
+from annotations.recruitment.selectors import WORKER_USERNAME_PREFIX
 
 MAX_COMPLETION_CODE = 100
 MAX_QUOTA = 100_000
@@ -115,7 +116,7 @@ def link_update(
 def _worker_account() -> User:
     """A passwordless account whose name says nothing of the worker: it can only be entered through the link."""
     for _attempt in range(5):
-        username = f"worker-{secrets.token_hex(6)}"
+        username = f"{WORKER_USERNAME_PREFIX}{secrets.token_hex(6)}"
         if not User.objects.filter(username=username).exists():
             user = User(username=username, is_staff=False, is_superuser=False, is_active=True)
             user.set_unusable_password()
@@ -179,6 +180,8 @@ def crowd_session_complete(*, session: CrowdSession, now: datetime | None = None
 def crowd_session_finish(*, user: User) -> bool:
     """Called when a worker's claim found nothing left (no task, or the quota is used up): completes their current
     session. False for accounts that did not come through a link."""
+    if not user.get_username().startswith(WORKER_USERNAME_PREFIX):
+        return False
     session = CrowdSession.objects.filter(worker__user_id=user.pk).order_by("-started_at", "-pk").first()
     if session is None:
         return False
