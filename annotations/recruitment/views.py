@@ -113,18 +113,9 @@ def _closed_link(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _start_page(request: HttpRequest, link: RecruitmentLink, arrival: Arrival, *, framed: bool = False) -> HttpResponse:
-    context = {
-        "campaign": link.campaign,
-        "link": link,
-        "arrival_token": arrival.signed(),
-        "action": request.path,
-        "new_tab_url": request.get_full_path() if framed else "",
-    }
-    response = render(request, "recruit/start.html", context)
-    if framed:
-        _allow_mturk_frame(response)
-    return response
+def _start_page(request: HttpRequest, link: RecruitmentLink, arrival: Arrival) -> HttpResponse:
+    context = {"campaign": link.campaign, "link": link, "arrival_token": arrival.signed(), "action": request.path}
+    return render(request, "recruit/start.html", context)
 
 
 def _allow_mturk_frame(response: HttpResponse) -> None:
@@ -201,8 +192,15 @@ def entry_page(request: HttpRequest, token: str) -> HttpResponse:
 @xframe_options_exempt
 @require_http_methods(["GET", "POST"])
 def mturk_entry_page(request: HttpRequest, token: str) -> HttpResponse:
-    """An MTurk ExternalQuestion, shown framed by MTurk: a preview before the HIT is accepted (stores nothing),
-    then the start page."""
+    """An MTurk ExternalQuestion, which MTurk shows in a frame: a preview before the HIT is accepted (stores
+    nothing), then the start page. Only MTurk's origins may frame these pages."""
+    response = _mturk_entry(request, token)
+    if not isinstance(response, HttpResponseRedirect):
+        _allow_mturk_frame(response)
+    return response
+
+
+def _mturk_entry(request: HttpRequest, token: str) -> HttpResponse:
     if joins_blocked(request):
         return _too_many(request)
     link = _link_or_404(request, token, Platform.MTURK)
@@ -219,7 +217,11 @@ def mturk_entry_page(request: HttpRequest, token: str) -> HttpResponse:
         return _bad_parameter(request, problem)
     if not link.is_open and not link.workers.filter(platform_worker_id=arrival.worker_id).exists():
         return _closed_link(request)
-    return _start_page(request, link, arrival, framed=True)
+    if request.headers.get("Sec-Fetch-Dest") == "iframe":
+        # Inside MTurk's frame our cookies are third-party, which browsers refuse or partition, and the task pages
+        # may not be framed: the work happens in a tab of its own, opened from here.
+        return render(request, "recruit/open_tab.html", {"campaign": link.campaign, "url": request.get_full_path()})
+    return _start_page(request, link, arrival)
 
 
 def _preview(request: HttpRequest, link: RecruitmentLink) -> HttpResponse:
@@ -231,9 +233,7 @@ def _preview(request: HttpRequest, link: RecruitmentLink) -> HttpResponse:
         "answers": example[1] if example else [],
         "scales": campaign_scales(campaign),
     }
-    response = render(request, "recruit/preview.html", context)
-    _allow_mturk_frame(response)
-    return response
+    return render(request, "recruit/preview.html", context)
 
 
 @require_GET

@@ -3,6 +3,7 @@ recruitment panel, and what a worker account can and cannot reach."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
@@ -173,14 +174,17 @@ def test_returning_worker_resumes_and_a_second_worker_is_someone_else(prolific, 
         ({"PROLIFIC_PID": "  ", "STUDY_ID": "s", "SESSION_ID": "x"}, "PROLIFIC_PID"),
         ({"PROLIFIC_PID": "p", "STUDY_ID": "s" * 201, "SESSION_ID": "x"}, "STUDY_ID"),
         ({"PROLIFIC_PID": "p", "STUDY_ID": "s", "SESSION_ID": "a\x00b"}, "SESSION_ID"),
+        ({"PROLIFIC_PID": PID, "STUDY_ID": "s", "SESSION_ID": ""}, "SESSION_ID"),
     ],
 )
-def test_bad_prolific_parameters_get_a_page_naming_them(prolific, query, name):
+def test_bad_prolific_parameters_get_a_page_naming_them(prolific, query, name, caplog):
     before = row_counts()
-    response = Client().get(f"{reverse('crowd-entry', args=[prolific.token])}?{urlencode(query)}")
+    with caplog.at_level(logging.DEBUG):
+        response = Client().get(f"{reverse('crowd-entry', args=[prolific.token])}?{urlencode(query)}")
     assert response.status_code == 400
     assert name in response.content.decode()
     assert row_counts() == before
+    assert caplog.records and PID not in caplog.text  # the refusal is logged, the platform id is not
 
 
 def test_an_altered_start_form_is_refused(prolific):
@@ -353,6 +357,17 @@ def test_mturk_join_and_submit_back(mturk, campaign):
     assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in body
     assert 'name="assignmentId" value="ASSIGN1"' in body and "MT-OK" in body and "crowd_submit.js" in body
     assert "form-action 'self' https://workersandbox.mturk.com" in done["Content-Security-Policy"]
+
+
+def test_mturk_inside_the_frame_opens_the_tasks_in_a_tab(mturk):
+    before = row_counts()
+    response = Client().get(mturk_url(mturk), HTTP_SEC_FETCH_DEST="iframe")
+    body = response.content.decode()
+    assert response.status_code == 200 and 'target="_blank"' in body and "<form" not in body
+    assert "frame-ancestors https://" in response["Content-Security-Policy"] and "X-Frame-Options" not in response
+    assert row_counts() == before
+    top = Client().get(mturk_url(mturk), HTTP_SEC_FETCH_DEST="document")
+    assert 'name="arrival"' in top.content.decode()
 
 
 @pytest.mark.parametrize(
