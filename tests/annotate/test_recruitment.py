@@ -205,6 +205,7 @@ def test_a_start_form_signed_for_another_link_is_refused(prolific, invite):
 def test_unknown_token_is_404_and_wrong_method_405(prolific):
     assert Client().get(reverse("crowd-entry", args=["x" * 43])).status_code == 404
     assert Client().put(prolific_url(prolific)).status_code == 405
+    assert Client().delete(reverse("crowd-mturk", args=[prolific.token])).status_code == 405
     assert Client().get(reverse("crowd-mturk", args=[prolific.token])).status_code == 404
 
 
