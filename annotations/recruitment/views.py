@@ -2,7 +2,7 @@
 recruitment forms on the campaign progress page.
 
 A landing GET writes nothing: it checks the platform's parameters and shows a start page that carries them signed;
-its POST joins. Platform ids are personal data: they appear on no page and in no log line or URL of ours."""
+its POST joins. Platform ids are personal data: no page title, account name, panel or log line of ours shows them."""
 
 from __future__ import annotations
 
