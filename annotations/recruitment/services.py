@@ -151,7 +151,10 @@ def crowd_worker_join(
                     worker = CrowdWorker.objects.create(
                         link=link, platform_worker_id=platform_worker_id, user=_worker_account()
                     )
-                link.campaign.annotators.add(worker.user)
+                    link.campaign.annotators.add(worker.user)
+                elif not link.campaign.annotators.filter(pk=worker.user_id).exists():
+                    # The researcher took them out of the pool; coming back through the link must not undo that.
+                    raise RecruitmentError(_("You are no longer taking part in this study."))
                 worker.last_seen_at = now
                 worker.save(update_fields=["last_seen_at"])
                 session, created = CrowdSession.objects.get_or_create(

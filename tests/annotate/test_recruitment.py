@@ -16,7 +16,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_services import assignment_claim
+from annotations.campaign_services import assignment_claim, campaign_annotator_remove
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater
 from annotations.recruitment import ratelimit
 from annotations.recruitment.entry import invite_signature
@@ -218,6 +218,15 @@ def test_closed_link_admits_no_newcomer_but_resumes_a_worker(prolific, campaign)
     assert response.status_code == 410 and "closed" in response.content.decode()
     assert join(Client(), prolific_url(prolific, session="sess-9")).status_code == 303
     assert CrowdWorker.objects.count() == 1
+
+
+def test_a_worker_removed_from_the_pool_cannot_rejoin(prolific, campaign):
+    join(Client(), prolific_url(prolific))
+    user = CrowdWorker.objects.get().user
+    campaign_annotator_remove(campaign=campaign, user=user)
+    response = join(Client(), prolific_url(prolific, session="sess-2"))
+    assert response.status_code == 409 and "no longer" in response.content.decode()
+    assert not campaign.annotators.filter(pk=user.pk).exists() and CrowdSession.objects.count() == 1
 
 
 def test_closed_campaign_says_so(prolific, campaign):
