@@ -1,8 +1,9 @@
-from django.urls import path
+from django.urls import include, path
 
 from annotations import views
 
 urlpatterns = [
+    path("", include("annotations.quality.urls")),
     path("", views.home, name="home"),
     path("annotate/<int:campaign_id>/", views.campaign_detail, name="annotate-campaign"),
     path("annotate/<int:campaign_id>/next/", views.task_next, name="annotate-next"),

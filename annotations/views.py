@@ -66,6 +66,7 @@ from annotations.campaign_services import (
 )
 from annotations.exporting import EXPORT_KINDS, export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
+from annotations.quality.selectors import quality_panel
 from annotations.recruitment.services import crowd_session_finish
 from annotations.recruitment.views import recruitment_context
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
@@ -483,6 +484,7 @@ def task_skip(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpR
 def campaign_progress_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = campaign_for_researcher(request.user, campaign_id)
     context = {"campaign": campaign, "progress": campaign_progress(campaign), **recruitment_context(request, campaign)}
+    context["quality"] = quality_panel(campaign)
     return render(request, "annotate/progress.html", context)
 
 

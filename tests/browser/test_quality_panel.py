@@ -1,0 +1,82 @@
+"""A researcher in real Chromium reads the quality panel of a crowd study: a flagged straight-liner first, the gold
+accuracy chart, and the CSV downloads. Screenshots go to tests/artifacts/ (gitignored)."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from annotations.models import Rater
+from tests.annotate.quality_world import careful, crowd_worker, one_value, rate, study
+from tests.conftest import CAST_PASSWORD
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+CANARY = "CANARY-PID-7f3a9c"
+GOLD = {"sys_alpha": {"factuality": 3}, "sys_beta": {"factuality": 0}}
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US", accept_downloads=True)
+    page = context.new_page()
+    page.problems = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
+    page.on(
+        "console",
+        lambda msg: page.problems.append(f"console: {msg.text}") if msg.type == "error" else None,  # type: ignore[attr-defined]
+    )
+    yield page
+    context.close()
+
+
+def test_researcher_sees_the_flagged_worker_the_chart_and_downloads(live_server, page, researcher, annotators):
+    annotator1, annotator2, _ = annotators
+    campaign = study(researcher, [annotator1, annotator2], items=5, gold={5: GOLD, 6: GOLD})
+    worker = crowd_worker(campaign, CANARY)
+    for position in range(5):
+        rate(campaign, position, annotator1, careful)
+        rate(campaign, position, annotator2, careful)
+        rate(campaign, position, worker, one_value(1))
+    rate(campaign, 5, worker, one_value(1))
+    rate(campaign, 6, annotator1, lambda p, s, a: (3 if s == "sys_alpha" else 0) if a == "factuality" else 0)
+    pseudonym = Rater.objects.get(user=worker).pseudonym
+
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill(researcher.username)
+    page.get_by_label("Password").fill(CAST_PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    page.goto(f"{live_server.url}/campaigns/{campaign.pk}/progress/")
+
+    panel = page.locator("section.quality-panel")
+    expect(panel.get_by_role("heading", name="Rater quality")).to_be_visible()
+    expect(panel.locator(".flagged-raters li")).to_have_count(1)
+    expect(panel.locator(".flagged-raters li")).to_contain_text(pseudonym)
+    expect(panel.locator(".flagged-raters li")).to_contain_text("one value everywhere in 100% of submissions")
+    first_row = panel.locator(".quality-table tbody tr").first
+    expect(first_row.get_by_role("rowheader")).to_have_text(pseudonym)
+    chart = panel.get_by_role("img", name="Share of gold answers within tolerance, per hour of submission")
+    expect(chart).to_be_visible()
+    expect(chart.locator("rect")).not_to_have_count(0)
+    panel.get_by_text("Gold accuracy as a table").click()
+    expect(panel.locator(".gold-accuracy-table tbody tr")).not_to_have_count(0)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    panel.screenshot(path=str(ARTIFACTS / "quality-panel.png"))
+    page.screenshot(path=str(ARTIFACTS / "quality-progress-page.png"), full_page=True)
+    assert CANARY not in page.content()
+
+    with page.expect_download() as quality_download:
+        panel.get_by_role("link", name="Download CSV").click()
+    quality_csv = Path(quality_download.value.path()).read_text(encoding="utf-8")
+    assert pseudonym in quality_csv and CANARY not in quality_csv
+    with page.expect_download() as payment_download:
+        panel.get_by_role("link", name="Payment export").click()
+    assert CANARY in Path(payment_download.value.path()).read_text(encoding="utf-8")
+    assert page.problems == []  # type: ignore[attr-defined]
