@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpR
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext_lazy as _
 
 from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
@@ -237,10 +238,14 @@ class SystemAdmin(DatasetScopedAdmin):
 
 @admin.register(Item)
 class ItemAdmin(DatasetScopedAdmin):
-    list_display = ("external_id", "dataset", "position")
+    list_display = ("external_id", "dataset", "position", "gold")
     list_filter = (("dataset", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("external_id", "turns__prompt")
-    readonly_fields = ("source",)
+    readonly_fields = ("source", "gold")
+
+    @admin.display(description=_("gold"))
+    def gold(self, obj: Item) -> str:
+        return gold_admin.gold_link(obj)
 
 
 @admin.register(Turn)
@@ -286,3 +291,4 @@ class RatingAdmin(DatasetScopedAdmin):
 
 
 from annotations import campaign_admin  # noqa: E402, F401 - registers the campaign admin
+from annotations.gold import admin as gold_admin  # noqa: E402 - registers the gold item admin

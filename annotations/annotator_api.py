@@ -144,6 +144,7 @@ class CandidateOutput(serializers.Serializer):
     number = serializers.IntegerField()
     text = serializers.CharField()
     earlier_answers = serializers.ListField(child=serializers.CharField())
+    instruction = serializers.CharField(allow_blank=True, help_text="An instruction to follow for this answer.")
 
 
 class TaskOutput(serializers.Serializer):
@@ -289,7 +290,7 @@ def _task_payload(request: Request, campaign: Campaign, assignment: Assignment) 
         "context": turn.context_passages if campaign.show_context else [],
         "aspects": [_aspect_payload(s) for s in campaign_scales(campaign)],
         "candidates": [
-            {"number": c.number, "text": c.text, "earlier_answers": c.earlier_answers}
+            {"number": c.number, "text": c.text, "earlier_answers": c.earlier_answers, "instruction": c.instruction}
             for c in task_candidates(assignment=assignment, user_id=int(request.user.pk or 0))
         ],
         "ask_preference": campaign.ask_preference,

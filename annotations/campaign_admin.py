@@ -17,7 +17,7 @@ from annotations.selectors import annotator_accounts, datasets_for_user
 # What the form may change after creation; dataset, N and K are fixed once the tasks exist.
 _SETTINGS = (
     "is_active", "guidelines", "show_reference", "show_context", "ask_preference", "rationale_required",
-    "scale_dropdowns", "lease_minutes", "allow_revisit",
+    "scale_dropdowns", "lease_minutes", "allow_revisit", "gold_rate",
 )  # fmt: skip
 
 
@@ -27,7 +27,7 @@ class CampaignForm(forms.ModelForm):
         fields = (
             "name", "dataset", "is_active", "raters_per_item", "candidates_per_task", "aspects", "guidelines",
             "show_reference", "show_context", "ask_preference", "rationale_required", "lease_minutes", "annotators",
-            "scale_dropdowns", "allow_revisit",
+            "scale_dropdowns", "allow_revisit", "gold_rate",
         )  # fmt: skip
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
@@ -36,6 +36,9 @@ class CampaignForm(forms.ModelForm):
         if "aspects" in self.fields:
             self.fields["aspects"].required = False
             self.fields["aspects"].help_text = "Leave empty to show every aspect of the dataset."
+        if "gold_rate" in self.fields:
+            # Optional in a post: a form or script that leaves it out keeps the campaign's rate.
+            self.fields["gold_rate"].required = False
         if "annotators" in self.fields:
             pool = self.instance.annotators.values_list("pk", flat=True) if self.instance.pk else []
             self.fields["annotators"].queryset = annotator_accounts(user, keep=pool)  # type: ignore[attr-defined]
@@ -52,6 +55,8 @@ class CampaignForm(forms.ModelForm):
             return data
         # The service checks and writes in one step, so a refusal becomes a form error, never a half-built campaign.
         settings = {key: data[key] for key in _SETTINGS if key in data}
+        if settings.get("gold_rate") is None:
+            settings["gold_rate"] = self.instance.gold_rate if self.instance.pk else 0
         try:
             if self.instance.pk is None:
                 self.instance = campaign_create(
@@ -93,6 +98,7 @@ class CampaignAdmin(WholeObjectDeleteAdmin):
             {"fields": ("aspects", "guidelines", "show_reference", "show_context", "scale_dropdowns")},
         ),
         ("Questions", {"fields": ("ask_preference", "rationale_required", "lease_minutes", "allow_revisit")}),
+        ("Gold items and attention checks", {"fields": ("gold_rate",)}),
         ("Annotator pool", {"fields": ("annotators",)}),
         ("Record", {"fields": ("created_by", "created_at")}),
     )

@@ -21,12 +21,14 @@ from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import get_language
 
+from annotations.gold.selectors import attention_instructions
 from annotations.models import (
     Aspect,
     Assignment,
     AssignmentDraft,
     AssignmentStatus,
     Campaign,
+    RaterExclusion,
     Rating,
     Response,
     Skip,
@@ -41,7 +43,8 @@ from annotations.statements import instance_from_row, statement_cursor
 AnyUser = AbstractBaseUser | AnonymousUser
 
 # Where campaigns keep their slots for the slot engine (annotations.slots).
-CAMPAIGN_SLOTS = SlotPool(campaign=Campaign, task=Task, slot=Assignment, skip=Skip)
+# Gold tasks get a personal slot per annotator they are handed to (annotations.gold.selectors decides when).
+CAMPAIGN_SLOTS = SlotPool(campaign=Campaign, task=Task, slot=Assignment, skip=Skip, personal="is_gold")
 
 # Scales with at most this many integer steps get one option per value; wider or fractional ones get a number box.
 MAX_DISCRETE_OPTIONS = 11
@@ -77,6 +80,7 @@ CAMPAIGN_COLUMNS = (
     "lease_minutes",
     "is_active",
     "allow_revisit",
+    "gold_rate",
     "shuffle_seed",
     "created_by_id",
 )
@@ -100,7 +104,7 @@ _CAMPAIGN_FOR_ANNOTATOR_SQL = """
 SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item, campaign.candidates_per_task,
        campaign.guidelines, campaign.show_reference, campaign.show_context, campaign.ask_preference,
        campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active,
-       campaign.allow_revisit,
+       campaign.allow_revisit, campaign.gold_rate,
        campaign.shuffle_seed, campaign.created_by_id,
        EXISTS (
            SELECT 1 FROM annotations_campaign_annotators member
@@ -351,6 +355,8 @@ class Candidate:
     response_id: int
     text: str
     earlier_answers: list[str] = field(default_factory=list)
+    # An attention check's instruction for this answer ("choose 2 for this aspect"); empty on every other task.
+    instruction: str = ""
 
 
 _TASK_TEXTS_SQL = """
@@ -384,8 +390,15 @@ def task_candidates(*, assignment: Assignment, user_id: int) -> list[Candidate]:
         ):
             by_system.setdefault(system_id, []).append(text)
         earlier = {pk: by_system.get(system_of[pk], []) for pk in order}
+    instructions = attention_instructions(task=task, response_ids=order) if task.is_gold else {}
     return [
-        Candidate(number=i + 1, response_id=pk, text=texts[pk], earlier_answers=earlier[pk])
+        Candidate(
+            number=i + 1,
+            response_id=pk,
+            text=texts[pk],
+            earlier_answers=earlier[pk],
+            instruction=instructions.get(pk, ""),
+        )
         for i, pk in enumerate(order)
     ]
 
@@ -542,10 +555,16 @@ class CampaignProgress:
     tasks_complete: int
     ratings_submitted: int
     slots_total: int
+    # Pseudonyms of the excluded raters who submitted tasks here: their ratings do not count towards a task's N.
+    excluded_raters: list[str] = field(default_factory=list)
+    # Gold tasks stay out of the counts above: each annotator gets them in turn, so they never fill up.
+    gold_tasks: int = 0
+    gold_answers: int = 0
 
 
 def campaign_progress(campaign: Campaign) -> CampaignProgress:
-    """Researcher view: per annotator (done, median seconds per task, last active) and per task fill level."""
+    """Researcher view: per annotator (done, median seconds per task, last active) and per task fill level; gold
+    tasks apart, as a count of tasks and of answers collected."""
     pool = set(campaign.annotators.values_list("pk", flat=True))
     seconds: dict[int, list[float]] = {}
     last: dict[int, datetime] = {}
@@ -590,6 +609,13 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
     ]
     rows.sort(key=lambda row: (-row.done, row.username))
     now = timezone.now()
+    # A slot of an excluded rater does not count towards the N ratings a task needs; its replacement does.
+    excluded_names = dict(
+        RaterExclusion.objects.filter(
+            rater__dataset_id=campaign.dataset_id, revoked_at__isnull=True, rater__user__isnull=False
+        ).values_list("rater__user_id", "rater__pseudonym")
+    )
+    excluded = list(excluded_names)
     tasks = [
         TaskRow(
             task_id=t["pk"],
@@ -601,12 +627,16 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
             leased=t["n_leased"],
             needed=campaign.raters_per_item,
         )
-        for t in Task.objects.filter(campaign=campaign)
+        for t in Task.objects.filter(campaign=campaign, is_gold=False)
         .order_by("position")
         .values("pk", "position", "turn__item__external_id", "turn__index")
         .annotate(
             n_candidates=Count("responses", distinct=True),
-            n_submitted=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED), distinct=True),
+            n_submitted=Count(
+                "assignments",
+                filter=Q(assignments__status=AssignmentStatus.SUBMITTED) & ~Q(assignments__annotator_id__in=excluded),
+                distinct=True,
+            ),
             n_leased=Count(
                 "assignments",
                 filter=Q(assignments__status=AssignmentStatus.LEASED, assignments__lease_expires_at__gte=now),
@@ -619,6 +649,11 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
         tasks=tasks,
         tasks_total=len(tasks),
         tasks_complete=sum(1 for t in tasks if t.is_full),
-        ratings_submitted=sum(t.submitted for t in tasks),
+        ratings_submitted=sum(min(t.submitted, t.needed) for t in tasks),
         slots_total=len(tasks) * campaign.raters_per_item,
+        excluded_raters=sorted(name for pk, name in excluded_names.items() if pk in seconds),
+        gold_tasks=Task.objects.filter(campaign=campaign, is_gold=True).count(),
+        gold_answers=Assignment.objects.filter(
+            campaign=campaign, is_gold=True, status=AssignmentStatus.SUBMITTED
+        ).count(),
     )

@@ -55,6 +55,7 @@ from annotations.campaign_selectors import (
     task_candidates,
 )
 from annotations.errors import RatingOutOfRange
+from annotations.gold.selectors import gold_is_due, gold_task_next
 from annotations.models import (
     Aspect,
     Assignment,
@@ -84,6 +85,8 @@ from annotations.slots import (
     slot_claim,
     slot_complete,
     slot_complete_sql,
+    slot_personal_lease,
+    slot_personal_state,
     slot_pool_sql,
     slot_reclaim,
     slot_skip,
@@ -102,6 +105,7 @@ CAMPAIGN_OPTIONS = {
     "lease_minutes",
     "is_active",
     "allow_revisit",
+    "gold_rate",
 }
 MAX_TEXT_CHARS = 10_000
 MAX_VALUE_CHARS = 50  # a rating cell or the preference, as the form sends it
@@ -215,7 +219,8 @@ def campaign_create(
     """Opens a campaign and builds its tasks and rater slots in one transaction.
 
     options: guidelines (markdown), show_reference (False), show_context (True), ask_preference (True),
-    rationale_required (True), scale_dropdowns (False), lease_minutes (30), is_active (True), allow_revisit (True)."""
+    rationale_required (True), scale_dropdowns (False), lease_minutes (30), is_active (True), allow_revisit (True),
+    gold_rate (0: the share of each annotator's tasks that are gold items or attention checks, at most 0.5)."""
     _check_settings(name, options)
     if not 1 <= raters_per_item <= 100:
         raise CampaignError("raters per item must be between 1 and 100")
@@ -253,6 +258,8 @@ def _check_settings(name: str, options: Mapping[str, Any]) -> None:
             raise CampaignError("text with a NUL character cannot be stored")
     if options.get("lease_minutes", 1) < 1:
         raise CampaignError("the lease must be at least one minute")
+    if not 0 <= options.get("gold_rate", 0) <= 0.5:
+        raise CampaignError("the gold rate must be between 0 and 0.5")
 
 
 def campaign_update(
@@ -282,7 +289,8 @@ def campaign_update(
 
 
 def campaign_tasks_build(*, campaign: Campaign) -> int:
-    """Creates the tasks and their N slots; called once, by campaign_create or the admin after adding."""
+    """Creates the tasks and their N slots; called once, by campaign_create or the admin after adding. The tasks
+    of gold items and attention checks are marked gold and get no slots here (see assignment_claim)."""
     if campaign.tasks.exists():
         raise CampaignError("this campaign already has tasks")
     responses_by_turn: dict[int, list[int]] = {}
@@ -310,9 +318,18 @@ def campaign_tasks_build(*, campaign: Campaign) -> int:
         for chunk_index, start in enumerate(range(0, len(response_ids), size)):
             chunks.append((turn_id, chunk_index, response_ids[start : start + size]))
     order = hand_out_order(campaign.shuffle_seed, len(chunks))
+    gold_turns = set(
+        Turn.objects.filter(item__dataset=campaign.dataset, item__gold__isnull=False).values_list("pk", flat=True)
+    )
     tasks = Task.objects.bulk_create(
         [
-            Task(campaign=campaign, turn_id=turn_id, chunk=chunk_index, position=order[i])
+            Task(
+                campaign=campaign,
+                turn_id=turn_id,
+                chunk=chunk_index,
+                position=order[i],
+                is_gold=turn_id in gold_turns,
+            )
             for i, (turn_id, chunk_index, _) in enumerate(chunks)
         ]
     )
@@ -325,7 +342,9 @@ def campaign_tasks_build(*, campaign: Campaign) -> int:
         ],
         batch_size=5000,
     )
-    slots_build(pool=CAMPAIGN_SLOTS, campaign=campaign, tasks=tasks, per_task=campaign.raters_per_item)
+    # Gold tasks start without slots: each annotator gets a personal one when their queue reaches gold.
+    regular = [task for task in tasks if not task.is_gold]
+    slots_build(pool=CAMPAIGN_SLOTS, campaign=campaign, tasks=regular, per_task=campaign.raters_per_item)
     return len(tasks)
 
 
@@ -353,14 +372,14 @@ def campaign_annotator_remove(*, campaign: Campaign, user: User) -> None:
 # --- handing out tasks ------------------------------------------------------------------------------------------
 
 
-_TASK_COLUMNS = ("id", "campaign_id", "turn_id", "chunk", "position")
+_TASK_COLUMNS = ("id", "campaign_id", "turn_id", "chunk", "position", "is_gold")
 _TURN_COLUMNS = ("id", "item_id", "index", "prompt", "reference", "context")
 # What showing a claimed task needs, read by the claim itself: its task, turn and candidates. The columns are
 # spelled out here (no string building from input); keep them in step with the tuples above.
 _CLAIM_DETAILS = ClaimDetails(
     related=("task__turn", "campaign"),
     columns=""",
-       task.id, task.campaign_id, task.turn_id, task.chunk, task.position,
+       task.id, task.campaign_id, task.turn_id, task.chunk, task.position, task.is_gold,
        turn.id, turn.item_id, turn.index, turn.prompt, turn.reference, turn.context,
        candidates.ids, candidates.texts""",
     joins="""
@@ -379,9 +398,14 @@ def assignment_claim(*, campaign: Campaign, user: User, now: datetime | None = N
     """The annotator's next task (see the module docstring for the order), or None when nothing is left for them.
 
     Resumes an open lease (and extends it); otherwise leases the first claimable slot. Safe under concurrency.
-    The returned assignment carries its task, turn and campaign, so showing it needs no further lookups."""
+    The returned assignment carries its task, turn and campaign, so showing it needs no further lookups.
+    With a gold rate, some positions of the annotator's queue get a gold task instead (annotations.gold.selectors
+    says which): a personal slot appended for them, which the claim rule never hands to anyone else."""
     if worker_tasks_left(campaign, user) == 0:
-        return None  # a crowd worker's quota is used up, whichever page or API asks
+        return None  # a crowd worker's quota is used up, whichever page or API asks; gold tasks count toward it
+    gold = _gold_assignment_lease(campaign=campaign, user=user, now=now)
+    if gold is not None:
+        return gold
     claim = slot_claim(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user, now=now, details=_CLAIM_DETAILS)
     if claim is None:
         return None
@@ -394,6 +418,23 @@ def assignment_claim(*, campaign: Campaign, user: User, now: datetime | None = N
         task.campaign = campaign
         assignment.task = task
     assignment.campaign = campaign
+    return assignment
+
+
+def _gold_assignment_lease(*, campaign: Campaign, user: User, now: datetime | None) -> Assignment | None:
+    if campaign.gold_rate <= 0:
+        return None
+    state = slot_personal_state(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user, now=now)
+    if state.leased or not state.regular_available:
+        return None
+    if not gold_is_due(campaign=campaign, user_id=user.pk, handed_out=state.held):
+        return None
+    task = gold_task_next(campaign=campaign, user=user)
+    if task is None:
+        return None
+    assignment: Assignment | None = slot_personal_lease(
+        pool=CAMPAIGN_SLOTS, campaign=campaign, task=task, user=user, now=now, related=_CLAIM_DETAILS.related
+    )
     return assignment
 
 

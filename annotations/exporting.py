@@ -15,12 +15,14 @@ from typing import Any
 from urllib.parse import quote
 
 from django.conf import settings
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.http import StreamingHttpResponse
 
+from annotations.gold.rules import GOLD_KEY, gold_field
 from annotations.models import (
     Aspect,
     Dataset,
+    GoldItem,
     Item,
     Rater,
     Rating,
@@ -39,6 +41,10 @@ from judging.models import JudgeKind, JudgeScore
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 PREFERENCES_KEY = "preferences"
+
+# Ratings collected in the app on a gold item or attention check measure the annotator, not the answer: every export
+# leaves them out, with the preferences and earlier versions of those tasks. Ratings imported with the item stay.
+_COLLECTED_ON_GOLD = Q(origin=RatingOrigin.APP, response__turn__item__gold__isnull=False)
 
 # New columns go last so scripts that read the older layout by position keep working.
 FLAT_FIELDS = [
@@ -275,15 +281,16 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
         ratings_by_response: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for rating in (
             Rating.objects.filter(response_id__in=response_ids)
+            .exclude(_COLLECTED_ON_GOLD)
             .order_by("response_id", "aspect__position", "position", "id")
             .values("response_id", "aspect__name", "raw", "origin", "rater_id", "created_at")
         ):
             ratings_by_response[rating["response_id"]].append(dict(rating))
         preferences_by_turn: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for preference in _app_preferences(
-            Submission.objects.filter(assignment__task__turn_id__in=turn_ids).order_by(
-                "assignment__task__turn_id", "created_at", "id"
-            ),
+            Submission.objects.filter(assignment__task__turn_id__in=turn_ids)
+            .exclude(assignment__task__turn__item__gold__isnull=False)
+            .order_by("assignment__task__turn_id", "created_at", "id"),
             raters_by_user,
         ):
             preferences_by_turn[preference.turn_id].append(preference.as_json())
@@ -297,6 +304,12 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
                 .values_list("response_id", "judge__name", "aspect_name", "value")
             ):
                 run_scores[response_id][judge_name][aspect_name] = value
+        gold_fields = {
+            gold.item_id: gold_field(
+                kind=gold.kind, expected=gold.expected, tolerance=gold.tolerance, instruction=gold.instruction
+            )
+            for gold in GoldItem.objects.filter(item_id__in=item_ids)
+        }
         for item_id, item_source in chunk:
             turns_out = []
             for turn_id, turn_source in turns_by_item[item_id]:
@@ -320,6 +333,8 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
                     turn[PREFERENCES_KEY] = preferences
                 turns_out.append(turn)
             item = dict(item_source)
+            if item_id in gold_fields:
+                item[GOLD_KEY] = gold_fields[item_id]
             item["turns"] = turns_out
             yield item
 
@@ -350,6 +365,7 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
     )
     ratings = (
         Rating.objects.filter(response__turn__item__dataset=dataset)
+        .exclude(_COLLECTED_ON_GOLD)
         .annotate(submission_id=Subquery(entered_with))
         .order_by(
             "response__turn__item__position",
@@ -450,8 +466,10 @@ def _flat_imported_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
 
 
 def _flat_app_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
-    submissions = Submission.objects.filter(assignment__campaign__dataset=dataset).order_by(
-        "assignment__task__turn__item__position", "assignment__task__turn__index", "created_at", "id"
+    submissions = (
+        Submission.objects.filter(assignment__campaign__dataset=dataset)
+        .exclude(assignment__task__turn__item__gold__isnull=False)
+        .order_by("assignment__task__turn__item__position", "assignment__task__turn__index", "created_at", "id")
     )
     for preference in _app_preferences(submissions, _app_raters_by_user(dataset)):
         row = _preference_row(
@@ -470,6 +488,7 @@ def _flat_history_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
     """The earlier versions of corrected answers, each as the rating rows and the preference row it had."""
     revisions = (
         SubmissionRevision.objects.filter(submission__assignment__campaign__dataset=dataset)
+        .exclude(submission__assignment__task__turn__item__gold__isnull=False)
         .order_by(
             "submission__assignment__task__turn__item__position",
             "submission__assignment__task__turn__index",

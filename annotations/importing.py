@@ -20,7 +20,20 @@ from django.db.models import JSONField, Model
 from django.utils import timezone
 
 from annotations.errors import DatasetImportError
-from annotations.models import Aspect, Dataset, Item, Rater, Rating, RatingOrigin, Response, Rubric, System, Turn
+from annotations.gold.rules import GOLD_KEY, gold_problem, gold_spec
+from annotations.models import (
+    Aspect,
+    Dataset,
+    GoldItem,
+    Item,
+    Rater,
+    Rating,
+    RatingOrigin,
+    Response,
+    Rubric,
+    System,
+    Turn,
+)
 from annotations.rubrics import (
     DEFAULT_MISSING,
     AspectSpec,
@@ -48,6 +61,7 @@ class ImportResult:
     ratings: int = 0
     judge_scores: int = 0
     notice: str = ""
+    gold_items: int = 0
 
 
 @dataclass
@@ -59,6 +73,8 @@ class _ValidationState:
     positional_width: int = 0
     observed_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     items: int = 0
+    # (line, gold field, systems of the item) for every item with a gold field, checked once the rubric is known.
+    gold_fields: list[tuple[int, Any, set[str]]] = field(default_factory=list)
 
 
 def _show(value: Any) -> str:
@@ -342,7 +358,20 @@ def _validate_item(line: int, obj: dict[str, Any], state: _ValidationState) -> N
             _validate_answer(line, f"{where}.responses.{system_key}", system_key, answer, state)
         if "preferences" in turn:
             _validate_preferences(line, f"{where}.preferences", turn["preferences"])
+    if GOLD_KEY in obj:
+        systems = {key for turn in turns for key in turn.get("responses", {})}
+        state.gold_fields.append((line, obj[GOLD_KEY], systems))
     state.items += 1
+
+
+def _validate_gold_fields(state: _ValidationState, rubric: RubricSpec) -> None:
+    aspects = {spec.name: (spec.min_value, spec.max_value) for spec in rubric.aspects}
+    for line, gold, systems in state.gold_fields:
+        problem = gold_problem(gold, systems=systems, aspects=aspects, where=GOLD_KEY)
+        if problem is not None:
+            raise DatasetImportError(
+                "invalid gold field", line=line, field=problem.field, expected=problem.expected, found=problem.found
+            )
 
 
 # The export writes these under a turn's "preferences"; other keys of an entry are kept as they are.
@@ -541,11 +570,28 @@ class _Writer:
                     dataset=self.dataset,
                     external_id=str(obj["id"]),
                     position=self.item_position,
-                    source={k: v for k, v in obj.items() if k != "turns"},
+                    # The gold field lives in GoldItem, where marking by hand also puts it; export writes it back.
+                    source={k: v for k, v in obj.items() if k not in ("turns", GOLD_KEY)},
                 )
             )
             self.item_position += 1
         Item.objects.bulk_create(items)
+        golds = []
+        for item, obj in zip(items, chunk, strict=True):
+            if GOLD_KEY in obj:
+                marked = gold_spec(obj[GOLD_KEY])
+                golds.append(
+                    GoldItem(
+                        item=item,
+                        kind=marked.kind,
+                        expected=marked.expected,
+                        tolerance=marked.tolerance,
+                        instruction=marked.instruction,
+                        created_by=self.dataset.owner,
+                    )
+                )
+        GoldItem.objects.bulk_create(golds)
+        result.gold_items += len(golds)
         turns: list[Turn] = []
         turn_sources: list[dict[str, Any]] = []
         for item, obj in zip(items, chunk, strict=True):
@@ -682,6 +728,7 @@ def dataset_import(
     if rubric is None:
         rubric = infer_rubric(state.observed_ranges)
         notice = _inference_notice(rubric)
+    _validate_gold_fields(state, rubric)
 
     stream.seek(start)
     chunk_size = settings.IMPORT_CHUNK_ITEMS

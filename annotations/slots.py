@@ -8,10 +8,13 @@ The rules, each written once here
 ---------------------------------
 * Building: a task gets exactly N slot rows (slot 1..N) when it is created; afterwards they are only updated,
   never inserted, so with `unique(task, slot)` and `check(1 <= slot <= slot_limit)` a task cannot collect more than
-  N people, and `unique(task, annotator)` keeps them distinct.
+  N people, and `unique(task, annotator)` keeps them distinct. The one later insert is a replacement slot (see
+  "replacement slots" at the end): one per slot whose rater no longer counts, at most one, so the task can still
+  reach N people who count.
 * The pool: only a member of an active campaign's pool takes, resumes or completes slots (`_IN_POOL`).
 * The claim rule (`_CLAIMABLE`): a slot of the campaign whose lease is open (free, or leased and expired) on a task
-  the user has never held and never skipped. "Next" first resumes the user's open lease (at most one per campaign,
+  the user has never held and never skipped, and not a personal slot (one appended for somebody else, such as a
+  gold task handed to one annotator). "Next" first resumes the user's open lease (at most one per campaign,
   a unique constraint), otherwise leases the claimable slot lowest in hand-out order. The same fragment is the
   Postgres one-statement claim, the portable claim and the "available" count of the progress query.
 * A claim locks the picked row (`FOR UPDATE SKIP LOCKED` where supported) and re-checks the open lease in the
@@ -36,8 +39,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Model
+from django.db import IntegrityError, connection, models, transaction
+from django.db.models import Max, Model
 from django.utils import timezone
 
 from annotations.models import AssignmentStatus as SlotStatus
@@ -68,6 +71,9 @@ class SlotPool:
     task: type[Model]
     slot: type[Model]
     skip: type[Model]
+    # A boolean slot column marking slots appended for one person (see "personal slots"); the claim rule never
+    # hands such a slot to anyone else, even when its lease expired. Empty when the pool has none.
+    personal: str = ""
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,11 @@ def _fragment(pool: SlotPool, template: str, alias: str = "slot") -> str:
     return template.format(alias=alias, **_names(pool))
 
 
+def _claimable(pool: SlotPool, alias: str = "slot") -> str:
+    rule = _fragment(pool, _CLAIMABLE, alias)
+    return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
+
+
 def slot_pool_sql(pool: SlotPool) -> str:
     """The pool rule as a boolean SQL expression (params: campaign, user), for statements that build on it."""
     return _fragment(pool, _IN_POOL)
@@ -182,7 +193,7 @@ resumed AS (
 ),
 picked AS (
     SELECT slot.id FROM {names["slots"]} slot
-    WHERE {_fragment(pool, _CLAIMABLE)}
+    WHERE {_claimable(pool)}
       AND EXISTS (SELECT 1 FROM pool) AND NOT EXISTS (SELECT 1 FROM resumed)
     ORDER BY slot.task_position, slot.slot
     LIMIT 1
@@ -206,7 +217,7 @@ FROM held{details.joins}
 def _pick_sql(pool: SlotPool, skip_locked: bool) -> str:
     return (
         f"SELECT slot.id FROM {_names(pool)['slots']} slot"
-        f" WHERE {_fragment(pool, _CLAIMABLE)}"  # nosec B608 - model-metadata names, bound values
+        f" WHERE {_claimable(pool)}"  # nosec B608 - model-metadata names, bound values
         " ORDER BY slot.task_position, slot.slot LIMIT 1" + (" FOR UPDATE SKIP LOCKED" if skip_locked else "")
     )
 
@@ -235,7 +246,7 @@ SELECT
      WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'submitted'),
     (SELECT COUNT(*) FROM {slots}
      WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased'),
-    (SELECT COUNT(DISTINCT slot.task_id) FROM {slots} slot WHERE {_fragment(pool, _CLAIMABLE)})
+    (SELECT COUNT(DISTINCT slot.task_id) FROM {slots} slot WHERE {_claimable(pool)})
 """  # nosec B608 - model-metadata names, bound values
 
 
@@ -378,7 +389,7 @@ def _claim_portable(
 def _reclaim_pick_sql(pool: SlotPool, skip_locked: bool) -> str:
     return (
         f"SELECT slot.id FROM {_names(pool)['slots']} slot"
-        f" WHERE {_fragment(pool, _CLAIMABLE)} AND slot.task_id = %(task)s"  # nosec B608 - model-metadata names, bound values
+        f" WHERE {_claimable(pool)} AND slot.task_id = %(task)s"  # nosec B608 - model-metadata names, bound values
         " ORDER BY slot.slot LIMIT 1" + (" FOR UPDATE SKIP LOCKED" if skip_locked else "")
     )
 
@@ -450,6 +461,79 @@ def slot_complete(*, pool: SlotPool, slot: Any, user: Any, now: datetime, second
     return _execute(slot_complete_sql(pool), params) == 1
 
 
+# --- personal slots (gold) ---------------------------------------------------------------------------------------
+# A gold task measures each annotator, so it has no fixed N: it gets one slot per person it is handed to, appended
+# and leased to them at once. The slot is personal (`SlotPool.personal`): the claim rule never gives it to anybody
+# else, and its owner resumes it like any other open lease.
+
+# The largest smallint, so appended slot numbers always fit `check(slot <= slot_limit)`.
+PERSONAL_SLOT_LIMIT = 32767
+
+
+@dataclass(frozen=True)
+class PersonalState:
+    held: int  # slots the user holds in the campaign, in any state: the tasks handed to them so far
+    leased: bool  # they hold an open lease, which "next" resumes
+    regular_available: bool  # a slot the claim rule would hand them exists
+
+
+@functools.cache
+def _personal_state_sql(pool: SlotPool) -> str:
+    slots = _names(pool)["slots"]
+    return f"""
+SELECT
+    (SELECT COUNT(*) FROM {slots} WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s),
+    EXISTS (SELECT 1 FROM {slots} WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased'),
+    EXISTS (SELECT 1 FROM {slots} slot WHERE {_claimable(pool)})
+"""  # nosec B608 - model-metadata names, bound values
+
+
+def slot_personal_state(*, pool: SlotPool, campaign: Model, user: Any, now: datetime | None = None) -> PersonalState:
+    """What deciding whether to append a personal slot needs, in one read."""
+    params = {"campaign": campaign.pk, "user": user.pk, "now": _moment(now or timezone.now())}
+    with statement_cursor() as cursor:
+        cursor.execute(_personal_state_sql(pool), params)
+        held, leased, available = cursor.fetchone()
+    return PersonalState(held=int(held), leased=bool(leased), regular_available=bool(available))
+
+
+def slot_personal_lease(
+    *, pool: SlotPool, campaign: Any, task: Any, user: Any, now: datetime | None = None, related: Iterable[str] = ()
+) -> Any | None:
+    """Appends a personal slot on the task, leased to the user. None when the user already holds an open lease or
+    already had the task (a concurrent request of theirs won: its lease is what "next" resumes). NotInPool outside
+    the pool."""
+    if not pool.personal:
+        raise ValueError("this pool has no personal slots")
+    if not slot_pool_has(pool=pool, campaign=campaign, user=user):
+        raise NotInPool()
+    lease = timedelta(minutes=campaign.lease_minutes)
+    for _attempt in range(CLAIM_ATTEMPTS):
+        moment = now or timezone.now()
+        try:
+            with transaction.atomic():
+                last = pool.slot.objects.filter(task=task).aggregate(last=Max("slot"))["last"]  # type: ignore[attr-defined]
+                slot = pool.slot.objects.create(  # type: ignore[attr-defined]
+                    campaign=campaign,
+                    task=task,
+                    task_position=task.position,
+                    slot=(last or 0) + 1,
+                    slot_limit=PERSONAL_SLOT_LIMIT,
+                    annotator=user,
+                    status=SlotStatus.LEASED,
+                    leased_at=moment,
+                    lease_expires_at=moment + lease,
+                    **{pool.personal: True},
+                )
+        except IntegrityError:
+            mine = pool.slot.objects.filter(campaign=campaign, annotator=user)  # type: ignore[attr-defined]
+            if mine.filter(status=SlotStatus.LEASED).exists() or mine.filter(task=task).exists():
+                return None
+            continue  # someone else appended the same slot number at the same moment: number the next one
+        return pool.slot.objects.select_related(*related).get(pk=slot.pk)  # type: ignore[attr-defined]
+    return None
+
+
 # --- progress ---------------------------------------------------------------------------------------------------
 
 
@@ -460,3 +544,71 @@ def slot_counts(*, pool: SlotPool, campaign: Model, user: AnyUser, now: datetime
         cursor.execute(_counts_sql(pool), params)
         done, leased, available = cursor.fetchone()
     return SlotCounts(done=done, leased=leased, available=available)
+
+
+# --- replacement slots ------------------------------------------------------------------------------------------
+
+
+def slots_replace(*, pool: SlotPool, slot_ids: Iterable[int]) -> int:
+    """Appends one free slot to the task of each given submitted slot that has none yet (`replaces` = that slot),
+    so a task whose rater no longer counts can still collect N ratings that do. The new slot is numbered after the
+    task's last one with `slot_limit` equal to that number, which is the one exception to "slots are only built
+    with the task": `replaces` is one-to-one, so a slot is replaced at most once however often or concurrently
+    this runs. The claim rule hands the new slots out like any other. Returns how many were added.
+
+    Locks the tasks (in id order, so concurrent callers do not deadlock) to number the new slots one at a time."""
+    Slot: Any = pool.slot
+    wanted = sorted(set(slot_ids))
+    if not wanted:
+        return 0
+    added = 0
+    with transaction.atomic():
+        task_ids = sorted(set(Slot.objects.filter(pk__in=wanted).values_list("task_id", flat=True)))
+        list(pool.task.objects.select_for_update().filter(pk__in=task_ids).order_by("pk").values_list("pk"))  # type: ignore[attr-defined]
+        open_ones = list(
+            Slot.objects.filter(pk__in=wanted, status=SlotStatus.SUBMITTED, replacement__isnull=True).order_by("pk")
+        )
+        for replaced in open_ones:
+            last = Slot.objects.filter(task_id=replaced.task_id).order_by("-slot").values_list("slot", flat=True)[0]
+            try:
+                with transaction.atomic():
+                    Slot.objects.create(
+                        campaign_id=replaced.campaign_id,
+                        task_id=replaced.task_id,
+                        task_position=replaced.task_position,
+                        slot=last + 1,
+                        slot_limit=last + 1,
+                        is_gold=False,
+                        replaces=replaced,
+                    )
+            except IntegrityError:
+                continue  # a concurrent caller replaced this slot first
+            added += 1
+    return added
+
+
+def slots_unreplace(*, pool: SlotPool, slot_ids: Iterable[int]) -> int:
+    """Removes the replacements of the given slots that nobody has taken yet; a replacement someone leased or
+    submitted stays. Returns how many were removed.
+
+    The DELETE re-checks "free" itself: the ORM's delete would first read the rows and then delete them by id,
+    and a claim in between would lose its slot."""
+    Slot: Any = pool.slot
+    with transaction.atomic():
+        free = list(
+            Slot.objects.filter(replaces_id__in=list(slot_ids), status=SlotStatus.FREE).values_list("pk", flat=True)
+        )
+        if not free:
+            return 0
+        # Rows that hang off a free slot (a draft kept from a lease that expired) go first, as a cascade would.
+        for relation in Slot._meta.related_objects:
+            if relation.related_model is not Slot and relation.on_delete is models.CASCADE:
+                relation.related_model.objects.filter(**{f"{relation.field.name}_id__in": free}).delete()
+        table = Slot._meta.db_table
+        marks = ", ".join(["%s"] * len(free))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE status = 'free' AND id IN ({marks})",  # nosec B608 - model-metadata name
+                free,
+            )
+            return int(cursor.rowcount)

@@ -1,6 +1,7 @@
 from django.urls import include, path
 
 from annotations import views
+from annotations.quality import exclusion_views
 
 urlpatterns = [
     path("", include("annotations.quality.urls")),
@@ -13,4 +14,19 @@ urlpatterns = [
     path("annotate/<int:campaign_id>/tasks/<int:task_id>/draft/", views.task_draft, name="annotate-draft"),
     path("campaigns/<int:campaign_id>/progress/", views.campaign_progress_page, name="campaign-progress"),
     path("datasets/<int:dataset_id>/export/<slug:kind>/", views.dataset_export, name="dataset-export"),
+    path(
+        "campaigns/<int:campaign_id>/raters/<int:rater_id>/exclude/",
+        exclusion_views.rater_exclude_view,
+        name="rater-exclude",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/raters/<int:rater_id>/reopen/",
+        exclusion_views.rater_slots_reopen_view,
+        name="rater-slots-reopen",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/raters/<int:rater_id>/revoke/",
+        exclusion_views.rater_exclusion_revoke_view,
+        name="rater-exclusion-revoke",
+    ),
 ]

@@ -99,7 +99,8 @@ def dataset_counts(dataset: Dataset) -> DatasetCounts:
         answers=Response.objects.filter(turn__item__dataset=dataset).count(),
         raters_imported=raters["imported"],
         raters_app=raters["app"],
-        ratings=Rating.objects.filter(rater__dataset=dataset).count(),
+        # Ratings of the dataset's answers: those of gold items and attention checks measure the raters instead.
+        ratings=Rating.objects.filter(rater__dataset=dataset, response__turn__item__gold__isnull=True).count(),
     )
 
 

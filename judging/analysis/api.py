@@ -16,6 +16,7 @@ from annotations.models import Dataset
 from annotations.permissions import IsResearcher
 from judging.analysis.reports import JudgeNotFound, agreement_report, correlation_report
 from judging.analysis.selectors import (
+    EXCLUDED_CHOICES,
     ORIGINS,
     RatingScope,
     ScopeError,
@@ -34,6 +35,13 @@ class ScopeQuery(serializers.Serializer):
         choices=ORIGINS,
         required=False,
         error_messages={"invalid_choice": f"origin must be one of {', '.join(ORIGINS)}, not " + '"{input}".'},
+    )
+    excluded = serializers.ChoiceField(
+        choices=EXCLUDED_CHOICES,
+        required=False,
+        error_messages={
+            "invalid_choice": f"excluded must be one of {', '.join(EXCLUDED_CHOICES)}, not " + '"{input}".'
+        },
     )
     campaign = serializers.IntegerField(
         min_value=1,
@@ -56,6 +64,13 @@ SCOPE_PARAMETERS = [
         "origin", str, enum=list(ORIGINS), description="whose ratings: all (default), imported or app raters"
     ),
     OpenApiParameter("campaign", int, description="id of a campaign of the dataset: only the ratings it collected"),
+    OpenApiParameter(
+        "excluded",
+        str,
+        enum=list(EXCLUDED_CHOICES),
+        description="the raters a researcher excluded: leave-out (default) or include, to compare; the response "
+        "lists them under scope.exclusions",
+    ),
 ]
 
 
@@ -63,7 +78,7 @@ def _scope(request: Request, dataset: Dataset, query: dict[str, Any]) -> RatingS
     """404 for a campaign outside the researcher's datasets or of another dataset, 400 for a contradiction."""
     campaign = stats_campaign_or_404(request.user, dataset, query["campaign"]) if "campaign" in query else None
     try:
-        return rating_scope(query.get("origin"), campaign)
+        return rating_scope(query.get("origin"), campaign, include_excluded=query.get("excluded") == "include")
     except ScopeError as exc:
         raise ValidationError({"origin": [str(exc)]}) from None
 

@@ -2,9 +2,10 @@
 
 ``agreement_report`` and ``correlation_report`` produce the stable JSON documented in the README
 (``agreement N --json`` and ``correlate --dataset N --judge J --json``). Every report reads the ratings of one
-``RatingScope`` (all ratings unless asked otherwise) and says which under ``"scope"``. Results are cached in the
-Django cache under a key that includes the scope and ``stats_version``, so any change to ratings, judge scores,
-judges or aspects makes the next request recompute.
+``RatingScope`` (all ratings unless asked otherwise) and says which under ``"scope"``, with the excluded raters it
+leaves out (or includes) under ``"scope"."exclusions"``. Results are cached in the Django cache under a key that
+includes the scope and ``stats_version``, so any change to ratings, judge scores, judges, aspects, exclusions or
+gold items makes the next request recompute.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from judging.analysis.selectors import (
     RatingRows,
     RatingScope,
     answer_details,
+    exclusions_json,
     judge_by_name,
     judge_scores,
     pairwise_judgments,
@@ -61,7 +63,7 @@ from judging.statistics.preference import pair_outcomes, preference_data, prefer
 from judging.statistics.results import defined
 
 # Bump when a statistic's definition changes so cached reports are not reused.
-STATS_CODE_VERSION = "2"
+STATS_CODE_VERSION = "3"
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 CACHE_SECONDS = 24 * 3600
@@ -110,7 +112,7 @@ def load_dataset_data(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> Dat
 
 # The last few datasets' arrays, keyed by (dataset, scope, data version): one page computes several reports from
 # the same ratings, and this keeps it to one round of queries. Entries of an old version are never read again.
-_DATA_MEMO: dict[tuple[int, tuple[str, int | None, str | None], str], DatasetData] = {}
+_DATA_MEMO: dict[tuple[int, tuple[str, int | None, str | None, bool], str], DatasetData] = {}
 _DATA_MEMO_SIZE = 4
 _DATA_MEMO_LOCK = threading.Lock()
 
@@ -201,7 +203,7 @@ def compute_agreement_report(
     data = data or load_dataset_data(dataset)
     return {
         "dataset": dataset.name,
-        "scope": data.scope.as_json(),
+        "scope": exclusions_json(data.scope, data.ratings.excluded),
         "aspects": {
             aspect.name: agreement_summary(
                 aspect_ratings(data, aspect), aspect.level, n_resamples=n_resamples, seed=seed
@@ -317,7 +319,7 @@ def compute_dataset_details(
             }
         )
     return {
-        "scope": data.scope.as_json(),
+        "scope": exclusions_json(data.scope, data.ratings.excluded),
         "aspect": aspect.name if aspect else None,
         "system": system_key or None,
         "systems": sorted(set(data.answers.system_keys)),
@@ -387,7 +389,7 @@ def compute_correlation_report(
     return {
         "dataset": dataset.name,
         "judge": judge.name,
-        "scope": data.scope.as_json(),
+        "scope": exclusions_json(data.scope, data.ratings.excluded),
         "aspects": aspects,
         "diagnostics": diagnostics,
     }
@@ -443,7 +445,7 @@ def compute_judge_details(
     result: dict[str, Any] = {
         "judge": judge.name,
         "kind": judge.kind,
-        "scope": data.scope.as_json(),
+        "scope": exclusions_json(data.scope, data.ratings.excluded),
         "aspects": [aspect.name for aspect in shared],
         "unmatched_aspects": sorted(set(scores) - {aspect.name for aspect in data.aspects}),
         "systems": sorted(set(data.answers.system_keys)),
@@ -608,4 +610,6 @@ def judge_calibrate(
             ],
             batch_size=5000,
         )
-    return {"judge": derived_name, "created": created, "n_scores": int(rows.size), **fit}
+    # The humans' means leave out the excluded raters, as every statistic does; the result says whom.
+    scope = exclusions_json(data.scope, data.ratings.excluded)
+    return {"judge": derived_name, "created": created, "n_scores": int(rows.size), "scope": scope, **fit}

@@ -4,14 +4,16 @@ Scoping: the dashboard and API reach a dataset only through ``dataset_for_stats_
 user's datasets); management commands run with operator rights and use ``annotations.selectors.dataset_by_name``.
 
 A ``RatingScope`` picks which human ratings the statistics read: all of them, the imported raters' only, the app
-raters' only, or the ratings one annotation campaign collected.
+raters' only, or the ratings one annotation campaign collected. Whatever the scope, the raters a researcher excluded
+(annotations.quality) are left out unless the scope asks to include them, for comparison, and ratings of gold items
+and attention checks never count: they measure the raters, not the dataset.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,9 @@ from annotations.models import (
     AssignmentStatus,
     Campaign,
     Dataset,
+    GoldItem,
     Rater,
+    RaterExclusion,
     Rating,
     RatingOrigin,
     Response,
@@ -45,6 +49,8 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 ORIGINS = ("all", "imported", "app")
+# The `excluded` parameter: leave the excluded raters out (the default) or include them for comparison.
+EXCLUDED_CHOICES = ("leave-out", "include")
 _RATING_ORIGINS = {"imported": RatingOrigin.IMPORT, "app": RatingOrigin.APP}
 
 
@@ -54,37 +60,70 @@ class ScopeError(ValueError):
 
 @dataclass(frozen=True)
 class RatingScope:
-    """Which ratings the statistics read. A campaign's scope holds only app ratings, so its origin is "app"."""
+    """Which ratings the statistics read. A campaign's scope holds only app ratings, so its origin is "app".
+    `include_excluded` brings the excluded raters' ratings back in."""
 
     origin: str = "all"
     campaign_id: int | None = None
     campaign_name: str | None = None
+    include_excluded: bool = False
 
     def as_json(self) -> dict[str, str | None]:
         return {"origin": self.origin, "campaign": self.campaign_name}
 
-    def cache_key(self) -> tuple[str, int | None, str | None]:
+    def cache_key(self) -> tuple[str, int | None, str | None, bool]:
         # The name is part of the key because the reports print it: a renamed campaign must not show the old one.
-        return (self.origin, self.campaign_id, self.campaign_name)
+        # Which raters are excluded is part of stats_version, so a new or revoked exclusion changes the key too.
+        return (self.origin, self.campaign_id, self.campaign_name, self.include_excluded)
 
     def parameter(self) -> tuple[str, str]:
-        """The one URL parameter that selects this scope."""
+        """The one URL parameter that selects this scope's ratings (origin or campaign)."""
         if self.campaign_id is not None:
             return ("campaign", str(self.campaign_id))
         return ("origin", self.origin)
 
     def query(self) -> dict[str, str]:
-        """The URL parameters that select this scope; none for all ratings, the default."""
-        return {} if self == ALL_RATINGS else dict([self.parameter()])
+        """The URL parameters that select this scope; none for the default (all ratings, exclusions applied)."""
+        params = {} if replace(self, include_excluded=False) == ALL_RATINGS else dict([self.parameter()])
+        if self.include_excluded:
+            params["excluded"] = "include"
+        return params
+
+    def with_excluded(self, include: bool) -> RatingScope:
+        return replace(self, include_excluded=include)
 
     @property
     def label(self) -> str:
         if self.campaign_name is not None:
-            return gettext("Campaign: %(name)s") % {"name": self.campaign_name}
-        return {
-            "imported": gettext("Imported raters only"),
-            "app": gettext("App raters only"),
-        }.get(self.origin, gettext("All ratings"))
+            text = gettext("Campaign: %(name)s") % {"name": self.campaign_name}
+        else:
+            text = {
+                "imported": gettext("Imported raters only"),
+                "app": gettext("App raters only"),
+            }.get(self.origin, gettext("All ratings"))
+        if self.include_excluded:
+            text = gettext("%(scope)s, excluded raters included") % {"scope": text}
+        return text
+
+
+@dataclass(frozen=True)
+class ExcludedRater:
+    """A rater with an exclusion in force whose ratings the scope holds: left out unless the scope includes them."""
+
+    rater_id: int
+    pseudonym: str
+    reason: str
+
+
+def exclusions_json(scope: RatingScope, excluded: tuple[ExcludedRater, ...]) -> dict[str, Any]:
+    """The scope as the reports state it: origin, campaign and which excluded raters it leaves out (or includes)."""
+    return {
+        **scope.as_json(),
+        "exclusions": {
+            "left_out": not scope.include_excluded,
+            "raters": [{"rater": rater.pseudonym, "reason": rater.reason} for rater in excluded],
+        },
+    }
 
 
 ALL_RATINGS = RatingScope()
@@ -124,6 +163,8 @@ class RatingRows:
     value: FloatArray
     rater_pseudonyms: dict[int, str]
     positional_raters: frozenset[int]
+    # The excluded raters whose ratings this scope holds: left out of the rows above unless the scope includes them.
+    excluded: tuple[ExcludedRater, ...] = field(default=())
 
 
 def researcher_datasets(user: AbstractBaseUser | AnonymousUser) -> list[Dataset]:
@@ -134,17 +175,29 @@ def dataset_for_stats_or_404(user: AbstractBaseUser | AnonymousUser, pk: int) ->
     return dataset_for_user_or_404(user, pk)
 
 
-def rating_scope(origin: str | None = None, campaign: Campaign | None = None) -> RatingScope:
+def rating_scope(
+    origin: str | None = None, campaign: Campaign | None = None, *, include_excluded: bool = False
+) -> RatingScope:
     """The scope of an origin (default "all") and an optional campaign, whose ratings are app ratings: asking for
     a campaign's imported ratings is a contradiction, not an empty scope."""
     chosen = origin or "all"
     if chosen not in ORIGINS:
         raise ScopeError(f"origin must be one of {', '.join(ORIGINS)}, not {chosen!r}")
     if campaign is None:
-        return RatingScope(origin=chosen)
+        return RatingScope(origin=chosen, include_excluded=include_excluded)
     if chosen == "imported":
         raise ScopeError("a campaign's ratings are app ratings: with a campaign, origin must be app or all")
-    return RatingScope(origin="app", campaign_id=campaign.pk, campaign_name=campaign.name)
+    return RatingScope(
+        origin="app", campaign_id=campaign.pk, campaign_name=campaign.name, include_excluded=include_excluded
+    )
+
+
+def excluded_choice(value: str | None) -> bool:
+    """Whether the `excluded` parameter asks to include the excluded raters; ScopeError for an unknown value."""
+    chosen = value or "leave-out"
+    if chosen not in EXCLUDED_CHOICES:
+        raise ScopeError(f"excluded must be one of {', '.join(EXCLUDED_CHOICES)}, not {chosen!r}")
+    return chosen == "include"
 
 
 def campaign_by_name(dataset: Dataset, name: str) -> Campaign | None:
@@ -208,6 +261,24 @@ def stats_answers(dataset: Dataset) -> Answers:
     )
 
 
+def exclusions_in_force(dataset: Dataset) -> list[tuple[int, int | None, str, str]]:
+    """(rater id, the rater's account id, pseudonym, reason) of each rater of the dataset excluded now."""
+    return list(
+        RaterExclusion.objects.filter(rater__dataset=dataset, revoked_at__isnull=True)
+        .order_by("rater__pseudonym")
+        .values_list("rater_id", "rater__user_id", "rater__pseudonym", "reason")
+    )
+
+
+def gold_response_ids(dataset: Dataset) -> list[int]:
+    """The answers of the dataset's gold items and attention checks, whose ratings measure the raters."""
+    return list(
+        Response.objects.filter(turn__item__dataset=dataset, turn__item__gold__isnull=False).values_list(
+            "id", flat=True
+        )
+    )
+
+
 def stats_ratings(dataset: Dataset, answers: Answers, scope: RatingScope = ALL_RATINGS) -> RatingRows:
     aspect_ids = list(Aspect.objects.filter(dataset=dataset).values_list("id", flat=True))
     rows = list(
@@ -217,6 +288,18 @@ def stats_ratings(dataset: Dataset, answers: Answers, scope: RatingScope = ALL_R
     )
     raters = list(Rater.objects.filter(dataset=dataset).values_list("id", "pseudonym", "is_positional"))
     table = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+    gold = gold_response_ids(dataset)
+    if gold:
+        table = table[~np.isin(table[:, 1], np.asarray(gold, dtype=np.float64))]
+    exclusions = exclusions_in_force(dataset)
+    present = set(np.unique(table[:, 2]).astype(np.int64).tolist())
+    excluded = tuple(
+        ExcludedRater(rater_id=rater_id, pseudonym=pseudonym, reason=reason)
+        for rater_id, _user_id, pseudonym, reason in exclusions
+        if rater_id in present
+    )
+    if excluded and not scope.include_excluded:
+        table = table[~np.isin(table[:, 2], np.asarray([rater.rater_id for rater in excluded], dtype=np.float64))]
     return RatingRows(
         aspect_id=table[:, 0].astype(np.int64),
         answer=answers.rows_of(table[:, 1].astype(np.int64)),
@@ -224,6 +307,7 @@ def stats_ratings(dataset: Dataset, answers: Answers, scope: RatingScope = ALL_R
         value=table[:, 3],
         rater_pseudonyms={rater_id: pseudonym for rater_id, pseudonym, _ in raters},
         positional_raters=frozenset(rater_id for rater_id, _, positional in raters if positional),
+        excluded=excluded,
     )
 
 
@@ -285,7 +369,11 @@ class PreferenceRows:
 
 def _imported_preferences(dataset: Dataset, rows: PreferenceRows) -> None:
     """The turns' imported ``preferences``; an entry that lists no candidates chose among all the turn's answers."""
-    turns = list(Turn.objects.filter(item__dataset=dataset, source__has_key="preferences").values_list("id", "source"))
+    turns = list(
+        Turn.objects.filter(item__dataset=dataset, item__gold__isnull=True, source__has_key="preferences").values_list(
+            "id", "source"
+        )
+    )
     shown: dict[int, list[str]] = {}
     for turn_id, key in (
         Response.objects.filter(turn_id__in=[turn_id for turn_id, _ in turns])
@@ -307,7 +395,15 @@ def _imported_preferences(dataset: Dataset, rows: PreferenceRows) -> None:
 
 
 def _app_preferences(dataset: Dataset, scope: RatingScope, rows: PreferenceRows) -> None:
-    submissions = Submission.objects.filter(assignment__campaign__dataset=dataset)
+    submissions = Submission.objects.filter(
+        assignment__campaign__dataset=dataset,
+        assignment__is_gold=False,
+        assignment__task__turn__item__gold__isnull=True,
+    )
+    if not scope.include_excluded:
+        excluded_users = [user_id for _, user_id, _, _ in exclusions_in_force(dataset) if user_id is not None]
+        if excluded_users:
+            submissions = submissions.exclude(assignment__annotator_id__in=excluded_users)
     tasks = Task.responses.through.objects.filter(task__campaign__dataset=dataset)
     if scope.campaign_id is not None:
         submissions = submissions.filter(assignment__campaign_id=scope.campaign_id)
@@ -398,6 +494,13 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
     pairwise = list(
         JudgeRun.objects.filter(dataset=dataset, method="pairwise").order_by("id").values_list("id", "status", "done")
     )
+    # Who is excluded and which items are gold change the statistics without any rating changing.
+    exclusions = list(
+        RaterExclusion.objects.filter(rater__dataset=dataset, revoked_at__isnull=True)
+        .order_by("id")
+        .values_list("id", "rater_id", "reason")
+    )
+    gold = sorted(GoldItem.objects.filter(item__dataset=dataset).values_list("item_id", flat=True))
     campaign: list[Any] = []
     if scope.campaign_id is not None:
         submitted = Assignment.objects.filter(campaign_id=scope.campaign_id, status=AssignmentStatus.SUBMITTED)
@@ -407,6 +510,8 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
             sorted(asked.values_list("aspect_id", flat=True)),
         ]
     payload = json.dumps(
-        [ratings, scores, judges, aspects, systems, submissions, pairwise, *campaign], default=str, sort_keys=True
+        [ratings, scores, judges, aspects, systems, submissions, pairwise, exclusions, gold, *campaign],
+        default=str,
+        sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]

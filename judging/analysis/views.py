@@ -35,6 +35,7 @@ from judging.analysis.selectors import (
     ScopeError,
     dataset_for_stats_or_404,
     dataset_judges,
+    excluded_choice,
     rating_scope,
     researcher_datasets,
     stats_aspects,
@@ -100,25 +101,38 @@ def _scope(request: HttpRequest, dataset: Dataset) -> RatingScope:
             raise BadRequest("campaign must be a campaign id")
         campaign = stats_campaign_or_404(request.user, dataset, int(campaign_id))
     try:
-        return rating_scope(_param(request, "origin"), campaign)
+        include = excluded_choice(_param(request, "excluded"))
+        return rating_scope(_param(request, "origin"), campaign, include_excluded=include)
     except ScopeError as exc:
         raise BadRequest(str(exc)) from None
 
 
 def _scope_context(
-    request: HttpRequest, dataset: Dataset, scope: RatingScope, page: str, keep: dict[str, Any]
+    request: HttpRequest,
+    dataset: Dataset,
+    scope: RatingScope,
+    page: str,
+    keep: dict[str, Any],
+    stated: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The scope selector (one submit button per scope, keeping the other filters) and the scope's URL parameters
-    for every link and form of the page."""
+    """The scope selector (one submit button per scope, keeping the other filters), the scope's URL parameters
+    for every link and form of the page, and, from `stated` (a report's "scope"), the excluded raters the numbers
+    leave out or include, with a link to the other choice."""
     params = scope.query()
+    action = reverse(page, args=[dataset.pk])
+    kept = {name: value for name, value in keep.items() if value}
+    exclusions = (stated or {}).get("exclusions") or {"left_out": not scope.include_excluded, "raters": []}
+    toggled = scope.with_excluded(not scope.include_excluded).query()
     return {
         "scope": scope,
-        "scope_action": reverse(page, args=[dataset.pk]),
+        "scope_action": action,
         "scope_choices": [
-            {"parameter": option.parameter(), "label": option.label, "current": option.query() == params}
+            {"parameter": option.parameter(), "label": option.label, "current": option.parameter() == scope.parameter()}
             for option in stats_scopes(request.user, dataset)
         ],
-        "scope_keep": [(name, value) for name, value in keep.items() if value],
+        "scope_keep": [*kept.items(), *([("excluded", "include")] if scope.include_excluded else [])],
+        "scope_exclusions": exclusions,
+        "scope_exclusions_toggle": action + _query(**kept, **toggled),
         "scope_params": list(params.items()),
         "scope_suffix": "&" + urlencode(params) if params else "",
         "scope_query": _query(**params),
@@ -170,7 +184,12 @@ def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
         "distribution_table": tables.distribution_table(details),
         "download_query": _query(aspect=details["aspect"], system=details["system"], **scope.query()),
         **_scope_context(
-            request, dataset, scope, "dashboard-dataset", {"aspect": details["aspect"], "system": details["system"]}
+            request,
+            dataset,
+            scope,
+            "dashboard-dataset",
+            {"aspect": details["aspect"], "system": details["system"]},
+            report["scope"],
         ),
     }
 
@@ -244,6 +263,7 @@ def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     except JudgeNotFound:
         raise Http404("no such judge") from None
     context["details"] = details
+    context.update(_scope_context(request, dataset, scope, "dashboard-judges", keep, details["scope"]))
     context["download_query"] = _query(
         judge=details["judge"], aspect=details["aspect"], system=details["system"], **scope.query()
     )

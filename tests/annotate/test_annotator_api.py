@@ -48,7 +48,7 @@ def test_next_task_is_blinded(campaign, annotator1):
     assert response.status_code == 200
     task = response.json()
     assert [c["number"] for c in task["candidates"]] == [1, 2, 3, 4]
-    assert set(task["candidates"][0]) == {"number", "text", "earlier_answers"}
+    assert set(task["candidates"][0]) == {"number", "text", "earlier_answers", "instruction"}
     assert [a["name"] for a in task["aspects"]] == ["factuality", "amount_info"]
     assert task["aspects"][1]["allows_missing"] and not task["aspects"][0]["allows_missing"]
     text = json.dumps(task)

@@ -185,6 +185,25 @@ def _submit_tasks(campaign: Campaign, users: list[User], tasks: int, rng: random
 
 @pytest.fixture
 def scoped(researcher: User, annotators: list[User], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ScopedData:
+    return build_scoped(researcher, annotators, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def scoped_named(
+    researcher: User, annotators: list[User], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> ScopedData:
+    """The same, with the file naming its raters (a "raters" list per answer) instead of positional ones."""
+    return build_scoped(researcher, annotators, tmp_path, monkeypatch, with_rater_ids=True)
+
+
+def build_scoped(
+    researcher: User,
+    annotators: list[User],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    with_rater_ids: bool = False,
+) -> ScopedData:
     cache.clear()
     # Campaign seeds and rater pseudonyms come from secrets.token_hex; a counter makes the candidate order, and so
     # which value lands on which answer, the same on every run, while keeping every token distinct.
@@ -192,7 +211,15 @@ def scoped(researcher: User, annotators: list[User], tmp_path: Path, monkeypatch
     monkeypatch.setattr(secrets, "token_hex", lambda nbytes=16: f"{next(counter):0{2 * nbytes}x}")
     path = tmp_path / "scoped.jsonl"
     generate_llm_jp_jsonl(
-        path, items=12, systems=3, raters=3, seed=11, max_chars=120, missing_rate=0.0, two_turn_share=0.0
+        path,
+        items=12,
+        systems=3,
+        raters=3,
+        seed=11,
+        max_chars=120,
+        missing_rate=0.0,
+        two_turn_share=0.0,
+        with_rater_ids=with_rater_ids,
     )
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     rng = random.Random(4)

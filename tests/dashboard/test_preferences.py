@@ -20,9 +20,10 @@ from django.urls import reverse
 
 from annotations.campaign_selectors import campaign_scales, task_candidates
 from annotations.campaign_services import TaskAnswer, assignment_claim, submission_create
-from annotations.models import Campaign, Dataset, Response, Submission
+from annotations.models import Assignment, Campaign, Dataset, GoldItem, Item, Rater, Response, Submission
+from annotations.quality.services import rater_exclude
 from judging.analysis.reports import agreement_report
-from judging.analysis.selectors import ALL_RATINGS, rating_scope
+from judging.analysis.selectors import ALL_RATINGS, rating_scope, stats_preferences
 from judging.models import Judge, JudgeKind, JudgeRun, Judgment, JudgmentStatus
 from tests.annotate.factories import lfqa_lines, make_campaign, make_dataset
 
@@ -250,3 +251,22 @@ def test_an_edited_preference_is_not_served_from_the_cache(setup: PreferenceSetu
         )
     rows = _by_system(agreement_report(setup.dataset, scope)["preferences"])
     assert rows["sys_gamma"]["win_rate"]["value"] == 1.0
+
+
+def test_preferences_leave_out_gold_tasks_and_excluded_raters(setup: PreferenceSetup, researcher: User) -> None:
+    """12 app preferences (3 annotators x 4 prompts) and 3 imported ones on q0."""
+    app = rating_scope("app")
+    assert agreement_report(setup.dataset, app)["preferences"]["n_preferences"] == 12
+    first = setup.campaign.annotators.order_by("username").first()
+    one = Assignment.objects.filter(campaign=setup.campaign, annotator=first, status="submitted").first()
+    assert one is not None
+    Assignment.objects.filter(pk=one.pk).update(is_gold=True)
+    cache.clear()  # gold slots are made with their task, never marked later; here the report is read afresh
+    assert len(stats_preferences(setup.dataset, app).turn_ids) == 11
+    rater_exclude(rater=Rater.objects.get(dataset=setup.dataset, user=first), reason="straight-lining", by=researcher)
+    assert agreement_report(setup.dataset, app)["preferences"]["n_preferences"] == 8  # 3 left of theirs go too
+    assert agreement_report(setup.dataset, app.with_excluded(True))["preferences"]["n_preferences"] == 11
+    assert len(stats_preferences(setup.dataset, ALL_RATINGS).turn_ids) == 8 + 3
+    GoldItem.objects.create(item=Item.objects.get(dataset=setup.dataset, external_id="q0"), expected={})
+    # q0's imported preferences and the two remaining app ones on q0 leave too.
+    assert len(stats_preferences(setup.dataset, ALL_RATINGS).turn_ids) == 8 - 2

@@ -26,12 +26,14 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaign_services import assignment_skip
+from annotations.gold.services import gold_item_set
 from annotations.models import (
     Aspect,
     Assignment,
     AssignmentStatus,
     Campaign,
     Dataset,
+    GoldItem,
     Item,
     Rater,
     Rating,
@@ -55,8 +57,8 @@ SAMPLES = Path(__file__).resolve().parents[2] / "annotations" / "sample_data"
 METRIC_CONFIG = {"name": "length-judge", "method": "metric", "metric": "length"}
 
 # Admins that keep a legitimate write; every other one of our admins is read-only for everyone.
-ADDS = {Campaign, JudgeConfig, KnowledgeCorpus, FactReviewCampaign}
-CHANGES = {Dataset, Campaign, JudgeConfig, FactReviewCampaign}
+ADDS = {Campaign, JudgeConfig, KnowledgeCorpus, FactReviewCampaign, GoldItem}
+CHANGES = {Dataset, Campaign, JudgeConfig, FactReviewCampaign, GoldItem}
 
 
 @dataclass
@@ -106,8 +108,18 @@ def tenants(researcher: User, annotator1: User, annotator2: User, outsider: User
     review.annotators.set([annotator1])
     lease = Assignment.objects.get(campaign=world.campaign_a, annotator=annotator1, status=AssignmentStatus.LEASED)
     skip = assignment_skip(assignment=lease, user=annotator1, reason=SkipReason.OTHER, note="not today")
+    # A gold item whose tasks nobody was handed, so marking it leaves every lease of campaign A as it was.
+    gold_item = Item.objects.filter(dataset=dataset).exclude(
+        turns__campaign_tasks__assignments__annotator__isnull=False
+    )[0]
+    gold_answer = Response.objects.filter(turn__item=gold_item).select_related("system")[0]
+    scale = Aspect.objects.filter(dataset=dataset).order_by("position")[0]
+    gold = gold_item_set(
+        item=gold_item, kind="gold", expected={gold_answer.system.key: {scale.name: scale.min_value}}, by=researcher
+    )
     rows: dict[type, models.Model] = {
         Dataset: dataset,
+        GoldItem: gold,
         System: System.objects.filter(dataset=dataset)[0],
         Item: Item.objects.filter(dataset=dataset)[0],
         Turn: Turn.objects.filter(item__dataset=dataset)[0],
@@ -217,6 +229,13 @@ def _targeted_bodies(
     if model is Campaign:
         yield "a zero lease", {**base, "lease_minutes": "0"}
         yield "a researcher in the annotator pool", {**base, "annotators": [str(tenants.world.researcher_b.pk)]}
+    if model is GoldItem:
+        assert isinstance(row, GoldItem)
+        ((system, values),) = row.expected.items()
+        ((aspect, _value),) = values.items()
+        yield "a value outside the aspect's range", {**base, "expected": json.dumps({system: {aspect: 99}})}
+        yield "a system of another dataset", {**base, "expected": json.dumps({"ZQSECRET-sys": {aspect: 1}})}
+        yield "an attention check without an instruction", {**base, "kind": "attention", "instruction": ""}
     if model is FactReviewCampaign:
         yield "a zero lease", {**base, "lease_minutes": "0"}
         yield "a researcher in the review pool", {**base, "annotators": [str(tenants.world.researcher_b.pk)]}

@@ -196,6 +196,7 @@ class FullWorld:
         values["run_id"] = str(self.fact_run.pk)
         values["answer_id"] = str(self.fact_answer.pk)
         values["dataset_id"] = str(self.fact_dataset.pk if route.startswith("factscore/") else self.dataset.pk)
+        values["rater_id"] = _first_rater_id(self.dataset)
         if self.link is not None:
             values["token"] = self.link.token
             values["platform"] = self.link.platform
@@ -208,6 +209,7 @@ class FullWorld:
             values["campaign_id"] = str(self.campaign_b.pk)
             values["task_id"] = str(self.task_b.pk)
             values["dataset_id"] = str(self.dataset_b.pk)
+            values["rater_id"] = _first_rater_id(self.dataset_b)
             if self.link_b is not None:
                 values["token"] = self.link_b.token
                 values["platform"] = self.link_b.platform
@@ -238,6 +240,14 @@ class FullWorld:
             return str(self.dataset.pk)
         row = manager.order_by("pk").first()
         return str(row.pk) if row else None
+
+
+def _first_rater_id(dataset: Dataset) -> str:
+    from annotations.models import Rater
+
+    rater = Rater.objects.filter(dataset=dataset).order_by("pk").first()
+    assert rater is not None, f"the world's dataset {dataset.pk} has no rater"
+    return str(rater.pk)
 
 
 SECRET = "ZQSECRET"

@@ -34,6 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("--optional-rationale", action="store_true", help="the reason text may be left empty")
         parser.add_argument("--lease-minutes", type=int, default=30, help="how long a task stays reserved (30)")
         parser.add_argument(
+            "--gold-rate",
+            type=float,
+            default=0,
+            help="share of each annotator's tasks drawn from gold items and attention checks, 0 to 0.5 (0)",
+        )
+        parser.add_argument(
             "--scale-dropdowns",
             action="store_true",
             help="show every scale as a drop-down (default: rows of buttons up to 7 values)",
@@ -64,6 +70,7 @@ class Command(BaseCommand):
                 rationale_required=not options["optional_rationale"],
                 lease_minutes=options["lease_minutes"],
                 scale_dropdowns=options["scale_dropdowns"],
+                gold_rate=options["gold_rate"],
             )
         except CampaignError as exc:
             raise CommandError(str(exc)) from None

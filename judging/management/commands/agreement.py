@@ -18,6 +18,11 @@ def add_scope_arguments(parser: CommandParser) -> None:
         help="whose ratings: all (default), imported (the raters of the imported file) or app (collected here)",
     )
     parser.add_argument("--campaign", help="only the ratings this annotation campaign collected (app ratings)")
+    parser.add_argument(
+        "--include-excluded",
+        action="store_true",
+        help="include the raters a researcher excluded (left out by default), to compare",
+    )
 
 
 def scope_or_error(dataset: Dataset, options: dict[str, Any]) -> RatingScope:
@@ -27,9 +32,30 @@ def scope_or_error(dataset: Dataset, options: dict[str, Any]) -> RatingScope:
         if campaign is None:
             raise CommandError(f"no campaign named {options['campaign']!r} on this dataset")
     try:
-        return rating_scope(options.get("origin"), campaign)
+        return rating_scope(options.get("origin"), campaign, include_excluded=bool(options.get("include_excluded")))
     except ScopeError as exc:
         raise CommandError(str(exc)) from None
+
+
+def exclusions_text(scope: dict[str, Any], *, hint: bool = True) -> str | None:
+    """The line that says which excluded raters the numbers leave out or include, with the option that brings
+    them back when `hint`; None when there are none."""
+    exclusions = scope.get("exclusions") or {}
+    raters = exclusions.get("raters") or []
+    if not raters:
+        return None
+    names = ", ".join(f"{rater['rater']} ({rater['reason']})" for rater in raters)
+    if exclusions.get("left_out"):
+        suffix = "; --include-excluded brings them back in" if hint else ""
+        return f"Leaving out {len(raters)} excluded rater(s): {names}{suffix}"
+    return f"Including {len(raters)} excluded rater(s): {names}"
+
+
+def write_scope(command: BaseCommand, scope: RatingScope, report: dict[str, Any]) -> None:
+    command.stdout.write(f"Ratings: {scope.label}")
+    line = exclusions_text(report["scope"])
+    if line:
+        command.stdout.write(line)
 
 
 def as_json(report: dict[str, Any]) -> str:
@@ -110,7 +136,7 @@ class Command(BaseCommand):
         header = ["aspect", "level", "items", "ratings", "alpha", "95% CI", "nominal", "ordinal", "interval"]
         header += ["fleiss", "AC1", "ICC1", "exact", "±1"]
         self.stdout.write(f"Agreement for dataset {report['dataset']}")
-        self.stdout.write(f"Ratings: {scope.label}")
+        write_scope(self, scope, report)
         self.stdout.write(text_table(header, rows))
         for where, reason in reasons.items():
             self.stdout.write(f"  {where}: undefined ({reason})")

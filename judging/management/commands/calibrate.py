@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 from judging.analysis.reports import CalibrationError, JudgeNotFound, judge_calibrate
-from judging.management.commands.agreement import as_json, number
+from judging.management.commands.agreement import as_json, exclusions_text, number
 
 
 class Command(BaseCommand):
@@ -45,6 +45,9 @@ class Command(BaseCommand):
             self.stdout.write(as_json(result))
             return
         self.stdout.write(f"Derived judge {result['judge']} ({result['n_scores']} scores on {result['target']})")
+        line = exclusions_text(result["scope"], hint=False)
+        if line:
+            self.stdout.write(line)
         for aspect, weight in result["weights"].items():
             self.stdout.write(f"  w[{aspect}] = {weight:.4f}")
         self.stdout.write(

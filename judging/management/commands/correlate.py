@@ -13,6 +13,7 @@ from judging.management.commands.agreement import (
     number,
     scope_or_error,
     text_table,
+    write_scope,
 )
 from judging.statistics.correlation import LEVELS
 
@@ -46,7 +47,7 @@ class Command(BaseCommand):
             self.stdout.write(as_json(report))
             return
         self.stdout.write(f"Judge {report['judge']} versus humans on dataset {report['dataset']}")
-        self.stdout.write(f"Ratings: {scope.label}")
+        write_scope(self, scope, report)
         if not report["aspects"]:
             self.stdout.write("The judge has no scores for any aspect of the dataset's rubric.")
         for aspect, levels in report["aspects"].items():

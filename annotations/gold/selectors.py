@@ -1,0 +1,72 @@
+"""Reads for gold items and attention checks: which task of an annotator's queue is gold, and which gold task.
+
+The rule: an annotator's tasks, counted in the order they were handed out, fall into blocks of round(1 / gold_rate);
+in each block one position, drawn from the campaign's secret seed, the annotator and the block number, is a gold
+task. So every annotator gets gold at the configured rate, at places they cannot predict, and a rerun of the same
+campaign hands it out at the same places. When the annotator has had every gold task, or has no regular task left
+(gold never keeps someone busy on its own), the position gets a regular task.
+"""
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from annotations.models import Campaign, GoldItem, GoldKind, Item, Response, Task
+from annotations.slots import seeded_random
+
+AnyUser = AbstractBaseUser | AnonymousUser
+
+
+def gold_block_size(rate: float) -> int:
+    """Tasks per block holding one gold task; 0 when the campaign hands out no gold."""
+    if rate <= 0:
+        return 0
+    return max(1, round(1 / rate))
+
+
+def gold_is_due(*, campaign: Campaign, user_id: int, handed_out: int) -> bool:
+    """Whether the annotator's next task (they have had `handed_out` so far) is a gold position."""
+    size = gold_block_size(campaign.gold_rate)
+    if not size:
+        return False
+    block, place = divmod(handed_out, size)
+    return place == seeded_random(campaign.shuffle_seed, "gold", user_id, block).randrange(size)
+
+
+def gold_task_next(*, campaign: Campaign, user: AnyUser) -> Task | None:
+    """The first gold task in hand-out order that the annotator has never held or skipped."""
+    return (
+        Task.objects.filter(campaign=campaign, is_gold=True)
+        .exclude(assignments__annotator_id=user.pk)
+        .exclude(skips__annotator_id=user.pk)
+        .order_by("position")
+        .first()
+    )
+
+
+def gold_items_of_dataset(dataset_id: int) -> QuerySet[GoldItem]:
+    return GoldItem.objects.filter(item__dataset_id=dataset_id).select_related("item").order_by("item__position")
+
+
+def gold_for_item(item: Item) -> GoldItem | None:
+    return GoldItem.objects.filter(item=item).first()
+
+
+def attention_instructions(*, task: Task, response_ids: list[int]) -> dict[int, str]:
+    """An attention check's instruction by the response it applies to: the answers of the systems its expected
+    values name, or every answer of the task when it names none. Empty for any other task."""
+    check = (
+        GoldItem.objects.filter(item__turns__pk=task.turn_id, kind=GoldKind.ATTENTION)
+        .values_list("instruction", "expected")
+        .first()
+    )
+    if check is None:
+        return {}
+    instruction, expected = check
+    named = set(expected or {})
+    systems = dict(Response.objects.filter(pk__in=response_ids).values_list("pk", "system__key"))
+    return {pk: instruction for pk in response_ids if not named or systems.get(pk) in named}
+
+
+def gold_item_handed_out(item: Item) -> bool:
+    """Whether some campaign handed the item's gold task to anyone."""
+    return Task.objects.filter(turn__item=item, is_gold=True, assignments__annotator__isnull=False).exists()

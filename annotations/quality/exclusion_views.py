@@ -1,0 +1,128 @@
+"""The researcher's exclusion controls of a campaign's quality table: exclude a rater (optionally reopening their
+slots), reopen later, revoke. POST only; a researcher who sees the campaign, a rater of its dataset, else 404.
+
+With htmx the response is the row's controls again (`annotate/_exclusion_controls.html`, 422 with the problem when
+refused); without it, a redirect back to the campaign's progress page with a message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_POST
+
+from annotations.campaign_selectors import campaign_for_researcher
+from annotations.models import Campaign, Rater, RaterExclusion
+from annotations.quality.exclusion_selectors import campaign_rater_or_404, rater_exclusion_in_force
+from annotations.quality.services import ExclusionError, rater_exclude, rater_exclusion_revoke, rater_slots_reopen
+
+
+@dataclass(frozen=True)
+class ExclusionRow:
+    """What the controls template reads of a quality-table row."""
+
+    rater_id: int
+    excluded: bool
+    exclusion_reason: str
+    flag_reasons: list[str] = field(default_factory=list)
+
+
+def _row(rater: Rater, exclusion: RaterExclusion | None, reason: str = "") -> ExclusionRow:
+    return ExclusionRow(
+        rater_id=rater.pk,
+        excluded=exclusion is not None,
+        exclusion_reason=exclusion.reason if exclusion is not None else "",
+        flag_reasons=[reason] if reason else [],
+    )
+
+
+def _answer(
+    request: HttpRequest,
+    campaign: Campaign,
+    rater: Rater,
+    *,
+    done: str | None = None,
+    problem: str | None = None,
+    reason: str = "",
+) -> HttpResponse:
+    if getattr(request, "htmx", False):
+        context = {
+            "campaign": campaign,
+            "row": _row(rater, rater_exclusion_in_force(rater), reason),
+            "exclusion_done": done,
+            "exclusion_problem": problem,
+        }
+        return render(request, "annotate/_exclusion_controls.html", context, status=422 if problem else 200)
+    if problem:
+        messages.error(request, problem)
+    elif done:
+        messages.success(request, done)
+    return HttpResponseRedirect(reverse("campaign-progress", args=[campaign.pk]), status=303)
+
+
+def _researcher(request: HttpRequest) -> User | None:
+    return request.user if isinstance(request.user, User) else None
+
+
+@require_POST
+@login_required
+def rater_exclude_view(request: HttpRequest, campaign_id: int, rater_id: int) -> HttpResponse:
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    rater = campaign_rater_or_404(campaign, rater_id)
+    reason = str(request.POST.get("reason", ""))
+    reopen = request.POST.get("reopen") == "on"
+    try:
+        rater_exclude(rater=rater, reason=reason, by=_researcher(request), campaign=campaign, reopen_slots=reopen)
+    except ExclusionError as exc:
+        return _answer(request, campaign, rater, problem=str(exc), reason=reason.strip())
+    done = (
+        _("%(rater)s is excluded from the statistics; their tasks are reopened and they left the pool.")
+        if reopen
+        else _("%(rater)s is excluded from the statistics.")
+    ) % {"rater": rater.pseudonym}
+    return _answer(request, campaign, rater, done=done)
+
+
+@require_POST
+@login_required
+def rater_slots_reopen_view(request: HttpRequest, campaign_id: int, rater_id: int) -> HttpResponse:
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    rater = campaign_rater_or_404(campaign, rater_id)
+    exclusion = rater_exclusion_in_force(rater)
+    if exclusion is None:
+        return _answer(request, campaign, rater, problem=_("Exclude the rater in this campaign first."))
+    if exclusion.campaign_id not in (None, campaign.pk):
+        problem = _("%(rater)s was excluded in another campaign; reopen their tasks there.")
+        return _answer(request, campaign, rater, problem=problem % {"rater": rater.pseudonym})
+    try:
+        if exclusion.campaign_id is None:
+            raise ExclusionError(_("This exclusion was recorded without a campaign; its slots cannot be reopened."))
+        added = rater_slots_reopen(exclusion=exclusion)
+    except ExclusionError as exc:
+        return _answer(request, campaign, rater, problem=str(exc))
+    done = ngettext(
+        "%(n)d task of %(rater)s reopened; they left the pool.",
+        "%(n)d tasks of %(rater)s reopened; they left the pool.",
+        added,
+    ) % {"n": added, "rater": rater.pseudonym}
+    return _answer(request, campaign, rater, done=done)
+
+
+@require_POST
+@login_required
+def rater_exclusion_revoke_view(request: HttpRequest, campaign_id: int, rater_id: int) -> HttpResponse:
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    rater = campaign_rater_or_404(campaign, rater_id)
+    exclusion = rater_exclusion_in_force(rater)
+    if exclusion is None:
+        return _answer(request, campaign, rater, done=_("%(rater)s is not excluded.") % {"rater": rater.pseudonym})
+    rater_exclusion_revoke(exclusion=exclusion, by=_researcher(request))
+    done = _("%(rater)s counts in the statistics again.") % {"rater": rater.pseudonym}
+    return _answer(request, campaign, rater, done=done, reason=exclusion.reason)

@@ -1,0 +1,133 @@
+"""Writes of rater quality: excluding a rater from the statistics, revoking that, and reopening their slots.
+
+An exclusion leaves every rating of the rater out of the agreement and correlation statistics of their dataset
+(judging.analysis reads the exclusions in force; a scope can bring them back in for comparison). It is recorded and
+reversible: revoking keeps the row with who revoked it and when.
+
+Reopening slots
+---------------
+So that a task still gets N ratings that count, each submitted (non-gold) slot of the excluded rater in the
+campaign gets one free replacement slot on the same task (annotations.slots, "replacement slots"), handed out by
+the normal claim rule. The rater leaves the campaign's pool, so they stop taking tasks; they could not take a
+replacement anyway (one slot per task and person). Revoking the exclusion deletes the replacements nobody has
+taken yet; a replacement someone took stays, so such a task may then hold N+1 ratings that count. The rater stays
+out of the pool until a researcher adds them back.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_services import campaign_annotator_remove
+from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
+from annotations.slots import slots_replace, slots_unreplace
+
+MAX_REASON_CHARS = 2000
+
+
+class ExclusionError(ValueError):
+    """An exclusion, its revocation or a reopening was refused; the message says why."""
+
+
+def _clean_reason(reason: str) -> str:
+    cleaned = (reason or "").strip()
+    if not cleaned:
+        raise ExclusionError(_("Give a reason for excluding the rater."))
+    if len(cleaned) > MAX_REASON_CHARS:
+        raise ExclusionError(
+            _("The reason is %(n)d characters long; at most %(max)d are allowed.")
+            % {"n": len(cleaned), "max": MAX_REASON_CHARS}
+        )
+    if "\x00" in cleaned:
+        raise ExclusionError(_("The reason contains a NUL character."))
+    return cleaned
+
+
+def rater_exclude(
+    *,
+    rater: Rater,
+    reason: str,
+    by: User | None,
+    campaign: Campaign | None = None,
+    reopen_slots: bool = False,
+) -> RaterExclusion:
+    """Leaves the rater out of the statistics from now on; with `reopen_slots`, also reopens their slots in the
+    campaign (see the module docstring). All or nothing. ExclusionError when the rater is already excluded or is
+    a list position rather than a person, the reason is missing, or the campaign is of another dataset."""
+    cleaned = _clean_reason(reason)
+    if rater.is_positional:
+        # Without a "raters" list in the imported file, "#2" is the second rating of each answer, given by
+        # different people on different answers: leaving it out would drop a haphazard set of people.
+        raise ExclusionError(
+            _("%(rater)s is a position in the imported rating lists, not a person, so it cannot be excluded.")
+            % {"rater": rater.pseudonym}
+        )
+    if campaign is not None and campaign.dataset_id != rater.dataset_id:
+        raise ExclusionError(_("The rater does not belong to this campaign's dataset."))
+    if reopen_slots and campaign is None:
+        raise ExclusionError(_("Reopening slots needs the campaign whose slots to reopen."))
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                exclusion = RaterExclusion.objects.create(
+                    rater=rater, campaign=campaign, reason=cleaned, excluded_by=by
+                )
+        except IntegrityError:
+            raise ExclusionError(
+                _("%(rater)s is already excluded; revoke that exclusion first to record a new one.")
+                % {"rater": rater.pseudonym}
+            ) from None
+        if reopen_slots:
+            rater_slots_reopen(exclusion=exclusion)
+    return exclusion
+
+
+def _excluded_slots(exclusion: RaterExclusion) -> list[int]:
+    """The submitted, non-gold slots of the excluded rater's account in the exclusion's campaign."""
+    user_id = exclusion.rater.user_id
+    if exclusion.campaign_id is None or user_id is None:
+        return []
+    return list(
+        Assignment.objects.filter(
+            campaign_id=exclusion.campaign_id, annotator_id=user_id, status=AssignmentStatus.SUBMITTED, is_gold=False
+        ).values_list("pk", flat=True)
+    )
+
+
+def rater_slots_reopen(*, exclusion: RaterExclusion) -> int:
+    """Takes the excluded rater out of the campaign's pool and gives each of their submitted non-gold slots one free
+    replacement. Idempotent and safe when run concurrently: a slot is replaced at most once. Returns how many
+    replacement slots were added now."""
+    if exclusion.revoked_at is not None:
+        raise ExclusionError(_("This exclusion was revoked; its rater's slots are not reopened."))
+    if exclusion.campaign_id is None:
+        raise ExclusionError(_("Reopening slots needs the campaign whose slots to reopen."))
+    user_id = exclusion.rater.user_id
+    if user_id is None:
+        raise ExclusionError(
+            _("%(rater)s is an imported rater: there are no campaign slots of theirs to reopen.")
+            % {"rater": exclusion.rater.pseudonym}
+        )
+    campaign = exclusion.campaign
+    assert campaign is not None  # checked above; for the type checker
+    with transaction.atomic():
+        campaign_annotator_remove(campaign=campaign, user=User.objects.get(pk=user_id))
+        return slots_replace(pool=CAMPAIGN_SLOTS, slot_ids=_excluded_slots(exclusion))
+
+
+def rater_exclusion_revoke(*, exclusion: RaterExclusion, by: User | None) -> RaterExclusion:
+    """Brings the rater back into the statistics; the record stays, marked revoked. Replacement slots nobody has
+    taken are deleted; taken ones stay. Revoking a revoked exclusion changes nothing."""
+    with transaction.atomic():
+        locked = RaterExclusion.objects.select_for_update().get(pk=exclusion.pk)
+        if locked.revoked_at is not None:
+            return locked
+        locked.revoked_at = max(timezone.now(), locked.created_at)
+        locked.revoked_by = by
+        locked.save(update_fields=["revoked_at", "revoked_by"])
+        slots_unreplace(pool=CAMPAIGN_SLOTS, slot_ids=_excluded_slots(locked))
+    return locked
