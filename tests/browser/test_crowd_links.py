@@ -175,9 +175,8 @@ def test_prolific_worker_rates_three_tasks_one_gold_and_lands_on_the_completion_
         scale_dropdowns=True,
         ask_preference=False,
         rationale_required=False,
+        gold_rate=0.34,
     )
-    campaign.gold_rate = 0.34
-    campaign.save(update_fields=["gold_rate"])
     completion_url = f"{platform_server.origin}/submissions/complete?cc=CROWD42"
     link = link_create(
         campaign=campaign,
@@ -212,9 +211,10 @@ def test_prolific_worker_rates_three_tasks_one_gold_and_lands_on_the_completion_
     submitted = Assignment.objects.filter(annotator=worker.user, status=AssignmentStatus.SUBMITTED)
     assert submitted.count() == 3
     assert CrowdSession.objects.get().completed_at is not None
-    if Task.objects.filter(campaign=campaign, is_gold=True).exists():
-        # Once gold tasks are served inside the claim, one in three of this worker's tasks is gold.
-        assert submitted.filter(is_gold=True).count() == 1
+    # The gold item's task is one of the three (a rate of 0.34 puts one gold task in each block of three), and it
+    # counted toward the quota of three.
+    assert Task.objects.filter(campaign=campaign, is_gold=True).count() == 1
+    assert submitted.filter(is_gold=True).count() == 1
     assert page.problems == []  # type: ignore[attr-defined]
 
 
