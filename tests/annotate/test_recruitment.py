@@ -17,6 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaign_services import assignment_claim, campaign_annotator_remove
+from annotations.gold.models import GoldItem
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater
 from annotations.recruitment import ratelimit
 from annotations.recruitment.entry import invite_signature
@@ -502,3 +503,20 @@ def test_a_worker_reaches_nothing_outside_their_campaign(prolific, campaign, res
     assert client.delete(reverse("api-token-mine")).status_code == 403
     home = client.get(reverse("home")).content.decode()
     assert campaign.name in home and "Other campaign" not in home
+
+
+def test_gold_tasks_count_toward_the_quota(researcher):
+    dataset = make_dataset("gold quota", owner=researcher, items=4)
+    item = dataset.items.order_by("pk").first()
+    GoldItem.objects.create(item=item, expected={}, tolerance=1, created_by=researcher)
+    campaign = make_campaign(dataset, [], name="Gold quota", gold_rate=0.5)
+    link = link_create(campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, tasks_per_worker=2)
+    client = Client()
+    join(client, prolific_url(link))
+    user = CrowdWorker.objects.get().user
+    next_task(client, campaign)
+    submit_current(client, campaign, user)
+    assert submit_current(client, campaign, user)["Location"] == reverse("crowd-done")
+    submitted = Assignment.objects.filter(annotator=user, status=AssignmentStatus.SUBMITTED)
+    assert submitted.count() == 2 and submitted.filter(is_gold=True).count() == 1
+    assert assignment_claim(campaign=campaign, user=user) is None
