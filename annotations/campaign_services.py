@@ -73,6 +73,7 @@ from annotations.models import (
     Task,
     Turn,
 )
+from annotations.recruitment.selectors import worker_tasks_left
 from annotations.rubrics import format_number
 from annotations.services import rater_for_user, rating_value_from_token
 from annotations.slots import (
@@ -400,6 +401,8 @@ def assignment_claim(*, campaign: Campaign, user: User, now: datetime | None = N
     The returned assignment carries its task, turn and campaign, so showing it needs no further lookups.
     With a gold rate, some positions of the annotator's queue get a gold task instead (annotations.gold.selectors
     says which): a personal slot appended for them, which the claim rule never hands to anyone else."""
+    if worker_tasks_left(campaign, user) == 0:
+        return None  # a crowd worker's quota is used up, whichever page or API asks; gold tasks count toward it
     gold = _gold_assignment_lease(campaign=campaign, user=user, now=now)
     if gold is not None:
         return gold

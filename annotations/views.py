@@ -67,6 +67,8 @@ from annotations.campaign_services import (
 from annotations.exporting import EXPORT_KINDS, export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
 from annotations.quality.selectors import quality_panel
+from annotations.recruitment.services import crowd_session_finish
+from annotations.recruitment.views import recruitment_context
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 
 
@@ -128,6 +130,8 @@ def _next_or_done(request: HtmxHttpRequest, campaign: Campaign) -> HttpResponse:
     except NotInPool:
         raise Http404("no such campaign") from None
     if assignment is None:
+        if crowd_session_finish(user=request.user):  # type: ignore[arg-type]
+            return _redirect(request, reverse("crowd-done"))
         messages.info(request, _("There are no more tasks for you in this campaign. Thank you!"))
         return _redirect(request, reverse("annotate-campaign", args=[campaign.pk]))
     return _redirect(request, _task_url(campaign, assignment.task_id))
@@ -479,7 +483,7 @@ def task_skip(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpR
 @login_required
 def campaign_progress_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = campaign_for_researcher(request.user, campaign_id)
-    context = {"campaign": campaign, "progress": campaign_progress(campaign)}
+    context = {"campaign": campaign, "progress": campaign_progress(campaign), **recruitment_context(request, campaign)}
     context["quality"] = quality_panel(campaign)
     return render(request, "annotate/progress.html", context)
 

@@ -35,7 +35,7 @@ from rest_framework.decorators import (
     renderer_classes,
     throttle_classes,
 )
-from rest_framework.exceptions import NotAuthenticated
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
@@ -44,6 +44,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from annotations.recruitment.selectors import is_crowd_worker
 from annotations.tokens import token_expires_at, token_issue, token_revoke
 
 View = Callable[..., HttpResponseBase]
@@ -235,6 +236,9 @@ def token_mine(request: Request) -> Response:
     user = request.user
     if not isinstance(user, User):
         raise NotAuthenticated
+    if is_crowd_worker(user):
+        # Study participants work in the browser only; a token would outlive their session on the shared machine.
+        raise PermissionDenied("study participants have no API tokens")
     if request.method == "DELETE":
         token_revoke(user=user)
         return Response(status=status.HTTP_204_NO_CONTENT)

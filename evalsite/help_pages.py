@@ -20,12 +20,24 @@ from django.views.decorators.http import require_GET
 from annotations.markdown import render_markdown
 
 # Reading order on the index; documents not listed here follow in name order.
-ORDER = ("formats", "rubric", "task-page", "annotating", "quality", "judge-config", "cli", "security", "architecture")
+ORDER = (
+    "formats",
+    "rubric",
+    "task-page",
+    "annotating",
+    "crowd",
+    "quality",
+    "judge-config",
+    "cli",
+    "security",
+    "architecture",
+)
 # The documents are written in English; their names in the index follow the reader's language.
 TITLES = {
     "formats": gettext_lazy("Dataset format (JSONL) and exports"),
     "rubric": gettext_lazy("Rubric"),
     "annotating": gettext_lazy("Annotating"),
+    "crowd": gettext_lazy("Crowd studies"),
     "quality": gettext_lazy("Rater quality"),
     "judge-config": gettext_lazy("Judge config"),
     "cli": gettext_lazy("Command line"),

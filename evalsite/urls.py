@@ -26,5 +26,6 @@ urlpatterns = [
     path("api/judging/", include("judging.api_urls")),
     path("dashboard/", include("judging.analysis.urls")),
     path("factscore/", include("judging.factscore.urls")),
+    path("join/", include("annotations.recruitment.urls")),
     path("", include("annotations.urls")),
 ]

@@ -24,12 +24,20 @@ pytestmark = pytest.mark.django_db
 PUBLIC_ROUTES = {"accounts/login/", "api/token/", "i18n/setlang/", "admin/login/", "admin/logout/"}
 ANY_USER_ROUTES = {"", "accounts/logout/", "help/", "help/<str:slug>/", "api/token/mine/"}
 ANNOTATOR_PREFIXES = ("annotate/", "api/annotate/", "factscore/review/")
+# Study links are open to anyone holding them: they refuse signed-in accounts and bad parameters with a page.
+WORKER_ENTRY_ROUTES = {"join/<str:token>/", "join/<str:token>/mturk/"}
+WORKER_ONLY_ROUTES = {"join/done/"}
+WORKER_REFUSED_ROUTES = {"api/token/mine/"}
 TENANT_A_MARKERS = (b"data-pwn", b"__pwned")  # every hostile payload of tenant A carries one
 
 
 def family(route: str) -> str:
     if route in PUBLIC_ROUTES:
         return "public"
+    if route in WORKER_ENTRY_ROUTES:
+        return "entry"
+    if route in WORKER_ONLY_ROUTES:
+        return "worker"
     if route in ANY_USER_ROUTES:
         return "any"
     if route.startswith("admin/"):
@@ -70,8 +78,14 @@ def expectation(endpoint: Endpoint, role: str) -> str:
     kind = family(route)
     if kind == "public":
         return "any"
+    if kind == "entry":
+        return "entry"
     if role == "anonymous":
         return "login"
+    if kind == "worker":
+        return "ok" if role == "worker" else "refused"
+    if role == "worker":
+        return worker_expectation(endpoint, kind)
     if kind == "any":
         return "ok"
     if kind == "admin":
@@ -96,6 +110,20 @@ def expectation(endpoint: Endpoint, role: str) -> str:
     return "refused"
 
 
+def worker_expectation(endpoint: Endpoint, kind: str) -> str:
+    """A study participant is an annotator of campaign A only, and nothing more: no API tokens, no researcher page."""
+    if endpoint.route in WORKER_REFUSED_ROUTES:
+        return "403"
+    if kind == "any":
+        return "ok"
+    if kind == "admin":
+        return "login"
+    if kind == "researcher":
+        return "403"
+    # In campaign A's pool without a lease of their own: their own pages work, other people's tasks are refused.
+    return "pool" if endpoint.parameters else "ok"
+
+
 def check(response: Any, endpoint: Endpoint, role: str, expected: str, body: bytes) -> str | None:
     route = endpoint.route
     status = response.status_code
@@ -109,16 +137,20 @@ def check(response: Any, endpoint: Endpoint, role: str, expected: str, body: byt
         return f"{status}, expected 404 (outside scope)"
     if expected == "refused" and status not in {403, 404, 405}:
         return f"{status}, expected 403/404"
+    if expected == "entry" and status not in {200, 400, 403, 404, 405, 410, 429}:
+        return f"{status}, expected a study page or its refusal"
+    if expected == "pool" and not (succeeded(response, route) or status in {403, 404}):
+        return f"{status}, expected success or 403/404"
     if expected == "ok" and not succeeded(response, route):
         return f"{status}, expected success"
-    if expected == "no-data" and 200 <= status < 300 and any(marker in body for marker in TENANT_A_MARKERS):
+    if expected in {"no-data", "entry"} and 200 <= status < 300 and any(marker in body for marker in TENANT_A_MARKERS):
         return f"{status} with tenant A data in it"
     return None
 
 
 def _clients(world: FullWorld) -> dict[str, Client]:
     clients = {}
-    for role, user in world.roles.items():
+    for role, user in {**world.roles, "worker": world.worker}.items():
         client = Client()
         if user is not None:
             client.force_login(user)
@@ -166,7 +198,7 @@ def post_matrix(
         target = _target(world, endpoint, world.params_for(endpoint.route))
         for role, client in clients.items():
             expected = expectation(endpoint, role)
-            if expected in {"ok", "any", "no-data"}:
+            if expected in {"ok", "any", "no-data", "pool"}:
                 continue  # allowed roles may change things; the refused ones are checked below
             response = client.post(target, {"name": "x", "rationale": "x", "idempotency_key": "matrix-post-1"})
             problem = check(response, endpoint, role, expected, _body(response))

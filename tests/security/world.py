@@ -16,6 +16,8 @@ from django.contrib.auth.models import User
 from annotations.campaign_services import assignment_claim, campaign_create
 from annotations.importing import dataset_import
 from annotations.models import Dataset, Response
+from annotations.recruitment.models import Platform
+from annotations.recruitment.services import crowd_session_complete, crowd_worker_join, link_create
 from tests.conftest import CAST_PASSWORD
 
 SAMPLE = Path(__file__).resolve().parents[2] / "annotations" / "sample_data" / "llm_jp_sample.jsonl"
@@ -160,6 +162,9 @@ class FullWorld:
     review_campaign: Any
     review_task: Any
     secrets: dict[str, list[str]] = field(default_factory=dict)  # names annotators must never see
+    worker: Any = None  # came through campaign A's study link and finished their session
+    link: Any = None  # campaign A's study link
+    link_b: Any = None
 
     @property
     def roles(self) -> dict[str, User | None]:
@@ -192,6 +197,9 @@ class FullWorld:
         values["answer_id"] = str(self.fact_answer.pk)
         values["dataset_id"] = str(self.fact_dataset.pk if route.startswith("factscore/") else self.dataset.pk)
         values["rater_id"] = _first_rater_id(self.dataset)
+        if self.link is not None:
+            values["token"] = self.link.token
+            values["platform"] = self.link.platform
         return values
 
     def params_for_b(self, route: str) -> dict[str, str]:
@@ -202,6 +210,9 @@ class FullWorld:
             values["task_id"] = str(self.task_b.pk)
             values["dataset_id"] = str(self.dataset_b.pk)
             values["rater_id"] = _first_rater_id(self.dataset_b)
+            if self.link_b is not None:
+                values["token"] = self.link_b.token
+                values["platform"] = self.link_b.platform
             values["pk"] = str(
                 self.run_b.pk if ("judging/runs/" in route or "judgerun/" in route) else self.dataset_b.pk
             )
@@ -380,7 +391,14 @@ def build_full_world(
         "judge names": list(dataset.judges.values_list("name", flat=True)),
         "rater ids": list(dataset.raters.values_list("external_id", flat=True).exclude(external_id=None)),
     }
+    link = link_create(campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, completion_code="OK")
+    link_b = link_create(campaign=campaign_b, platform=Platform.INVITE, created_by=researcher_b)
+    worker_session = crowd_worker_join(link=link, platform_worker_id="matrix-worker-canary", session_key="s-1")
+    crowd_session_complete(session=worker_session)
     return FullWorld(
+        worker=worker_session.worker.user,
+        link=link,
+        link_b=link_b,
         researcher=researcher,
         researcher_b=researcher_b,
         annotator=annotator,

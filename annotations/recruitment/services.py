@@ -1,0 +1,192 @@
+"""Writes for crowd recruitment: a researcher's links, a worker joining through one, and a session completing."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from annotations.models import Campaign
+from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, RecruitmentLink
+from annotations.recruitment.selectors import WORKER_USERNAME_PREFIX
+
+MAX_COMPLETION_CODE = 100
+MAX_QUOTA = 100_000
+
+
+class RecruitmentError(ValueError):
+    """A refused change or join, with a message for the person who asked."""
+
+
+class LinkClosed(RecruitmentError):
+    pass
+
+
+def _check_quota(value: int | None, what: str) -> None:
+    if value is not None and not 1 <= value <= MAX_QUOTA:
+        raise RecruitmentError(
+            _("%(what)s must be a whole number from 1 to %(max)d, or empty for no limit.")
+            % {"what": what, "max": MAX_QUOTA}
+        )
+
+
+def _check_settings(*, tasks_per_session: int | None, tasks_per_worker: int | None, code: str, url: str) -> None:
+    _check_quota(tasks_per_session, _("Tasks per session"))
+    _check_quota(tasks_per_worker, _("Tasks per worker"))
+    if len(code) > MAX_COMPLETION_CODE or any(ord(ch) < 32 for ch in code):
+        raise RecruitmentError(
+            _("The completion code must be at most %(max)d characters without control characters.")
+            % {"max": MAX_COMPLETION_CODE}
+        )
+    if url:
+        try:
+            URLValidator(schemes=["https", "http"])(url)
+        except ValidationError:
+            raise RecruitmentError(_("The completion URL must be a full http(s) address.")) from None
+        if len(url) > 500:
+            raise RecruitmentError(_("The completion URL must be at most 500 characters."))
+
+
+def link_create(
+    *,
+    campaign: Campaign,
+    platform: str,
+    created_by: User | None,
+    tasks_per_session: int | None = None,
+    tasks_per_worker: int | None = None,
+    completion_code: str = "",
+    completion_url: str = "",
+) -> RecruitmentLink:
+    """One link per platform and campaign; its token is 256 random bits, so links cannot be guessed."""
+    if platform not in Platform.values:
+        raise RecruitmentError(_("Choose a platform."))
+    completion_code = completion_code.strip()
+    completion_url = completion_url.strip()
+    _check_settings(
+        tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, code=completion_code, url=completion_url
+    )
+    if not completion_code and platform != Platform.INVITE:
+        completion_code = secrets.token_hex(4).upper()
+    try:
+        with transaction.atomic():
+            return RecruitmentLink.objects.create(
+                campaign=campaign,
+                platform=platform,
+                token=secrets.token_urlsafe(32),
+                tasks_per_session=tasks_per_session,
+                tasks_per_worker=tasks_per_worker,
+                completion_code=completion_code,
+                completion_url=completion_url,
+                created_by=created_by,
+            )
+    except IntegrityError:
+        raise RecruitmentError(_("This campaign already has a link for that platform.")) from None
+
+
+def link_update(
+    *,
+    link: RecruitmentLink,
+    is_open: bool,
+    tasks_per_session: int | None,
+    tasks_per_worker: int | None,
+    completion_code: str,
+    completion_url: str,
+) -> RecruitmentLink:
+    """Closing admits no new worker; those who joined still resume and finish."""
+    completion_code = completion_code.strip()
+    completion_url = completion_url.strip()
+    _check_settings(
+        tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, code=completion_code, url=completion_url
+    )
+    link.is_open = is_open
+    link.tasks_per_session = tasks_per_session
+    link.tasks_per_worker = tasks_per_worker
+    link.completion_code = completion_code
+    link.completion_url = completion_url
+    link.save(update_fields=["is_open", "tasks_per_session", "tasks_per_worker", "completion_code", "completion_url"])
+    return link
+
+
+def _worker_account() -> User:
+    """A passwordless account whose name says nothing of the worker: it can only be entered through the link."""
+    for _attempt in range(5):
+        username = f"{WORKER_USERNAME_PREFIX}{secrets.token_hex(6)}"
+        if not User.objects.filter(username=username).exists():
+            user = User(username=username, is_staff=False, is_superuser=False, is_active=True)
+            user.set_unusable_password()
+            user.save()
+            return user
+    raise RuntimeError("could not allocate a unique worker account name")
+
+
+def crowd_worker_join(
+    *,
+    link: RecruitmentLink,
+    platform_worker_id: str,
+    session_key: str,
+    study_key: str = "",
+    submit_to: str = "",
+    now: datetime | None = None,
+) -> CrowdSession:
+    """The worker's session, joining them on first arrival: a pseudonymous account in the campaign's pool, bound to
+    (link, platform id). The same id finds the same account again; a closed link admits only those who joined."""
+    now = now or timezone.now()
+    for _attempt in range(2):
+        try:
+            with transaction.atomic():
+                worker = (
+                    CrowdWorker.objects.select_for_update()
+                    .filter(link=link, platform_worker_id=platform_worker_id)
+                    .first()
+                )
+                if worker is None:
+                    if not link.is_open:
+                        raise LinkClosed(_("This study link is closed and admits no new workers."))
+                    worker = CrowdWorker.objects.create(
+                        link=link, platform_worker_id=platform_worker_id, user=_worker_account()
+                    )
+                    link.campaign.annotators.add(worker.user)
+                elif not link.campaign.annotators.filter(pk=worker.user_id).exists():
+                    # The researcher took them out of the pool; coming back through the link must not undo that.
+                    raise RecruitmentError(_("You are no longer taking part in this study."))
+                worker.last_seen_at = now
+                worker.save(update_fields=["last_seen_at"])
+                session, created = CrowdSession.objects.get_or_create(
+                    worker=worker,
+                    session_key=session_key,
+                    defaults={"study_key": study_key, "submit_to": submit_to, "started_at": now},
+                )
+                if not created and submit_to and session.submit_to != submit_to:
+                    session.submit_to = submit_to
+                    session.save(update_fields=["submit_to"])
+                return session
+        except IntegrityError:
+            continue  # a concurrent first arrival of the same worker won; the second pass finds their account
+    raise RecruitmentError(_("Joining failed; please reload the page."))
+
+
+def crowd_session_complete(*, session: CrowdSession, now: datetime | None = None) -> CrowdSession:
+    """Marks the session done the first time the worker has nothing left; later calls keep the first moment."""
+    now = now or timezone.now()
+    CrowdSession.objects.filter(pk=session.pk, completed_at__isnull=True).update(completed_at=now)
+    CrowdWorker.objects.filter(pk=session.worker_id).update(last_seen_at=now)
+    session.refresh_from_db(fields=["completed_at"])
+    return session
+
+
+def crowd_session_finish(*, user: User) -> bool:
+    """Called when a worker's claim found nothing left (no task, or the quota is used up): completes their current
+    session. False for accounts that did not come through a link."""
+    if not user.get_username().startswith(WORKER_USERNAME_PREFIX):
+        return False
+    session = CrowdSession.objects.filter(worker__user_id=user.pk).order_by("-started_at", "-pk").first()
+    if session is None:
+        return False
+    crowd_session_complete(session=session)
+    return True
