@@ -32,6 +32,7 @@ KEPT_LATIN_TEXT = """
     tau rho MAE RMSE BLEU ROUGE ROUGE-L BERTScore chrF sacreBLEU FActScore G-Eval MT-Bench BM25 CI CIs OpenAI
     Prolific MTurk nan NaN min max Ctrl Cmd Enter Esc Tab Shift Alt Space Mac evalsite JP EN PDF SVG PNG UTC ms USD
     LLM-MATE rpm tpm lfqa-multiaspect llm-human-eval-jp gpt claude gemini llama qwen mistral deepseek
+    Amazon Mechanical Turk HIT
 """
 KEPT_LATIN = {word.casefold() for word in KEPT_LATIN_TEXT.split()}
 LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]{2,}")
