@@ -98,13 +98,8 @@ def rater_slots_reopen_view(request: HttpRequest, campaign_id: int, rater_id: in
     exclusion = rater_exclusion_in_force(rater)
     if exclusion is None:
         return _answer(request, campaign, rater, problem=_("Exclude the rater in this campaign first."))
-    if exclusion.campaign_id not in (None, campaign.pk):
-        problem = _("%(rater)s was excluded in another campaign; reopen their tasks there.")
-        return _answer(request, campaign, rater, problem=problem % {"rater": rater.pseudonym})
     try:
-        if exclusion.campaign_id is None:
-            raise ExclusionError(_("This exclusion was recorded without a campaign; its slots cannot be reopened."))
-        added = rater_slots_reopen(exclusion=exclusion)
+        added = rater_slots_reopen(exclusion=exclusion, campaign=campaign)
     except ExclusionError as exc:
         return _answer(request, campaign, rater, problem=str(exc))
     done = ngettext(

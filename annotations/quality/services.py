@@ -98,14 +98,20 @@ def _excluded_slots(exclusion: RaterExclusion) -> list[int]:
     )
 
 
-def rater_slots_reopen(*, exclusion: RaterExclusion) -> int:
+def rater_slots_reopen(*, exclusion: RaterExclusion, campaign: Campaign | None = None) -> int:
     """Takes the excluded rater out of the campaign's pool and gives each of their submitted non-gold slots one free
     replacement. Idempotent and safe when run concurrently: a slot is replaced at most once. Returns how many
-    replacement slots were added now."""
+    replacement slots were added now. `campaign`, when given, is the campaign the request came from: an exclusion
+    recorded in another one is reopened there, not here."""
     if exclusion.revoked_at is not None:
         raise ExclusionError(_("This exclusion was revoked; its rater's slots are not reopened."))
     if exclusion.campaign_id is None:
-        raise ExclusionError(_("Reopening slots needs the campaign whose slots to reopen."))
+        raise ExclusionError(_("This exclusion was recorded without a campaign; its slots cannot be reopened."))
+    if campaign is not None and exclusion.campaign_id != campaign.pk:
+        raise ExclusionError(
+            _("%(rater)s was excluded in another campaign; reopen their tasks there.")
+            % {"rater": exclusion.rater.pseudonym}
+        )
     user_id = exclusion.rater.user_id
     if user_id is None:
         raise ExclusionError(
