@@ -14,7 +14,6 @@ from django.utils.translation import gettext_lazy as _
 from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
-from annotations.importing import dataset_import
 from annotations.models import Aspect, Dataset, Item, Rater, Rating, Response, System, Turn
 from annotations.rubrics import RUBRIC_MAX_BYTES, load_rubric_bytes
 from annotations.selectors import datasets_for_user, researcher_accounts
@@ -198,6 +197,9 @@ class DatasetAdmin(WholeObjectDeleteAdmin):
             return HttpResponse(status=403)
         form = DatasetUploadForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
+            # Imported on use: registering the admin happens in every process at django.setup().
+            from annotations.datasets.importing import dataset_import  # noqa: PLC0415
+
             try:
                 rubric = None
                 if form.cleaned_data.get("rubric"):
@@ -222,7 +224,7 @@ class DatasetAdmin(WholeObjectDeleteAdmin):
             **self.admin_site.each_context(request),
             "form": form,
             "opts": self.model._meta,
-            "title": "Import a JSONL dataset",
+            "title": _("Import a JSONL dataset"),
         }
         # A POST that gets here failed (success redirects): 400 tells clients and tests so, never a 200 or a 500.
         status = 400 if request.method == "POST" else 200

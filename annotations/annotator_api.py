@@ -22,9 +22,9 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotations.annotator_progress import annotator_progress
 from annotations.campaign_selectors import (
     Scale,
-    annotator_progress,
     campaign_for_annotator,
     campaign_scales,
     campaigns_for_annotator,
@@ -40,6 +40,7 @@ from annotations.campaign_services import (
     DraftInvalid,
     NotInPool,
     NotLeased,
+    QuotaReached,
     RevisitRefused,
     SubmissionInvalid,
     TaskAnswer,
@@ -49,6 +50,7 @@ from annotations.campaign_services import (
     submission_create,
 )
 from annotations.models import Assignment, Campaign, SkipReason
+from annotations.opaque import opaque_ref
 from annotations.statements import instance_from_row, statement_cursor
 from annotations.tokens import ExpiringTokenAuthentication, expired_token_error, token_is_expired
 
@@ -149,7 +151,7 @@ class CandidateOutput(serializers.Serializer):
 
 class TaskOutput(serializers.Serializer):
     campaign = serializers.IntegerField()
-    task = serializers.IntegerField()
+    task = serializers.CharField(help_text="The task's reference, for the task's addresses.")
     lease_expires_at = serializers.DateTimeField()
     earlier_prompts = serializers.ListField(child=serializers.CharField())
     prompt = serializers.CharField()
@@ -161,16 +163,29 @@ class TaskOutput(serializers.Serializer):
     rationale_required = serializers.BooleanField()
 
 
+class AsciiIntegerField(serializers.IntegerField):
+    """An integer sent as a JSON number or as ASCII digits: DRF's field passes text to int(), which also reads
+    other scripts' digits ("３", "٣")."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str) and not re.fullmatch(r"-?[0-9]+(?:\.0*)?", data.strip()):
+            self.fail("invalid")
+        return int(super().to_internal_value(data))
+
+
 class SubmitInput(serializers.Serializer):
     idempotency_key = serializers.RegexField(IDEMPOTENCY_KEY_RE)
     ratings = serializers.DictField(
         child=serializers.DictField(child=serializers.JSONField(), allow_empty=False),
         help_text='{"<candidate number>": {"<aspect name>": <number> or "NA"}}',
     )
-    preference = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=999)
+    preference = AsciiIntegerField(required=False, allow_null=True, min_value=1, max_value=999)
     none_appropriate = serializers.BooleanField(default=False)
     rationale = serializers.CharField(required=False, allow_blank=True, max_length=MAX_TEXT_CHARS, default="")
     comment = serializers.CharField(required=False, allow_blank=True, max_length=MAX_TEXT_CHARS, default="")
+
+
+CANDIDATE_NUMBER = re.compile(r"[0-9]{1,3}")
 
 
 SUBMIT_FIELDS = frozenset(SubmitInput._declared_fields)
@@ -282,7 +297,7 @@ def _task_payload(request: Request, campaign: Campaign, assignment: Assignment) 
     turn = assignment.task.turn
     return {
         "campaign": campaign.pk,
-        "task": assignment.task_id,
+        "task": opaque_ref("task", assignment.task_id),
         "lease_expires_at": assignment.lease_expires_at,
         "earlier_prompts": earlier_prompts(turn),
         "prompt": turn.prompt,
@@ -343,7 +358,7 @@ def _answer_from_payload(campaign: Campaign, data: dict[str, Any]) -> TaskAnswer
     problems: list[dict[str, str]] = []
     ratings: dict[tuple[int, int], Any] = {}
     for number_text, by_aspect in data["ratings"].items():
-        if not str(number_text).isdigit() or len(str(number_text)) > 3:
+        if not CANDIDATE_NUMBER.fullmatch(str(number_text)):
             problems.append({"field": f"ratings.{number_text}", "message": "candidate numbers are 1, 2, …"})
             continue
         for aspect_name, raw in by_aspect.items():
@@ -386,6 +401,9 @@ def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
         )
     except RevisitRefused:
         detail = "this task is already submitted and the campaign does not allow changes; nothing was changed"
+        return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
+    except QuotaReached:
+        detail = "you have submitted every task your study link allows; this answer was not stored"
         return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
     except (NotLeased, NotInPool):
         if not campaign.tasks.filter(pk=task_id).exists():

@@ -1,5 +1,5 @@
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes, permission_classes
@@ -7,9 +7,11 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotations.agreement_summary import agreement_report
+from annotations.datasets.exporting import export_kind, export_response
+from annotations.datasets.importing import dataset_import
+from annotations.datasets.parquet_export import binary_export_response
 from annotations.errors import DatasetImportError, RubricError
-from annotations.exporting import export_kind, export_response
-from annotations.importing import dataset_import
 from annotations.permissions import IsResearcher
 from annotations.rubrics import PRESETS, RUBRIC_MAX_BYTES, load_rubric_bytes
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
@@ -51,6 +53,11 @@ class ExportQuery(serializers.Serializer):
     flat = serializers.ChoiceField(choices=["", "jsonl", "csv"], default="")
     history = serializers.BooleanField(default=False)
     rubric = serializers.BooleanField(default=False, help_text="the rubric file instead of the data")
+    parquet = serializers.ChoiceField(
+        choices=["", "answers", "ratings", "preferences", "hf"],
+        default="",
+        help_text="a Parquet table with typed columns, or hf: the zipped folder Hugging Face datasets reads",
+    )
 
 
 @extend_schema(responses=DatasetOutput(many=True))
@@ -93,19 +100,30 @@ def dataset_import_view(request: Request) -> Response:
 
 @extend_schema(
     parameters=[ExportQuery],
-    responses={(200, "application/jsonl"): str, (200, "text/csv"): str, (200, "application/json"): str},
+    responses={
+        (200, "application/jsonl"): str,
+        (200, "text/csv"): str,
+        (200, "application/json"): str,
+        (200, "application/vnd.apache.parquet"): bytes,
+        (200, "application/zip"): bytes,
+    },
     description="The dataset as a download named after it: the JSONL import format with the collected preferences "
     "(name.jsonl), with judge-run scores too (include_judges, name.judges.jsonl), or the flat layout of one row per "
     "rating and one per preference (flat=csv or flat=jsonl, name.flat.csv or name.flat.jsonl; with history=true also "
     "the earlier versions of corrected answers, name.flat-history.csv or .jsonl), or the rubric file "
-    "(rubric, name.rubric.json).",
+    "(rubric, name.rubric.json), or Parquet with typed columns (parquet=answers, ratings or preferences, "
+    "name.<table>.parquet), or the folder that Hugging Face datasets reads, zipped, with its dataset card "
+    "(parquet=hf, name.hf.zip).",
 )
 @api_view(["GET"])
 @permission_classes([IsResearcher])
-def dataset_export_view(request: Request, pk: int) -> StreamingHttpResponse:
+def dataset_export_view(request: Request, pk: int) -> HttpResponse | StreamingHttpResponse:
     dataset = dataset_for_user_or_404(request.user, pk)
     query = ExportQuery(data=request.query_params)
     query.is_valid(raise_exception=True)
+    if query.validated_data["parquet"]:
+        table = query.validated_data["parquet"]
+        return binary_export_response(dataset, "hf-zip" if table == "hf" else f"{table}-parquet", agreement_report)
     kind = export_kind(
         flat=query.validated_data["flat"],
         include_judges=query.validated_data["include_judges"],

@@ -8,19 +8,15 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
-from annotations.campaign_services import CampaignError, campaign_create, campaign_update
+from annotations.campaign_settings import SETTING_NAMES
 from annotations.models import Aspect, Campaign, Skip
 from annotations.selectors import annotator_accounts, datasets_for_user
 
+
 # What the form may change after creation; dataset, N and K are fixed once the tasks exist.
-_SETTINGS = (
-    "is_active", "guidelines", "show_reference", "show_context", "ask_preference", "rationale_required",
-    "scale_dropdowns", "lease_minutes", "allow_revisit", "gold_rate",
-)  # fmt: skip
-
-
 class CampaignForm(forms.ModelForm):
     class Meta:
         model = Campaign
@@ -29,13 +25,43 @@ class CampaignForm(forms.ModelForm):
             "show_reference", "show_context", "ask_preference", "rationale_required", "lease_minutes", "annotators",
             "scale_dropdowns", "allow_revisit", "gold_rate",
         )  # fmt: skip
+        # The form's words live here, not on the model, so they follow the reader's language without a migration.
+        labels = {
+            "name": _("Name"),
+            "dataset": _("Dataset"),
+            "is_active": _("Open to annotators"),
+            "raters_per_item": _("Raters per item"),
+            "candidates_per_task": _("Candidates per task"),
+            "aspects": _("Aspects"),
+            "guidelines": _("Guidelines"),
+            "show_reference": _("Show the reference answer"),
+            "show_context": _("Show the conversation context"),
+            "ask_preference": _("Ask for a preference"),
+            "rationale_required": _("Require a reason"),
+            "lease_minutes": _("Lease minutes"),
+            "annotators": _("Annotators"),
+            "scale_dropdowns": _("Scales as drop-downs"),
+            "allow_revisit": _("Allow revisit"),
+            "gold_rate": _("Gold rate"),
+        }
+        help_texts = {
+            "candidates_per_task": _("Answers per task; empty means all answers of a turn."),
+            "guidelines": _("Markdown; raw HTML is not rendered."),
+            "scale_dropdowns": _(
+                "Show every scale as a drop-down. Otherwise a scale of at most 7 values is a row of buttons."
+            ),
+            "allow_revisit": _(
+                "Annotators may reopen and correct the tasks they submitted while the campaign is open."
+            ),
+            "gold_rate": _("Share of each annotator's tasks drawn from gold items and attention checks (0 to 0.5)."),
+        }
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
         if "aspects" in self.fields:
             self.fields["aspects"].required = False
-            self.fields["aspects"].help_text = "Leave empty to show every aspect of the dataset."
+            self.fields["aspects"].help_text = _("Leave empty to show every aspect of the dataset.")
         if "gold_rate" in self.fields:
             # Optional in a post: a form or script that leaves it out keeps the campaign's rate.
             self.fields["gold_rate"].required = False
@@ -50,11 +76,17 @@ class CampaignForm(forms.ModelForm):
         if dataset is not None and aspects is not None:
             foreign = [a.name for a in aspects if a.dataset_id != dataset.pk]
             if foreign:
-                self.add_error("aspects", f"not aspects of {dataset.name}: {', '.join(foreign)}")
+                self.add_error(
+                    "aspects",
+                    _("not aspects of %(dataset)s: %(names)s") % {"dataset": dataset.name, "names": ", ".join(foreign)},
+                )
         if self.errors:
             return data
+        # Imported on use: registering the admin happens in every process at django.setup().
+        from annotations.campaign_services import CampaignError, campaign_create, campaign_update  # noqa: PLC0415
+
         # The service checks and writes in one step, so a refusal becomes a form error, never a half-built campaign.
-        settings = {key: data[key] for key in _SETTINGS if key in data}
+        settings = {key: data[key] for key in SETTING_NAMES if key in data}
         if settings.get("gold_rate") is None:
             settings["gold_rate"] = self.instance.gold_rate if self.instance.pk else 0
         try:
@@ -94,13 +126,13 @@ class CampaignAdmin(WholeObjectDeleteAdmin):
     fieldsets = (
         (None, {"fields": ("name", "dataset", "is_active", "raters_per_item", "candidates_per_task")}),
         (
-            "What annotators see",
+            _("What annotators see"),
             {"fields": ("aspects", "guidelines", "show_reference", "show_context", "scale_dropdowns")},
         ),
-        ("Questions", {"fields": ("ask_preference", "rationale_required", "lease_minutes", "allow_revisit")}),
-        ("Gold items and attention checks", {"fields": ("gold_rate",)}),
-        ("Annotator pool", {"fields": ("annotators",)}),
-        ("Record", {"fields": ("created_by", "created_at")}),
+        (_("Questions"), {"fields": ("ask_preference", "rationale_required", "lease_minutes", "allow_revisit")}),
+        (_("Gold items and attention checks"), {"fields": ("gold_rate",)}),
+        (_("Annotator pool"), {"fields": ("annotators",)}),
+        (_("Record"), {"fields": ("created_by", "created_at")}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
@@ -132,9 +164,9 @@ class CampaignAdmin(WholeObjectDeleteAdmin):
             )
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
-    @admin.display(description="progress")
+    @admin.display(description=_("progress"))
     def progress_link(self, obj: Campaign) -> str:
-        return format_html('<a href="{}">progress</a>', reverse("campaign-progress", args=[obj.pk]))
+        return format_html('<a href="{}">{}</a>', reverse("campaign-progress", args=[obj.pk]), _("progress"))
 
     def save_model(self, request: HttpRequest, obj: Campaign, form: Any, change: bool) -> None:
         # The form's clean() already stored the campaign through the service.

@@ -3,6 +3,9 @@
 Annotators reach campaigns only through their pool membership and tasks only through a lease they hold; the
 querysets built here never select system keys, model names, other raters' ratings or judge scores, so a view
 cannot leak them by accident.
+
+Why one module of this size: every read of a campaign is scoped by the requesting user through the same pool and
+lease checks defined here, and kept together no read can skip them.
 """
 
 import functools
@@ -21,6 +24,8 @@ from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import get_language
 
+from annotations.campaign_settings import SETTING_NAMES
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.gold.selectors import attention_instructions
 from annotations.models import (
     Aspect,
@@ -37,14 +42,11 @@ from annotations.models import (
 )
 from annotations.rubrics import format_number
 from annotations.selectors import datasets_for_user
-from annotations.slots import SlotPool, slot_counts, slot_pool_has
+from annotations.slots import slot_pool_has
 from annotations.statements import instance_from_row, statement_cursor
 
 AnyUser = AbstractBaseUser | AnonymousUser
 
-# Where campaigns keep their slots for the slot engine (annotations.slots).
-# Gold tasks get a personal slot per annotator they are handed to (annotations.gold.selectors decides when).
-CAMPAIGN_SLOTS = SlotPool(campaign=Campaign, task=Task, slot=Assignment, skip=Skip, personal="is_gold")
 
 # Scales with at most this many integer steps get one option per value; wider or fractional ones get a number box.
 MAX_DISCRETE_OPTIONS = 11
@@ -71,16 +73,7 @@ CAMPAIGN_COLUMNS = (
     "dataset_id",
     "raters_per_item",
     "candidates_per_task",
-    "guidelines",
-    "show_reference",
-    "show_context",
-    "ask_preference",
-    "rationale_required",
-    "scale_dropdowns",
-    "lease_minutes",
-    "is_active",
-    "allow_revisit",
-    "gold_rate",
+    *SETTING_NAMES,
     "shuffle_seed",
     "created_by_id",
 )
@@ -110,6 +103,7 @@ SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item
            SELECT 1 FROM annotations_campaign_annotators member
            WHERE member.campaign_id = campaign.id AND member.user_id = %(user)s
        ),
+       EXISTS (SELECT 1 FROM annotations_adjudicationrule rule WHERE rule.campaign_id = campaign.id),
        aspect.id, aspect.dataset_id, aspect.name, aspect.label, aspect.description, aspect.min_value,
        aspect.max_value, aspect.ideal, aspect.level, aspect.labels, aspect.missing, aspect.position,
        aspect.translations
@@ -134,7 +128,8 @@ def campaign_for_annotator(user: AnyUser, pk: int) -> Campaign:
     if not user.is_authenticated or not (campaign.is_active and first[width]):
         # Outside the pool the campaign is outside the user's scope: 404, so its existence is not revealed.
         raise Http404("no such campaign")
-    aspect_rows = tuple(tuple(row[width + 1 :]) for row in rows if row[width + 1])
+    campaign._adjudicates = bool(first[width + 1])  # type: ignore[attr-defined]
+    aspect_rows = tuple(tuple(row[width + 2 :]) for row in rows if row[width + 2])
     campaign._scales_cache = list(  # type: ignore[attr-defined]
         _scales_of_rows(aspect_rows, connection.vendor, get_language() or "")
     )
@@ -501,26 +496,6 @@ def campaign_scales(campaign: Campaign) -> list[Scale]:
 
 
 @dataclass(frozen=True)
-class AnnotatorProgress:
-    done: int
-    available: int
-    has_open_task: bool
-
-    @property
-    def total(self) -> int:
-        return self.done + self.available
-
-
-def annotator_progress(*, campaign: Campaign, user: AnyUser) -> AnnotatorProgress:
-    """Done = tasks this annotator submitted; available = tasks that still have a free slot they could take."""
-    counts = slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user)
-    has_open = bool(counts.leased)
-    return AnnotatorProgress(
-        done=counts.done, available=counts.available + (1 if has_open else 0), has_open_task=has_open
-    )
-
-
-@dataclass(frozen=True)
 class AnnotatorRow:
     username: str
     in_pool: bool
@@ -541,10 +516,12 @@ class TaskRow:
     submitted: int
     leased: int
     needed: int
+    # Slots closed because a certified judge rated the task (hybrid campaigns): the task needs no rater.
+    judged: int = 0
 
     @property
     def is_full(self) -> bool:
-        return self.submitted >= self.needed
+        return self.judged > 0 or self.submitted >= self.needed
 
 
 @dataclass
@@ -626,6 +603,7 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
             submitted=t["n_submitted"],
             leased=t["n_leased"],
             needed=campaign.raters_per_item,
+            judged=t["n_judged"],
         )
         for t in Task.objects.filter(campaign=campaign, is_gold=False)
         .order_by("position")
@@ -642,15 +620,17 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
                 filter=Q(assignments__status=AssignmentStatus.LEASED, assignments__lease_expires_at__gte=now),
                 distinct=True,
             ),
+            n_judged=Count("assignments", filter=Q(assignments__status=AssignmentStatus.JUDGED), distinct=True),
         )
     ]
+    human_tasks = [t for t in tasks if not t.judged]
     return CampaignProgress(
         annotators=rows,
         tasks=tasks,
         tasks_total=len(tasks),
         tasks_complete=sum(1 for t in tasks if t.is_full),
-        ratings_submitted=sum(min(t.submitted, t.needed) for t in tasks),
-        slots_total=len(tasks) * campaign.raters_per_item,
+        ratings_submitted=sum(min(t.submitted, t.needed) for t in human_tasks),
+        slots_total=len(human_tasks) * campaign.raters_per_item,
         excluded_raters=sorted(name for pk, name in excluded_names.items() if pk in seconds),
         gold_tasks=Task.objects.filter(campaign=campaign, is_gold=True).count(),
         gold_answers=Assignment.objects.filter(

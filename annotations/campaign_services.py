@@ -25,6 +25,11 @@ On Postgres the submission runs as one SQL statement (data-modifying CTEs) in au
 completing UPDATE: one round trip instead of a transaction of five to fifteen ORM queries, with the same locks, the
 same conditional updates and the same constraints; the statement is atomic on its own. The ORM version serves the
 other databases (SQLite in development) and defines the semantics.
+
+Why one module of this size: the draft save and the submit each have an SQL form and an ORM form here, and the SQL
+forms are built on fragments of `annotations.slots` and `annotations.statements`, where the claim's two forms are.
+Splitting this module by concern (setup, drafts, submissions, corrections) only pays once each rule's two forms move
+together with their fragments, so it stays whole until the slot engine is split with it.
 """
 
 import hashlib
@@ -42,6 +47,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from annotations.adjudication.services import dispute_find
 from annotations.campaign_selectors import (
     CAMPAIGN_SLOTS,
     NA_TOKEN,
@@ -54,9 +60,11 @@ from annotations.campaign_selectors import (
     rating_field_id,
     task_candidates,
 )
+from annotations.campaign_settings import CampaignSettings, CampaignSettingsError
 from annotations.errors import RatingOutOfRange
 from annotations.gold.selectors import gold_is_due, gold_task_next
 from annotations.models import (
+    AdjudicationRule,
     Aspect,
     Assignment,
     AssignmentDraft,
@@ -73,10 +81,11 @@ from annotations.models import (
     Task,
     Turn,
 )
-from annotations.recruitment.selectors import worker_tasks_left
+from annotations.recruitment.selectors import is_crowd_account, worker_skips_left, worker_tasks_left
 from annotations.rubrics import format_number
 from annotations.services import rater_for_user, rating_value_from_token
 from annotations.slots import (
+    Claim,
     ClaimDetails,
     NotInPool,
     NotLeased,
@@ -85,28 +94,18 @@ from annotations.slots import (
     slot_claim,
     slot_complete,
     slot_complete_sql,
+    slot_personal_claim,
     slot_personal_lease,
     slot_personal_state,
     slot_pool_sql,
     slot_reclaim,
+    slot_release,
     slot_skip,
     slots_build,
     slots_release_outside_pool,
 )
 from annotations.statements import instance_from_row, statement_cursor, statement_rows
 
-CAMPAIGN_OPTIONS = {
-    "guidelines",
-    "show_reference",
-    "show_context",
-    "ask_preference",
-    "rationale_required",
-    "scale_dropdowns",
-    "lease_minutes",
-    "is_active",
-    "allow_revisit",
-    "gold_rate",
-}
 MAX_TEXT_CHARS = 10_000
 MAX_VALUE_CHARS = 50  # a rating cell or the preference, as the form sends it
 DRAFT_TEXT_FIELDS = ("rationale", "comment")
@@ -136,6 +135,11 @@ class RevisitRefused(Exception):
 class LeaseLost(NotLeased):
     """The lease expired and the task went to someone else with no slot left for the user; their answer was kept
     as a draft of the task, not stored as ratings."""
+
+
+class QuotaReached(Exception):
+    """A crowd worker sent a new answer after submitting every task their link allows (for instance a page left
+    open, sent after its lease expired). Nothing was stored and their open lease, if any, went back to the pool."""
 
 
 class SubmissionInvalid(Exception):
@@ -218,9 +222,8 @@ def campaign_create(
 ) -> Campaign:
     """Opens a campaign and builds its tasks and rater slots in one transaction.
 
-    options: guidelines (markdown), show_reference (False), show_context (True), ask_preference (True),
-    rationale_required (True), scale_dropdowns (False), lease_minutes (30), is_active (True), allow_revisit (True),
-    gold_rate (0: the share of each annotator's tasks that are gold items or attention checks, at most 0.5)."""
+    options: any of the settings of annotations.campaign_settings.CampaignSettings; the others keep their
+    defaults."""
     _check_settings(name, options)
     if not 1 <= raters_per_item <= 100:
         raise CampaignError("raters per item must be between 1 and 100")
@@ -247,19 +250,15 @@ def campaign_create(
 
 
 def _check_settings(name: str, options: Mapping[str, Any]) -> None:
-    unknown = set(options) - CAMPAIGN_OPTIONS
-    if unknown:
-        raise CampaignError(f"unknown campaign options: {', '.join(sorted(unknown))}")
     if not name.strip() or len(name) > 200:
         raise CampaignError("a campaign needs a name of 1 to 200 characters")
     # Postgres text cannot hold U+0000; the importer refuses it in every string for the same reason.
-    for text in (name, options.get("guidelines", "")):
-        if "\x00" in text:
-            raise CampaignError("text with a NUL character cannot be stored")
-    if options.get("lease_minutes", 1) < 1:
-        raise CampaignError("the lease must be at least one minute")
-    if not 0 <= options.get("gold_rate", 0) <= 0.5:
-        raise CampaignError("the gold rate must be between 0 and 0.5")
+    if "\x00" in name:
+        raise CampaignError("text with a NUL character cannot be stored")
+    try:
+        CampaignSettings.from_options(options)
+    except CampaignSettingsError as exc:
+        raise CampaignError(str(exc)) from None
 
 
 def campaign_update(
@@ -409,6 +408,10 @@ def assignment_claim(*, campaign: Campaign, user: User, now: datetime | None = N
     claim = slot_claim(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user, now=now, details=_CLAIM_DETAILS)
     if claim is None:
         return None
+    return _claimed_assignment(campaign=campaign, claim=claim)
+
+
+def _claimed_assignment(*, campaign: Campaign, claim: Claim) -> Assignment:
     assignment: Assignment = claim.slot
     if claim.details:
         row, t = claim.details, len(_TASK_COLUMNS)
@@ -429,6 +432,10 @@ def _gold_assignment_lease(*, campaign: Campaign, user: User, now: datetime | No
         return None
     if not gold_is_due(campaign=campaign, user_id=user.pk, handed_out=state.held):
         return None
+    if connection.vendor == "postgresql":
+        # One statement like the regular claim, so that handing out gold costs what a regular task costs.
+        claim = slot_personal_claim(pool=CAMPAIGN_SLOTS, campaign=campaign, user=user, now=now, details=_CLAIM_DETAILS)
+        return _claimed_assignment(campaign=campaign, claim=claim) if claim is not None else None
     task = gold_task_next(campaign=campaign, user=user)
     if task is None:
         return None
@@ -444,6 +451,9 @@ def assignment_skip(*, assignment: Assignment, user: User, reason: str, note: st
         raise CampaignError(_("Choose a reason for skipping."))
     if len(note) > MAX_TEXT_CHARS:
         raise CampaignError(_("The note is too long."))
+    skips_left = worker_skips_left(assignment.campaign, user)
+    if skips_left == 0:
+        raise CampaignError(_("You have used every skip this session allows; please answer this task."))
     with transaction.atomic():
         skip: Skip = slot_skip(pool=CAMPAIGN_SLOTS, slot=assignment, user=user, reason=reason, note=note)
         _drafts_drop(task_id=assignment.task_id, user=user)
@@ -477,6 +487,10 @@ def assignment_draft_save(*, campaign: Campaign, task_id: int, user: User, value
         campaign=campaign, task_id=task_id, user=user, values=values
     ):
         return
+    _draft_save_portable(campaign=campaign, task_id=task_id, user=user, values=values)
+
+
+def _draft_save_portable(*, campaign: Campaign, task_id: int, user: User, values: Mapping[str, Any]) -> None:
     if not campaign_has_annotator(campaign, user):
         raise NotInPool()
     with transaction.atomic():
@@ -498,7 +512,7 @@ def assignment_draft_save(*, campaign: Campaign, task_id: int, user: User, value
         AssignmentDraft.objects.update_or_create(assignment=assignment, annotator=user, defaults={"values": kept})
 
 
-_DRAFT_FIELD = re.compile(r"^r-(\d{1,3})-(\d{1,3})$")
+_DRAFT_FIELD = re.compile(r"^r-([0-9]{1,3})-([0-9]{1,3})$")
 
 # assignment_draft_save in one statement: the slot (the user's lease, or their submitted slot while corrections are
 # allowed) is locked as in the portable code, the pool and the number of candidates the draft names are checked, and
@@ -657,18 +671,13 @@ def submission_create(
     current answer and keeps the earlier one in its history, or raises RevisitRefused when the campaign does not
     allow corrections. A lease that expired still counts while the slot is the user's; once it went to someone
     else, the answer takes another open slot of the task (only when `former_slot_id`, the slot the user's page was
-    built for, is given), or it is kept as a draft and LeaseLost raised."""
-    if connection.vendor == "postgresql":
-        return _submit_in_one_statement(
-            campaign=campaign,
-            task_id=task_id,
-            user=user,
-            idempotency_key=idempotency_key,
-            answer=answer,
-            now=now,
-            former_slot_id=former_slot_id,
-        )
-    return _submission_create_portable(
+    built for, is given), or it is kept as a draft and LeaseLost raised.
+
+    A stored answer in a campaign with an adjudication rule is then checked for disagreement (see
+    annotations/adjudication): in its own transaction, after the answer is safe, so a failure there never loses it;
+    `manage.py find_disputes` finds what such a failure missed."""
+    submit = _submit_in_one_statement if connection.vendor == "postgresql" else _submission_create_portable
+    result = submit(
         campaign=campaign,
         task_id=task_id,
         user=user,
@@ -677,6 +686,17 @@ def submission_create(
         now=now,
         former_slot_id=former_slot_id,
     )
+    if not result.replayed and _campaign_adjudicates(campaign):
+        dispute_find(task_id=task_id, now=now)
+    return result
+
+
+def _campaign_adjudicates(campaign: Campaign) -> bool:
+    """Read with the campaign on the annotator's hot path (campaign_for_annotator), else asked here."""
+    known: bool | None = getattr(campaign, "_adjudicates", None)
+    if known is None:
+        known = AdjudicationRule.objects.filter(campaign_id=campaign.pk).exists()
+    return known
 
 
 def _submission_create_portable(
@@ -693,14 +713,40 @@ def _submission_create_portable(
         raise NotInPool()
     if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
         raise _outdated_form()
-    moment = now or timezone.now()
+    try:
+        return _submission_create_locked(
+            campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key, answer=answer, now=now,
+            former_slot_id=former_slot_id,
+        )  # fmt: skip
+    except QuotaReached:
+        leased = Assignment.objects.filter(campaign=campaign, annotator=user, status=AssignmentStatus.LEASED)
+        for slot_id in leased.values_list("pk", flat=True):
+            slot_release(pool=CAMPAIGN_SLOTS, slot_id=slot_id, user=user)
+        raise
+
+
+def _submission_create_locked(
+    *,
+    campaign: Campaign,
+    task_id: int,
+    user: User,
+    idempotency_key: str,
+    answer: TaskAnswer,
+    now: datetime | None,
+    former_slot_id: int | None,
+) -> SubmitResult:
     with transaction.atomic():
+        # The worker's row first (crowd accounts only): their quota is counted and their answer stored under it.
+        tasks_left = worker_tasks_left(campaign, user, lock=True)
         assignment = (
             Assignment.objects.select_for_update()
             .select_related("task__turn", "campaign")
             .filter(campaign=campaign, task_id=task_id, annotator=user)
             .first()
         )
+        # Read under the lock: a correction that waited for another one must be stamped after it, or its history
+        # row would say the version it replaces was replaced before it was written.
+        moment = now or timezone.now()
         submission = None
         if assignment is not None and assignment.status == AssignmentStatus.SUBMITTED:
             submission = Submission.objects.select_for_update().get(assignment=assignment)
@@ -711,6 +757,8 @@ def _submission_create_portable(
                 campaign=campaign, submission=submission, assignment=assignment, user=user,
                 idempotency_key=idempotency_key, answer=answer, moment=moment,
             )  # fmt: skip
+        if tasks_left == 0:
+            raise QuotaReached()
         former: Assignment | None = None
         if assignment is None or assignment.status != AssignmentStatus.LEASED:
             former = _former_slot(campaign=campaign, task_id=task_id, slot_id=former_slot_id)
@@ -1057,11 +1105,6 @@ def _submit_in_one_statement(
     now: datetime | None,
     former_slot_id: int | None,
 ) -> SubmitResult:
-    state = _submit_state(campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key)
-    if not state.in_pool:
-        raise NotInPool()
-    if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
-        raise _outdated_form()
     rest: dict[str, Any] = {
         "campaign": campaign,
         "task_id": task_id,
@@ -1071,6 +1114,15 @@ def _submit_in_one_statement(
         "now": now,
         "former_slot_id": former_slot_id,
     }
+    if is_crowd_account(user):
+        # A crowd worker's quota is counted and their answer stored under a lock on their row, which the single
+        # statement cannot take before it counts: their submits take the portable path.
+        return _submission_create_portable(**rest)
+    state = _submit_state(campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key)
+    if not state.in_pool:
+        raise NotInPool()
+    if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
+        raise _outdated_form()
     if state.assignment_id is None:
         return _submission_create_portable(**rest)  # a lease lost to someone else, or never held
     order = candidate_order(campaign=campaign, task=Task(pk=task_id), user_id=user.pk, response_ids=state.response_ids)

@@ -1,5 +1,6 @@
 class DatasetImportError(Exception):
-    """A problem with an import file, located precisely enough to fix it by hand."""
+    """A problem with an import file, located precisely enough to fix it by hand: the line of a JSONL file, or the
+    row (and file) of a table read through a mapping."""
 
     def __init__(
         self,
@@ -15,16 +16,38 @@ class DatasetImportError(Exception):
         self.expected = expected
         self.found = found
         self.reason = message
+        self.row: int | None = None
+        self.unit = "row"
+        self.file: str | None = None
+        super().__init__(self._text())
+
+    def _text(self) -> str:
         parts = []
-        if line is not None:
-            parts.append(f"line {line}")
-        if field:
-            parts.append(f"field {field}")
+        if self.file is not None:
+            parts.append(self.file)
+        if self.row is not None:
+            parts.append(f"{self.unit} {self.row}")
+        elif self.line is not None:
+            parts.append(f"line {self.line}")
+        if self.field:
+            parts.append(f"field {self.field}")
         location = ", ".join(parts)
-        detail = message
-        if expected is not None:
-            detail += f": expected {expected}, found {found}"
-        super().__init__(f"{location}: {detail}" if location else detail)
+        detail = self.reason
+        if self.expected is not None:
+            detail += f": expected {self.expected}, found {self.found}"
+        return f"{location}: {detail}" if location else detail
+
+    def at_row(self, row: int | None, *, unit: str = "row") -> "DatasetImportError":
+        """The same problem, located at a row of a table (or a line of a JSONL table) instead."""
+        self.row = row
+        self.unit = unit
+        self.args = (self._text(),)
+        return self
+
+    def in_file(self, name: str) -> "DatasetImportError":
+        self.file = name
+        self.args = (self._text(),)
+        return self
 
 
 class RubricError(ValueError):

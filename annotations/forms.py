@@ -26,3 +26,32 @@ class DatasetUploadForm(forms.Form):
         if cleaned.get("preset") and cleaned.get("rubric"):
             raise forms.ValidationError("choose a preset or upload a rubric, not both")
         return cleaned
+
+
+class MappedImportForm(forms.Form):
+    """The mapped import page: a table, a ready-made mapping or a mapping file, and the dataset's name."""
+
+    file = forms.FileField(label=_("Table"), help_text=_("CSV, TSV, JSONL or Parquet"))
+    mapping = forms.ChoiceField(label=_("Ready-made mapping"), required=False)
+    mapping_file = forms.FileField(
+        label=_("Mapping file"), required=False, help_text=_("TOML or JSON; instead of a ready-made mapping")
+    )
+    name = forms.CharField(max_length=200, label=_("Dataset name"), required=False)
+
+    def __init__(self, *args: object, ready_made: list[str], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["mapping"].choices = [("", _("(use a mapping file)"))] + [(m, m) for m in ready_made]  # type: ignore[attr-defined]
+
+    def clean_file(self) -> object:
+        upload = self.cleaned_data["file"]
+        if upload.size > settings.IMPORT_MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(
+                _("the file is larger than %(n)s bytes") % {"n": settings.IMPORT_MAX_UPLOAD_BYTES}
+            )
+        return upload
+
+    def clean(self) -> dict:
+        cleaned = super().clean() or {}
+        if bool(cleaned.get("mapping")) == bool(cleaned.get("mapping_file")):
+            raise forms.ValidationError(_("choose a ready-made mapping or upload a mapping file (one of the two)"))
+        return cleaned

@@ -1,3 +1,10 @@
+"""The annotations app's models.
+
+Why one module of this size: Django looks for an app's models in its `models` module; the crowd-study and research
+packages keep their own models, imported at its end, while the dataset, campaign and slot models stay here because
+their constraints and foreign keys refer to one another.
+"""
+
 from typing import Any
 
 from django.conf import settings
@@ -5,6 +12,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
+
+from annotations.slot_rows import SlotRow, SlotStatus
 
 
 class MeasurementLevel(models.TextChoices):
@@ -354,13 +363,10 @@ class Task(models.Model):
         return f"task {self.position + 1} of {self.campaign}"
 
 
-class AssignmentStatus(models.TextChoices):
-    FREE = "free"
-    LEASED = "leased"
-    SUBMITTED = "submitted"
+AssignmentStatus = SlotStatus
 
 
-class Assignment(models.Model):
+class Assignment(SlotRow):
     """A rater slot of a task. Exactly N rows exist per task and they are only ever updated, never inserted later,
     so a task cannot collect more than N raters; unique(task, annotator) keeps the raters distinct."""
 
@@ -368,10 +374,6 @@ class Assignment(models.Model):
     # task and annotator get no index of their own: the unique (task, slot) and (task, annotator) constraints and the
     # (annotator, status) index lead with them, and a claim or submit rewrites every index of the row it updates.
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments", db_index=False)
-    # Copied from the task so the claim query can walk one partial index in hand-out order.
-    task_position = models.PositiveIntegerField()
-    slot = models.PositiveSmallIntegerField()
-    slot_limit = models.PositiveSmallIntegerField()
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -380,11 +382,6 @@ class Assignment(models.Model):
         related_name="assignments",
         db_index=False,
     )
-    status = models.CharField(max_length=10, choices=AssignmentStatus.choices, default=AssignmentStatus.FREE)
-    leased_at = models.DateTimeField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
-    seconds_spent = models.FloatField(null=True, blank=True)
     # Copied from the task, so the claim rule can tell gold slots apart without a join.
     is_gold = models.BooleanField(default=False)
     # A slot added when the rater of `replaces` was excluded, so the task still gets N ratings that count.
@@ -411,7 +408,13 @@ class Assignment(models.Model):
             models.CheckConstraint(
                 condition=(Q(status="free") & Q(annotator__isnull=True))
                 | (Q(status="leased") & Q(annotator__isnull=False) & Q(lease_expires_at__isnull=False))
-                | (Q(status="submitted") & Q(annotator__isnull=False) & Q(submitted_at__isnull=False)),
+                | (Q(status="submitted") & Q(annotator__isnull=False) & Q(submitted_at__isnull=False))
+                | (
+                    Q(status="judged")
+                    & Q(annotator__isnull=True)
+                    & Q(leased_at__isnull=True)
+                    & Q(submitted_at__isnull=True)
+                ),
                 name="assignment_status_consistent",
             ),
         ]
@@ -549,6 +552,38 @@ class AssignmentDraft(models.Model):
         return f"draft of {self.assignment}"
 
 
+class JudgeFilledRating(models.Model):
+    """A rating a certified judge gave in a hybrid campaign, in place of the task's human raters. Kept apart from
+    `Rating` so that no human agreement statistic can ever read it; exports list it with filled_by = judge."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="judge_filled_ratings")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="judge_filled_ratings")
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="judge_filled_ratings")
+    aspect = models.ForeignKey(Aspect, on_delete=models.CASCADE, related_name="judge_filled_ratings")
+    value = models.FloatField()
+    confidence = models.FloatField()
+    judge_name = models.CharField(max_length=200)
+    # The judge version's fingerprint; a string, because the annotations domain does not depend on the judge.
+    judge_version = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("judge-filled rating")
+        verbose_name_plural = _("judge-filled ratings")
+        ordering = ["task", "response", "aspect"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "response", "aspect"], name="judge_filled_once_per_task_answer"),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="judge_filled_confidence_0_to_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge_name} on {self.response_id}/{self.aspect_id}: {self.value}"
+
+
+from annotations.adjudication.models import *  # noqa: E402, F403 - adjudication belongs to this app
 from annotations.gold.models import *  # noqa: E402, F403 - gold items belong to this app
 from annotations.quality.models import *  # noqa: E402, F403 - rater exclusions belong to this app
 from annotations.recruitment.models import *  # noqa: E402, F403 - recruitment belongs to this app
+from annotations.research.models import *  # noqa: E402, F403 - annotator invitations belong to this app

@@ -5,7 +5,7 @@ from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from annotations.models import Dataset
-from annotations.roles import RESEARCHERS_GROUP
+from annotations.roles import ROLE_GROUPS
 
 
 def datasets_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Dataset]:
@@ -46,9 +46,10 @@ def dataset_by_name(name: str, owner: str | None = None) -> Dataset:
 def _in_pool_of(user: AbstractBaseUser | AnonymousUser) -> Q:
     """The people a researcher works with: those an operator put in one of the researcher's groups, and those who
     already rate, own or share a dataset the researcher sees. Offering every account instead would show every
-    researcher every username on the site. The researchers' role group holds every researcher, so it is no pool."""
+    researcher every username on the site. A role group (researchers, adjudicators) holds everyone with the role,
+    so it is no pool."""
     visible = datasets_for_user(user)
-    groups = user.groups.exclude(name=RESEARCHERS_GROUP) if isinstance(user, User) else Group.objects.none()
+    groups = user.groups.exclude(name__in=ROLE_GROUPS) if isinstance(user, User) else Group.objects.none()
     return (
         Q(groups__in=groups)
         | Q(annotation_campaigns__dataset__in=visible)

@@ -24,6 +24,10 @@ The rules, each written once here
 On Postgres a claim runs as one statement (data-modifying CTEs) in autocommit: one round trip instead of a
 transaction of five ORM queries, with the same locks, conditional updates and constraints; the portable path serves
 the other databases (SQLite in development). Table names come from the models' metadata, never from input.
+
+Why one module of this size: the claim rule's one-statement SQL form and its portable form, and the fragments the
+submission statement reuses, must agree; they are written side by side here so that a change to one is made next to
+the other.
 """
 
 # The statements below are assembled from table and column names read from model metadata, never from input, and
@@ -36,17 +40,18 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max, Model
 from django.utils import timezone
 
-from annotations.models import AssignmentStatus as SlotStatus
+from annotations.slot_rows import SlotRow, SlotStatus
 from annotations.statements import instance_from_row, statement_cursor, statement_rows
 
 AnyUser = AbstractBaseUser | AnonymousUser
+SlotT = TypeVar("SlotT", bound=SlotRow)
 
 CLAIM_ATTEMPTS = 8
 
@@ -60,16 +65,15 @@ class NotLeased(Exception):
 
 
 @dataclass(frozen=True)
-class SlotPool:
+class SlotPool(Generic[SlotT]):
     """Where one kind of campaign keeps its rows.
 
     campaign: is_active, lease_minutes and an `annotators` many-to-many to users; task: campaign, position;
-    slot: campaign, task, task_position, slot, slot_limit, annotator, status, leased_at, lease_expires_at,
-    submitted_at, seconds_spent; skip: task, annotator."""
+    slot: a SlotRow with campaign, task and annotator foreign keys; skip: task, annotator."""
 
     campaign: type[Model]
     task: type[Model]
-    slot: type[Model]
+    slot: type[SlotT]
     skip: type[Model]
     # A boolean slot column marking slots appended for one person (see "personal slots"); the claim rule never
     # hands such a slot to anyone else, even when its lease expired. Empty when the pool has none.
@@ -91,8 +95,8 @@ NO_DETAILS = ClaimDetails()
 
 
 @dataclass(frozen=True)
-class Claim:
-    slot: Any  # an instance of the pool's slot model
+class Claim(Generic[SlotT]):
+    slot: SlotT  # an instance of the pool's slot model
     resumed: bool  # the user's open lease, extended; otherwise a slot taken now
     details: tuple[Any, ...]  # the ClaimDetails columns (one-statement claim only)
 
@@ -145,7 +149,7 @@ _COMPLETE = (
 
 
 @functools.cache
-def _names(pool: SlotPool) -> dict[str, str]:
+def _names(pool: SlotPool[Any]) -> dict[str, str]:
     members = pool.campaign._meta.get_field("annotators")
     return {
         "campaigns": pool.campaign._meta.db_table,
@@ -158,27 +162,27 @@ def _names(pool: SlotPool) -> dict[str, str]:
     }
 
 
-def _fragment(pool: SlotPool, template: str, alias: str = "slot") -> str:
+def _fragment(pool: SlotPool[Any], template: str, alias: str = "slot") -> str:
     return template.format(alias=alias, **_names(pool))
 
 
-def _claimable(pool: SlotPool, alias: str = "slot") -> str:
+def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
     rule = _fragment(pool, _CLAIMABLE, alias)
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
 
 
-def slot_pool_sql(pool: SlotPool) -> str:
+def slot_pool_sql(pool: SlotPool[Any]) -> str:
     """The pool rule as a boolean SQL expression (params: campaign, user), for statements that build on it."""
     return _fragment(pool, _IN_POOL)
 
 
-def slot_complete_sql(pool: SlotPool) -> str:
+def slot_complete_sql(pool: SlotPool[Any]) -> str:
     """The completing UPDATE (params: slot, user, campaign, now, spent), for statements that build on it."""
     return _fragment(pool, _COMPLETE)
 
 
 @functools.cache
-def _claim_sql(pool: SlotPool, details: ClaimDetails) -> str:
+def _claim_sql(pool: SlotPool[Any], details: ClaimDetails) -> str:
     """The pool check, the resume and the claim as one Postgres statement. `picked` is the lowest claimable slot,
     locked with SKIP LOCKED; `claimed` re-checks its lease while taking it; the unique indexes raise IntegrityError
     when a concurrent request of the same user won."""
@@ -214,7 +218,7 @@ FROM held{details.joins}
 
 
 @functools.cache
-def _pick_sql(pool: SlotPool, skip_locked: bool) -> str:
+def _pick_sql(pool: SlotPool[Any], skip_locked: bool) -> str:
     return (
         f"SELECT slot.id FROM {_names(pool)['slots']} slot"
         f" WHERE {_claimable(pool)}"  # nosec B608 - model-metadata names, bound values
@@ -223,7 +227,7 @@ def _pick_sql(pool: SlotPool, skip_locked: bool) -> str:
 
 
 @functools.cache
-def _take_sql(pool: SlotPool) -> str:
+def _take_sql(pool: SlotPool[Any]) -> str:
     slots = _names(pool)["slots"]
     return (
         f"UPDATE {slots} SET annotator_id = %(user)s, status = 'leased', leased_at = %(now)s,"
@@ -233,12 +237,12 @@ def _take_sql(pool: SlotPool) -> str:
 
 
 @functools.cache
-def _in_pool_sql(pool: SlotPool) -> str:
+def _in_pool_sql(pool: SlotPool[Any]) -> str:
     return f"SELECT {slot_pool_sql(pool)}"
 
 
 @functools.cache
-def _counts_sql(pool: SlotPool) -> str:
+def _counts_sql(pool: SlotPool[Any]) -> str:
     slots = _names(pool)["slots"]
     return f"""
 SELECT
@@ -278,7 +282,7 @@ def hand_out_order(seed: str, n: int) -> list[int]:
     return order
 
 
-def slots_build(*, pool: SlotPool, campaign: Model, tasks: Iterable[Any], per_task: int) -> None:
+def slots_build(*, pool: SlotPool[Any], campaign: Model, tasks: Iterable[Any], per_task: int) -> None:
     """The N slots of each new task; the only place slot rows are inserted."""
     pool.slot.objects.bulk_create(  # type: ignore[attr-defined]
         [
@@ -293,14 +297,14 @@ def slots_build(*, pool: SlotPool, campaign: Model, tasks: Iterable[Any], per_ta
 # --- the pool ---------------------------------------------------------------------------------------------------
 
 
-def slot_pool_has(*, pool: SlotPool, campaign: Model, user: AnyUser) -> bool:
+def slot_pool_has(*, pool: SlotPool[Any], campaign: Model, user: AnyUser) -> bool:
     """Whether the user may take slots of the campaign: in its pool, and the campaign is active."""
     with statement_cursor() as cursor:
         cursor.execute(_in_pool_sql(pool), {"campaign": campaign.pk, "user": user.pk or 0})
         return bool(cursor.fetchone()[0])
 
 
-def slots_release_outside_pool(*, pool: SlotPool, campaign: Any) -> int:
+def slots_release_outside_pool(*, pool: SlotPool[Any], campaign: Any) -> int:
     """Frees the open leases of people who left the pool, so their slots go to someone who may still take them."""
     return (
         pool.slot.objects.filter(campaign=campaign, status=SlotStatus.LEASED)  # type: ignore[attr-defined]
@@ -313,8 +317,8 @@ def slots_release_outside_pool(*, pool: SlotPool, campaign: Any) -> int:
 
 
 def slot_claim(
-    *, pool: SlotPool, campaign: Any, user: Any, now: datetime | None = None, details: ClaimDetails = NO_DETAILS
-) -> Claim | None:
+    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None = None, details: ClaimDetails = NO_DETAILS
+) -> Claim[SlotT] | None:
     """The user's open lease (extended), else the claimable slot lowest in hand-out order, leased to them; None when
     nothing is left for them. NotInPool outside the pool. Safe under concurrency."""
     if connection.vendor == "postgresql":
@@ -323,8 +327,8 @@ def slot_claim(
 
 
 def _claim_in_one_statement(
-    *, pool: SlotPool, campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
-) -> Claim | None:
+    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
+) -> Claim[SlotT] | None:
     lease = timedelta(minutes=campaign.lease_minutes)
     for _attempt in range(CLAIM_ATTEMPTS):
         moment = now or timezone.now()
@@ -344,8 +348,8 @@ def _claim_in_one_statement(
 
 
 def _claim_portable(
-    *, pool: SlotPool, campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
-) -> Claim | None:
+    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
+) -> Claim[SlotT] | None:
     if not slot_pool_has(pool=pool, campaign=campaign, user=user):
         raise NotInPool()
     lease = timedelta(minutes=campaign.lease_minutes)
@@ -386,7 +390,7 @@ def _claim_portable(
 
 
 @functools.cache
-def _reclaim_pick_sql(pool: SlotPool, skip_locked: bool) -> str:
+def _reclaim_pick_sql(pool: SlotPool[Any], skip_locked: bool) -> str:
     return (
         f"SELECT slot.id FROM {_names(pool)['slots']} slot"
         f" WHERE {_claimable(pool)} AND slot.task_id = %(task)s"  # nosec B608 - model-metadata names, bound values
@@ -394,7 +398,9 @@ def _reclaim_pick_sql(pool: SlotPool, skip_locked: bool) -> str:
     )
 
 
-def slot_reclaim(*, pool: SlotPool, campaign: Any, task_id: int, user: Any, now: datetime | None = None) -> Any | None:
+def slot_reclaim(
+    *, pool: SlotPool[SlotT], campaign: Any, task_id: int, user: Any, now: datetime | None = None
+) -> SlotT | None:
     """For a late answer whose lease expired and went to someone else: leases the user a slot of the same task if one
     is still open to them under the claim rule, taken with the same conditional update as a claim; None when the
     task is full or the user already holds another open lease (one per campaign). Must run inside the transaction
@@ -429,7 +435,7 @@ def slot_reclaim(*, pool: SlotPool, campaign: Any, task_id: int, user: Any, now:
 # --- releasing, skipping, completing ----------------------------------------------------------------------------
 
 
-def slot_release(*, pool: SlotPool, slot_id: int, user: Any) -> bool:
+def slot_release(*, pool: SlotPool[Any], slot_id: int, user: Any) -> bool:
     """Returns the user's open lease to the pool; False when it is not (or no longer) theirs."""
     released: int = pool.slot.objects.filter(  # type: ignore[attr-defined]
         pk=slot_id, annotator=user, status=SlotStatus.LEASED
@@ -437,7 +443,7 @@ def slot_release(*, pool: SlotPool, slot_id: int, user: Any) -> bool:
     return released == 1
 
 
-def slot_skip(*, pool: SlotPool, slot: Any, user: Any, **skip_fields: Any) -> Any:
+def slot_skip(*, pool: SlotPool[SlotT], slot: SlotT, user: Any, **skip_fields: Any) -> Any:
     """Releases the user's lease and records the skip, so the task is never offered to them again. NotLeased when
     the slot is not (or no longer) leased to them."""
     with transaction.atomic():
@@ -449,7 +455,7 @@ def slot_skip(*, pool: SlotPool, slot: Any, user: Any, **skip_fields: Any) -> An
     return skip
 
 
-def slot_complete(*, pool: SlotPool, slot: Any, user: Any, now: datetime, seconds_spent: float | None) -> bool:
+def slot_complete(*, pool: SlotPool[SlotT], slot: SlotT, user: Any, now: datetime, seconds_spent: float | None) -> bool:
     """Marks the user's open lease done, if it still is theirs and they are still in the pool; False otherwise."""
     params = {
         "slot": slot.pk,
@@ -472,23 +478,31 @@ PERSONAL_SLOT_LIMIT = 32767
 
 @dataclass(frozen=True)
 class PersonalState:
-    held: int  # slots the user holds in the campaign, in any state: the tasks handed to them so far
+    # The tasks handed to the user so far: the slots they hold in the campaign, in any state, and the tasks they
+    # skipped (whose slots went back to the pool). Counting skips keeps a skip from moving the gold positions, which
+    # would tell a skipped gold task from a skipped regular one in the progress count.
+    held: int
     leased: bool  # they hold an open lease, which "next" resumes
     regular_available: bool  # a slot the claim rule would hand them exists
 
 
 @functools.cache
-def _personal_state_sql(pool: SlotPool) -> str:
-    slots = _names(pool)["slots"]
+def _personal_state_sql(pool: SlotPool[Any]) -> str:
+    names = _names(pool)
+    slots = names["slots"]
     return f"""
 SELECT
-    (SELECT COUNT(*) FROM {slots} WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s),
+    (SELECT COUNT(*) FROM {slots} WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s)
+    + (SELECT COUNT(*) FROM {names["skips"]} skip JOIN {names["tasks"]} task ON task.id = skip.task_id
+       WHERE skip.annotator_id = %(user)s AND task.campaign_id = %(campaign)s),
     EXISTS (SELECT 1 FROM {slots} WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased'),
     EXISTS (SELECT 1 FROM {slots} slot WHERE {_claimable(pool)})
 """  # nosec B608 - model-metadata names, bound values
 
 
-def slot_personal_state(*, pool: SlotPool, campaign: Model, user: Any, now: datetime | None = None) -> PersonalState:
+def slot_personal_state(
+    *, pool: SlotPool[Any], campaign: Model, user: Any, now: datetime | None = None
+) -> PersonalState:
     """What deciding whether to append a personal slot needs, in one read."""
     params = {"campaign": campaign.pk, "user": user.pk, "now": _moment(now or timezone.now())}
     with statement_cursor() as cursor:
@@ -497,9 +511,84 @@ def slot_personal_state(*, pool: SlotPool, campaign: Model, user: Any, now: date
     return PersonalState(held=int(held), leased=bool(leased), regular_available=bool(available))
 
 
+@functools.cache
+def _personal_claim_sql(pool: SlotPool[Any], details: ClaimDetails) -> str:
+    """The pool check, the resume and a personal slot appended on the first task of the pool's personal kind (the
+    task column named like `SlotPool.personal`) in hand-out order that the user never held or skipped, as one
+    Postgres statement shaped like the claim: the same round trip, the same locks, the same columns back. A slot
+    number taken concurrently, or a second open lease of the user, raises IntegrityError and the caller retries."""
+    names = _names(pool)
+    columns = ", ".join(SLOT_COLUMNS)
+    personal = pool.personal
+    return f"""
+WITH pool AS (SELECT 1 WHERE {slot_pool_sql(pool)}),
+resumed AS (
+    UPDATE {names["slots"]} SET lease_expires_at = %(expires)s
+    WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
+    RETURNING {columns}
+),
+picked AS (
+    SELECT task.id, task.position FROM {names["tasks"]} task
+    WHERE task.campaign_id = %(campaign)s AND task.{personal}
+      AND NOT EXISTS (SELECT 1 FROM {names["slots"]} mine WHERE mine.task_id = task.id AND mine.annotator_id = %(user)s)
+      AND NOT EXISTS (SELECT 1 FROM {names["skips"]} skip WHERE skip.task_id = task.id AND skip.annotator_id = %(user)s)
+      AND EXISTS (SELECT 1 FROM pool) AND NOT EXISTS (SELECT 1 FROM resumed)
+    ORDER BY task.position
+    LIMIT 1
+),
+claimed AS (
+    INSERT INTO {names["slots"]}
+        (campaign_id, task_id, task_position, slot, slot_limit, annotator_id, status, leased_at, lease_expires_at,
+         {personal})
+    SELECT %(campaign)s, picked.id, picked.position,
+           COALESCE((SELECT MAX(other.slot) FROM {names["slots"]} other WHERE other.task_id = picked.id), 0) + 1,
+           {PERSONAL_SLOT_LIMIT}, %(user)s, 'leased', %(now)s, %(expires)s, TRUE
+    FROM picked
+    RETURNING {columns}
+),
+held AS (SELECT *, FALSE AS taken FROM resumed UNION ALL SELECT *, TRUE AS taken FROM claimed)
+SELECT {", ".join(f"held.{c}" for c in SLOT_COLUMNS)}, held.taken{details.columns}
+FROM held{details.joins}
+"""  # nosec B608 - model-metadata names, bound values
+
+
+def slot_personal_claim(
+    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None = None, details: ClaimDetails = NO_DETAILS
+) -> Claim[SlotT] | None:
+    """The user's open lease (extended), else a personal slot appended on the next personal task they never had,
+    leased to them; None when there is no such task. NotInPool outside the pool. On Postgres one statement, so a
+    personal hand-out costs what a claim costs; elsewhere slot_personal_lease."""
+    if not pool.personal:
+        raise ValueError("this pool has no personal slots")
+    if connection.vendor != "postgresql":
+        return None
+    lease = timedelta(minutes=campaign.lease_minutes)
+    for _attempt in range(CLAIM_ATTEMPTS):
+        moment = now or timezone.now()
+        params = {"campaign": campaign.pk, "user": user.pk, "now": moment, "expires": moment + lease}
+        try:
+            rows = statement_rows(_personal_claim_sql(pool, details), params)
+        except IntegrityError:
+            continue  # a concurrent request took the slot number or leased the user another slot: decide again
+        if not rows:
+            if not slot_pool_has(pool=pool, campaign=campaign, user=user):
+                raise NotInPool()
+            return None
+        row, width = rows[0], len(SLOT_COLUMNS)
+        slot = instance_from_row(pool.slot, SLOT_COLUMNS, row[:width])
+        return Claim(slot=slot, resumed=not row[width], details=tuple(row[width + 1 :]))
+    return None
+
+
 def slot_personal_lease(
-    *, pool: SlotPool, campaign: Any, task: Any, user: Any, now: datetime | None = None, related: Iterable[str] = ()
-) -> Any | None:
+    *,
+    pool: SlotPool[SlotT],
+    campaign: Any,
+    task: Any,
+    user: Any,
+    now: datetime | None = None,
+    related: Iterable[str] = (),
+) -> SlotT | None:
     """Appends a personal slot on the task, leased to the user. None when the user already holds an open lease or
     already had the task (a concurrent request of theirs won: its lease is what "next" resumes). NotInPool outside
     the pool."""
@@ -537,7 +626,7 @@ def slot_personal_lease(
 # --- progress ---------------------------------------------------------------------------------------------------
 
 
-def slot_counts(*, pool: SlotPool, campaign: Model, user: AnyUser, now: datetime | None = None) -> SlotCounts:
+def slot_counts(*, pool: SlotPool[Any], campaign: Model, user: AnyUser, now: datetime | None = None) -> SlotCounts:
     """Done, open and available for one user in one read; available uses the claim rule itself."""
     params = {"campaign": campaign.pk, "user": user.pk or 0, "now": _moment(now or timezone.now())}
     with statement_cursor() as cursor:
@@ -549,7 +638,7 @@ def slot_counts(*, pool: SlotPool, campaign: Model, user: AnyUser, now: datetime
 # --- replacement slots ------------------------------------------------------------------------------------------
 
 
-def slots_replace(*, pool: SlotPool, slot_ids: Iterable[int]) -> int:
+def slots_replace(*, pool: SlotPool[Any], slot_ids: Iterable[int]) -> int:
     """Appends one free slot to the task of each given submitted slot that has none yet (`replaces` = that slot),
     so a task whose rater no longer counts can still collect N ratings that do. The new slot is numbered after the
     task's last one with `slot_limit` equal to that number, which is the one exception to "slots are only built
@@ -587,7 +676,7 @@ def slots_replace(*, pool: SlotPool, slot_ids: Iterable[int]) -> int:
     return added
 
 
-def slots_unreplace(*, pool: SlotPool, slot_ids: Iterable[int]) -> int:
+def slots_unreplace(*, pool: SlotPool[Any], slot_ids: Iterable[int]) -> int:
     """Removes the replacements of the given slots that nobody has taken yet; a replacement someone leased or
     submitted stays. Returns how many were removed.
 

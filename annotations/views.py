@@ -7,7 +7,6 @@ htmx asked). Blinding is enforced by what the selectors load, not by what the te
 
 import re
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
@@ -17,19 +16,17 @@ from django.core import signing
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
-from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
+from annotations.adjudication.selectors import dispute_queue, may_adjudicate
+from annotations.agreement_summary import agreement_report
+from annotations.annotator_progress import annotator_progress
 from annotations.campaign_selectors import (
     NA_TOKEN,
-    Candidate,
-    Scale,
-    annotator_progress,
     assignment_draft_values,
     campaign_for_annotator,
     campaign_for_researcher,
@@ -41,7 +38,6 @@ from annotations.campaign_selectors import (
     earlier_prompts,
     has_submitted_task,
     leased_assignment,
-    rating_field_id,
     revisable_assignment,
     submission_form_values,
     submitted_tasks,
@@ -56,6 +52,7 @@ from annotations.campaign_services import (
     LeaseLost,
     NotInPool,
     NotLeased,
+    QuotaReached,
     RevisitRefused,
     SubmissionInvalid,
     TaskAnswer,
@@ -64,19 +61,26 @@ from annotations.campaign_services import (
     assignment_skip,
     submission_create,
 )
-from annotations.exporting import EXPORT_KINDS, export_response
+from annotations.datasets.exporting import EXPORT_KINDS, export_response
+from annotations.datasets.parquet_export import BINARY_KINDS, binary_export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
-from annotations.quality.selectors import quality_panel
+from annotations.opaque import opaque_pk, opaque_ref
+from annotations.quality.selectors import quality_panel, rater_names_choice
 from annotations.recruitment.services import crowd_session_finish
 from annotations.recruitment.views import recruitment_context
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
+from annotations.task_sheet import task_sheet
 
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-RATING_FIELD = re.compile(r"^r-(\d{1,3})-(\d{1,3})$")
+RATING_FIELD = re.compile(r"^r-([0-9]{1,3})-([0-9]{1,3})$")
+# Numbers as the form's controls send them, in ASCII digits only: Python's int() and float() also read other
+# scripts' digits, and int() refuses superscripts that str.isdigit() accepts.
+ASCII_INTEGER = re.compile(r"[0-9]{1,3}")
+ASCII_NUMBER = re.compile(r"-?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
 DRAFT_IGNORED_FIELDS = frozenset({"csrfmiddlewaretoken", "lease"})
 
 
@@ -89,6 +93,8 @@ def home(request: HttpRequest) -> HttpResponse:
         for campaign in campaigns_for_annotator(request.user)
     ]
     context: dict[str, Any] = {"annotator_campaigns": mine}
+    if may_adjudicate(request.user):
+        context["open_disputes"] = len(dispute_queue(request.user))
     if request.user.is_staff:
         context["datasets"] = datasets_for_user(request.user)
         context["researcher_campaigns"] = campaigns_for_researcher(request.user)
@@ -124,13 +130,16 @@ def _redirect(request: HtmxHttpRequest, url: str) -> HttpResponse:
     return HttpResponseRedirect(url, status=303)
 
 
-def _next_or_done(request: HtmxHttpRequest, campaign: Campaign) -> HttpResponse:
+def _next_or_done(request: HtmxHttpRequest, campaign: Campaign, *, saved: bool = False) -> HttpResponse:
     try:
         assignment = assignment_claim(campaign=campaign, user=request.user)  # type: ignore[arg-type]
     except NotInPool:
         raise Http404("no such campaign") from None
+    if saved:
+        # Worded after the claim: after the last task, "here is your next task" would contradict the page.
+        messages.success(request, _("Saved.") if assignment is None else _("Saved. Here is your next task."))
     if assignment is None:
-        if crowd_session_finish(user=request.user):  # type: ignore[arg-type]
+        if crowd_session_finish(user=request.user, campaign=campaign):  # type: ignore[arg-type]
             return _redirect(request, reverse("crowd-done"))
         messages.info(request, _("There are no more tasks for you in this campaign. Thank you!"))
         return _redirect(request, reverse("annotate-campaign", args=[campaign.pk]))
@@ -146,69 +155,6 @@ def task_next(request: HtmxHttpRequest, campaign_id: int) -> HttpResponse:
     if request.method == "GET":
         return HttpResponseRedirect(reverse("annotate-campaign", args=[campaign.pk]), status=303)
     return _next_or_done(request, campaign)
-
-
-@dataclass(frozen=True)
-class Cell:
-    scale: Scale
-    field_id: str
-    value: str
-    error: str
-    popover: str  # the scale's help, rendered once per page (annotate/_scale_popover.html)
-    blank_options: str  # the scale's options with none selected, rendered once per page
-    buttons: bool  # a row of radio buttons (annotate/_scale_buttons.html) instead of a drop-down
-
-
-FIELD_PLACEHOLDER = "__field__"
-
-
-@dataclass(frozen=True)
-class ScaleFragments:
-    popover: str
-    blank: str  # unselected options, or a button row whose field name is FIELD_PLACEHOLDER
-    buttons: bool
-
-    def blank_for(self, field_id: str) -> str:
-        if not self.buttons:
-            return self.blank
-        # The row was escaped when it was rendered; the field id is "r-<digits>-<digits>" (rating_field_id).
-        return mark_safe(self.blank.replace(FIELD_PLACEHOLDER, field_id))  # noqa: S308  # nosec B308 B703
-
-
-def _scale_fragments(scales: list[Scale], *, dropdowns: bool) -> dict[int, ScaleFragments]:
-    """Each scale's help and unselected control, rendered (and escaped) by their templates once per page instead
-    of once per candidate: they are most of the task page's markup and were most of its rendering time."""
-    fragments = {}
-    for scale in scales:
-        blank: str = ""
-        buttons = scale.fits_button_row and not dropdowns
-        if buttons:
-            template = "annotate/_scale_buttons.html"
-            blank = render_to_string(template, {"scale": scale, "field_id": FIELD_PLACEHOLDER, "na_token": NA_TOKEN})
-        elif scale.is_discrete:
-            blank = render_to_string("annotate/_scale_options.html", {"scale": scale, "na_token": NA_TOKEN})
-        popover = render_to_string("annotate/_scale_popover.html", {"scale": scale})
-        fragments[scale.index] = ScaleFragments(popover=popover, blank=blank, buttons=buttons)
-    return fragments
-
-
-def _cell(scale: Scale, fragments: ScaleFragments, number: int, values: dict[str, str], errors: dict[str, str]) -> Cell:
-    field_id = rating_field_id(number, scale.index)
-    return Cell(
-        scale=scale,
-        field_id=field_id,
-        value=values.get(field_id, ""),
-        error=errors.get(field_id, ""),
-        popover=fragments.popover,
-        blank_options=fragments.blank_for(field_id),
-        buttons=fragments.buttons,
-    )
-
-
-@dataclass(frozen=True)
-class SheetRow:
-    candidate: Candidate
-    cells: list[Cell]
 
 
 def _task_context(
@@ -228,14 +174,7 @@ def _task_context(
         errors.setdefault(problem.field, problem.message)
     scales = campaign_scales(campaign)
     candidates = task_candidates(assignment=assignment, user_id=int(request.user.pk or 0))
-    fragments = _scale_fragments(scales, dropdowns=campaign.scale_dropdowns)
-    sheet = [
-        SheetRow(
-            candidate=candidate,
-            cells=[_cell(scale, fragments[scale.index], candidate.number, values, errors) for scale in scales],
-        )
-        for candidate in candidates
-    ]
+    sheet = task_sheet(campaign, scales, candidates, values=values, errors=errors)
     turn = assignment.task.turn
     return {
         "campaign": campaign,
@@ -256,7 +195,7 @@ def _task_context(
         "skip_url": reverse("annotate-skip", args=[campaign.pk, assignment.task_id]),
         "draft_url": reverse("annotate-draft", args=[campaign.pk, assignment.task_id]),
         "editing": editing,
-        "lease_token": signing.dumps(assignment.pk, salt=_lease_salt(request)),
+        "lease_token": signing.dumps(opaque_ref("slot", assignment.pk), salt=_lease_salt(request)),
         "skip_reasons": SkipReason.choices,
         "na_token": NA_TOKEN,
     }
@@ -267,12 +206,13 @@ def _lease_salt(request: HttpRequest) -> str:
 
 
 def _former_slot(request: HttpRequest) -> int | None:
-    """The slot the submitted page was built for, signed for this user, so a late answer can say which lease it had."""
+    """The slot the submitted page was built for, signed for this user, so a late answer can say which lease it had.
+    The slot is named by its opaque reference: a signature is not encryption, and a slot id would show its order."""
     try:
         value = signing.loads(str(request.POST.get("lease", "")), salt=_lease_salt(request))
     except signing.BadSignature:
         return None
-    return value if isinstance(value, int) else None
+    return opaque_pk("slot", value) if isinstance(value, str) else None
 
 
 def _closed(request: HttpRequest, campaign_id: int) -> Campaign:
@@ -335,10 +275,9 @@ def _parse_value(text: str) -> Any:
         return None
     if text.lower() in {NA_TOKEN, "n/a"}:
         return MISSING
-    try:
-        return float(text)
-    except ValueError:
+    if not ASCII_NUMBER.fullmatch(text):
         return text  # refused by the service with a message naming the field
+    return float(text)
 
 
 def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
@@ -355,7 +294,7 @@ def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
     preference_text = str(data.get("preference", "")).strip()
     preference: int | None = None
     if preference_text:
-        preference = int(preference_text) if preference_text.isdigit() and len(preference_text) < 4 else -1
+        preference = int(preference_text) if ASCII_INTEGER.fullmatch(preference_text) else -1
     values["preference"] = preference_text
     values["none_appropriate"] = "1" if data.get("none_appropriate") else ""
     values["rationale"] = str(data.get("rationale", ""))
@@ -423,6 +362,11 @@ def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> Htt
             _("You had submitted this task already and this campaign allows no changes: your change was not saved."),
         )
         return _redirect(request, campaign_url)
+    except QuotaReached:
+        messages.info(
+            request, _("You have already done every task this study asks of you, so this answer was not saved.")
+        )
+        return _next_or_done(request, campaign)
     except (NotLeased, NotInPool):
         if not campaign.tasks.filter(pk=task_id).exists():
             raise Http404("no such task") from None
@@ -448,9 +392,7 @@ def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> Htt
     if result.revised:
         messages.success(request, _("Your correction is saved."))
         return _redirect(request, campaign_url)
-    if not result.replayed:
-        messages.success(request, _("Saved. Here is your next task."))
-    return _next_or_done(request, campaign)
+    return _next_or_done(request, campaign, saved=not result.replayed)
 
 
 @require_http_methods(["GET", "POST"])
@@ -484,18 +426,20 @@ def task_skip(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> HttpR
 def campaign_progress_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = campaign_for_researcher(request.user, campaign_id)
     context = {"campaign": campaign, "progress": campaign_progress(campaign), **recruitment_context(request, campaign)}
-    context["quality"] = quality_panel(campaign)
+    context["quality"] = quality_panel(campaign, names=rater_names_choice(request.GET.get("names")))
     return render(request, "annotate/progress.html", context)
 
 
 @require_GET
 @login_required
-def dataset_export(request: HttpRequest, dataset_id: int, kind: str) -> StreamingHttpResponse:
+def dataset_export(request: HttpRequest, dataset_id: int, kind: str) -> HttpResponse | StreamingHttpResponse:
     """The export buttons' target: the same downloads as the API, behind the login page instead of a 401.
     403 for anyone who is not a researcher and 404 outside the researcher's datasets, as on the progress page."""
     if not request.user.is_staff:
         raise PermissionDenied("researcher access is required")
-    if kind not in EXPORT_KINDS:
+    if kind not in EXPORT_KINDS and kind not in BINARY_KINDS:
         raise Http404("no such export")
     dataset = dataset_for_user_or_404(request.user, dataset_id)
+    if kind in BINARY_KINDS:
+        return binary_export_response(dataset, kind, agreement_report)
     return export_response(dataset, kind)

@@ -95,7 +95,7 @@ def _setup(database_url: str, *, items: int, systems: int, annotators: int, rate
     from rest_framework.authtoken.models import Token
 
     from annotations.campaign_services import campaign_create
-    from annotations.importing import dataset_import
+    from annotations.datasets.importing import dataset_import
 
     call_command("migrate", verbosity=0)
     dataset = dataset_import(

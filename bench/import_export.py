@@ -5,8 +5,8 @@
 Creates its own database (evalsite_bench_io, dropped at the end), migrates it, generates the file with
 bench.datagen, then measures, each with wall seconds and peak RSS of this process during the phase:
 
-  import   annotations.importing.dataset_import (validate pass + chunked write pass, one transaction)
-  export   annotations.exporting.iter_export_lines written to a file
+  import   annotations.datasets.importing.dataset_import (validate pass + chunked write pass, one transaction)
+  export   annotations.datasets.exporting.iter_export_lines written to a file
   floor    json.loads of every line + COPY of the same item/turn/response/rating rows into temp tables of the same
            shape (psycopg COPY, no validation, no constraints): what any importer must at least spend
   floor    for export: COPY TO of those rows + json.dumps of the parsed lines
@@ -246,8 +246,8 @@ def main() -> int:
         baseline_rss = psutil.Process().memory_info().rss
         from django.db import connection
 
-        from annotations.exporting import iter_export_lines
-        from annotations.importing import dataset_import
+        from annotations.datasets.exporting import iter_export_lines
+        from annotations.datasets.importing import dataset_import
 
         results: dict[str, dict[str, float]] = {}
 

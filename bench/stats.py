@@ -46,7 +46,7 @@ from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from annotations.importing import dataset_import  # noqa: E402
+from annotations.datasets.importing import dataset_import  # noqa: E402
 from bench.datagen import generate_llm_jp_jsonl  # noqa: E402
 from judging.analysis import reports as stats_service  # noqa: E402
 from judging.analysis.reports import (  # noqa: E402

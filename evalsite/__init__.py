@@ -1,3 +1,5 @@
-from evalsite.celery import app as celery_app
+"""The project package.
 
-__all__ = ("celery_app",)
+The Celery app (`evalsite.celery`) is not imported here: a process that never sends or runs a task (a management
+command, a page view) should not pay for loading Celery. `celery -A evalsite` finds it as `evalsite.celery:app`, and
+the code that enqueues imports it where it sends (`judging.enqueue`)."""

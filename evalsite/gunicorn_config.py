@@ -37,4 +37,8 @@ def pre_request(worker: Any, request: Any) -> None:
         request.must_close = True
 
 
+# The access log (off unless --access-logfile is given) names the path without its query string and leaves out the
+# Referer: study links carry the platforms' worker ids in the query string (see evalsite.access_log).
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+
 timeout = 120

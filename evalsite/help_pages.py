@@ -21,15 +21,26 @@ from annotations.markdown import render_markdown
 
 # Reading order on the index; documents not listed here follow in name order.
 ORDER = (
+    "research",
+    "campaigns",
     "formats",
     "rubric",
     "task-page",
     "annotating",
     "crowd",
     "quality",
+    "adjudication",
+    "judges",
     "judge-config",
+    "factscore",
+    "statistics",
+    "reports",
     "cli",
+    "languages",
+    "deployment",
     "security",
+    "operations",
+    "benchmarks",
     "architecture",
 )
 # The documents are written in English; their names in the index follow the reader's language.
@@ -39,11 +50,24 @@ TITLES = {
     "annotating": gettext_lazy("Annotating"),
     "crowd": gettext_lazy("Crowd studies"),
     "quality": gettext_lazy("Rater quality"),
+    "adjudication": gettext_lazy("Adjudication"),
     "judge-config": gettext_lazy("Judge config"),
+    "statistics": gettext_lazy("Statistics"),
     "cli": gettext_lazy("Command line"),
+    "mapped-import": gettext_lazy("Importing other tables"),
+    "gate": gettext_lazy("Release gates"),
     "security": gettext_lazy("Security"),
+    "operations": gettext_lazy("Operations"),
     "architecture": gettext_lazy("Architecture"),
     "task-page": gettext_lazy("The task page"),
+    "campaigns": gettext_lazy("Annotation campaigns"),
+    "research": gettext_lazy("The research area"),
+    "judges": gettext_lazy("Judges and judge runs"),
+    "factscore": gettext_lazy("FActScore"),
+    "reports": gettext_lazy("Statistics reports (JSON)"),
+    "languages": gettext_lazy("Languages"),
+    "deployment": gettext_lazy("Deployment"),
+    "benchmarks": gettext_lazy("Benchmarks"),
 }
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _DOCUMENT_LINK = re.compile(r"\]\((?:\./)?([a-z0-9][a-z0-9-]{0,63})\.md(#[^)\s]*)?\)")

@@ -1,4 +1,5 @@
 import json
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,10 +10,13 @@ from django.contrib.messages.storage import default_storage
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.functional import SimpleLazyObject, empty
-from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from annotations.tokens import ExpiringTokenAuthentication
 from evalsite import error_pages
+from evalsite.error_pages import API_PREFIXES
+
+logger = logging.getLogger(__name__)
 
 
 class SecurityHeadersMiddleware:
@@ -78,9 +82,6 @@ def declared_length(request: HttpRequest) -> int:
         return int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return 0
-
-
-API_PREFIXES = ("/api/", "/factscore/api/")
 
 
 def refuse(request: HttpRequest, message: str, status: int, field: str | None = None) -> HttpResponse:
@@ -231,14 +232,15 @@ class RequestHygieneMiddleware:
 
 
 def signed_in(request: HttpRequest) -> bool:
-    """A session user or a valid API token. Only asked of bodies over the anonymous cap, so the token lookup is
-    not paid by ordinary requests."""
+    """A session user or a valid, unexpired API token. Only asked of bodies over the anonymous cap, so the token
+    lookup is not paid by ordinary requests."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return True
     try:
-        # DRF's token check reads only the Authorization header, which the plain Django request already carries.
-        return TokenAuthentication().authenticate(request) is not None  # type: ignore[arg-type]
+        # The API's own token check (an expired token is no token) reads only the Authorization header, which the
+        # plain Django request already carries.
+        return ExpiringTokenAuthentication().authenticate(request) is not None  # type: ignore[arg-type]
     except AuthenticationFailed:
         return False
 
@@ -256,9 +258,6 @@ class LazyMessageMiddleware(MessageMiddleware):
         if type(messages) is SimpleLazyObject and messages._wrapped is empty:
             return response
         return super().process_response(request, response)
-
-
-API_PREFIXES = ("/api/", "/factscore/api/")
 
 
 class MethodNotAllowedPageMiddleware:
@@ -281,3 +280,21 @@ class MethodNotAllowedPageMiddleware:
         if response.has_header("Allow"):
             page["Allow"] = response["Allow"]
         return page
+
+
+class TransientFaultMiddleware:
+    """A view that fails because the database or Redis is away answers 503 with Retry-After, not 500 (see
+    error_pages.service_unavailable). Faults raised outside a view, such as the session save after it, reach
+    handler500, which answers the same way."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not error_pages.is_transient_fault(exception):
+            return None
+        logger.warning("%s answered 503: %s", request.path, type(exception).__name__, exc_info=exception)
+        return error_pages.service_unavailable(request)

@@ -15,6 +15,10 @@ from evalsite.env import (
 )
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# The statistics multiply many small matrices, for which one BLAS thread is fastest (the reports pin it to one
+# anyway); OpenBLAS otherwise starts a spinning thread per core when numpy loads, which doubled the CPU time of a
+# statistics command. Read by OpenBLAS only when numpy first loads, so it is set before any app imports numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("EVALSITE_VAR_DIR", str(BASE_DIR / "var")))
@@ -72,6 +76,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "evalsite.middleware.MethodNotAllowedPageMiddleware",
+    "evalsite.middleware.TransientFaultMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -130,6 +135,8 @@ IMPORT_MAX_LINE_BYTES = env_int("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024, minim
 IMPORT_MAX_JSON_DEPTH = env_int("IMPORT_MAX_JSON_DEPTH", 64, minimum=4)
 # Bodies of requests with no signed-in user or valid token: a login form or a token request is far smaller, and
 # nothing an anonymous client sends should make the server parse (or spool to disk) more than this.
+# The Retry-After of the 503 answered while the database or Redis is away (a restart or failover takes seconds).
+FAULT_RETRY_AFTER_S = env_int("FAULT_RETRY_AFTER_S", 5, minimum=1)
 ANONYMOUS_MAX_BODY_BYTES = env_int("ANONYMOUS_MAX_BODY_BYTES", 64 * 1024, minimum=1024)
 # API tokens stop working this many hours after they were issued (30 days by default).
 API_TOKEN_TTL_HOURS = env_int("API_TOKEN_TTL_HOURS", 30 * 24, minimum=1)
@@ -157,7 +164,18 @@ CELERY_BEAT_SCHEDULE = {
         "task": "judging.factscore_results_project_pending",
         "schedule": float(env_int("FACTSCORE_PROJECT_EVERY_S", 300, minimum=5)),
     },
+    # Each certified judge version in use re-judges a random sample of its reference set (daily by default).
+    "judge-drift-checks": {
+        "task": "judging.drift_checks_start",
+        "schedule": float(env_int("JUDGE_DRIFT_EVERY_S", 86400, minimum=60)),
+    },
+    # A certificate, drift check or teaching whose evaluating worker died is handed to another worker.
+    "judge-evaluations-reclaim-stale": {
+        "task": "judging.evaluations_reclaim_stale",
+        "schedule": float(env_int("JUDGE_RECLAIM_EVERY_S", 300, minimum=30)),
+    },
 }
+JUDGE_DRIFT_SAMPLE_SIZE = env_int("JUDGE_DRIFT_SAMPLE_SIZE", 20, minimum=6)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 BROKER_IS_REDIS = CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
 REDIS_URL = env_str("REDIS_URL", CELERY_BROKER_URL if BROKER_IS_REDIS else "")
@@ -170,9 +188,10 @@ CACHES = {
     )
 }
 # Every page reads the session: from the shared Redis cache when there is one (written through to the database, so
-# a cache flush logs nobody out). Not with the per-process cache: another worker would keep a logged-out session.
+# a cache flush logs nobody out, and read from the database while Redis is away: evalsite.sessions). Not with the
+# per-process cache: another worker would keep a logged-out session.
 if REDIS_URL:
-    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    SESSION_ENGINE = "evalsite.sessions"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -248,6 +267,22 @@ if PRODUCTION:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"no_query_strings": {"()": "evalsite.access_log.QueryStringFilter"}},
+    "formatters": {
+        "django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"}
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # The development server's access log (rundemo), without the query strings that carry platform ids.
+    "loggers": {
+        "django.server": {
+            "handlers": ["django.server"],
+            "level": "INFO",
+            "propagate": False,
+            "filters": ["no_query_strings"],
+        }
+    },
 }

@@ -3,13 +3,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from evalsite import auth, error_pages, help_pages
+from evalsite import auth, error_pages, help_pages, site_icon
 
 handler403 = error_pages.permission_denied
 handler404 = error_pages.page_not_found
 handler500 = error_pages.server_error
 
 urlpatterns = [
+    path("favicon.ico", site_icon.favicon, name="favicon"),
     path("admin/login/", auth.admin_login_view),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth.login_view, name="login"),
@@ -27,5 +28,7 @@ urlpatterns = [
     path("dashboard/", include("judging.analysis.urls")),
     path("factscore/", include("judging.factscore.urls")),
     path("join/", include("annotations.recruitment.urls")),
+    path("research/", include("annotations.research.urls")),
+    path("research/", include("judging.hybrid.urls")),
     path("", include("annotations.urls")),
 ]

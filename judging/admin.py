@@ -7,7 +7,7 @@ custom view re-checks the object through them, so a URL with a foreign id is a 4
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -23,10 +23,14 @@ from django_htmx.http import HttpResponseStopPolling
 from annotations.admin_cascade import WholeObjectDeleteAdmin
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
-from judging import selectors, services
-from judging.admin_forms import METHOD_LABELS, JudgeConfigForm, PreviewForm, config_template
-from judging.config import ConfigError, validate_config
+from judging import selectors
 from judging.models import JudgeConfig, JudgeRun
+
+if TYPE_CHECKING:
+    from judging.admin_forms import JudgeConfigForm
+
+# The judge config form (pydantic, through the config type) and the services (the engine) are imported where a page
+# uses them: registering the admin happens in every process at django.setup(), most of which never show these pages.
 
 
 def _staff(request: HttpRequest) -> bool:
@@ -35,13 +39,29 @@ def _staff(request: HttpRequest) -> bool:
 
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
-    form = JudgeConfigForm
     change_form_template = "admin/judging/judgeconfig/change_form.html"
     list_display = ("name", "version", "method", "judge_model", "owner", "created_at")
     search_fields = ("name",)
     fieldsets = (
         (_("Start"), {"fields": ("template", "name", "method", "dataset")}),
-        (_("Model and provider"), {"fields": ("model", "api_base", "api_key_env")}),
+        (
+            _("Model and provider"),
+            {
+                "fields": (
+                    "model",
+                    "api_base",
+                    "api_key_env",
+                    "api_version",
+                    "aws_access_key_id_env",
+                    "aws_secret_access_key_env",
+                    "aws_session_token_env",
+                    "aws_region",
+                    "vertex_credentials_env",
+                    "vertex_project",
+                    "vertex_location",
+                )
+            },
+        ),
         (_("What is judged"), {"fields": ("aspects", "prompt", "language", "summarizer_model", "summarizer_prompt")}),
         (
             _("Reading the score"),
@@ -69,6 +89,12 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         (_("JSON view"), {"fields": ("config_json",)}),
         (_("Preview"), {"fields": ("preview_item",)}),
     )
+
+    @property
+    def form(self) -> type[JudgeConfigForm]:  # type: ignore[override]
+        from judging.admin_forms import JudgeConfigForm  # noqa: PLC0415 - see the imports
+
+        return JudgeConfigForm
 
     @admin.display(description="method")
     def method(self, obj: JudgeConfig) -> str:
@@ -98,6 +124,8 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         return bool(request.user.is_superuser)
 
     def save_model(self, request: HttpRequest, obj: JudgeConfig, form: Any, change: bool) -> None:
+        from judging import services  # noqa: PLC0415 - see the imports
+
         created = services.judge_config_create(raw=form.cleaned_data["config_json"].stored(), owner=request.user)  # type: ignore[arg-type]
         obj.pk, obj.name, obj.version, obj.config = created.pk, created.name, created.version, created.config
         obj._state.adding = False
@@ -116,6 +144,8 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         # The template links work without the script: ?template=<method> opens the form filled from it.
+        from judging.admin_forms import METHOD_LABELS, config_template  # noqa: PLC0415 - see the imports
+
         initial: dict[str, Any] = {}
         method = request.GET.get("template", "")
         if method in METHOD_LABELS:
@@ -126,6 +156,8 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         return initial
 
     def render_change_form(self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        from judging.admin_forms import METHOD_LABELS  # noqa: PLC0415 - see the imports
+
         context["template_links"] = list(METHOD_LABELS.items())
         context["preview_url"] = reverse("admin:judging_judgeconfig_preview")
         return super().render_change_form(request, context, *args, **kwargs)
@@ -144,6 +176,9 @@ class JudgeConfigAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:judging_judgeconfig_add"))
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
+        from judging import services  # noqa: PLC0415 - see the imports
+        from judging.admin_forms import PreviewForm  # noqa: PLC0415 - see the imports
+
         form = PreviewForm(request.POST, user=request.user)
         context: dict[str, Any] = {"form": form, "previews": None, "item": None, "error": ""}
         if form.is_valid():
@@ -260,7 +295,7 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": JudgeRun._meta,
-            "title": f"Judge run {run.name}",
+            "title": _("Judge run %(name)s") % {"name": run.name},
             **_live_context(run),
             "config_json": json.dumps(run.config_snapshot, indent=2, ensure_ascii=False),
         }
@@ -283,6 +318,9 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
         dataset = datasets_for_user(request.user).filter(pk=pk).first()
         if dataset is None:
             raise Http404("no such dataset")
+        from judging import services  # noqa: PLC0415 - see the imports
+        from judging.config import ConfigError, validate_config  # noqa: PLC0415 - see the imports
+
         form = LaunchForm(request.POST or None, request=request, dataset=dataset)
         estimate = None
         error = ""
@@ -301,6 +339,8 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
                         name=form.cleaned_data["name"] or None,
                     )
                     messages.success(request, f"Launched judge run “{run.name}” ({run.total} units).")
+                    if run.start_unsent_at is not None:
+                        messages.warning(request, services.start_unsent_message(run))
                     return HttpResponseRedirect(reverse("admin:judging_judgerun_change", args=[run.pk]))
                 estimate = services.estimate_run(
                     dataset=dataset,
@@ -345,6 +385,8 @@ def _progress(request: HttpRequest, run: JudgeRun) -> HttpResponse:
 
 @require_POST
 def _cancel(request: HttpRequest, run: JudgeRun) -> HttpResponse:
+    from judging import services  # noqa: PLC0415 - see the imports
+
     if services.judge_run_cancel(run=run):
         messages.success(request, "Cancelled: no new calls are sent; calls in flight are recorded.")
     else:
@@ -354,6 +396,8 @@ def _cancel(request: HttpRequest, run: JudgeRun) -> HttpResponse:
 
 @require_POST
 def _retry(request: HttpRequest, run: JudgeRun) -> HttpResponse:
+    from judging import services  # noqa: PLC0415 - see the imports
+
     try:
         count = services.judge_run_retry_failed(run=run)
     except services.LaunchError as exc:

@@ -62,6 +62,14 @@ EDITOR_FIELDS: dict[str, tuple[str, str]] = {
     "model": ("model", "str"),
     "api_base": ("api_base", "str"),
     "api_key_env": ("api_key_env", "str"),
+    "api_version": ("api_version", "str"),
+    "aws_access_key_id_env": ("aws_access_key_id_env", "str"),
+    "aws_secret_access_key_env": ("aws_secret_access_key_env", "str"),
+    "aws_session_token_env": ("aws_session_token_env", "str"),
+    "aws_region": ("aws_region", "str"),
+    "vertex_credentials_env": ("vertex_credentials_env", "str"),
+    "vertex_project": ("vertex_project", "str"),
+    "vertex_location": ("vertex_location", "str"),
     "aspects": ("aspects", "list"),
     "prompt": ("prompt", "str"),
     "language": ("language", "str"),
@@ -173,6 +181,31 @@ class JudgeConfigForm(forms.ModelForm):
         _("Key variable (api_key_env)"),
         _("The environment variable holding the key, ending in _API_KEY, _KEY or _TOKEN. Keys are never stored."),
     )
+    api_version = _text(
+        _("Azure api-version (api_version)"),
+        _("Azure OpenAI only, and required there: the api-version every request names, such as 2024-10-21."),
+    )
+    aws_access_key_id_env = _text(
+        _("AWS access key variable (aws_access_key_id_env)"),
+        _("Bedrock only: the environment variable holding the access key id, ending in _KEY or _TOKEN."),
+    )
+    aws_secret_access_key_env = _text(
+        _("AWS secret key variable (aws_secret_access_key_env)"),
+        _("Bedrock only: the environment variable holding the secret access key."),
+    )
+    aws_session_token_env = _text(
+        _("AWS session token variable (aws_session_token_env)"),
+        _("Bedrock only, optional: the environment variable holding a session token."),
+    )
+    aws_region = _text(_("AWS region (aws_region)"), _("Bedrock only: the region, such as us-east-1."))
+    vertex_credentials_env = _text(
+        _("Service account variable (vertex_credentials_env)"),
+        _("Vertex AI only: the environment variable holding the service account's JSON key, ending in _KEY."),
+    )
+    vertex_project = _text(_("Vertex AI project (vertex_project)"), _("Vertex AI only: the Google Cloud project id."))
+    vertex_location = _text(
+        _("Vertex AI location (vertex_location)"), _("Vertex AI only: the location, such as us-central1 or global.")
+    )
     aspects = forms.MultipleChoiceField(
         label=_("Aspects"),
         required=False,
@@ -187,7 +220,9 @@ class JudgeConfigForm(forms.ModelForm):
         ),
         rows=8,
     )
-    language = forms.ChoiceField(label=_("Language"), required=False, choices=_choices(("auto", "en", "ja")))
+    language = forms.ChoiceField(
+        label=_("Language"), required=False, choices=_choices(("auto", "per_item", "en", "ja"))
+    )
     output_format = forms.ChoiceField(label=_("Output format"), required=False, choices=_choices(OUTPUT_FORMATS))
     output_regex = _text(_("Output regex"), _("With the regex format: RE2, a group named score or the first group."))
     samples = _int(_("Samples"), _("Judgments per answer and aspect; more than one needs a temperature above 0."))

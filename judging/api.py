@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from annotations.permissions import IsResearcher
 from annotations.selectors import dataset_for_user_or_404
 from judging import selectors, services
+from judging.certification.selectors import version_standing
 from judging.config import ConfigError, validate_config
 from judging.models import JudgeRun
 
@@ -60,9 +61,26 @@ class RunOutput(serializers.Serializer):
     error_summary = serializers.JSONField()
     notes = serializers.CharField()
     config = serializers.JSONField(source="config_snapshot")
+    prompt_language = serializers.CharField(help_text="Blank when the config asks for per-item detection.")
+    estimate = serializers.JSONField(help_text="The launch estimate: expected and worst-case calls, tokens and cost.")
+    start_unsent_at = serializers.DateTimeField(
+        allow_null=True, help_text="Set while the start waits for the broker, which could not take it at launch."
+    )
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    version = serializers.SerializerMethodField(
+        help_text="The judge version's fingerprint, set when the run ends; null while it runs or when the provider "
+        "named several models during it (version_problem says so)."
+    )
+    version_problem = serializers.CharField()
+    certification = serializers.SerializerMethodField(help_text="certified, suspended or uncertified.")
+
+    def get_version(self, run: JudgeRun) -> str | None:
+        return run.version.fingerprint if run.version is not None else None
+
+    def get_certification(self, run: JudgeRun) -> str:
+        return version_standing(run.version)
 
     def get_cost_usd(self, run: JudgeRun) -> float | None:
         # Unknown prices are reported as unknown, never as 0.
@@ -91,6 +109,11 @@ class EstimateOutput(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
     cost_usd = serializers.FloatField(allow_null=True)
     aspects = serializers.ListField(child=serializers.CharField())
+    calls_max = serializers.IntegerField()
+    prompt_tokens_max = serializers.IntegerField()
+    completion_tokens_max = serializers.IntegerField()
+    cost_usd_max = serializers.FloatField(allow_null=True)
+    language = serializers.CharField()
 
 
 class JudgmentOutput(serializers.Serializer):
@@ -120,6 +143,7 @@ class JudgmentOutput(serializers.Serializer):
     lost_calls = serializers.IntegerField()
     lost_cost_usd = serializers.FloatField()
     cache_hit = serializers.BooleanField()
+    provider_model = serializers.CharField(help_text="The model the provider's reply named.")
     error_kind = serializers.CharField()
     error = serializers.CharField()
 

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
@@ -6,3 +8,20 @@ class JudgingConfig(AppConfig):
     name = "judging"
     default_auto_field = "django.db.models.BigAutoField"
     verbose_name = _("Judging")
+
+    def ready(self) -> None:
+        from annotations.agreement_summary import agreement_report_register  # noqa: PLC0415
+        from annotations.datasets.judge_scores import judge_score_store_register  # noqa: PLC0415 - it imports models
+        from judging.dataset_scores import STORE  # noqa: PLC0415 - it imports models
+
+        # The annotations domain stores and exports the judge scores a dataset file carries through this store.
+        judge_score_store_register(STORE)
+        # The dataset card of the Hugging Face folder export summarises the raters' agreement.
+        agreement_report_register(_agreement_report)
+
+
+def _agreement_report(dataset: Any) -> dict[str, Any]:
+    # numpy and the statistics load only when a dataset card is written.
+    from judging.analysis.reports import agreement_report  # noqa: PLC0415
+
+    return agreement_report(dataset)

@@ -10,6 +10,7 @@ from typing import Any
 from judging.llm import netguard
 from judging.llm.gateway import KeyNotAllowed, check_key_destination, route_problem
 from judging.methods.judge_settings import (
+    CREDENTIAL_ENV_FIELDS,
     LLM_METHODS,
     METHODS,
     ConfigError,
@@ -30,10 +31,18 @@ def _destination_problems(cfg: dict[str, Any], *, check_network: bool) -> list[s
             cfg["api_base"] = netguard.validate_api_base(cfg["api_base"])
         except netguard.ApiBaseRefused as exc:
             problems.append(f"api_base refused: {exc}")
-    if is_key_env_name(cfg["api_key_env"]):
+    region = cfg.get("aws_region") if isinstance(cfg.get("aws_region"), str) else None
+    location = cfg.get("vertex_location") if isinstance(cfg.get("vertex_location"), str) else None
+    for name in CREDENTIAL_ENV_FIELDS:
+        if not is_key_env_name(cfg.get(name)):
+            continue
         try:
             check_key_destination(
-                cfg["api_key_env"], cfg["api_base"] if isinstance(cfg["api_base"], str) else None, model
+                cfg[name],
+                cfg["api_base"] if isinstance(cfg["api_base"], str) else None,
+                model,
+                region=region,
+                location=location,
             )
         except KeyNotAllowed as exc:
             problems.append(str(exc))

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Avg, Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotations.models import AssignmentStatus, Campaign, Dataset, Item, Rater, Rating, Response
 from annotations.selectors import datasets_for_user
@@ -32,7 +33,7 @@ def judge_config_for_user_or_404(user: User, pk: int) -> JudgeConfig:
 
 
 def judge_runs_for_user(user: User) -> QuerySet[JudgeRun]:
-    return JudgeRun.objects.filter(dataset__in=datasets_for_user(user)).select_related("judge", "dataset")
+    return JudgeRun.objects.filter(dataset__in=datasets_for_user(user)).select_related("judge", "dataset", "version")
 
 
 def judge_run_for_user_or_404(user: User, pk: int) -> JudgeRun:
@@ -49,6 +50,8 @@ class CampaignFill:
     slots_total: int
     slots_submitted: int
     slots_leased: int
+    # Slots of tasks a certified judge rated in a hybrid campaign: no person fills them, so they are not in the total.
+    slots_judged: int = 0
 
     @property
     def percent(self) -> float:
@@ -61,7 +64,8 @@ def campaign_fills_of_dataset(dataset: Dataset) -> list[CampaignFill]:
         Campaign.objects.filter(dataset=dataset)
         .order_by("name")
         .annotate(
-            slots_total=Count("assignments"),
+            slots_total=Count("assignments", filter=~Q(assignments__status=AssignmentStatus.JUDGED)),
+            slots_judged=Count("assignments", filter=Q(assignments__status=AssignmentStatus.JUDGED)),
             slots_submitted=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED)),
             slots_leased=Count("assignments", filter=Q(assignments__status=AssignmentStatus.LEASED)),
         )
@@ -72,6 +76,7 @@ def campaign_fills_of_dataset(dataset: Dataset) -> list[CampaignFill]:
             slots_total=campaign.slots_total,  # type: ignore[attr-defined]
             slots_submitted=campaign.slots_submitted,  # type: ignore[attr-defined]
             slots_leased=campaign.slots_leased,  # type: ignore[attr-defined]
+            slots_judged=campaign.slots_judged,  # type: ignore[attr-defined]
         )
         for campaign in campaigns
     ]
@@ -104,9 +109,48 @@ def dataset_counts(dataset: Dataset) -> DatasetCounts:
     )
 
 
+def judge_run_logprob_fallback_note(run: JudgeRun) -> str:
+    """The note on the judgments scored without log-probabilities, in the active language. A finished run stores its
+    notes as a worker writes them (no reader, so English); the run page rebuilds this one for its reader."""
+    cfg = run.judge_settings
+    parsed = run.logprob_fallbacks - run.sampled_fallbacks
+    scored = []
+    if run.sampled_fallbacks:
+        scored.append(
+            _(
+                "%(n)d of them, whose provider returned none, are scored by the mean of up to %(samples)d sample(s) "
+                "at temperature %(temperature)s"
+            )
+            % {
+                "n": run.sampled_fallbacks,
+                "samples": cfg.fallback_samples,
+                "temperature": f"{cfg.fallback_temperature:g}",
+            }
+        )
+    if parsed:
+        scored.append(_("%(n)d by the score their reply states") % {"n": parsed})
+    return _(
+        "Log-probabilities were unavailable or unusable for %(n)d judgment(s) (each records why): %(scored)s. "
+        "An answer's score averages its %(samples)d sample(s)."
+    ) % {"n": run.logprob_fallbacks, "scored": "; ".join(scored), "samples": cfg.samples}
+
+
+FALLBACK_NOTE_START = "Log-probabilities were unavailable"
+
+
+def _notes_for_reader(run: JudgeRun) -> str:
+    if not run.notes or not run.logprob_fallbacks:
+        return run.notes
+    return "\n".join(
+        judge_run_logprob_fallback_note(run) if line.startswith(FALLBACK_NOTE_START) else line
+        for line in run.notes.splitlines()
+    )
+
+
 @dataclass(frozen=True)
 class RunProgress:
     status: str
+    status_label: str  # the status in the reader's language
     total: int
     finished: int
     done: int
@@ -159,11 +203,15 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
     eta = remaining / rate if rate and run.is_active else None
     calls_rate = run.calls / elapsed if elapsed > 0 and run.calls else None
     known = run.cost_usd if run.unpriced_calls == 0 else (run.cost_usd or None)
+    if known == 0 and (run.estimate or {}).get("cost_usd", 0) is None:
+        # litellm had no prices for the model at launch: nothing counted yet is unknown, not $0.
+        known = None
     timing = Judgment.objects.filter(run=run, attempts__gt=0).aggregate(
         latency=Avg("latency_s"), queue_wait=Avg("queue_wait_s")
     )
     return RunProgress(
         status=run.status,
+        status_label=run.status_label,
         total=run.total,
         finished=finished,
         done=run.done,
@@ -181,7 +229,7 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
         tokens=run.prompt_tokens + run.completion_tokens,
         errors_by_kind={str(k): int(v) for k, v in sorted(errors.items())},
         is_active=run.is_active,
-        notes=run.notes,
+        notes=_notes_for_reader(run),
         position_consistency=run.position_consistency,
         logprob_fallbacks=run.logprob_fallbacks,
         sampled_fallbacks=run.sampled_fallbacks,

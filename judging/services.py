@@ -1,30 +1,40 @@
-"""Writes of the judge engine: configs, launching, cancelling, retrying, executing and finishing runs."""
+"""Writes of the judge engine: configs, launching, cancelling, retrying, executing and finishing runs.
+
+Why one module of this size: a run's life (launch, start, work, cancel, retry, finish) is one state machine over the
+run's status, each write moving it with a conditional update; side by side, a reader can check that no two
+transitions overlap.
+"""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q, Sum
 from django.db.models.functions import Coalesce
-from django.utils import timezone
+from django.utils import timezone, translation
+from kombu.exceptions import OperationalError as BrokerUnavailable
+from redis.exceptions import ConnectionError as RedisUnavailable
 
 from annotations.models import Campaign, Dataset, Item, Response
 from judging.config import ConfigError, JudgeSettings, validate_config
 from judging.engine.executor import SliceExecutor, SliceReport, claimable_q
+from judging.engine.registry import FLOWS, calls_per_unit_range, first_spec
 from judging.engine.units import UnitKey, aspect_infos, build_contexts
+from judging.enqueue import JUDGE_RUN_START, JUDGE_RUN_WORK, run_task_enqueue
 from judging.factscore.results import factscore_results_project
 from judging.llm import gateway, ratelimit
 from judging.methods.flows import NO_REFERENCE, mean_scores, pairwise_scores
 from judging.methods.geval import SAMPLED
-from judging.methods.registry import FLOWS, calls_per_unit, first_spec
+from judging.methods.prompts import detect_language
 from judging.models import (
     CachedCompletion,
     Judge,
@@ -36,24 +46,40 @@ from judging.models import (
     JudgmentStatus,
     RunStatus,
 )
+from judging.selectors import judge_run_logprob_fallback_note
+from judging.versions import judge_run_ended
+
+log = logging.getLogger(__name__)
 
 PARSE_ERROR_PREFIX = "parse:"
 
-# judging.tasks calls these services, so they enqueue its tasks by name instead of importing it.
-JUDGE_RUN_START = "judging.judge_run_start"
-JUDGE_RUN_WORK = "judging.judge_run_work"
+BROKER_OUTAGES = (BrokerUnavailable, RedisUnavailable, OSError)
 
 
-# Tasks enqueue their successors patiently: a broker restart of a minute or two must not end a run's chain of work.
-BROKER_RETRY_POLICY = {"max_retries": 60, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3.0}
+def _enqueue_start_on_commit(run_id: int) -> None:
+    """Once the run is committed, hand its start to the broker. A broker that stays away is no error: the run is
+    committed and marked, and the periodic nudge, a waiting `judge --wait` and a worker that reconnects start it."""
+
+    def send() -> None:
+        try:
+            run_task_enqueue(JUDGE_RUN_START, run_id, patient=False)
+        except BROKER_OUTAGES as exc:
+            log.warning(
+                "judge run %s: its start could not be queued (%s); it will start when the broker is back", run_id, exc
+            )
+            JudgeRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(start_unsent_at=timezone.now())
+        else:
+            JudgeRun.objects.filter(pk=run_id, start_unsent_at__isnull=False).update(start_unsent_at=None)
+
+    transaction.on_commit(send)
 
 
-def _enqueue(task_name: str, run_id: int, *, on_commit: bool = False, countdown: float | None = None) -> None:
-    signature = current_app.signature(task_name, args=(run_id,), countdown=countdown)
-    if on_commit:
-        transaction.on_commit(signature.delay)
-    else:
-        signature.apply_async(retry=True, retry_policy=BROKER_RETRY_POLICY)
+def start_unsent_message(run: JudgeRun) -> str:
+    """What the researcher is told when a run is saved but the broker could not take its start."""
+    return (
+        f"the run {run.name!r} (id {run.pk}) is saved, but the task queue (broker) could not be reached, so it has "
+        "not started yet; it starts by itself once the broker is back (the workers' periodic nudge picks it up)"
+    )
 
 
 class LaunchError(ValueError):
@@ -91,6 +117,9 @@ class PlannedUnit:
 
 @dataclass
 class Estimate:
+    """Expected figures (every reply parses and carries log-probabilities) and the worst case (every fallback and
+    re-ask the config allows); costs are None when litellm has no prices for the model."""
+
     units: int
     calls: int
     cached_calls: int
@@ -98,17 +127,42 @@ class Estimate:
     completion_tokens: int
     cost_usd: float | None
     aspects: list[str]
+    calls_max: int = 0
+    prompt_tokens_max: int = 0
+    completion_tokens_max: int = 0
+    cost_usd_max: float | None = None
+    # The prompt language a run would use ("" when the config asks for per-item detection).
+    language: str = ""
 
     @property
     def cost_known(self) -> bool:
         return self.cost_usd is not None
 
+    def stored(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "calls_max": self.calls_max,
+            "cached_calls": self.cached_calls,
+            "cost_usd": self.cost_usd,
+            "cost_usd_max": self.cost_usd_max,
+            "prompt_tokens": self.prompt_tokens,
+            "prompt_tokens_max": self.prompt_tokens_max,
+            "completion_tokens": self.completion_tokens,
+            "completion_tokens_max": self.completion_tokens_max,
+        }
+
 
 def _scope_responses(
-    dataset: Dataset, campaign: Campaign | None, limit: int | None, item: Item | None = None
+    dataset: Dataset,
+    campaign: Campaign | None,
+    limit: int | None,
+    item: Item | None = None,
+    response_ids: Collection[int] | None = None,
 ) -> list[tuple[int, int, int]]:
     """(response id, turn id, system position) of the answers in scope, in dataset order."""
     responses = Response.objects.filter(turn__item__dataset=dataset)
+    if response_ids is not None:
+        responses = responses.filter(pk__in=list(response_ids))
     if item is not None:
         responses = responses.filter(turn__item=item)
     if campaign is not None:
@@ -148,11 +202,15 @@ def plan_units(
     campaign: Campaign | None = None,
     limit: int | None = None,
     item: Item | None = None,
+    response_ids: Collection[int] | None = None,
 ) -> list[PlannedUnit]:
     if cfg.method not in FLOWS:
         raise LaunchError(f"the {cfg.method} method is not available in this installation")
     aspects = _aspect_names(dataset, cfg)
-    rows = _scope_responses(dataset, campaign, limit, item)
+    rows = _scope_responses(dataset, campaign, limit, item, response_ids)
+    # A judge never scores an answer its own prompt shows as a rated example: that score would only echo the raters.
+    shown = {exemplar.response_id for exemplar in cfg.exemplars}
+    rows = [row for row in rows if row[0] not in shown]
     samples = cfg.samples
     units: list[PlannedUnit] = []
     if cfg.method != "pairwise":
@@ -183,14 +241,36 @@ def plan_units(
     return units
 
 
-def _first_specs(dataset: Dataset, cfg: JudgeSettings, units: list[PlannedUnit]) -> list[gateway.CallSpec | None]:
+def prompt_language_of_run(*, cfg: JudgeSettings, units: list[PlannedUnit]) -> str:
+    """The one language of a run's built-in prompts: the config's, or with `auto` the language of most questions
+    in scope (Japanese when more than half of them contain Japanese script, else English; the answers decide
+    only when no question has text). Blank when the config asks for per-item detection."""
+    if cfg.language in ("en", "ja"):
+        return cfg.language
+    if cfg.language == "per_item":
+        return ""
+    response_ids = sorted({u.response_id for u in units} | {u.other_response_id for u in units if u.other_response_id})
+    in_scope = Response.objects.filter(id__in=response_ids)
+    questions = dict(in_scope.exclude(turn__prompt="").values_list("turn_id", "turn__prompt").distinct())
+    texts = [q for q in questions.values() if q.strip()] or [
+        text for text in in_scope.values_list("text", flat=True) if (text or "").strip()
+    ]
+    if not texts:
+        return "en"
+    japanese = sum(1 for text in texts if detect_language(text) == "ja")
+    return "ja" if 2 * japanese > len(texts) else "en"
+
+
+def _first_specs(
+    dataset: Dataset, cfg: JudgeSettings, units: list[PlannedUnit], language: str
+) -> list[gateway.CallSpec | None]:
     if not cfg.uses_llm or not units:
         return [None] * len(units)
     keys = [
         UnitKey(i, u.response_id, u.other_response_id, u.aspect_name, u.sample, u.pair_order)
         for i, u in enumerate(units)
     ]
-    contexts = build_contexts(keys, cfg=cfg, aspects=aspect_infos(dataset.pk))
+    contexts = build_contexts(keys, cfg=cfg, aspects=aspect_infos(dataset.pk), language=language)
     return [first_spec(contexts[i]) for i in range(len(units))]
 
 
@@ -204,11 +284,23 @@ def estimate_run(
 ) -> Estimate:
     """What a run launched by `launched_by` would cost; cached calls count only that launcher's own cache."""
     units = plan_units(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
+    language = prompt_language_of_run(cfg=cfg, units=units) if cfg.uses_llm else ""
+    specs = _first_specs(dataset, cfg, units, language)
+    return _estimate(dataset, cfg, units, specs, language, launched_by)
+
+
+def _estimate(
+    dataset: Dataset,
+    cfg: JudgeSettings,
+    units: list[PlannedUnit],
+    specs: list[gateway.CallSpec | None],
+    language: str,
+    launched_by: User | None,
+) -> Estimate:
     aspects = _aspect_names(dataset, cfg)
-    per_unit = calls_per_unit(cfg)
+    per_unit, per_unit_max = calls_per_unit_range(cfg)
     if per_unit == 0:
-        return Estimate(len(units), 0, 0, 0, 0, 0.0, aspects)
-    specs = _first_specs(dataset, cfg, units)
+        return Estimate(len(units), 0, 0, 0, 0, 0.0, aspects, 0, 0, 0, 0.0)
     keys = [s.cache_key() for s in specs if s is not None]
     cached = 0
     if cfg.cache and keys:
@@ -238,9 +330,31 @@ def estimate_run(
     expected_completion = cfg.max_tokens or 200
     completion_tokens = calls * expected_completion
     # A second call (judging a summary) sends a prompt about as long as the summary plus the template.
-    prompt_tokens = prompt_tokens_first + (uncached_units * (per_unit - 1) * (expected_completion + 400))
+    second_prompt = expected_completion + 400
+    prompt_tokens = prompt_tokens_first + (uncached_units * (per_unit - 1) * second_prompt)
     cost = gateway.price_estimate(cfg.model or "", prompt_tokens, completion_tokens)
-    return Estimate(len(units), calls, cached * per_unit, prompt_tokens, completion_tokens, cost, aspects)
+    # Every extra call of the worst case resends the scoring prompt (a re-ask adds the reply before it).
+    scoring_prompt = second_prompt if per_unit > 1 else prompt_tokens_first / max(1, uncached_units)
+    extra_calls = uncached_units * (per_unit_max - per_unit)
+    reask_tokens = uncached_units * cfg.parse_retries * (expected_completion + 40)
+    prompt_tokens_max = prompt_tokens + math.ceil(extra_calls * scoring_prompt) + reask_tokens
+    calls_max = uncached_units * per_unit_max
+    completion_tokens_max = calls_max * expected_completion
+    cost_max = gateway.price_estimate(cfg.model or "", prompt_tokens_max, completion_tokens_max)
+    return Estimate(
+        units=len(units),
+        calls=calls,
+        cached_calls=cached * per_unit,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=cost,
+        aspects=aspects,
+        calls_max=calls_max,
+        prompt_tokens_max=prompt_tokens_max,
+        completion_tokens_max=completion_tokens_max,
+        cost_usd_max=cost_max,
+        language=language,
+    )
 
 
 @dataclass(frozen=True)
@@ -250,6 +364,9 @@ class PromptPreview:
     # None: the unit sends no request (the metric method, or an item the method skips such as one without a
     # reference for the reference method).
     messages: list[dict[str, str]] | None
+    # The run's prompt language ("" when the config asks for per-item detection).
+    language: str = ""
+    language_chosen: str = ""
 
 
 def prompt_preview(*, dataset: Dataset, cfg: JudgeSettings, item_number: int = 1) -> tuple[Item, list[PromptPreview]]:
@@ -264,7 +381,9 @@ def prompt_preview(*, dataset: Dataset, cfg: JudgeSettings, item_number: int = 1
         if unit.sample == 0 and unit.pair_order == 0:
             first_of_aspect.setdefault(unit.aspect_name, unit)
     units = list(first_of_aspect.values())
-    specs = _first_specs(dataset, cfg, units)
+    # The language the run would choose over the whole dataset, not over this item alone.
+    language = prompt_language_of_run(cfg=cfg, units=plan_units(dataset=dataset, cfg=cfg)) if cfg.uses_llm else ""
+    specs = _first_specs(dataset, cfg, units, language)
     response_ids = {u.response_id for u in units} | {u.other_response_id for u in units if u.other_response_id}
     system_of = dict(Response.objects.filter(id__in=response_ids).values_list("id", "system__key"))
     return item, [
@@ -272,12 +391,30 @@ def prompt_preview(*, dataset: Dataset, cfg: JudgeSettings, item_number: int = 1
             aspect=unit.aspect_name,
             system_keys=tuple(system_of[r] for r in (unit.response_id, unit.other_response_id) if r is not None),
             messages=list(spec.messages) if spec is not None else None,
+            language=language,
+            language_chosen=cfg.language,
         )
         for unit, spec in zip(units, specs, strict=True)
     ]
 
 
 # -- launching --------------------------------------------------------------------------------------
+
+
+PILOT_UNITS = 5
+
+
+def pilot_limit(*, dataset: Dataset, cfg: JudgeSettings, campaign: Campaign | None = None) -> int:
+    """The fewest answers (in dataset order) whose units number at least PILOT_UNITS, or all of them."""
+    answers = len(_scope_responses(dataset, campaign, None))
+    for limit in range(1, answers + 1):
+        if len(plan_units(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)) >= PILOT_UNITS:
+            return limit
+    return max(1, answers)
+
+
+def free_run_name(dataset: Dataset, base: str) -> str:
+    return _free_run_name(dataset, base)
 
 
 def _free_run_name(dataset: Dataset, base: str) -> str:
@@ -298,8 +435,10 @@ def judge_run_launch(
     campaign: Campaign | None = None,
     limit: int | None = None,
     name: str | None = None,
+    response_ids: Collection[int] | None = None,
 ) -> JudgeRun:
-    """Create the run, its judge and every judgment (pending), then start it once committed."""
+    """Create the run, its judge and every judgment (pending), then start it once committed; ``response_ids``
+    narrows the scope to those answers (a certification's reference set, a drift check's sample)."""
     config_row = config if isinstance(config, JudgeConfig) else None
     cfg = validate_config(config_row.config if config_row else config)
     if campaign is not None and campaign.dataset_id != dataset.pk:
@@ -314,10 +453,12 @@ def judge_run_launch(
             raise LaunchError("the run name must have 1 to 200 characters")
         if Judge.objects.filter(dataset=dataset, name=name).exists():
             raise LaunchError(f"a judge named {name!r} already exists in this dataset")
-    units = plan_units(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
+    units = plan_units(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit, response_ids=response_ids)
     if not units:
         raise LaunchError("nothing to judge in this scope")
-    specs = _first_specs(dataset, cfg, units)
+    language = prompt_language_of_run(cfg=cfg, units=units) if cfg.uses_llm else ""
+    specs = _first_specs(dataset, cfg, units, language)
+    estimate = _estimate(dataset, cfg, units, specs, language, launched_by)
     for _ in range(5):
         run_name = name or _free_run_name(dataset, cfg.name)
         try:
@@ -338,6 +479,8 @@ def judge_run_launch(
                     limit=limit,
                     total=len(units),
                     launched_by=launched_by,
+                    prompt_language=language,
+                    estimate=estimate.stored(),
                 )
                 Judgment.objects.bulk_create(
                     [
@@ -354,8 +497,9 @@ def judge_run_launch(
                     ],
                     batch_size=2000,
                 )
-                _enqueue(JUDGE_RUN_START, run.pk, on_commit=True)
-                return run
+                _enqueue_start_on_commit(run.pk)
+            run.refresh_from_db(fields=["start_unsent_at"])
+            return run
         except IntegrityError:
             if name is not None:
                 raise LaunchError(f"a judge named {name!r} already exists in this dataset") from None
@@ -376,7 +520,7 @@ def judge_run_start(*, run_id: int) -> int:
     batch = max(16, run.judge_settings.max_concurrency)
     fan_out = max(1, min(per_run, math.ceil(run.total / batch)))
     for _ in range(fan_out):
-        _enqueue(JUDGE_RUN_WORK, run_id)
+        run_task_enqueue(JUDGE_RUN_WORK, run_id)
     return fan_out
 
 
@@ -387,6 +531,7 @@ def judge_run_cancel(*, run: JudgeRun) -> bool:
     )
     if updated:
         judge_run_write_scores(run_id=run.pk)
+        judge_run_ended(run_id=run.pk)
     return bool(updated)
 
 
@@ -413,7 +558,7 @@ def judge_run_retry_failed(*, run: JudgeRun) -> int:
         locked.finished_at = None
         locked.notes = ""
         locked.save(update_fields=[*_COUNTERS, "status", "finished_at", "notes", "error_summary"])
-        _enqueue(JUDGE_RUN_START, locked.pk, on_commit=True)
+        _enqueue_start_on_commit(locked.pk)
     return reset
 
 
@@ -434,7 +579,7 @@ def judge_run_work(*, run_id: int) -> str:
         judge_run_write_scores(run_id=run_id)
         return "stopped"
     if report.state == "more":
-        _enqueue(JUDGE_RUN_WORK, run_id)
+        run_task_enqueue(JUDGE_RUN_WORK, run_id)
         return "more"
     # Nothing claimable now: either the run is complete, or other slices still hold live claims.
     if judge_run_finalize(run_id=run_id):
@@ -446,7 +591,7 @@ def judge_run_work(*, run_id: int) -> str:
         .first()
     )
     if Judgment.objects.filter(run_id=run_id).filter(claimable_q()).exists():
-        _enqueue(JUDGE_RUN_WORK, run_id)
+        run_task_enqueue(JUDGE_RUN_WORK, run_id)
         return "more"
     # One watcher per run waits for the other claims to finish or expire (a killed worker's do).
     now = timezone.now()
@@ -458,7 +603,7 @@ def judge_run_work(*, run_id: int) -> str:
     )
     if won:
         wait = max(1.0, min((until - now).total_seconds(), settings.JUDGE_WATCH_MAX_S))
-        _enqueue(JUDGE_RUN_WORK, run_id, countdown=wait)
+        run_task_enqueue(JUDGE_RUN_WORK, run_id, countdown=wait)
         return "watching"
     return "idle"
 
@@ -468,14 +613,15 @@ def judge_runs_resume() -> int:
     return _judge_runs_wake(silent_since=None)
 
 
-def judge_runs_nudge_stalled() -> int:
+def judge_runs_nudge_stalled(*, patient: bool = True) -> int:
     """Periodically: a run silent for three leases gets a new task (its task was lost with a worker,
-    or its start was never delivered). Returns how many runs were nudged."""
+    or its start was never delivered), and a run whose start never reached the broker is started. Returns how many
+    runs were nudged. `patient=False` gives up on an absent broker within seconds (for a caller that polls)."""
     stale_after = timedelta(seconds=3 * settings.JUDGE_LEASE_S)
-    return _judge_runs_wake(silent_since=timezone.now() - stale_after)
+    return _judge_runs_wake(silent_since=timezone.now() - stale_after, patient=patient)
 
 
-def _judge_runs_wake(*, silent_since: datetime | None) -> int:
+def _judge_runs_wake(*, silent_since: datetime | None, patient: bool = True) -> int:
     """Queued and running runs with no sign of life since `silent_since` (None: all of them) get a
     start or a work task. Each run is taken with a conditional update of its heartbeat, so two
     callers at once wake it once."""
@@ -483,15 +629,25 @@ def _judge_runs_wake(*, silent_since: datetime | None) -> int:
         last_sign_of_life=Coalesce("heartbeat_at", "started_at", "created_at")
     )
     if silent_since is not None:
-        runs = runs.filter(last_sign_of_life__lt=silent_since)
+        # A run whose start never reached the broker is started at once, without waiting for it to look stalled.
+        runs = runs.filter(
+            Q(last_sign_of_life__lt=silent_since) | Q(status=RunStatus.QUEUED, start_unsent_at__isnull=False)
+        )
     woken = 0
     for run_id, status, heartbeat_at in runs.order_by("pk").values_list("pk", "status", "heartbeat_at"):
         taken = JudgeRun.objects.filter(pk=run_id, status=status, heartbeat_at=heartbeat_at).update(
-            heartbeat_at=timezone.now(), watch_until=None
+            heartbeat_at=timezone.now(), watch_until=None, start_unsent_at=None
         )
         if not taken:
             continue
-        _enqueue(JUDGE_RUN_WORK if status == RunStatus.RUNNING else JUDGE_RUN_START, run_id)
+        try:
+            run_task_enqueue(
+                JUDGE_RUN_WORK if status == RunStatus.RUNNING else JUDGE_RUN_START, run_id, patient=patient
+            )
+        except BROKER_OUTAGES:
+            if status == RunStatus.QUEUED:
+                JudgeRun.objects.filter(pk=run_id, status=status).update(start_unsent_at=timezone.now())
+            raise
         woken += 1
     return woken
 
@@ -549,23 +705,6 @@ def _recount(run: JudgeRun) -> None:
     )
 
 
-def _logprob_fallback_note(run: JudgeRun) -> str:
-    cfg = run.judge_settings
-    parsed = run.logprob_fallbacks - run.sampled_fallbacks
-    scored = []
-    if run.sampled_fallbacks:
-        scored.append(
-            f"{run.sampled_fallbacks} of them, whose provider returned none, are scored by the mean of up to "
-            f"{cfg.fallback_samples} sample(s) at temperature {cfg.fallback_temperature:g}"
-        )
-    if parsed:
-        scored.append(f"{parsed} by the score their reply states")
-    return (
-        f"Log-probabilities were unavailable or unusable for {run.logprob_fallbacks} judgment(s) (each records "
-        f"why): {'; '.join(scored)}. An answer's score averages its {cfg.samples} sample(s)."
-    )
-
-
 def judge_run_finalize(*, run_id: int) -> bool:
     """running -> succeeded/failed once no unit is pending or claimed. True when this call finished it."""
     with transaction.atomic():
@@ -590,13 +729,15 @@ def judge_run_finalize(*, run_id: int) -> bool:
                 "judgment shows what the judge replied."
             )
         if run.logprob_fallbacks:
-            notes.append(_logprob_fallback_note(run))
+            # Stored in the site's language whatever language the writing thread has active: the run page finds
+            # the note by its opening words and rebuilds it in each reader's language.
+            with translation.override(settings.LANGUAGE_CODE):
+                notes.append(judge_run_logprob_fallback_note(run))
         lost = Judgment.objects.filter(run=run).aggregate(n=Sum("lost_calls"))["n"] or 0
         if lost:
             notes.append(
-                f"{lost} call(s) were in flight with a worker that stopped (or lost the database) and their answers "
-                "never arrived; they are counted in the calls and, estimated from their prompt and max_tokens, in "
-                "the cost."
+                f"{lost} call(s) were sent by a worker that stopped (or lost the database) before it stored their "
+                "answers; they are counted in the calls and, estimated from their prompt and max_tokens, in the cost."
             )
         if run.failed:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if not k.startswith("parse:"))
@@ -609,6 +750,7 @@ def judge_run_finalize(*, run_id: int) -> bool:
         run.notes = "\n".join(notes)
         run.save(update_fields=[*_COUNTERS, "status", "finished_at", "notes", "error_summary"])
     judge_run_write_scores(run_id=run_id)
+    judge_run_ended(run_id=run_id)
     return True
 
 

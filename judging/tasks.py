@@ -13,13 +13,23 @@ import socket
 from typing import Any
 
 from celery import bootsteps, current_app, shared_task
+from celery.signals import worker_init
 from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerUnavailable
 from redis.exceptions import ConnectionError as RedisUnavailable
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from judging import services
+from judging.certification import services as certification
+from judging.enqueue import (
+    CERTIFICATE_EVALUATE,
+    DRIFT_CHECK_EVALUATE,
+    JUDGE_RUN_START,
+    JUDGE_RUN_WORK,
+    TEACHING_EVALUATE,
+)
 from judging.factscore import results
+from judging.llm import gateway
 from judging.models import WorkerPing
 
 log = logging.getLogger(__name__)
@@ -35,14 +45,12 @@ RETRY_OUTAGES: dict[str, Any] = {
 }
 
 
-@shared_task(name=services.JUDGE_RUN_START, ignore_result=True, **RETRY_OUTAGES)
+@shared_task(name=JUDGE_RUN_START, ignore_result=True, **RETRY_OUTAGES)
 def judge_run_start(run_id: int) -> int:
     return services.judge_run_start(run_id=run_id)
 
 
-@shared_task(
-    name=services.JUDGE_RUN_WORK, ignore_result=True, acks_late=True, reject_on_worker_lost=True, **RETRY_OUTAGES
-)
+@shared_task(name=JUDGE_RUN_WORK, ignore_result=True, acks_late=True, reject_on_worker_lost=True, **RETRY_OUTAGES)
 def judge_run_work(run_id: int) -> str:
     return services.judge_run_work(run_id=run_id)
 
@@ -60,6 +68,33 @@ def worker_ping(token: str) -> None:
 @shared_task(name="judging.judge_runs_nudge_stalled", ignore_result=True, **RETRY_OUTAGES)
 def judge_runs_nudge_stalled() -> int:
     return services.judge_runs_nudge_stalled()
+
+
+@shared_task(name=CERTIFICATE_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
+def certificate_evaluate(certificate_id: int) -> str:
+    return certification.certificate_evaluate(certificate_id=certificate_id)
+
+
+@shared_task(name=DRIFT_CHECK_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
+def drift_check_evaluate(check_id: int) -> str:
+    return certification.drift_check_evaluate(check_id=check_id)
+
+
+@shared_task(name=TEACHING_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
+def judge_teaching_evaluate(teaching_id: int) -> str:
+    return certification.judge_teaching_evaluate(teaching_id=teaching_id)
+
+
+@shared_task(name="judging.evaluations_reclaim_stale", ignore_result=True, **RETRY_OUTAGES)
+def evaluations_reclaim_stale() -> int:
+    return certification.evaluations_reclaim_stale()
+
+
+@shared_task(name="judging.drift_checks_start", ignore_result=True, **RETRY_OUTAGES)
+def drift_checks_start() -> int:
+    from django.conf import settings  # noqa: PLC0415 - read at run time so tests and operators can change it
+
+    return certification.drift_checks_start(sample_size=settings.JUDGE_DRIFT_SAMPLE_SIZE)
 
 
 @shared_task(name="judging.factscore_results_project_pending", ignore_result=True)
@@ -83,3 +118,8 @@ class ResumeRunsOnConnect(bootsteps.StartStopStep):
 
 
 current_app.steps["consumer"].add(ResumeRunsOnConnect)
+
+
+@worker_init.connect
+def load_provider_client(**_: Any) -> None:
+    gateway.load()

@@ -13,14 +13,26 @@ import pytest
 import redis
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.utils import translation
 
 from evalsite.celery import app
 from judging import tasks as judging_tasks  # noqa: F401 - registers the tasks for the tests that run them eagerly
+from judging.hybrid import tasks as hybrid_tasks  # noqa: F401 - the same for the hybrid campaigns' task
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CAST_PASSWORD = "correct-horse-battery-staple-42"
+
+
+@pytest.fixture(autouse=True)
+def _site_language_between_tests() -> Iterator[None]:
+    """The test client runs LocaleMiddleware in the test's own thread, and the language a request activates stays
+    active in that thread: each test starts and ends in the site's language so one Japanese request cannot change
+    what a later test reads."""
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
 
 
 def _make_user(username: str, *, staff: bool = False) -> User:

@@ -13,4 +13,4 @@ def fail(request: HttpRequest) -> HttpResponse:
     raise RuntimeError("secret-detail-of-the-failure")
 
 
-urlpatterns = [path("test-only/fail/", fail), *site_urlpatterns]
+urlpatterns = [path("test-only/fail/", fail), path("api/test-only/fail/", fail), *site_urlpatterns]

@@ -7,6 +7,7 @@ process: `python tests/fakeprovider.py --port 8001 --latency 0.3`, scripted and 
     latency       seconds to wait before answering (default 0)
     status        HTTP error status to return (400, 401, 404, 429, 500, 503 ...)
     retry_after   value of the Retry-After header (with status 429/503)
+    headers       more response headers for an error status, e.g. a provider's own rate-limit headers
     hang          seconds to sleep before answering (longer than the client timeout = a timeout)
     error         "context_length" gives the body OpenAI sends for too-long prompts
     content       fixed assistant text
@@ -24,6 +25,14 @@ process: `python tests/fakeprovider.py --port 8001 --latency 0.3`, scripted and 
     drip          seconds between the pieces of a 200 response's body, sent in `drip_pieces` pieces (default 20):
                   a slow stream that never pauses long enough for a read timeout
     redirect_to   URL for a redirect (307 unless redirect_status says 301, 302, 303 or 308)
+    served_model  the model identifier the reply names in its `model` field (default: the requested model), as a
+                  provider does when an alias points to a dated snapshot; each request's is in `request_log()`
+
+Besides OpenAI's chat completions (also what Mistral serves at /v1), the server speaks the native wire formats of
+Azure OpenAI (/openai/deployments/<deployment>/chat/completions?api-version=...), Anthropic Messages (/v1/messages)
+and Gemini (/v1beta/models/<model>:generateContent), with their own response and error shapes, their own auth headers
+and their own rate-limit headers. Set `required_key` and each route checks its provider's credential header (and
+Azure's api-version, Anthropic's anthropic-version) the way the provider does, answering 401 with its error body.
 
 Rules (`match` = substring of the request's messages) apply before the default, optionally a
 limited number of `times`. `faults` injects transient failures on the first attempt of a
@@ -48,6 +57,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+try:
+    from tests import fakenative as native
+except ImportError:  # run as a script (bench/), with tests/ itself on the path
+    import fakenative as native  # type: ignore[no-redef]
 
 Behaviour = dict[str, Any]
 
@@ -83,6 +97,8 @@ class Stats:
     headers: list[dict[str, str]] = field(default_factory=list)
     bodies: list[dict[str, Any]] = field(default_factory=list)
     started_at: list[float] = field(default_factory=list)
+    # The path and query of every request, and which provider's route received it.
+    targets: list[dict[str, str]] = field(default_factory=list)
     # Every request as the provider logs it: when it arrived (time.monotonic), its status and the tokens it billed.
     log: list[dict[str, Any]] = field(default_factory=list)
 
@@ -97,6 +113,16 @@ class FakeProvider:
         self.rules: list[Rule] = []
         self.faults: dict[str, Any] | None = None
         self.content_fn: Callable[[dict[str, Any]], str] | None = None
+        # When set, every route answers 401 unless its provider's credential header carries this key.
+        self.required_key: str | None = None
+        # Bedrock: the key pairs (access key id -> secret, and the session token it needs, if any) whose SigV4
+        # signatures the fake recomputes; none set: every Bedrock request is refused as unsigned.
+        self.aws_keys: dict[str, tuple[str, str | None]] = {}
+        # Vertex AI: the service accounts (client_email -> RSA public key) whose JWT-bearer grants the token
+        # endpoint (/token) verifies, the access tokens it issued, and a behaviour for the token endpoint itself.
+        self.vertex_accounts: dict[str, Any] = {}
+        self.vertex_tokens: set[str] = set()
+        self.token_behaviour: Behaviour = {}
         self.stats = Stats()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -126,6 +152,11 @@ class FakeProvider:
             self.rules = []
             self.faults = None
             self.content_fn = None
+            self.required_key = None
+            self.aws_keys = {}
+            self.vertex_accounts = {}
+            self.vertex_tokens = set()
+            self.token_behaviour = {}
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
@@ -183,6 +214,14 @@ class FakeProvider:
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._azure)
+        app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1beta/models/{action}", self._gemini)
+        app.router.add_post("/model/{model_id}/converse", self._bedrock)
+        app.router.add_post(
+            "/v1/projects/{project}/locations/{location}/publishers/google/models/{action}", self._vertex
+        )
+        app.router.add_post("/token", self._token)
         app.router.add_post("/_control/script", self._control_script)
         app.router.add_post("/_control/reset", self._control_reset)
         app.router.add_get("/_control/stats", self._control_stats)
@@ -203,7 +242,7 @@ class FakeProvider:
 
     # -- the provider ----------------------------------------------------------------------
     def _choose(self, body: dict[str, Any], key: str, attempt: int) -> Behaviour:
-        text = json.dumps(body.get("messages", []), ensure_ascii=False)
+        text = json.dumps(native.prompt_parts(body), ensure_ascii=False)
         with self._lock:
             behaviour = dict(self.default)
             for rule in self.rules:
@@ -225,6 +264,41 @@ class FakeProvider:
         return behaviour
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "openai")
+
+    async def _azure(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "azure")
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "anthropic")
+
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "gemini")
+
+    async def _bedrock(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "bedrock")
+
+    async def _vertex(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "vertex")
+
+    async def _token(self, request: web.Request) -> web.StreamResponse:
+        """Google's OAuth token endpoint: recorded like every request, but not a model call (not in `calls`)."""
+        raw = await request.read()
+        with self._lock:
+            self.stats.headers.append({k.lower(): v for k, v in request.headers.items()})
+            self.stats.bodies.append({"form": raw.decode("utf-8", "replace")})
+            self.stats.targets.append({"dialect": "oauth", "path": request.path, "query": request.query_string})
+            behaviour = dict(self.token_behaviour)
+        if behaviour.get("redirect_to"):
+            moved = int(behaviour.get("redirect_status", 307))
+            return web.Response(status=moved, headers={"Location": str(behaviour["redirect_to"])})
+        answer, token = native.token_grant(raw, self.vertex_accounts)
+        if token is not None:
+            with self._lock:
+                self.vertex_tokens.add(token)
+        return answer
+
+    async def _serve(self, request: web.Request, dialect: str) -> web.StreamResponse:
         raw = await request.read()
         try:
             body = json.loads(raw)
@@ -242,11 +316,14 @@ class FakeProvider:
                 s.headers.append({k.lower(): v for k, v in request.headers.items()})
                 s.bodies.append(body)
                 s.started_at.append(time.monotonic())
+                s.targets.append({"dialect": dialect, "path": request.path, "query": request.query_string})
         received_at = time.monotonic()
         status = 0  # stays 0 if the client goes away first (the handler is cancelled)
         billed = 0
+        served = ""
         try:
             behaviour = self._choose(body, key, attempt)
+            served = str(behaviour.get("served_model") or body.get("model") or "")
             if behaviour.get("hang"):
                 # Hanging past the client's timeout: whatever is sent afterwards reaches nobody,
                 # so it must not count as a delivered success.
@@ -255,10 +332,14 @@ class FakeProvider:
                 return web.json_response({"error": {"message": "hung"}}, status=504)
             if behaviour.get("latency"):
                 await asyncio.sleep(float(behaviour["latency"]))
-            response = self._render(body, key, behaviour)
+            refusal = native.auth_refusal(dialect, request, self.required_key, raw, self.aws_keys, self.vertex_tokens)
+            if refusal is not None:
+                status = refusal.status
+                return refusal
+            response = self._render(body, key, behaviour, dialect, request)
             payload = response.body if isinstance(response.body, bytes) else b""
             if response.status == 200 and payload.startswith(b"{"):
-                billed = int(json.loads(payload).get("usage", {}).get("total_tokens") or 0)
+                billed = native.billed_tokens(json.loads(payload))
             if response.status == 200 and behaviour.get("drip"):
                 dripped = await self._drip(
                     request, payload, float(behaviour["drip"]), int(behaviour.get("drip_pieces", 20))
@@ -272,7 +353,7 @@ class FakeProvider:
                 self.stats.in_flight -= 1
                 self.stats.statuses[status] += 1
                 if len(self.stats.log) < self.record_limit:
-                    self.stats.log.append({"at": received_at, "status": status, "tokens": billed})
+                    self.stats.log.append({"at": received_at, "status": status, "tokens": billed, "model": served})
                 if status == 200:
                     self.stats.successes_by_key[key] += 1
 
@@ -288,7 +369,11 @@ class FakeProvider:
         await stream.write_eof()
         return stream
 
-    def _render(self, body: dict[str, Any], key: str, behaviour: Behaviour) -> web.Response:
+    def _render(
+        self, body: dict[str, Any], key: str, behaviour: Behaviour, dialect: str = "openai", request: Any = None
+    ) -> web.Response:
+        if dialect not in ("openai", "azure"):
+            return native.render(self, dialect, body, key, behaviour, request)
         if behaviour.get("redirect_to"):
             status = int(behaviour.get("redirect_status", 307))
             return web.Response(status=status, headers={"Location": str(behaviour["redirect_to"])})
@@ -310,6 +395,7 @@ class FakeProvider:
             headers = {}
             if behaviour.get("retry_after") is not None:
                 headers["Retry-After"] = str(behaviour["retry_after"])
+            headers.update(behaviour.get("headers") or {})
             return web.json_response(
                 {"error": {"message": f"scripted error {status}", "type": "scripted", "code": str(status)}},
                 status=int(status),
@@ -343,7 +429,7 @@ class FakeProvider:
             "id": "chatcmpl-" + key[:24],
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model", "fake"),
+            "model": behaviour.get("served_model") or body.get("model", "fake"),
             "choices": [choice],
             "usage": usage,
         }
@@ -428,6 +514,15 @@ class FakeProvider:
     def recorded_headers(self) -> list[dict[str, str]]:
         with self._lock:
             return list(self.stats.headers)
+
+    def model_requests(self) -> list[dict[str, str]]:
+        """The headers of every request but the token endpoint's."""
+        with self._lock:
+            return [h for h, t in zip(self.stats.headers, self.stats.targets, strict=True) if t["dialect"] != "oauth"]
+
+    def recorded_targets(self) -> list[dict[str, str]]:
+        with self._lock:
+            return list(self.stats.targets)
 
     def recorded_bodies(self) -> list[dict[str, Any]]:
         with self._lock:

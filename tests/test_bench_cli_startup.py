@@ -43,6 +43,11 @@ def test_over_limit_names_the_commands_slower_than_the_ratio() -> None:
     assert over_limit({**figures(1.0, 1.0, 1.0), "worker": Timing(9.0, None)}, 2.0) == []
 
 
+def test_over_limit_counts_cpu_time_as_well_as_wall_time() -> None:
+    within_wall = {"floor": Timing(1.0, 0.5), "help": Timing(1.5, 1.1), "agreement": Timing(1.5, 0.9)}
+    assert over_limit(within_wall, 2.0) == ["help"]
+
+
 @pytest.mark.parametrize(("extra", "status"), [([], 1), (["--no-limit"], 0), (["--limit", "3"], 0)])
 def test_exit_status_follows_the_limit(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], extra: list[str], status: int

@@ -147,9 +147,8 @@ class GoldItemAdmin(admin.ModelAdmin):
 
 
 def gold_link(item: Item) -> str:
-    """A link from an item's page to marking it, or to its gold entry."""
-    gold = GoldItem.objects.filter(item=item).values_list("pk", flat=True).first()
-    if gold is not None:
-        return format_html('<a href="{}">{}</a>', reverse("admin:annotations_golditem_change", args=[gold]), _("gold"))
-    url = reverse("admin:annotations_golditem_add") + f"?item={item.pk}"
-    return format_html('<a href="{}">{}</a>', url, _("mark as gold"))
+    """A link from an item's admin page to the item's research page, where it is marked as gold (with a preview of
+    its answers and the scale of each aspect) or its gold values are changed."""
+    url = reverse("research-item", args=[item.dataset_id, item.pk])
+    is_gold = GoldItem.objects.filter(item=item).exists()
+    return format_html('<a href="{}">{}</a>', url, _("gold") if is_gold else _("mark as gold"))

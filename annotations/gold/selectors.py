@@ -32,6 +32,38 @@ def gold_is_due(*, campaign: Campaign, user_id: int, handed_out: int) -> bool:
     return place == seeded_random(campaign.shuffle_seed, "gold", user_id, block).randrange(size)
 
 
+def gold_tasks_left(*, campaign: Campaign, user: AnyUser) -> int:
+    """Gold tasks the annotator has never held or skipped: those they may still be handed."""
+    return (
+        Task.objects.filter(campaign=campaign, is_gold=True)
+        .exclude(assignments__annotator_id=user.pk)
+        .exclude(skips__annotator_id=user.pk)
+        .count()
+    )
+
+
+def gold_still_due(*, campaign: Campaign, user_id: int, handed_out: int, regular_left: int, gold_left: int) -> int:
+    """How many gold tasks the rule above will still hand the annotator, who has had `handed_out` tasks, if the
+    `regular_left` regular tasks open to them now all come to them: the gold positions ahead, walked block by block,
+    up to the one where no regular task is left (gold is never handed out then) or no gold task is."""
+    size = gold_block_size(campaign.gold_rate)
+    golds, position = 0, handed_out
+    while size and regular_left > 0 and gold_left > 0:
+        block = position // size
+        gold_at = block * size + seeded_random(campaign.shuffle_seed, "gold", user_id, block).randrange(size)
+        block_end = (block + 1) * size
+        if position <= gold_at:
+            regular_before = gold_at - position
+            if regular_left <= regular_before:
+                break
+            golds, gold_left = golds + 1, gold_left - 1
+            regular_left -= regular_before + (block_end - gold_at - 1)
+        else:
+            regular_left -= block_end - position
+        position = block_end
+    return golds
+
+
 def gold_task_next(*, campaign: Campaign, user: AnyUser) -> Task | None:
     """The first gold task in hand-out order that the annotator has never held or skipped."""
     return (

@@ -13,7 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.gold.rules import gold_problem, gold_spec
 from annotations.models import Aspect, Assignment, GoldItem, Item, Response, Task
 from annotations.selectors import datasets_for_user

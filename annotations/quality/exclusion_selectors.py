@@ -14,7 +14,7 @@ def rater_exclusion_in_force(rater: Rater) -> RaterExclusion | None:
 
 def campaign_rater_or_404(campaign: Campaign, rater_id: int) -> Rater:
     """A rater of the campaign's dataset; any other id is not found, so a forged id reveals nothing."""
-    rater = Rater.objects.filter(dataset_id=campaign.dataset_id, pk=rater_id).first()
+    rater = Rater.objects.select_related("user").filter(dataset_id=campaign.dataset_id, pk=rater_id).first()
     if rater is None:
         raise Http404("no such rater in this campaign's dataset")
     return rater

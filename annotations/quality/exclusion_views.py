@@ -1,8 +1,10 @@
 """The researcher's exclusion controls of a campaign's quality table: exclude a rater (optionally reopening their
 slots), reopen later, revoke. POST only; a researcher who sees the campaign, a rater of its dataset, else 404.
 
-With htmx the response is the row's controls again (`annotate/_exclusion_controls.html`, 422 with the problem when
-refused); without it, a redirect back to the campaign's progress page with a message."""
+With htmx the response is the whole quality panel, recomputed (`annotate/_quality_panel.html`): an exclusion changes
+the other raters' figures too, so the row alone would leave them stale. A refusal answers 422 with the row's controls
+only, retargeted to them, so the reason typed stays as it was. Without htmx, a redirect back to the campaign's
+progress page with a message."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from django.views.decorators.http import require_POST
 from annotations.campaign_selectors import campaign_for_researcher
 from annotations.models import Campaign, Rater, RaterExclusion
 from annotations.quality.exclusion_selectors import campaign_rater_or_404, rater_exclusion_in_force
+from annotations.quality.selectors import RATER_NAMES_PSEUDONYMS, quality_panel, rater_names_choice
 from annotations.quality.services import ExclusionError, rater_exclude, rater_exclusion_revoke, rater_slots_reopen
 
 
@@ -43,6 +46,17 @@ def _row(rater: Rater, exclusion: RaterExclusion | None, reason: str = "") -> Ex
     )
 
 
+def _names(request: HttpRequest) -> str:
+    return rater_names_choice(request.POST.get("names"))
+
+
+def _shown_name(request: HttpRequest, rater: Rater) -> str:
+    """The rater as the panel the researcher is looking at names them."""
+    if _names(request) == RATER_NAMES_PSEUDONYMS or rater.user is None:
+        return rater.pseudonym
+    return rater.user.get_username()
+
+
 def _answer(
     request: HttpRequest,
     campaign: Campaign,
@@ -52,19 +66,32 @@ def _answer(
     problem: str | None = None,
     reason: str = "",
 ) -> HttpResponse:
+    names = _names(request)
     if getattr(request, "htmx", False):
-        context = {
+        context: dict[str, object] = {
             "campaign": campaign,
-            "row": _row(rater, rater_exclusion_in_force(rater), reason),
+            "exclusion_rater_id": rater.pk,
             "exclusion_done": done,
             "exclusion_problem": problem,
+            "exclusion_reason": reason,
         }
-        return render(request, "annotate/_exclusion_controls.html", context, status=422 if problem else 200)
+        if problem:
+            context["row"] = _row(rater, rater_exclusion_in_force(rater), reason)
+            context["quality"] = {"names": names}
+            response = render(request, "annotate/_exclusion_controls.html", context, status=422)
+            response["HX-Retarget"] = f"#exclusion-controls-{rater.pk}"
+            response["HX-Reswap"] = "outerHTML"
+            return response
+        context["quality"] = quality_panel(campaign, names=names)
+        return render(request, "annotate/_quality_panel.html", context)
     if problem:
         messages.error(request, problem)
     elif done:
         messages.success(request, done)
-    return HttpResponseRedirect(reverse("campaign-progress", args=[campaign.pk]), status=303)
+    progress = reverse("campaign-progress", args=[campaign.pk])
+    if names == RATER_NAMES_PSEUDONYMS:
+        progress += f"?names={names}"
+    return HttpResponseRedirect(progress, status=303)
 
 
 def _researcher(request: HttpRequest) -> User | None:
@@ -86,7 +113,7 @@ def rater_exclude_view(request: HttpRequest, campaign_id: int, rater_id: int) ->
         _("%(rater)s is excluded from the statistics; their tasks are reopened and they left the pool.")
         if reopen
         else _("%(rater)s is excluded from the statistics.")
-    ) % {"rater": rater.pseudonym}
+    ) % {"rater": _shown_name(request, rater)}
     return _answer(request, campaign, rater, done=done)
 
 
@@ -106,7 +133,7 @@ def rater_slots_reopen_view(request: HttpRequest, campaign_id: int, rater_id: in
         "%(n)d task of %(rater)s reopened; they left the pool.",
         "%(n)d tasks of %(rater)s reopened; they left the pool.",
         added,
-    ) % {"n": added, "rater": rater.pseudonym}
+    ) % {"n": added, "rater": _shown_name(request, rater)}
     return _answer(request, campaign, rater, done=done)
 
 
@@ -117,7 +144,12 @@ def rater_exclusion_revoke_view(request: HttpRequest, campaign_id: int, rater_id
     rater = campaign_rater_or_404(campaign, rater_id)
     exclusion = rater_exclusion_in_force(rater)
     if exclusion is None:
-        return _answer(request, campaign, rater, done=_("%(rater)s is not excluded.") % {"rater": rater.pseudonym})
-    rater_exclusion_revoke(exclusion=exclusion, by=_researcher(request))
-    done = _("%(rater)s counts in the statistics again.") % {"rater": rater.pseudonym}
+        return _answer(
+            request, campaign, rater, done=_("%(rater)s is not excluded.") % {"rater": _shown_name(request, rater)}
+        )
+    try:
+        rater_exclusion_revoke(exclusion=exclusion, by=_researcher(request))
+    except ExclusionError as exc:
+        return _answer(request, campaign, rater, problem=str(exc), reason=exclusion.reason)
+    done = _("%(rater)s counts in the statistics again.") % {"rater": _shown_name(request, rater)}
     return _answer(request, campaign, rater, done=done, reason=exclusion.reason)

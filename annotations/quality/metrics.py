@@ -111,6 +111,9 @@ class Agreement:
     value: float | None
     shared: int
     reason: str = ""  # "too_few" | "no_variation" when value is None
+    # The shared answers of the aspects whose correlation entered the average: an aspect with too few of them, or
+    # without variation on one side, is shared but not counted.
+    counted: int = 0
 
 
 def rater_agreement(
@@ -138,7 +141,7 @@ def rater_agreement(
             weight += len(xs)
     if weight == 0:
         return Agreement(value=None, shared=shared, reason="no_variation")
-    return Agreement(value=weighted / weight, shared=shared)
+    return Agreement(value=weighted / weight, shared=shared, counted=weight)
 
 
 # --- straight-lining and speed ----------------------------------------------------------------------------------
@@ -181,6 +184,8 @@ class Flag:
     code: str  # "gold" | "attention" | "straight_lining" | "speed" | "agreement"
     value: float
     bound: float
+    # What the bound derives from, when it is not a fixed threshold: the campaign median of a speed flag.
+    reference: float | None = None
 
 
 @dataclass(frozen=True)
@@ -218,7 +223,7 @@ def flags(measures: Measures, *, campaign_median_seconds: float | None) -> list[
     ):
         bound = campaign_median_seconds * SPEED_FRACTION_OF_CAMPAIGN_MEDIAN
         if measures.median_seconds < bound:
-            found.append(Flag("speed", measures.median_seconds, bound))
+            found.append(Flag("speed", measures.median_seconds, bound, reference=campaign_median_seconds))
     if measures.agreement.value is not None and measures.agreement.value < AGREEMENT_BELOW:
         found.append(Flag("agreement", measures.agreement.value, AGREEMENT_BELOW))
     return found

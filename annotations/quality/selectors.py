@@ -3,7 +3,7 @@ rows of the payment export. The rules themselves live in annotations/quality/met
 the rows they need, in a fixed number of queries per campaign.
 
 Raters are named by their pseudonym and user id everywhere except the payment export, the one place a platform
-worker id leaves the database."""
+worker id leaves the database, and the panel, which shows the researcher account names unless they choose pseudonyms."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import Count
 from django.utils import formats
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from annotations.gold.models import GoldItem, GoldKind
-from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, Rating, Response, Task
+from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, Rating, Response, Skip, Task
 from annotations.quality import metrics
 from annotations.quality.models import RaterExclusion
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform
@@ -34,6 +35,7 @@ class RaterQuality:
     rater_id: int
     pseudonym: str
     user_id: int
+    account: str  # the username, which the researcher may choose to see instead of the pseudonym
     platform: str  # a Platform value for crowd workers, "" for account annotators
     submissions: int  # non-gold tasks submitted
     gold_passed: int
@@ -86,9 +88,9 @@ def flag_text(flag: metrics.Flag) -> str:
             "bound": flag.bound * 100,
         }
     if flag.code == "speed":
-        return _("median %(value).1f s per task, under a third of the campaign median (%(bound).1f s)") % {
+        return _("median %(value).1f s per task, under a third of the campaign median (%(median).1f s)") % {
             "value": flag.value,
-            "bound": flag.bound,
+            "median": flag.reference if flag.reference is not None else flag.bound,
         }
     return _("agreement with the other raters %(value).2f is below %(bound).2f") % {
         "value": flag.value,
@@ -109,6 +111,7 @@ class _CampaignRows:
     ratings: dict[tuple[int, int, int], float | None]  # (rater, response, aspect) -> value, None for N/A
     gold: dict[int, GoldItem]
     platform_of_user: dict[int, str] = field(default_factory=dict)
+    account_of_user: dict[int, str] = field(default_factory=dict)
 
 
 def _campaign_rows(campaign: Campaign) -> _CampaignRows:
@@ -129,12 +132,13 @@ def _campaign_rows(campaign: Campaign) -> _CampaignRows:
     system_of = dict(responses.values_list("pk", "system__key"))
     aspects = list(campaign.aspects.order_by("position", "pk").values_list("pk", "name"))
     users = {row["annotator_id"] for row in submitted}
-    rater_of_user = {
-        user_id: (rater_id, pseudonym)
-        for rater_id, user_id, pseudonym in Rater.objects.filter(
-            dataset_id=campaign.dataset_id, user_id__in=users
-        ).values_list("pk", "user_id", "pseudonym")
-    }
+    raters = list(
+        Rater.objects.filter(dataset_id=campaign.dataset_id, user_id__in=users).values_list(
+            "pk", "user_id", "pseudonym", "user__username"
+        )
+    )
+    rater_of_user = {user_id: (rater_id, pseudonym) for rater_id, user_id, pseudonym, _account in raters}
+    account_of_user = {user_id: account for _rater_id, user_id, _pseudonym, account in raters}
     ratings = {
         (rater_id, response_id, aspect_id): None if is_missing else value
         for rater_id, response_id, aspect_id, value, is_missing in Rating.objects.filter(
@@ -156,6 +160,7 @@ def _campaign_rows(campaign: Campaign) -> _CampaignRows:
         ratings=ratings,
         gold=gold,
         platform_of_user=platform_of_user,
+        account_of_user=account_of_user,
     )
 
 
@@ -285,6 +290,7 @@ def campaign_quality(campaign: Campaign) -> CampaignQuality:
                 rater_id=rater_id,
                 pseudonym=pseudonym,
                 user_id=user_id,
+                account=rows.account_of_user.get(user_id, ""),
                 platform=rows.platform_of_user.get(user_id, ""),
                 submissions=tally.submissions,
                 gold_passed=tally.gold_passed,
@@ -321,8 +327,19 @@ class AccuracyRow:
     accuracy: float
 
 
+# How the panel names raters: by account, like the annotators table above it, unless the researcher asks for the
+# pseudonyms the exports use (to match a downloaded file, or to show the screen without account names).
+RATER_NAMES_ACCOUNTS = "accounts"
+RATER_NAMES_PSEUDONYMS = "pseudonyms"
+
+
+def rater_names_choice(value: object) -> str:
+    return RATER_NAMES_PSEUDONYMS if value == RATER_NAMES_PSEUDONYMS else RATER_NAMES_ACCOUNTS
+
+
 @dataclass(frozen=True)
 class QualityPanel:
+    names: str  # RATER_NAMES_ACCOUNTS or RATER_NAMES_PSEUDONYMS
     rows: list[RaterQuality]
     flagged: list[RaterQuality]
     campaign_median_seconds: float | None
@@ -336,11 +353,12 @@ def _bucket_label(start: datetime, width: timedelta) -> str:
     return formats.date_format(start, "m-d" if width == metrics.DAY else "m-d H:00")
 
 
-def quality_panel(campaign: Campaign) -> QualityPanel:
+def quality_panel(campaign: Campaign, *, names: str = RATER_NAMES_ACCOUNTS) -> QualityPanel:
     quality = campaign_quality(campaign)
     width, buckets = metrics.accuracy_over_time(quality.gold_answers)
     labels = [_bucket_label(bucket.start, width) for bucket in buckets]
     return QualityPanel(
+        names=rater_names_choice(names),
         rows=quality.rows,
         flagged=[row for row in quality.rows if row.flagged],
         campaign_median_seconds=quality.campaign_median_seconds,
@@ -370,6 +388,10 @@ class PaymentRow:
     last_activity: datetime | None
     sessions: int
     sessions_completed: int
+    # Sessions that ended with the no-more-tasks code (the campaign ran out before the link's minimum) and never
+    # completed, and every task the worker skipped: what a researcher checks before paying.
+    sessions_out_of_tasks: int
+    skips: int
     session_ids: list[str]  # the platform's session (Prolific) or assignment (MTurk) ids, to approve the work by
     completion_code: str
     flag_reasons: list[str]
@@ -408,13 +430,21 @@ def payment_rows(campaign: Campaign) -> list[PaymentRow]:
     )
     session_ids: dict[int, list[str]] = defaultdict(list)
     completed: dict[int, int] = defaultdict(int)
-    for worker_id, session_key, completed_at in (
+    out_of_tasks: dict[int, int] = defaultdict(int)
+    for worker_id, session_key, completed_at, ran_out_at in (
         CrowdSession.objects.filter(worker__link__campaign=campaign)
         .order_by("started_at", "pk")
-        .values_list("worker_id", "session_key", "completed_at")
+        .values_list("worker_id", "session_key", "completed_at", "ran_out_at")
     ):
         session_ids[worker_id].append(session_key)
         completed[worker_id] += completed_at is not None
+        out_of_tasks[worker_id] += completed_at is None and ran_out_at is not None
+    skips = dict(
+        Skip.objects.filter(task__campaign=campaign)
+        .values("annotator_id")
+        .annotate(n=Count("pk"))
+        .values_list("annotator_id", "n")
+    )
     pseudonyms = dict(
         Rater.objects.filter(
             dataset_id=campaign.dataset_id, user_id__in=[*work, *(w.user_id for w in workers)]
@@ -436,6 +466,8 @@ def payment_rows(campaign: Campaign) -> list[PaymentRow]:
                 last_activity=_latest(entry["last"], worker.last_seen_at, worker.joined_at),
                 sessions=len(session_ids[worker.pk]),
                 sessions_completed=completed[worker.pk],
+                sessions_out_of_tasks=out_of_tasks[worker.pk],
+                skips=skips.get(worker.user_id, 0),
                 session_ids=session_ids[worker.pk],
                 completion_code=worker.link.completion_code,
                 flag_reasons=quality[worker.user_id].flag_reasons if worker.user_id in quality else [],
@@ -455,6 +487,8 @@ def payment_rows(campaign: Campaign) -> list[PaymentRow]:
                 last_activity=entry["last"],
                 sessions=0,
                 sessions_completed=0,
+                sessions_out_of_tasks=0,
+                skips=skips.get(user_id, 0),
                 session_ids=[],
                 completion_code="",
                 flag_reasons=quality[user_id].flag_reasons if user_id in quality else [],

@@ -12,6 +12,12 @@ the normal claim rule. The rater leaves the campaign's pool, so they stop taking
 replacement anyway (one slot per task and person). Revoking the exclusion deletes the replacements nobody has
 taken yet; a replacement someone took stays, so such a task may then hold N+1 ratings that count. The rater stays
 out of the pool until a researcher adds them back.
+
+The bound, kept after any chain of excluding, reopening and revoking: a task never holds more than N+1 ratings
+that count. Reopening appends a replacement only to a task whose slots that count or may still count (free and
+leased slots, submitted slots of raters not excluded) are fewer than N, so taking replacements never brings a task
+above N; and a revocation that would bring one of the rater's tasks above N+1 (when earlier replacements of other
+excluded raters were taken too) is refused, with the reason, and changes nothing.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.adjudication.services import dispute_find
 from annotations.campaign_services import campaign_annotator_remove
-from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
+from annotations.campaign_slots import CAMPAIGN_SLOTS
+from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion, Task
 from annotations.slots import slots_replace, slots_unreplace
 
 MAX_REASON_CHARS = 2000
@@ -83,7 +90,62 @@ def rater_exclude(
             ) from None
         if reopen_slots:
             rater_slots_reopen(exclusion=exclusion)
+        _disputes_recheck(rater)
     return exclusion
+
+
+def _disputes_recheck(rater: Rater) -> None:
+    """An exclusion or its revocation changes which ratings count, so the disputes of the tasks the rater submitted
+    are decided again (a dispute that lost a counting rating is dropped; one that regains it comes back)."""
+    if rater.user_id is None:
+        return
+    task_ids = (
+        Assignment.objects.filter(
+            campaign__dataset_id=rater.dataset_id,
+            campaign__adjudication_rule__isnull=False,
+            annotator_id=rater.user_id,
+            status=AssignmentStatus.SUBMITTED,
+            is_gold=False,
+        )
+        .values_list("task_id", flat=True)
+        .distinct()
+        .order_by("task_id")
+    )
+    for task_id in list(task_ids):
+        dispute_find(task_id=task_id)
+
+
+def _excluded_users(dataset_id: int) -> set[int]:
+    return set(
+        RaterExclusion.objects.filter(
+            revoked_at__isnull=True, rater__dataset_id=dataset_id, rater__user__isnull=False
+        ).values_list("rater__user_id", flat=True)
+    )
+
+
+def _lock_tasks(slot_ids: list[int]) -> dict[int, int]:
+    """The task of each slot, with the tasks locked in id order (as slots_replace locks them), so that two
+    reopenings or revocations touching one task decide one after the other."""
+    task_of = dict(Assignment.objects.filter(pk__in=slot_ids).values_list("pk", "task_id"))
+    list(Task.objects.select_for_update().filter(pk__in=set(task_of.values())).order_by("pk").values_list("pk"))
+    return task_of
+
+
+def _counting(task_ids: set[int], excluded: set[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """Per task: the submitted non-gold slots of raters not excluded (ratings that count), and those plus the free
+    and leased slots (ratings that count or may still count)."""
+    counting: dict[int, int] = dict.fromkeys(task_ids, 0)
+    possible: dict[int, int] = dict.fromkeys(task_ids, 0)
+    for task_id, status, annotator_id in Assignment.objects.filter(task_id__in=task_ids, is_gold=False).values_list(
+        "task_id", "status", "annotator_id"
+    ):
+        if status == AssignmentStatus.SUBMITTED:
+            if annotator_id not in excluded:
+                counting[task_id] += 1
+                possible[task_id] += 1
+        else:
+            possible[task_id] += 1
+    return counting, possible
 
 
 def _excluded_slots(exclusion: RaterExclusion) -> list[int]:
@@ -122,7 +184,12 @@ def rater_slots_reopen(*, exclusion: RaterExclusion, campaign: Campaign | None =
     assert campaign is not None  # checked above; for the type checker
     with transaction.atomic():
         campaign_annotator_remove(campaign=campaign, user=User.objects.get(pk=user_id))
-        return slots_replace(pool=CAMPAIGN_SLOTS, slot_ids=_excluded_slots(exclusion))
+        slot_ids = _excluded_slots(exclusion)
+        task_of = _lock_tasks(slot_ids)
+        _counting_now, possible = _counting(set(task_of.values()), _excluded_users(campaign.dataset_id))
+        # A task that already has N ratings that count or may still count needs no replacement.
+        wanted = [pk for pk in slot_ids if possible[task_of[pk]] < campaign.raters_per_item]
+        return slots_replace(pool=CAMPAIGN_SLOTS, slot_ids=wanted)
 
 
 def rater_exclusion_revoke(*, exclusion: RaterExclusion, by: User | None) -> RaterExclusion:
@@ -132,8 +199,24 @@ def rater_exclusion_revoke(*, exclusion: RaterExclusion, by: User | None) -> Rat
         locked = RaterExclusion.objects.select_for_update().get(pk=exclusion.pk)
         if locked.revoked_at is not None:
             return locked
+        slot_ids = _excluded_slots(locked)
+        if slot_ids and locked.campaign is not None:
+            task_of = _lock_tasks(slot_ids)
+            excluded = _excluded_users(locked.rater.dataset_id) - {locked.rater.user_id}
+            counting, _possible = _counting(set(task_of.values()), excluded)
+            limit = locked.campaign.raters_per_item + 1
+            over = sum(1 for count in counting.values() if count > limit)
+            if over:
+                raise ExclusionError(
+                    _(
+                        "Revoking this exclusion would give %(n)d task(s) more than %(limit)d ratings that count, "
+                        "because other raters took the slots reopened for it. Nothing was changed."
+                    )
+                    % {"n": over, "limit": limit}
+                )
         locked.revoked_at = max(timezone.now(), locked.created_at)
         locked.revoked_by = by
         locked.save(update_fields=["revoked_at", "revoked_by"])
         slots_unreplace(pool=CAMPAIGN_SLOTS, slot_ids=_excluded_slots(locked))
+        _disputes_recheck(locked.rater)
     return locked

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from annotations.campaign_selectors import campaign_for_researcher
-from annotations.exporting import CSV_TYPE, csv_safe
+from annotations.datasets.exporting import CSV_TYPE, csv_safe
 from annotations.quality.selectors import payment_rows, rater_quality
 
 QUALITY_FIELDS = [
@@ -30,6 +30,7 @@ QUALITY_FIELDS = [
     "attention_answered",
     "agreement",
     "agreement_shared",
+    "agreement_counted",
     "agreement_note",
     "median_seconds",
     "straight_lined",
@@ -52,6 +53,8 @@ PAYMENT_FIELDS = [
     "last_activity",
     "sessions",
     "sessions_completed",
+    "sessions_out_of_tasks",
+    "skips",
     "session_ids",
     "completion_code",
     "flagged",
@@ -102,6 +105,7 @@ def quality_csv(request: HttpRequest, campaign_id: int) -> HttpResponse:
             row.attention_answered,
             row.agreement.value,
             row.agreement.shared,
+            row.agreement.counted,
             row.agreement_note,
             row.median_seconds,
             row.straight.straight,
@@ -134,6 +138,8 @@ def payment_csv(request: HttpRequest, campaign_id: int) -> HttpResponse:
             row.last_activity,
             row.sessions,
             row.sessions_completed,
+            row.sessions_out_of_tasks,
+            row.skips,
             " ".join(row.session_ids),
             row.completion_code,
             bool(row.flag_reasons),

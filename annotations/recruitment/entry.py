@@ -21,6 +21,7 @@ MTURK_SUBMIT_ORIGINS = frozenset({"https://www.mturk.com", "https://workersandbo
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 JOIN_SALT = "crowd-join"
 INVITE_SALT = "crowd-invite"
+CONSENT_SALT = "crowd-consent"
 JOIN_MAX_AGE = 12 * 3600  # a start page left open overnight asks for a reload rather than joining with old values
 
 

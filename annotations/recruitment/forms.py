@@ -9,6 +9,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 MAX_INVITES = 1000
+DEFAULT_MIN_TASKS = 1
+DEFAULT_SKIPS = 5
+DEFAULT_NO_TASKS_CODE = "NOTASKS"
 MAX_LABEL_CHARS = 150
 
 
@@ -24,6 +27,11 @@ class LinkSettingsForm(forms.Form):
     tasks_per_worker = forms.IntegerField(required=False, min_value=1, label=gettext_lazy("Tasks per worker"))
     completion_code = forms.CharField(required=False, max_length=100, label=gettext_lazy("Completion code"))
     completion_url = forms.CharField(required=False, max_length=500, label=gettext_lazy("Completion URL"))
+    min_tasks_to_complete = forms.IntegerField(
+        required=False, min_value=1, label=gettext_lazy("Tasks needed for the completion code")
+    )
+    skips_per_session = forms.IntegerField(required=False, min_value=0, label=gettext_lazy("Skips per session"))
+    no_tasks_code = forms.CharField(required=False, max_length=100, label=gettext_lazy("No-more-tasks code"))
 
     def problem(self) -> str:
         return _first_problem(self)
@@ -35,6 +43,9 @@ class LinkSettingsForm(forms.Form):
             "tasks_per_worker": data.get("tasks_per_worker"),
             "completion_code": data.get("completion_code") or "",
             "completion_url": data.get("completion_url") or "",
+            "min_tasks_to_complete": data.get("min_tasks_to_complete") or DEFAULT_MIN_TASKS,
+            "skips_per_session": DEFAULT_SKIPS if data.get("skips_per_session") is None else data["skips_per_session"],
+            "no_tasks_code": data.get("no_tasks_code") or DEFAULT_NO_TASKS_CODE,
         }
 
 

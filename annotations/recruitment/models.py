@@ -36,6 +36,18 @@ class RecruitmentLink(models.Model):
     completion_url = models.URLField(
         max_length=500, blank=True, help_text="Where a Prolific worker is sent at the end (the study's completion URL)."
     )
+    min_tasks_to_complete = models.PositiveIntegerField(
+        default=1,
+        help_text="Tasks a worker must submit in a session to get the completion code when the campaign runs out of "
+        "tasks for them before their quota; with fewer they get the no-more-tasks code.",
+    )
+    skips_per_session = models.PositiveIntegerField(default=5, help_text="Tasks a worker may skip per session.")
+    no_tasks_code = models.CharField(
+        max_length=100,
+        default="NOTASKS",
+        help_text="Shown instead of the completion code to a worker who ran out of tasks before the minimum, so the "
+        "researcher can tell such a session from a completed one.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -56,6 +68,8 @@ class RecruitmentLink(models.Model):
                 name="recruitment_worker_quota_positive",
             ),
             models.CheckConstraint(condition=~Q(token=""), name="recruitment_token_present"),
+            models.CheckConstraint(condition=Q(min_tasks_to_complete__gte=1), name="recruitment_minimum_positive"),
+            models.CheckConstraint(condition=~Q(no_tasks_code=""), name="recruitment_no_tasks_code_present"),
         ]
 
     def __str__(self) -> str:
@@ -95,6 +109,9 @@ class CrowdSession(models.Model):
     submit_to = models.URLField(max_length=500, blank=True)
     started_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
+    # When the campaign had no task left for the worker before they had submitted the link's minimum: they were
+    # shown the no-more-tasks code instead of the completion code. A session that later completes keeps both.
+    ran_out_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("crowd session")
@@ -107,3 +124,67 @@ class CrowdSession(models.Model):
 
     def __str__(self) -> str:
         return f"session of {self.worker}"
+
+
+class ScreeningRule(models.TextChoices):
+    ALL = "all", _("every answer is an accepted one")
+    ANY = "any", _("at least one answer is an accepted one")
+
+
+class LinkScreening(models.Model):
+    """What a participant arriving by the link sees before any task: a consent text to agree to, then screening
+    questions with choices. `questions` is [{"text": str, "choices": [str], "accepted": [str]}]; the rule says how
+    many answers must be accepted ones. Whoever declines or fails gets `screened_out_code` (Prolific) and no task."""
+
+    link = models.OneToOneField(RecruitmentLink, on_delete=models.CASCADE, related_name="screening")
+    consent_text = models.TextField(blank=True, help_text="Markdown; raw HTML is not rendered. Empty: no consent step.")
+    questions = models.JSONField(default=list, blank=True)
+    rule = models.CharField(max_length=3, choices=ScreeningRule.choices, default=ScreeningRule.ALL)
+    screened_out_code = models.CharField(
+        max_length=100,
+        default="SCREENED",
+        help_text="Shown to a Prolific participant who declines consent or is screened out (the study's "
+        "screened-out completion code).",
+    )
+
+    class Meta:
+        verbose_name = _("link screening")
+        verbose_name_plural = _("link screenings")
+        constraints = [
+            models.CheckConstraint(condition=~Q(screened_out_code=""), name="screening_code_present"),
+        ]
+
+    def __str__(self) -> str:
+        return f"screening of {self.link}"
+
+
+class ScreeningOutcomeKind(models.TextChoices):
+    DECLINED = "declined", _("declined consent")
+    SCREENED_OUT = "screened_out", _("screened out")
+    PASSED = "passed", _("passed")
+
+
+class ScreeningOutcome(models.Model):
+    """One participant's way through consent and screening. Recorded without joining them: someone who declined or
+    was screened out has no account and holds no task slot. Platform ids stay in the recruitment tables."""
+
+    link = models.ForeignKey(RecruitmentLink, on_delete=models.CASCADE, related_name="screening_outcomes")
+    platform_worker_id = models.CharField(max_length=200)
+    session_key = models.CharField(max_length=200)
+    outcome = models.CharField(max_length=12, choices=ScreeningOutcomeKind.choices)
+    answers = models.JSONField(default=dict, blank=True, help_text="Question text -> the choice picked.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("screening outcome")
+        verbose_name_plural = _("screening outcomes")
+        ordering = ["link", "created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["link", "platform_worker_id", "session_key"], name="screening_outcome_once_per_session"
+            ),
+            models.CheckConstraint(condition=~Q(platform_worker_id=""), name="screening_outcome_worker_present"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} on {self.link}"

@@ -27,14 +27,23 @@ def _key(request: HttpRequest) -> str:
 
 
 def joins_blocked(request: HttpRequest) -> bool:
+    """Whether the address used up its joins in this window; a read, for pages that only show the start form."""
     return int(cache.get(_key(request)) or 0) >= JOIN_LIMIT
 
 
-def join_attempt_record(request: HttpRequest) -> None:
+def join_attempt_record(request: HttpRequest) -> int:
+    """Counts one attempt and returns the window's count including it. The increment is the check: one atomic
+    step, so concurrent attempts each see a different count and at most JOIN_LIMIT of them get a count within it."""
     key = _key(request)
     # add() starts the window with the first attempt only, so later attempts do not extend it.
     cache.add(key, 0, timeout=JOIN_WINDOW_SECONDS)
     try:
-        cache.incr(key)
-    except ValueError:
-        cache.set(key, 1, timeout=JOIN_WINDOW_SECONDS)
+        return int(cache.incr(key))
+    except ValueError:  # the window ended between the two calls
+        cache.add(key, 0, timeout=JOIN_WINDOW_SECONDS)
+        return int(cache.incr(key))
+
+
+def join_attempt_allowed(request: HttpRequest) -> bool:
+    """Counts a join attempt and says whether it is within the address's limit."""
+    return join_attempt_record(request) <= JOIN_LIMIT

@@ -13,8 +13,15 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, Task
-from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, RecruitmentLink
+from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, Skip, Task
+from annotations.recruitment.models import (
+    CrowdSession,
+    CrowdWorker,
+    Platform,
+    RecruitmentLink,
+    ScreeningOutcome,
+    ScreeningOutcomeKind,
+)
 
 AnyUser = AbstractBaseUser | AnonymousUser
 
@@ -48,19 +55,43 @@ def _submitted(campaign: Campaign, user_id: int) -> Q:
     return Q(campaign=campaign, annotator_id=user_id, status=AssignmentStatus.SUBMITTED)
 
 
-def worker_tasks_left(campaign: Campaign, user: AnyUser) -> int | None:
-    """How many more tasks a crowd worker may submit in this campaign under their link's quotas (per session and in
-    total, gold tasks included); None when no quota applies (an account a researcher created, or no quota set)."""
-    if not user.get_username().startswith(WORKER_USERNAME_PREFIX):
-        # Every claim asks; the account name, already loaded, spares other accounts the lookup. Crowd accounts get
-        # the prefix when they are made (services._worker_account) and have no other way in.
+def is_crowd_account(user: AnyUser) -> bool:
+    """Whether the account was made for a crowd worker, read from its name alone: crowd accounts get the prefix when
+    they are made (services._worker_account) and have no other way in."""
+    return user.get_username().startswith(WORKER_USERNAME_PREFIX)
+
+
+def worker_session_done(campaign: Campaign, user: AnyUser) -> int | None:
+    """The tasks a crowd worker submitted in their current session, when their link sets a quota per session: their
+    counter runs against that quota, session by session. None otherwise (the counter covers the whole campaign)."""
+    if not is_crowd_account(user):
         return None
     worker = (
         CrowdWorker.objects.filter(user_id=int(user.pk or 0), link__campaign=campaign)
         .select_related("link")
-        .only("pk", "link__tasks_per_session", "link__tasks_per_worker")
+        .only("pk", "link__tasks_per_session")
         .first()
     )
+    if worker is None or worker.link.tasks_per_session is None:
+        return None
+    session = current_session(worker)
+    started = session.started_at if session else timezone.now()
+    return Assignment.objects.filter(_submitted(campaign, int(user.pk or 0)), submitted_at__gte=started).count()
+
+
+def worker_tasks_left(campaign: Campaign, user: AnyUser, *, lock: bool = False) -> int | None:
+    """How many more tasks a crowd worker may submit in this campaign under their link's quotas (per session and in
+    total, gold tasks included); None when no quota applies (an account a researcher created, or no quota set).
+
+    lock: inside a transaction, locks the worker's row first, so that whoever stores an answer after this count
+    holds the only right to do so until the transaction ends (the submit counts and stores under this lock)."""
+    if not is_crowd_account(user):
+        # Every claim asks; the account name, already loaded, spares other accounts the lookup.
+        return None
+    workers = CrowdWorker.objects.filter(user_id=int(user.pk or 0), link__campaign=campaign)
+    if lock:
+        workers = workers.select_for_update(of=("self",))
+    worker = workers.select_related("link").only("pk", "link__tasks_per_session", "link__tasks_per_worker").first()
     if worker is None:
         return None
     link = worker.link
@@ -78,6 +109,28 @@ def worker_tasks_left(campaign: Campaign, user: AnyUser) -> int | None:
     if not limits:
         return None
     return max(0, min(limits))
+
+
+def session_submitted(*, campaign: Campaign, user: AnyUser, session: CrowdSession) -> int:
+    """Tasks the worker submitted in this campaign since the session started."""
+    mine = Assignment.objects.filter(_submitted(campaign, int(user.pk or 0)))
+    return mine.filter(submitted_at__gte=session.started_at).count()
+
+
+def worker_skips_left(campaign: Campaign, user: AnyUser) -> int | None:
+    """How many more tasks a crowd worker may skip in their current session; None for other accounts."""
+    if not is_crowd_account(user):
+        return None
+    worker = (
+        CrowdWorker.objects.filter(user_id=int(user.pk or 0), link__campaign=campaign).select_related("link").first()
+    )
+    if worker is None:
+        return None
+    session = current_session(worker)
+    skipped = Skip.objects.filter(annotator_id=user.pk, task__campaign=campaign)
+    if session is not None:
+        skipped = skipped.filter(created_at__gte=session.started_at)
+    return max(0, worker.link.skips_per_session - skipped.count())
 
 
 def example_task(campaign: Campaign) -> tuple[Task, list[str]] | None:
@@ -188,3 +241,12 @@ def recruitment_panel(campaign: Campaign, *, now: datetime | None = None) -> Rec
     present = {link.platform for link in links}
     missing = [(value, str(label)) for value, label in Platform.choices if value not in present]
     return RecruitmentPanel(links=link_rows, workers=rows, missing_platforms=missing)
+
+
+def screening_ended_for(*, link: RecruitmentLink, platform_worker_id: str) -> bool:
+    """Whether the participant declined consent or was screened out on this link before: they are not asked again."""
+    return (
+        ScreeningOutcome.objects.filter(link=link, platform_worker_id=platform_worker_id)
+        .exclude(outcome=ScreeningOutcomeKind.PASSED)
+        .exists()
+    )

@@ -13,8 +13,23 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotations.models import Campaign
-from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, RecruitmentLink
-from annotations.recruitment.selectors import WORKER_USERNAME_PREFIX
+from annotations.recruitment.models import (
+    CrowdSession,
+    CrowdWorker,
+    LinkScreening,
+    Platform,
+    RecruitmentLink,
+    ScreeningOutcome,
+    ScreeningRule,
+)
+from annotations.recruitment.rules import ScreeningInvalid, parse_questions
+from annotations.recruitment.selectors import (
+    WORKER_USERNAME_PREFIX,
+    current_session,
+    is_crowd_account,
+    session_submitted,
+    worker_tasks_left,
+)
 
 MAX_COMPLETION_CODE = 100
 MAX_QUOTA = 100_000
@@ -36,14 +51,33 @@ def _check_quota(value: int | None, what: str) -> None:
         )
 
 
-def _check_settings(*, tasks_per_session: int | None, tasks_per_worker: int | None, code: str, url: str) -> None:
+def _check_settings(
+    *,
+    tasks_per_session: int | None,
+    tasks_per_worker: int | None,
+    code: str,
+    url: str,
+    min_tasks_to_complete: int = 1,
+    skips_per_session: int = 5,
+    no_tasks_code: str = "NOTASKS",
+) -> None:
     _check_quota(tasks_per_session, _("Tasks per session"))
     _check_quota(tasks_per_worker, _("Tasks per worker"))
+    _check_quota(min_tasks_to_complete, _("Tasks needed for the completion code"))
+    if not 0 <= skips_per_session <= MAX_QUOTA:
+        raise RecruitmentError(_("Skips per session must be a whole number from 0 to %(max)d.") % {"max": MAX_QUOTA})
     if len(code) > MAX_COMPLETION_CODE or any(ord(ch) < 32 for ch in code):
         raise RecruitmentError(
             _("The completion code must be at most %(max)d characters without control characters.")
             % {"max": MAX_COMPLETION_CODE}
         )
+    if not no_tasks_code or len(no_tasks_code) > MAX_COMPLETION_CODE or any(ord(ch) < 32 for ch in no_tasks_code):
+        raise RecruitmentError(
+            _("The no-more-tasks code must be 1 to %(max)d characters without control characters.")
+            % {"max": MAX_COMPLETION_CODE}
+        )
+    if no_tasks_code == code:
+        raise RecruitmentError(_("The no-more-tasks code must differ from the completion code."))
     if url:
         try:
             URLValidator(schemes=["https", "http"])(url)
@@ -62,15 +96,21 @@ def link_create(
     tasks_per_worker: int | None = None,
     completion_code: str = "",
     completion_url: str = "",
+    min_tasks_to_complete: int = 1,
+    skips_per_session: int = 5,
+    no_tasks_code: str = "NOTASKS",
 ) -> RecruitmentLink:
     """One link per platform and campaign; its token is 256 random bits, so links cannot be guessed."""
     if platform not in Platform.values:
         raise RecruitmentError(_("Choose a platform."))
     completion_code = completion_code.strip()
     completion_url = completion_url.strip()
+    no_tasks_code = no_tasks_code.strip()
     _check_settings(
-        tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, code=completion_code, url=completion_url
-    )
+        tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, code=completion_code,
+        url=completion_url, min_tasks_to_complete=min_tasks_to_complete, skips_per_session=skips_per_session,
+        no_tasks_code=no_tasks_code,
+    )  # fmt: skip
     if not completion_code and platform != Platform.INVITE:
         completion_code = secrets.token_hex(4).upper()
     try:
@@ -83,6 +123,9 @@ def link_create(
                 tasks_per_worker=tasks_per_worker,
                 completion_code=completion_code,
                 completion_url=completion_url,
+                min_tasks_to_complete=min_tasks_to_complete,
+                skips_per_session=skips_per_session,
+                no_tasks_code=no_tasks_code,
                 created_by=created_by,
             )
     except IntegrityError:
@@ -97,19 +140,33 @@ def link_update(
     tasks_per_worker: int | None,
     completion_code: str,
     completion_url: str,
+    min_tasks_to_complete: int = 1,
+    skips_per_session: int = 5,
+    no_tasks_code: str = "NOTASKS",
 ) -> RecruitmentLink:
     """Closing admits no new worker; those who joined still resume and finish."""
     completion_code = completion_code.strip()
     completion_url = completion_url.strip()
+    no_tasks_code = no_tasks_code.strip()
     _check_settings(
-        tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, code=completion_code, url=completion_url
-    )
+        tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, code=completion_code,
+        url=completion_url, min_tasks_to_complete=min_tasks_to_complete, skips_per_session=skips_per_session,
+        no_tasks_code=no_tasks_code,
+    )  # fmt: skip
     link.is_open = is_open
     link.tasks_per_session = tasks_per_session
     link.tasks_per_worker = tasks_per_worker
     link.completion_code = completion_code
     link.completion_url = completion_url
-    link.save(update_fields=["is_open", "tasks_per_session", "tasks_per_worker", "completion_code", "completion_url"])
+    link.min_tasks_to_complete = min_tasks_to_complete
+    link.skips_per_session = skips_per_session
+    link.no_tasks_code = no_tasks_code
+    link.save(
+        update_fields=[
+            "is_open", "tasks_per_session", "tasks_per_worker", "completion_code", "completion_url",
+            "min_tasks_to_complete", "skips_per_session", "no_tasks_code",
+        ]
+    )  # fmt: skip
     return link
 
 
@@ -180,13 +237,67 @@ def crowd_session_complete(*, session: CrowdSession, now: datetime | None = None
     return session
 
 
-def crowd_session_finish(*, user: User) -> bool:
-    """Called when a worker's claim found nothing left (no task, or the quota is used up): completes their current
-    session. False for accounts that did not come through a link."""
-    if not user.get_username().startswith(WORKER_USERNAME_PREFIX):
+def crowd_session_finish(*, user: User, campaign: Campaign, now: datetime | None = None) -> bool:
+    """Called when a worker's claim found nothing left (no task, or the quota is used up). Completing means work:
+    the session completes when the worker submitted at least the link's minimum in it, or met their quota with at
+    least one task in it. Otherwise the campaign ran out of tasks for them first: the session records that, and the
+    worker is shown the link's no-more-tasks code, never the completion code. False for accounts that did not come
+    through one of the campaign's links."""
+    if not is_crowd_account(user):
         return False
-    session = CrowdSession.objects.filter(worker__user_id=user.pk).order_by("-started_at", "-pk").first()
-    if session is None:
+    worker = CrowdWorker.objects.select_related("link").filter(user_id=user.pk, link__campaign=campaign).first()
+    session = current_session(worker) if worker is not None else None
+    if worker is None or session is None:
         return False
-    crowd_session_complete(session=session)
+    done_here = session_submitted(campaign=campaign, user=user, session=session)
+    quota_met = worker_tasks_left(campaign, user) == 0
+    if done_here >= worker.link.min_tasks_to_complete or (quota_met and done_here > 0):
+        crowd_session_complete(session=session, now=now)
+    else:
+        moment = now or timezone.now()
+        CrowdSession.objects.filter(pk=session.pk, ran_out_at__isnull=True).update(ran_out_at=moment)
+        CrowdWorker.objects.filter(pk=worker.pk).update(last_seen_at=moment)
     return True
+
+
+# --- consent and screening ----------------------------------------------------------------------------------------
+
+
+def link_screening_set(
+    *, link: RecruitmentLink, consent_text: str, questions_text: str, rule: str, screened_out_code: str
+) -> LinkScreening | None:
+    """Sets the link's consent text and screening questions (see annotations.recruitment.rules for how questions
+    are written); with neither, removes the screening. RecruitmentError names what is wrong; nothing is saved then."""
+    try:
+        questions = parse_questions(questions_text)
+    except ScreeningInvalid as exc:
+        raise RecruitmentError(str(exc)) from None
+    if rule not in ScreeningRule.values:
+        raise RecruitmentError(_("Choose how many answers must be accepted ones."))
+    code = screened_out_code.strip()
+    if not code or len(code) > 100:
+        raise RecruitmentError(_("The screened-out code must be 1 to 100 characters."))
+    consent = consent_text.strip()
+    with transaction.atomic():
+        if not consent and not questions:
+            LinkScreening.objects.filter(link=link).delete()
+            return None
+        screening, _created = LinkScreening.objects.update_or_create(
+            link=link,
+            defaults={"consent_text": consent, "questions": questions, "rule": rule, "screened_out_code": code},
+        )
+    return screening
+
+
+def screening_outcome_record(
+    *, link: RecruitmentLink, platform_worker_id: str, session_key: str, outcome: str, answers: dict[str, str]
+) -> ScreeningOutcome:
+    """Records how the participant's session went through consent and screening; the first record of a session
+    stands (a reload or a second click changes nothing)."""
+    record, _created = ScreeningOutcome.objects.get_or_create(
+        link=link,
+        platform_worker_id=platform_worker_id,
+        session_key=session_key,
+        defaults={"outcome": outcome, "answers": answers},
+    )
+    return record

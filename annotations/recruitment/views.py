@@ -2,7 +2,12 @@
 recruitment forms on the campaign progress page.
 
 A landing GET writes nothing: it checks the platform's parameters and shows a start page that carries them signed;
-its POST joins. Platform ids are personal data: no page title, account name, panel or log line of ours shows them."""
+its POST joins. Platform ids are personal data: no page title, account name, panel or log line of ours shows them.
+
+Why one module of this size: a worker's way in (the platform's start page, consent, screening, the join) is one
+sequence whose steps hand a signed state to the next, and the researcher's link forms are the other end of the same
+links; each view is short.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core import signing
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -21,27 +27,38 @@ from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotations.campaign_selectors import campaign_for_researcher, campaign_scales
+from annotations.campaign_selectors import Candidate, campaign_for_researcher, campaign_scales
 from annotations.models import Campaign
 from annotations.recruitment import entry
 from annotations.recruitment.entry import Arrival, BadParameter
 from annotations.recruitment.forms import InviteLabelsForm, LinkSettingsForm
-from annotations.recruitment.models import CrowdSession, Platform, RecruitmentLink
-from annotations.recruitment.ratelimit import join_attempt_record, joins_blocked
+from annotations.recruitment.models import (
+    CrowdSession,
+    LinkScreening,
+    Platform,
+    RecruitmentLink,
+    ScreeningOutcomeKind,
+)
+from annotations.recruitment.ratelimit import join_attempt_allowed, join_attempt_record, joins_blocked
+from annotations.recruitment.rules import questions_as_text, screening_passes
 from annotations.recruitment.selectors import (
     crowd_worker_of,
     current_session,
     example_task,
     link_by_token,
     recruitment_panel,
+    screening_ended_for,
 )
 from annotations.recruitment.services import (
     LinkClosed,
     RecruitmentError,
     crowd_worker_join,
     link_create,
+    link_screening_set,
     link_update,
+    screening_outcome_record,
 )
+from annotations.task_sheet import task_sheet
 
 MTURK_FRAME_ANCESTORS = " ".join(sorted(entry.MTURK_SUBMIT_ORIGINS))
 PROLIFIC_QUERY = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
@@ -129,9 +146,8 @@ def _policy(*, frame_ancestors: str = "'none'", form_action: str = "'self'") -> 
 
 
 def _join(request: HttpRequest, link: RecruitmentLink) -> HttpResponse:
-    if joins_blocked(request):
+    if not join_attempt_allowed(request):
         return _too_many(request)
-    join_attempt_record(request)
     try:
         arrival = entry.arrival_from_signed(str(request.POST.get("arrival", "")), link)
     except (signing.BadSignature, TypeError):
@@ -157,6 +173,101 @@ def _join(request: HttpRequest, link: RecruitmentLink) -> HttpResponse:
     return HttpResponseRedirect(reverse("annotate-campaign", args=[link.campaign_id]), status=303)
 
 
+# --- consent and screening ----------------------------------------------------------------------------------------
+
+
+def _consent_proof(link: RecruitmentLink, arrival: Arrival) -> str:
+    return signing.dumps([link.pk, arrival.worker_id, arrival.session_key], salt=entry.CONSENT_SALT, compress=True)
+
+
+def _consented(link: RecruitmentLink, arrival: Arrival, proof: str) -> bool:
+    try:
+        data = signing.loads(proof, salt=entry.CONSENT_SALT, max_age=entry.JOIN_MAX_AGE)
+    except signing.BadSignature:
+        return False
+    return bool(data == [link.pk, arrival.worker_id, arrival.session_key])
+
+
+def _screening_step(
+    request: HttpRequest, link: RecruitmentLink, screening: LinkScreening, template: str, **extra: Any
+) -> HttpResponse:
+    context = {
+        "campaign": link.campaign,
+        "link": link,
+        "screening": screening,
+        "arrival_token": str(request.POST.get("arrival", "")),
+        "action": request.path,
+        **extra,
+    }
+    return render(request, template, context)
+
+
+def _screened_out(
+    request: HttpRequest, link: RecruitmentLink, screening: LinkScreening, *, declined: bool
+) -> HttpResponse:
+    """The polite end before any task. Prolific gets the configured screened-out code; MTurk has no way to pay a
+    participant who did no task, so the page asks them to return the HIT."""
+    context = {"link": link, "campaign": link.campaign, "screening": screening, "declined": declined}
+    response = render(request, "recruit/screened_out.html", context)
+    if link.platform == Platform.MTURK:
+        _allow_mturk_frame(response)
+    return response
+
+
+def _join_or_screen(request: HttpRequest, link: RecruitmentLink) -> HttpResponse:
+    """The start page's POST. Without screening, the join. With it: consent first (agree or decline), then the
+    screening questions; who declines or fails is recorded and ends here, without an account or a task slot."""
+    screening = LinkScreening.objects.filter(link=link).first()
+    if screening is None:
+        return _join(request, link)
+    try:
+        arrival = entry.arrival_from_signed(str(request.POST.get("arrival", "")), link)
+    except (signing.BadSignature, TypeError):
+        return _join(request, link)  # answers with its own "start again" page
+    if link.workers.filter(platform_worker_id=arrival.worker_id).exists():
+        return _join(request, link)  # a returning participant was screened when they first joined
+    if screening_ended_for(link=link, platform_worker_id=arrival.worker_id):
+        return _screened_out(request, link, screening, declined=False)
+    step = str(request.POST.get("step", ""))
+    if step == "" and screening.consent_text:
+        return _screening_step(request, link, screening, "recruit/consent.html")
+    proof = str(request.POST.get("consent_proof", ""))
+    if step == "consent":
+        if request.POST.get("consent") != "agree":
+            return _screening_end(request, link, screening, arrival, ScreeningOutcomeKind.DECLINED, {})
+        proof = _consent_proof(link, arrival)
+    elif screening.consent_text and not _consented(link, arrival, proof):
+        return _screening_step(request, link, screening, "recruit/consent.html")
+    if step != "screening" and screening.questions:
+        return _screening_step(request, link, screening, "recruit/screening.html", consent_proof=proof)
+    picked = {i: str(request.POST.get(f"q-{i}", "")) for i in range(len(screening.questions))}
+    answers = {q["text"]: picked[i] for i, q in enumerate(screening.questions)}
+    if not screening_passes(questions=screening.questions, rule=screening.rule, answers=picked):
+        return _screening_end(request, link, screening, arrival, ScreeningOutcomeKind.SCREENED_OUT, answers)
+    screening_outcome_record(
+        link=link, platform_worker_id=arrival.worker_id, session_key=arrival.session_key,
+        outcome=ScreeningOutcomeKind.PASSED, answers=answers,
+    )  # fmt: skip
+    return _join(request, link)
+
+
+def _screening_end(
+    request: HttpRequest,
+    link: RecruitmentLink,
+    screening: LinkScreening,
+    arrival: Arrival,
+    outcome: str,
+    answers: dict[str, str],
+) -> HttpResponse:
+    if not join_attempt_allowed(request):
+        return _too_many(request)
+    screening_outcome_record(
+        link=link, platform_worker_id=arrival.worker_id, session_key=arrival.session_key, outcome=outcome,
+        answers=answers,
+    )  # fmt: skip
+    return _screened_out(request, link, screening, declined=outcome == ScreeningOutcomeKind.DECLINED)
+
+
 @require_http_methods(["GET", "POST"])
 def entry_page(request: HttpRequest, token: str) -> HttpResponse:
     """Prolific links and signed invites: GET shows the start page, its POST joins."""
@@ -169,7 +280,7 @@ def entry_page(request: HttpRequest, token: str) -> HttpResponse:
     if refusal is not None:
         return refusal
     if request.method == "POST":
-        return _join(request, link)
+        return _join_or_screen(request, link)
     worker = crowd_worker_of(request.user)
     known = worker.platform_worker_id if worker is not None and worker.link_id == link.pk else None
     try:
@@ -210,7 +321,7 @@ def _mturk_entry(request: HttpRequest, token: str) -> HttpResponse:
     if refusal is not None:
         return refusal
     if request.method == "POST":
-        return _join(request, link)
+        return _join_or_screen(request, link)
     try:
         arrival = entry.mturk_arrival(link, request.GET)
     except BadParameter as problem:
@@ -227,11 +338,20 @@ def _mturk_entry(request: HttpRequest, token: str) -> HttpResponse:
 def _preview(request: HttpRequest, link: RecruitmentLink) -> HttpResponse:
     campaign = link.campaign
     example = example_task(campaign) if campaign.is_active else None
-    context = {
+    scales = campaign_scales(campaign)
+    answers = example[1] if example else []
+    # The task form itself, shown inert (the template): the candidates are numbered as on a task, and nothing in the
+    # form leads anywhere, so a preview still stores nothing.
+    candidates = [Candidate(number=n, response_id=0, text=text) for n, text in enumerate(answers, start=1)]
+    context: dict[str, Any] = {
         "campaign": campaign,
         "task": example[0] if example else None,
-        "answers": example[1] if example else [],
-        "scales": campaign_scales(campaign),
+        "scales": scales,
+        "sheet": task_sheet(campaign, scales, candidates, values={}, errors={}),
+        "values": {},
+        "errors": {},
+        "problems": [],
+        "editing": False,
     }
     return render(request, "recruit/preview.html", context)
 
@@ -246,6 +366,10 @@ def completion_page(request: HttpRequest) -> HttpResponse:
         raise Http404("not a study participant")
     session = current_session(worker)
     link = worker.link
+    if session is not None and session.completed_at is None and session.ran_out_at is not None:
+        # Not the completion code, no redirect to the platform's completion URL and no MTurk submission: the worker
+        # reports this code (or returns the HIT) and the researcher decides.
+        return render(request, "recruit/no_tasks.html", {"link": link, "campaign": link.campaign})
     if session is None or session.completed_at is None:
         return _page(
             request,
@@ -356,3 +480,43 @@ def invite_links_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
         (label, f"{base}?{urlencode({'invite': entry.invite_signature(link, label)})}") for label in form.labels()
     ]
     return render(request, "recruit/invites.html", {"campaign": campaign, "invites": invites})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def link_screening_view(request: HttpRequest, campaign_id: int, platform: str) -> HttpResponse:
+    """The researcher's consent text and screening questions of one study link."""
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    link = RecruitmentLink.objects.filter(campaign=campaign, platform=platform).first()
+    if link is None:
+        raise Http404("no such study link")
+    screening = LinkScreening.objects.filter(link=link).first()
+    values = {
+        "consent_text": screening.consent_text if screening else "",
+        "questions": questions_as_text(screening.questions) if screening else "",
+        "rule": screening.rule if screening else "all",
+        "screened_out_code": screening.screened_out_code if screening else "SCREENED",
+    }
+    status = 200
+    if request.method == "POST":
+        values = {key: str(request.POST.get(key, "")) for key in values}
+        try:
+            link_screening_set(
+                link=link,
+                consent_text=values["consent_text"],
+                questions_text=values["questions"],
+                rule=values["rule"],
+                screened_out_code=values["screened_out_code"],
+            )
+        except RecruitmentError as exc:
+            messages.error(request, str(exc))
+            status = 422
+        else:
+            messages.success(request, _("Consent and screening saved."))
+            return HttpResponseRedirect(reverse("crowd-link-screening", args=[campaign.pk, link.platform]), status=303)
+    outcomes = [
+        (ScreeningOutcomeKind(row["outcome"]).label, row["n"])
+        for row in link.screening_outcomes.values("outcome").annotate(n=Count("id")).order_by("outcome")
+    ]
+    context = {"campaign": campaign, "link": link, "values": values, "outcomes": outcomes}
+    return render(request, "recruit/screening_settings.html", context, status=status)

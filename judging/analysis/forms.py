@@ -28,3 +28,60 @@ class CalibrationForm(forms.Form):
         if target and target in inputs:
             raise forms.ValidationError(_("The target aspect cannot also be an input."))
         return cleaned
+
+
+class AltTestForm(forms.Form):
+    """The alternative-annotator test's margin and false discovery rate, from the judges page's query string."""
+
+    epsilon = forms.FloatField(label=_("ε (cost–benefit margin)"), min_value=0.0, max_value=0.99, required=False)
+    q = forms.FloatField(label=_("q (false discovery rate)"), min_value=0.001, max_value=0.5, required=False)
+
+
+class ReferenceSetForm(forms.Form):
+    """Name a human reference set: the dataset's ratings (of one origin or all) or one campaign's."""
+
+    name = forms.CharField(label=_("Name of the reference set"), max_length=200)
+    source = forms.ChoiceField(label=_("Ratings to freeze"))
+
+    def __init__(self, *args: Any, campaigns: list[tuple[int, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices: list[tuple[str, Any]] = [
+            ("all", _("every rating of the dataset")),
+            ("import", _("the imported ratings")),
+            ("app", _("the ratings made here")),
+        ]
+        choices += [(f"campaign:{pk}", _("campaign %(name)s") % {"name": name}) for pk, name in campaigns]
+        cast(forms.ChoiceField, self.fields["source"]).choices = choices
+
+
+class CertifyForm(forms.Form):
+    """Certify one of the dataset's judge versions on one of its reference sets."""
+
+    version = forms.ChoiceField(label=_("Judge version"))
+    reference_set = forms.ChoiceField(label=_("Reference set"))
+    epsilon = forms.FloatField(label=_("ε (cost–benefit margin)"), min_value=0.0, max_value=0.99, initial=0.1)
+    q = forms.FloatField(label=_("q (false discovery rate)"), min_value=0.001, max_value=0.5, initial=0.05)
+
+    def __init__(
+        self, *args: Any, versions: list[tuple[str, str]], reference_sets: list[tuple[int, str]], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["version"]).choices = versions
+        cast(forms.ChoiceField, self.fields["reference_set"]).choices = [(str(pk), name) for pk, name in reference_sets]
+
+
+class TeachForm(forms.Form):
+    """Teach one of the dataset's judge versions rated examples from one of its reference sets."""
+
+    version = forms.ChoiceField(label=_("Judge version"))
+    reference_set = forms.ChoiceField(label=_("Reference set"))
+    per_level = forms.IntegerField(label=_("Examples per score level"), min_value=1, max_value=10, initial=2)
+    seed = forms.IntegerField(label=_("Seed for ties"), min_value=0, max_value=2**31 - 1, initial=0)
+    alpha = forms.FloatField(label=_("Significance level α"), min_value=0.001, max_value=0.5, initial=0.05)
+
+    def __init__(
+        self, *args: Any, versions: list[tuple[str, str]], reference_sets: list[tuple[int, str]], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["version"]).choices = versions
+        cast(forms.ChoiceField, self.fields["reference_set"]).choices = [(str(pk), name) for pk, name in reference_sets]

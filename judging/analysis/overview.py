@@ -10,12 +10,17 @@ from django.views.decorators.http import require_GET
 from judging import selectors
 from judging.analysis.selectors import dataset_for_stats_or_404
 from judging.analysis.views import researcher_required
+from judging.certification.selectors import standing_of_judge_ids
 
 
 @require_GET
 @researcher_required
 def dataset_overview(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    runs = list(selectors.judge_runs_of_dataset(dataset))
+    standings = standing_of_judge_ids([run.judge_id for run in runs])
+    for run in runs:
+        run.certification_standing = standings[run.judge_id]  # type: ignore[attr-defined]
     context = {
         "dataset": dataset,
         "page": "overview",
@@ -23,6 +28,6 @@ def dataset_overview(request: HttpRequest, dataset_id: int) -> HttpResponse:
         "aspects": list(dataset.aspects.order_by("position")),
         "rubric_source": getattr(getattr(dataset, "rubric", None), "source", ""),
         "campaigns": selectors.campaign_fills_of_dataset(dataset),
-        "runs": list(selectors.judge_runs_of_dataset(dataset)),
+        "runs": runs,
     }
     return render(request, "dashboard/overview.html", context)

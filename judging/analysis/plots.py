@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext
+
 PALETTE = [
     "#1f5fbf",
     "#d95f02",
@@ -19,6 +21,12 @@ PALETTE = [
     "#666666",
     "#0f8fa8",
 ]
+
+
+# Above this many answers the scatter plot counts them in a grid of square cells instead of drawing a circle each: a
+# page of 100,000 circles takes seconds to render and to draw, and the circles cover each other long before that.
+SCATTER_MAX_POINTS = 2000
+DENSITY_CELL_PIXELS = 8
 
 
 def _ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -93,9 +101,15 @@ def scatter_plot(
     def sy(value: float) -> float:
         return round(top + plot_h - (value - y_low) / (y_high - y_low) * plot_h, 2)
 
-    systems = sorted({p["system"] for p in points})
+    binned = len(points) > SCATTER_MAX_POINTS
+    systems = [] if binned else sorted({p["system"] for p in points})
     colour = {system: PALETTE[i % len(PALETTE)] for i, system in enumerate(systems)}
+    cells = _density_cells(points, (x_low, x_high), (y_low, y_high), left, top, plot_w, plot_h) if binned else []
     return {
+        "n": len(points),
+        "max_points": SCATTER_MAX_POINTS,
+        "cells": cells,
+        "max_count": max((cell["count"] for cell in cells), default=0),
         "width": width,
         "height": height,
         "left": left,
@@ -110,6 +124,7 @@ def scatter_plot(
                 "title": f"{p['system']}: human {p['human']:.3g}, judge {p['judge']:.3g}",
             }
             for index, p in enumerate(points)
+            if not binned
         ],
         "x_ticks": [{"pos": sx(v), "label": _label(v)} for v in _ticks(x_low, x_high)],
         "y_ticks": [{"pos": sy(v), "label": _label(v)} for v in _ticks(y_low, y_high)],
@@ -118,6 +133,55 @@ def scatter_plot(
         "x_label_y": height - 4,
         "y_label_y": top + plot_h / 2,
     }
+
+
+def _density_cells(
+    points: list[dict[str, Any]],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    left: float,
+    top: float,
+    plot_w: float,
+    plot_h: float,
+) -> list[dict[str, Any]]:
+    """The answers counted in a grid of squares of DENSITY_CELL_PIXELS over the plot area (a two-dimensional
+    histogram); only occupied squares are drawn, darker for more answers, at most columns x rows of them."""
+    import numpy as np  # noqa: PLC0415 -- only large plots count cells
+
+    columns = max(1, int(plot_w // DENSITY_CELL_PIXELS))
+    rows = max(1, int(plot_h // DENSITY_CELL_PIXELS))
+    x_edges = np.linspace(x_range[0], x_range[1], columns + 1)
+    y_edges = np.linspace(y_range[0], y_range[1], rows + 1)
+    human = np.fromiter((p["human"] for p in points), dtype=np.float64, count=len(points))
+    judge = np.fromiter((p["judge"] for p in points), dtype=np.float64, count=len(points))
+    counts, _, _ = np.histogram2d(human, judge, bins=[x_edges, y_edges])
+    highest = counts.max()
+    cell_w, cell_h = plot_w / columns, plot_h / rows
+    cells = []
+    for column, row in zip(*np.nonzero(counts), strict=True):
+        count = int(counts[column, row])
+        cells.append(
+            {
+                "x": round(left + column * cell_w, 2),
+                "y": round(top + plot_h - (row + 1) * cell_h, 2),
+                "width": round(cell_w, 2),
+                "height": round(cell_h, 2),
+                "opacity": round(0.15 + 0.85 * count / highest, 3),
+                "count": count,
+                "title": gettext(
+                    "%(count)s answers: human %(human_low).3g to %(human_high).3g, judge %(judge_low).3g to "
+                    "%(judge_high).3g"
+                )
+                % {
+                    "count": count,
+                    "human_low": x_edges[column],
+                    "human_high": x_edges[column + 1],
+                    "judge_low": y_edges[row],
+                    "judge_high": y_edges[row + 1],
+                },
+            }
+        )
+    return cells
 
 
 def heat_cells(labels: list[int], matrix: list[list[int]]) -> list[list[dict[str, Any]]]:

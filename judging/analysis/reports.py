@@ -6,6 +6,10 @@
 leaves out (or includes) under ``"scope"."exclusions"``. Results are cached in the Django cache under a key that
 includes the scope and ``stats_version``, so any change to ratings, judge scores, judges, aspects, exclusions or
 gold items makes the next request recompute.
+
+Why one module of this size: every report here shares the loading, the rating scope, the cache key and the
+single-threaded BLAS defined at its top, and the command line, the API and the pages import the reports from here by
+name; the reports that need more than those already live apart (`decisions`, `prediction_powered`).
 """
 
 from __future__ import annotations
@@ -13,14 +17,15 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any, TypeVar
 
 import numpy as np
 from django.core.cache import cache
-from django.db import transaction
 from threadpoolctl import threadpool_limits
 
 from annotations.models import Dataset
@@ -31,10 +36,12 @@ from judging.analysis.selectors import (
     RatingRows,
     RatingScope,
     answer_details,
+    choice_comparisons,
     exclusions_json,
     judge_by_name,
     judge_scores,
     pairwise_judgments,
+    stats_adjudicated,
     stats_answers,
     stats_aspects,
     stats_preferences,
@@ -42,14 +49,13 @@ from judging.analysis.selectors import (
     stats_version,
     system_models,
 )
-from judging.models import Judge, JudgeKind, JudgeScore
+from judging.models import Judge
 from judging.statistics.agreement import OUTLIER_RULE as RATER_OUTLIER_RULE
 from judging.statistics.agreement import Ratings, agreement_summary, rater_statistics
-from judging.statistics.calibration import AspectScale, apply_mate, fit_mate
+from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q, Labels, alt_test, metric_for_level
 from judging.statistics.correlation import (
     Paired,
     RaterScores,
-    alternative_annotator_test,
     confusion_matrix,
     correlation_levels,
     human_ceiling,
@@ -60,12 +66,27 @@ from judging.statistics.correlation import (
     self_preference,
 )
 from judging.statistics.preference import pair_outcomes, preference_data, preference_summary
+from judging.statistics.ranking import (
+    Comparisons,
+    RankingError,
+    bradley_terry,
+    choice_comparisons_from,
+    comparisons_from,
+    mean_rating,
+    prompt_weights,
+    ranking_agreement,
+    system_scores,
+)
 from judging.statistics.results import defined
 
 # Bump when a statistic's definition changes so cached reports are not reused.
-STATS_CODE_VERSION = "3"
+STATS_CODE_VERSION = "6"
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
+# The alternative-annotator test's cost-benefit margin when the researcher sets none: the paper's value for
+# crowd-workers, the smallest (strictest) of its three suggestions.
+DEFAULT_EPSILON = 0.1
+METRIC_CHOICES = ("auto", "accuracy", "neg_rmse")
 CACHE_SECONDS = 24 * 3600
 DISAGREEMENT_ROWS = 20
 HISTOGRAM_MAX_BARS = 20
@@ -90,8 +111,18 @@ class JudgeNotFound(LookupError):
     pass
 
 
-class CalibrationError(ValueError):
-    pass
+@dataclass(frozen=True)
+class AltTestSettings:
+    epsilon: float = DEFAULT_EPSILON
+    q: float = DEFAULT_Q
+    metric: str = "auto"
+    min_instances: int = DEFAULT_MIN_INSTANCES
+
+    def cache_parts(self) -> list[Any]:
+        return [self.epsilon, self.q, self.metric, self.min_instances]
+
+
+DEFAULT_ALT_TEST = AltTestSettings()
 
 
 @dataclass(frozen=True)
@@ -100,19 +131,25 @@ class DatasetData:
     answers: Answers
     ratings: RatingRows
     scope: RatingScope = ALL_RATINGS
+    # Per aspect id, answer row -> adjudicated value; read only when the scope asks for adjudicated human scores.
+    adjudicated: dict[int, dict[int, float]] = field(default_factory=dict)
 
 
 def load_dataset_data(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> DatasetData:
     """Every answer of the dataset, and the ratings of the scope only: an answer outside it simply has none."""
     answers = stats_answers(dataset)
     return DatasetData(
-        aspects=stats_aspects(dataset), answers=answers, ratings=stats_ratings(dataset, answers, scope), scope=scope
+        aspects=stats_aspects(dataset),
+        answers=answers,
+        ratings=stats_ratings(dataset, answers, scope),
+        scope=scope,
+        adjudicated=stats_adjudicated(answers) if scope.adjudicated else {},
     )
 
 
 # The last few datasets' arrays, keyed by (dataset, scope, data version): one page computes several reports from
 # the same ratings, and this keeps it to one round of queries. Entries of an old version are never read again.
-_DATA_MEMO: dict[tuple[int, tuple[str, int | None, str | None, bool], str], DatasetData] = {}
+_DATA_MEMO: dict[tuple[int, tuple[str, int | None, str | None, bool, bool], str], DatasetData] = {}
 _DATA_MEMO_SIZE = 4
 _DATA_MEMO_LOCK = threading.Lock()
 
@@ -131,8 +168,33 @@ def _dataset_data(dataset: Dataset, version: str, scope: RatingScope) -> Dataset
     return data
 
 
+_VERSIONS_READ: ContextVar[dict[tuple[Any, ...], str] | None] = ContextVar("stats_versions_read", default=None)
+
+
+@contextmanager
+def one_stats_version() -> Iterator[None]:
+    """Inside the block every report of a dataset and scope uses the version read first. A dashboard page shows
+    several reports, and reading the version aggregates every rating and judge score of the dataset (about a
+    second each at a million ratings); one page is one reading of the data anyway."""
+    token = _VERSIONS_READ.set({})
+    try:
+        yield
+    finally:
+        _VERSIONS_READ.reset(token)
+
+
+def _stats_version(dataset: Dataset, scope: RatingScope) -> str:
+    read = _VERSIONS_READ.get()
+    if read is None:
+        return stats_version(dataset, scope)
+    key = (dataset.pk, *scope.cache_key())
+    if key not in read:
+        read[key] = stats_version(dataset, scope)
+    return read[key]
+
+
 def _cached(dataset: Dataset, scope: RatingScope, parts: Sequence[Any], compute: Callable[[DatasetData], T]) -> T:
-    version = stats_version(dataset, scope)
+    version = _stats_version(dataset, scope)
     raw = json.dumps([STATS_CODE_VERSION, dataset.pk, scope.cache_key(), version, *parts], ensure_ascii=True)
     key = "evalsite:stats:" + hashlib.sha256(raw.encode()).hexdigest()
     found = cache.get(key)
@@ -165,13 +227,18 @@ def aspect_ratings(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarra
 
 
 def human_means(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
-    """Mean of the non-missing ratings of each answer row (NaN when it has none)."""
+    """Mean of the non-missing ratings of each answer row (NaN when it has none). With adjudicated human scores,
+    an answer's adjudicated value replaces that mean where there is one."""
     rows = _aspect_rows(data, aspect)
     size = data.answers.response_ids.size
     count = np.bincount(data.ratings.answer[rows], minlength=size).astype(np.float64)
     total = np.bincount(data.ratings.answer[rows], weights=data.ratings.value[rows], minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return total / count
+        means = total / count
+    if data.scope.adjudicated:
+        for row, value in data.adjudicated.get(aspect.id, {}).items():
+            means[row] = value
+    return means
 
 
 # ---------------------------------------------------------------- agreement
@@ -437,7 +504,12 @@ def _judge_model(judge: Judge) -> str | None:
 
 @single_threaded_blas
 def compute_judge_details(
-    dataset: Dataset, judge: Judge, aspect_name: str | None, system_key: str | None, data: DatasetData | None = None
+    dataset: Dataset,
+    judge: Judge,
+    aspect_name: str | None,
+    system_key: str | None,
+    data: DatasetData | None = None,
+    alt_settings: AltTestSettings = DEFAULT_ALT_TEST,
 ) -> dict[str, Any]:
     data = data or load_dataset_data(dataset)
     scores = judge_scores(judge, data.answers)
@@ -465,7 +537,7 @@ def compute_judge_details(
             "scale": {"min": aspect.min_value, "max": aspect.max_value},
             # Only the shown aspect, from the same inputs and function as correlation_report's entry for it.
             "levels": correlation_levels(paired, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED),
-            **_judge_diagnostics(dataset, judge, data, aspect, human, judge_values, paired),
+            **_judge_diagnostics(dataset, judge, data, aspect, human, judge_values, paired, alt_settings),
             "scatter": [
                 {"human": float(h), "judge": float(j), "system": shown.system_labels[s]}
                 for h, j, s in zip(shown.human, shown.judge, shown.system, strict=True)
@@ -477,6 +549,33 @@ def compute_judge_details(
     return result
 
 
+def _rater_scores(data: DatasetData, aspect: AspectInfo, judged: np.ndarray) -> RaterScores:
+    """The aspect's individual ratings of the answers the judge scored."""
+    rows = _aspect_rows(data, aspect, judged)
+    rater_ids, rater_codes = np.unique(data.ratings.rater_id[rows], return_inverse=True)
+    return RaterScores(
+        answer=data.ratings.answer[rows],
+        rater=rater_codes.astype(np.int64),
+        value=data.ratings.value[rows],
+        rater_labels=tuple(data.ratings.rater_pseudonyms.get(int(r), str(r)) for r in rater_ids),
+    )
+
+
+def _alt_test(
+    rater_scores: RaterScores, judge_values: np.ndarray, aspect: AspectInfo, settings: AltTestSettings
+) -> Any:
+    metric = metric_for_level(aspect.level) if settings.metric == "auto" else settings.metric
+    labels = Labels(rater_scores.answer, rater_scores.rater, rater_scores.value, rater_scores.rater_labels)
+    return alt_test(
+        labels,
+        judge_values,
+        epsilon=settings.epsilon,
+        q=settings.q,
+        metric=metric,
+        min_instances=settings.min_instances,
+    )
+
+
 def _judge_diagnostics(
     dataset: Dataset,
     judge: Judge,
@@ -485,23 +584,17 @@ def _judge_diagnostics(
     human: np.ndarray,
     judge_values: np.ndarray,
     paired: Paired,
+    alt_settings: AltTestSettings = DEFAULT_ALT_TEST,
 ) -> dict[str, Any]:
     """The human ceiling, the alternative-annotator test and the bias diagnostics of one judge on one aspect: the
     judges page, `correlate --json` and the statistics API all report these same figures."""
     judged = np.isfinite(judge_values)
-    rows = _aspect_rows(data, aspect, judged)
-    rater_ids, rater_codes = np.unique(data.ratings.rater_id[rows], return_inverse=True)
-    rater_scores = RaterScores(
-        answer=data.ratings.answer[rows],
-        rater=rater_codes.astype(np.int64),
-        value=data.ratings.value[rows],
-        rater_labels=tuple(data.ratings.rater_pseudonyms.get(int(r), str(r)) for r in rater_ids),
-    )
+    rater_scores = _rater_scores(data, aspect, judged)
     keep = np.isfinite(human) & judged
     lengths = data.answers.lengths[np.flatnonzero(keep)].astype(np.float64)
     return {
         "ceiling": human_ceiling(rater_scores, list(data.answers.turn_ids), list(data.answers.system_keys)),
-        "alternative_annotator": alternative_annotator_test(rater_scores, judge_values),
+        "alternative_annotator": _alt_test(rater_scores, judge_values, aspect, alt_settings),
         "bias": {
             "length": length_bias(lengths, paired.human, paired.judge),
             "position_consistency": _position_consistency(judge),
@@ -516,100 +609,203 @@ def judge_details(
     aspect_name: str | None = None,
     system_key: str | None = None,
     scope: RatingScope = ALL_RATINGS,
+    alt_settings: AltTestSettings = DEFAULT_ALT_TEST,
 ) -> dict[str, Any]:
     """Everything the judges page shows for one judge and aspect."""
     judge = _judge_or_raise(dataset, judge_name)
     return _cached(
         dataset,
         scope,
-        ["judge", judge.pk, aspect_name or "", system_key or ""],
-        lambda data: compute_judge_details(dataset, judge, aspect_name, system_key, data),
+        ["judge", judge.pk, aspect_name or "", system_key or "", *alt_settings.cache_parts()],
+        lambda data: compute_judge_details(dataset, judge, aspect_name, system_key, data, alt_settings),
     )
 
 
-# ---------------------------------------------------------------- calibration (a write: a derived judge)
+# ---------------------------------------------------------------- the alternative-annotator test
 
 
-def _scale(aspect: AspectInfo) -> AspectScale:
-    return AspectScale(aspect.name, aspect.min_value, aspect.max_value, aspect.ideal)
+class ReportError(ValueError):
+    """A request the report cannot answer; the message names the problem."""
+
+
+def _aspects_or_error(aspects: list[AspectInfo], aspect_name: str | None) -> list[AspectInfo]:
+    if aspect_name is None:
+        return aspects
+    chosen = [aspect for aspect in aspects if aspect.name == aspect_name]
+    if not chosen:
+        names = ", ".join(aspect.name for aspect in aspects) or "none"
+        raise ReportError(f"the dataset has no aspect named {aspect_name!r}; its aspects are: {names}")
+    return chosen
 
 
 @single_threaded_blas
-def judge_calibrate(
-    *,
+def compute_alt_test_report(
+    dataset: Dataset, judge: Judge, aspect_name: str | None, settings: AltTestSettings, data: DatasetData
+) -> dict[str, Any]:
+    scores = judge_scores(judge, data.answers)
+    aspects: dict[str, Any] = {}
+    for aspect in _aspects_or_error(data.aspects, aspect_name):
+        values = scores.get(aspect.name)
+        if values is None or not np.isfinite(values).any():
+            if aspect_name is not None:
+                raise ReportError(f"judge {judge.name!r} has no score on aspect {aspect.name!r} in this scope")
+            continue
+        aspects[aspect.name] = _alt_test(_rater_scores(data, aspect, np.isfinite(values)), values, aspect, settings)
+    if not aspects:
+        raise ReportError(f"judge {judge.name!r} scores no aspect of the dataset's rubric")
+    return {
+        "dataset": dataset.name,
+        "judge": judge.name,
+        "scope": exclusions_json(data.scope, data.ratings.excluded),
+        "aspects": aspects,
+    }
+
+
+def alt_test_report(
     dataset: Dataset,
     judge_name: str,
-    target: str,
-    inputs: Sequence[str],
-    name: str | None = None,
-    seed: int = 0,
+    aspect_name: str | None = None,
+    settings: AltTestSettings = DEFAULT_ALT_TEST,
+    scope: RatingScope = ALL_RATINGS,
 ) -> dict[str, Any]:
-    """Fit LLM-MATE weights on the humans' per-aspect means and save the judge's calibrated scores
-    for ``target`` as a derived judge (created, or replaced if a derived judge of that name exists)."""
+    """``alt_test --dataset D --judge J --json``: {"dataset", "judge", "scope", "aspects": {A: {"epsilon", "q",
+    "metric", "winning_rate", "advantage_probability", "passed", "raters": [...]}}}."""
     judge = _judge_or_raise(dataset, judge_name)
-    data = load_dataset_data(dataset)
-    by_name = {aspect.name: aspect for aspect in data.aspects}
-    unknown = [aspect for aspect in [target, *inputs] if aspect not in by_name]
-    if unknown:
-        raise CalibrationError(f"unknown aspect(s): {', '.join(unknown)}")
-    if not inputs or target in inputs or len(set(inputs)) != len(inputs):
-        raise CalibrationError("choose one or more distinct input aspects, different from the target")
-    scores = judge_scores(judge, data.answers)
-    missing = [aspect for aspect in inputs if aspect not in scores]
-    if missing:
-        raise CalibrationError(f"judge {judge.name!r} has no scores for: {', '.join(missing)}")
-    input_scales = [_scale(by_name[aspect]) for aspect in inputs]
-    target_scale = _scale(by_name[target])
-    fit = fit_mate(
-        {aspect: human_means(data, by_name[aspect]) for aspect in inputs},
-        human_means(data, by_name[target]),
-        input_scales=input_scales,
-        target_scale=target_scale,
-        seed=seed,
+    return _cached(
+        dataset,
+        scope,
+        ["alt_test", judge.pk, aspect_name or "", *settings.cache_parts()],
+        lambda data: compute_alt_test_report(dataset, judge, aspect_name, settings, data),
     )
-    if fit["undefined"]:
-        raise CalibrationError(fit["undefined"])
-    derived_values = apply_mate(
-        fit["weights"],
-        {aspect: scores[aspect] for aspect in inputs},
-        input_scales=input_scales,
-        target_scale=target_scale,
-    )
-    derived_name = name or f"{judge.name} MATE {target}"
-    params = {
-        "source_judge": judge.name,
-        "method": "llm-mate",
-        "target": target,
-        "inputs": list(inputs),
-        "weights": fit["weights"],
-        "heldout_pearson": fit["heldout_pearson"],
-        "n_train": fit["n_train"],
-        "n_test": fit["n_test"],
-        "seed": seed,
-    }
-    with transaction.atomic():
-        derived, created = Judge.objects.select_for_update().get_or_create(
-            dataset=dataset, name=derived_name, defaults={"kind": JudgeKind.DERIVED, "params": params}
+
+
+# ---------------------------------------------------------------- rankings
+
+HUMANS = "humans"
+
+
+def _pairwise_comparisons(
+    dataset: Dataset, scope: RatingScope, source: str, prompt_index: dict[Any, int]
+) -> Comparisons:
+    if source == HUMANS:
+        choices = choice_comparisons(dataset, scope)
+        return choice_comparisons_from(choices.turn_ids, choices.chosen, choices.other, prompt_index)
+    return comparisons_from(_judgment_rows(dataset, source), prompt_index)
+
+
+def _judgment_rows(dataset: Dataset, source: str) -> list[tuple[Any, str, str, float]]:
+    judgments = pairwise_judgments(dataset).get(source)
+    if not judgments:
+        raise ReportError(
+            f"judge {source!r} has no finished pairwise judgments; rank it by its mean scores with an aspect"
         )
-        if not created:
-            if derived.kind != JudgeKind.DERIVED:
-                raise CalibrationError(f"a {derived.kind} judge is already named {derived_name!r}")
-            derived.params = params
-            derived.save(update_fields=["params"])
-            JudgeScore.objects.filter(judge=derived).delete()
-        rows = np.flatnonzero(np.isfinite(derived_values))
-        JudgeScore.objects.bulk_create(
-            [
-                JudgeScore(
-                    judge=derived,
-                    response_id=int(data.answers.response_ids[row]),
-                    aspect_name=target,
-                    value=float(derived_values[row]),
+    # Every judgment counts, both orders of a pair included: score 1 a win, 0.5 a tie, 0 a loss for the system.
+    return [(turn, system, other, float(score)) for turn, system, other, _aspect, _sample, _order, score in judgments]
+
+
+def _source_scores(data: DatasetData, judge: Judge | None, aspect: AspectInfo) -> np.ndarray:
+    if judge is None:
+        return human_means(data, aspect)
+    scores = judge_scores(judge, data.answers).get(aspect.name)
+    if scores is None or not np.isfinite(scores).any():
+        raise ReportError(f"judge {judge.name!r} has no score on aspect {aspect.name!r}")
+    return scores
+
+
+def _ranking_of(
+    dataset: Dataset,
+    data: DatasetData,
+    source: str,
+    judge: Judge | None,
+    aspect: AspectInfo | None,
+    reference: str | None,
+    weights_for: Any,
+    prompt_index: dict[Any, int],
+) -> tuple[dict[str, Any], np.ndarray | None, tuple[str, ...]]:
+    if aspect is None:
+        comparisons = _pairwise_comparisons(dataset, data.scope, source, prompt_index)
+        result, boot = bradley_terry(comparisons, reference=reference, weights=weights_for(comparisons.n_prompts))
+        return result, boot, comparisons.system_labels
+    scores = system_scores(
+        _source_scores(data, judge, aspect), list(data.answers.turn_ids), data.answers.system_keys, prompt_index
+    )
+    result, boot = mean_rating(scores, weights=weights_for(scores.n_prompts))
+    return result, boot, scores.system_labels
+
+
+@single_threaded_blas
+def compute_ranking_report(
+    dataset: Dataset,
+    source: str,
+    judge: Judge | None,
+    aspect_name: str | None,
+    reference: str | None,
+    n_resamples: int,
+    seed: int,
+    data: DatasetData,
+) -> dict[str, Any]:
+    if aspect_name is not None and reference is not None:
+        raise ReportError(
+            "a reference system applies to the Bradley-Terry ranking only, not to a ranking by mean rating"
+        )
+    aspect = _aspects_or_error(data.aspects, aspect_name)[0] if aspect_name is not None else None
+    prompt_index: dict[Any, int] = {}
+    weights_cache: dict[int, np.ndarray] = {}
+
+    def weights_for(n_prompts: int) -> np.ndarray | None:
+        # One set of draws over the prompts of both sources, so a judge's ranking and the humans' are resampled alike.
+        if n_prompts == 0:
+            return None
+        return weights_cache.setdefault(n_prompts, prompt_weights(n_prompts, n_resamples, seed))
+
+    try:
+        if judge is not None:
+            # Register both sources' prompts first, so that both rankings are bootstrapped over the same prompt draws.
+            if aspect is None:
+                _pairwise_comparisons(dataset, data.scope, HUMANS, prompt_index)
+                _pairwise_comparisons(dataset, data.scope, source, prompt_index)
+            else:
+                system_scores(
+                    _source_scores(data, judge, aspect),
+                    list(data.answers.turn_ids),
+                    data.answers.system_keys,
+                    prompt_index,
                 )
-                for row in rows
-            ],
-            batch_size=5000,
-        )
-    # The humans' means leave out the excluded raters, as every statistic does; the result says whom.
-    scope = exclusions_json(data.scope, data.ratings.excluded)
-    return {"judge": derived_name, "created": created, "n_scores": int(rows.size), "scope": scope, **fit}
+        ranking, boot, labels = _ranking_of(dataset, data, source, judge, aspect, reference, weights_for, prompt_index)
+        result: dict[str, Any] = {
+            "dataset": dataset.name,
+            "source": source,
+            "aspect": aspect.name if aspect else None,
+            "scope": exclusions_json(data.scope, data.ratings.excluded),
+            "bootstrap": {"resamples": n_resamples, "seed": seed, "unit": "prompt"},
+            **ranking,
+        }
+        if judge is not None:
+            humans, human_boot, human_labels = _ranking_of(
+                dataset, data, HUMANS, None, aspect, None, weights_for, prompt_index
+            )
+            result["versus_humans"] = ranking_agreement(ranking, boot, labels, humans, human_boot, human_labels)
+    except RankingError as exc:
+        raise ReportError(str(exc)) from None
+    return result
+
+
+def ranking_report(
+    dataset: Dataset,
+    source: str = HUMANS,
+    aspect_name: str | None = None,
+    reference: str | None = None,
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    scope: RatingScope = ALL_RATINGS,
+) -> dict[str, Any]:
+    """``ranking --dataset D [--source humans|JUDGE] --json``: {"dataset", "source", "aspect", "scope", "bootstrap",
+    "model", "reference", "n_comparisons", "systems": [...]} and, for a judge, "versus_humans" (Kendall's tau-b)."""
+    judge = None if source == HUMANS else _judge_or_raise(dataset, source)
+    return _cached(
+        dataset,
+        scope,
+        ["ranking", source, judge.pk if judge else 0, aspect_name or "", reference or "", n_resamples, seed],
+        lambda data: compute_ranking_report(dataset, source, judge, aspect_name, reference, n_resamples, seed, data),
+    )

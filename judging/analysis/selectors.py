@@ -7,6 +7,10 @@ A ``RatingScope`` picks which human ratings the statistics read: all of them, th
 raters' only, or the ratings one annotation campaign collected. Whatever the scope, the raters a researcher excluded
 (annotations.quality) are left out unless the scope asks to include them, for comparison, and ratings of gold items
 and attention checks never count: they measure the raters, not the dataset.
+
+Why one module of this size: every read here goes through one rating scope (origin, campaign, exclusions, gold,
+adjudication), and `stats_version`, part of every report's cache key, must change with every row these reads see; in
+one module, a new read and the version that covers it are written side by side.
 """
 
 from __future__ import annotations
@@ -14,24 +18,27 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Exists, Max, OuterRef, Q, Sum
+from django.db import connection
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Sum
 from django.db.models.functions import Length
 from django.http import Http404
 from django.utils.translation import gettext
 
 from annotations.campaign_selectors import campaigns_for_researcher
 from annotations.models import (
+    Adjudication,
     Aspect,
     Assignment,
     AssignmentStatus,
     Campaign,
     Dataset,
     GoldItem,
+    Item,
     Rater,
     RaterExclusion,
     Rating,
@@ -43,7 +50,8 @@ from annotations.models import (
     Turn,
 )
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
-from judging.models import Judge, JudgeRun, JudgeScore, Judgment, JudgmentStatus
+from judging.certification.selectors import standing_of_judge_ids
+from judging.models import Judge, JudgeExemplar, JudgeRun, JudgeScore, Judgment, JudgmentStatus
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -61,20 +69,26 @@ class ScopeError(ValueError):
 @dataclass(frozen=True)
 class RatingScope:
     """Which ratings the statistics read. A campaign's scope holds only app ratings, so its origin is "app".
-    `include_excluded` brings the excluded raters' ratings back in."""
+    `include_excluded` brings the excluded raters' ratings back in. `adjudicated` makes an answer's human score its
+    adjudicated value where it has one (agreement always reads the raw ratings)."""
 
     origin: str = "all"
     campaign_id: int | None = None
     campaign_name: str | None = None
     include_excluded: bool = False
+    adjudicated: bool = False
 
     def as_json(self) -> dict[str, str | None]:
-        return {"origin": self.origin, "campaign": self.campaign_name}
+        return {
+            "origin": self.origin,
+            "campaign": self.campaign_name,
+            "human_score": "adjudicated" if self.adjudicated else "raw",
+        }
 
-    def cache_key(self) -> tuple[str, int | None, str | None, bool]:
+    def cache_key(self) -> tuple[str, int | None, str | None, bool, bool]:
         # The name is part of the key because the reports print it: a renamed campaign must not show the old one.
         # Which raters are excluded is part of stats_version, so a new or revoked exclusion changes the key too.
-        return (self.origin, self.campaign_id, self.campaign_name, self.include_excluded)
+        return (self.origin, self.campaign_id, self.campaign_name, self.include_excluded, self.adjudicated)
 
     def parameter(self) -> tuple[str, str]:
         """The one URL parameter that selects this scope's ratings (origin or campaign)."""
@@ -87,10 +101,15 @@ class RatingScope:
         params = {} if replace(self, include_excluded=False) == ALL_RATINGS else dict([self.parameter()])
         if self.include_excluded:
             params["excluded"] = "include"
+        if self.adjudicated:
+            params["human"] = "adjudicated"
         return params
 
     def with_excluded(self, include: bool) -> RatingScope:
         return replace(self, include_excluded=include)
+
+    def with_adjudicated(self, adjudicated: bool) -> RatingScope:
+        return replace(self, adjudicated=adjudicated)
 
     @property
     def label(self) -> str:
@@ -103,6 +122,8 @@ class RatingScope:
             }.get(self.origin, gettext("All ratings"))
         if self.include_excluded:
             text = gettext("%(scope)s, excluded raters included") % {"scope": text}
+        if self.adjudicated:
+            text = gettext("%(scope)s, adjudicated human scores") % {"scope": text}
         return text
 
 
@@ -190,6 +211,28 @@ def rating_scope(
     return RatingScope(
         origin="app", campaign_id=campaign.pk, campaign_name=campaign.name, include_excluded=include_excluded
     )
+
+
+HUMAN_SCORE_CHOICES = ("raw", "adjudicated")
+
+
+def adjudicated_choice(value: str | None) -> bool:
+    """Whether the `human` parameter asks for adjudicated human scores; ScopeError for an unknown value."""
+    chosen = value or "raw"
+    if chosen not in HUMAN_SCORE_CHOICES:
+        raise ScopeError(f"human must be one of {', '.join(HUMAN_SCORE_CHOICES)}, not {chosen!r}")
+    return chosen == "adjudicated"
+
+
+def stats_adjudicated(answers: Answers) -> dict[int, dict[int, float]]:
+    """Per aspect id, the adjudicated value of each answer row that has one (the later one where an answer was
+    adjudicated twice)."""
+    found: dict[int, dict[int, float]] = {}
+    rows = Adjudication.objects.filter(response_id__in=answers.response_ids.tolist()).order_by("created_at", "id")
+    for response_id, aspect_id, value in rows.values_list("response_id", "aspect_id", "value"):
+        row = int(answers.rows_of(np.asarray([response_id], dtype=np.int64))[0])
+        found.setdefault(aspect_id, {})[row] = value
+    return found
 
 
 def excluded_choice(value: str | None) -> bool:
@@ -316,13 +359,18 @@ def system_models(dataset: Dataset) -> dict[str, str]:
 
 
 def dataset_judges(dataset: Dataset) -> list[dict[str, Any]]:
-    rows = (
-        Judge.objects.filter(dataset=dataset)
-        .annotate(n_scores=Count("scores"))
+    """The dataset's judges with their certification standing (certified, suspended or uncertified) and version."""
+    rows: list[dict[str, Any]] = [
+        dict(row)
+        for row in Judge.objects.filter(dataset=dataset)
+        .annotate(n_scores=Count("scores"), version=F("run__version__fingerprint"))
         .order_by("name")
-        .values("id", "name", "kind", "n_scores", "created_at")
-    )
-    return [dict(row) for row in rows]
+        .values("id", "name", "kind", "n_scores", "created_at", "version")
+    ]
+    standing = standing_of_judge_ids([int(row["id"]) for row in rows])
+    for row in rows:
+        row["certification"] = standing[int(row["id"])]
+    return rows
 
 
 def judge_by_name(dataset: Dataset, name: str) -> Judge | None:
@@ -331,7 +379,10 @@ def judge_by_name(dataset: Dataset, name: str) -> Judge | None:
 
 def judge_scores(judge: Judge, answers: Answers) -> dict[str, FloatArray]:
     """Per aspect name, the judge's score for every answer row (NaN where it gave none)."""
-    rows = list(JudgeScore.objects.filter(judge=judge).values_list("aspect_name", "response_id", "value"))
+    # Answers the judge's version shows as rated examples never count in its statistics.
+    shown = JudgeExemplar.objects.filter(version__runs__judge=judge).values("response_id")
+    scores = JudgeScore.objects.filter(judge=judge).exclude(response_id__in=shown)
+    rows = list(scores.values_list("aspect_name", "response_id", "value"))
     by_aspect: dict[str, FloatArray] = {}
     for aspect_name in sorted({row[0] for row in rows}):
         by_aspect[aspect_name] = np.full(answers.response_ids.size, np.nan)
@@ -359,12 +410,13 @@ def answer_details(response_ids: list[int]) -> dict[int, dict[str, Any]]:
 @dataclass(frozen=True)
 class PreferenceRows:
     """One entry per preference of the scope: its turn, the system keys shown, the key chosen (None when none was
-    asked) and "none is appropriate"."""
+    asked, or for a tie) and "none is appropriate"; ``tie`` marks imported entries with "tie": true."""
 
     turn_ids: list[int]
     candidates: list[list[str]]
     preferred: list[str | None]
     none_appropriate: list[bool]
+    tie: list[bool] = field(default_factory=list)
 
 
 def _imported_preferences(dataset: Dataset, rows: PreferenceRows) -> None:
@@ -392,6 +444,7 @@ def _imported_preferences(dataset: Dataset, rows: PreferenceRows) -> None:
             rows.candidates.append(list(candidates) if isinstance(candidates, list) else shown.get(turn_id, []))
             rows.preferred.append(preferred if isinstance(preferred, str) else None)
             rows.none_appropriate.append(entry.get("none_appropriate") is True)
+            rows.tie.append(entry.get("tie") is True and not isinstance(preferred, str))
 
 
 def _app_preferences(dataset: Dataset, scope: RatingScope, rows: PreferenceRows) -> None:
@@ -418,6 +471,7 @@ def _app_preferences(dataset: Dataset, scope: RatingScope, rows: PreferenceRows)
         rows.candidates.append(shown.get(task_id, []))
         rows.preferred.append(preferred)
         rows.none_appropriate.append(none_appropriate)
+        rows.tie.append(False)  # the form has no tie
 
 
 def stats_preferences(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> PreferenceRows:
@@ -429,6 +483,103 @@ def stats_preferences(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> Pre
     if scope.campaign_id is not None or scope.origin in ("all", "app"):
         _app_preferences(dataset, scope, rows)
     return rows
+
+
+@dataclass(frozen=True)
+class ChoiceComparisons:
+    """The comparisons a scope's best-of-K choices make, one per chosen system and other system shown, in the order
+    of the turns, their entries and the systems shown (the order ``preference_comparisons`` gives)."""
+
+    turn_ids: npt.NDArray[np.int64]
+    chosen: list[str]
+    other: list[str]
+
+
+# One row per (chosen, other shown) pair of an imported entry that chose a system it showed. An entry without a
+# candidate list showed every answer of its turn; a system listed twice counts once, where it first appears.
+_IMPORTED_CHOICES_SQL = """
+WITH entries AS (
+    SELECT turn.id AS turn_id, item.position AS item_position, turn.index AS turn_index, entry.ordinal,
+           entry.value->>'preferred' AS chosen, entry.value->'candidates' AS candidates
+    FROM {turn} turn
+    JOIN {item} item ON item.id = turn.item_id
+    CROSS JOIN LATERAL jsonb_array_elements(
+        CASE WHEN jsonb_typeof(turn.source->'preferences') = 'array' THEN turn.source->'preferences' END
+    ) WITH ORDINALITY AS entry(value, ordinal)
+    WHERE item.dataset_id = %s
+      AND NOT EXISTS (SELECT 1 FROM {gold} gold WHERE gold.item_id = item.id)
+      AND jsonb_typeof(entry.value) = 'object'
+      AND jsonb_typeof(entry.value->'preferred') = 'string'
+)
+SELECT entries.turn_id, entries.chosen, shown.key
+FROM entries
+CROSS JOIN LATERAL (
+    SELECT listed.key, MIN(listed.ordinal) AS first_seen,
+           bool_or(bool_or(listed.key = entries.chosen)) OVER () AS has_chosen
+    FROM (
+        SELECT candidate.key, candidate.ordinal
+        FROM jsonb_array_elements_text(
+            CASE WHEN jsonb_typeof(entries.candidates) = 'array' THEN entries.candidates END
+        ) WITH ORDINALITY AS candidate(key, ordinal)
+        UNION ALL
+        SELECT system.key, response.position
+        FROM {response} response
+        JOIN {system} system ON system.id = response.system_id
+        WHERE response.turn_id = entries.turn_id AND jsonb_typeof(entries.candidates) IS DISTINCT FROM 'array'
+    ) AS listed
+    GROUP BY listed.key
+) AS shown
+WHERE shown.has_chosen AND shown.key <> entries.chosen
+ORDER BY entries.item_position, entries.turn_index, entries.ordinal, shown.first_seen
+"""
+
+
+def _imported_choices_in_database(dataset: Dataset) -> tuple[list[int], list[str], list[str]]:
+    sql = _IMPORTED_CHOICES_SQL.format(
+        turn=Turn._meta.db_table,
+        item=Item._meta.db_table,
+        gold=GoldItem._meta.db_table,
+        response=Response._meta.db_table,
+        system=System._meta.db_table,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [dataset.pk])
+        rows = cursor.fetchall()
+    return [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows]
+
+
+def _choices_in_python(preferences: PreferenceRows) -> tuple[list[int], list[str], list[str]]:
+    from judging.statistics.ranking import preference_comparisons  # noqa: PLC0415 -- statistics load when used
+
+    rows = preference_comparisons(preferences.turn_ids, preferences.candidates, preferences.preferred)
+    return [cast(int, row[0]) for row in rows], [row[1] for row in rows], [row[2] for row in rows]
+
+
+def choice_comparisons(
+    dataset: Dataset, scope: RatingScope = ALL_RATINGS, *, in_database: bool | None = None
+) -> ChoiceComparisons:
+    """The comparisons of ``stats_preferences``'s choices without building a row object per vote: on PostgreSQL the
+    database unnests the imported entries; ``in_database=False`` takes the portable path (the one SQLite takes)."""
+    if in_database is None:
+        in_database = connection.vendor == "postgresql"
+    turn_ids: list[int] = []
+    chosen: list[str] = []
+    other: list[str] = []
+    if scope.campaign_id is None and scope.origin in ("all", "imported"):
+        if in_database:
+            turn_ids, chosen, other = _imported_choices_in_database(dataset)
+        else:
+            imported = PreferenceRows([], [], [], [])
+            _imported_preferences(dataset, imported)
+            turn_ids, chosen, other = _choices_in_python(imported)
+    if scope.campaign_id is not None or scope.origin in ("all", "app"):
+        app = PreferenceRows([], [], [], [])
+        _app_preferences(dataset, scope, app)
+        app_turns, app_chosen, app_other = _choices_in_python(app)
+        turn_ids += app_turns
+        chosen += app_chosen
+        other += app_other
+    return ChoiceComparisons(np.asarray(turn_ids, dtype=np.int64), chosen, other)
 
 
 def pairwise_judgments(dataset: Dataset) -> dict[str, list[tuple[int, str, str, str, int, int, float]]]:
@@ -501,6 +652,9 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
         .values_list("id", "rater_id", "reason")
     )
     gold = sorted(GoldItem.objects.filter(item__dataset=dataset).values_list("item_id", flat=True))
+    adjudicated = Adjudication.objects.filter(aspect__dataset=dataset).aggregate(
+        count=Count("id"), last_id=Max("id"), total=Sum("value")
+    )
     campaign: list[Any] = []
     if scope.campaign_id is not None:
         submitted = Assignment.objects.filter(campaign_id=scope.campaign_id, status=AssignmentStatus.SUBMITTED)
@@ -510,8 +664,73 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
             sorted(asked.values_list("aspect_id", flat=True)),
         ]
     payload = json.dumps(
-        [ratings, scores, judges, aspects, systems, submissions, pairwise, exclusions, gold, *campaign],
+        [ratings, scores, judges, aspects, systems, submissions, pairwise, exclusions, gold, adjudicated, *campaign],
         default=str,
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class JudgeConfidences:
+    """Per answer row, the judge's chosen score and its confidence in it (NaN where it recorded none), and how many
+    answers each source gave a confidence for."""
+
+    chosen: FloatArray
+    confidence: FloatArray
+    sources: dict[str, int]
+
+
+def judge_confidences(judge: Judge, answers: Answers, aspect_name: str) -> JudgeConfidences:
+    """The judge's confidence on each answer for one aspect, from its run's finished single-answer judgments.
+
+    One judgment with a score distribution (log-probabilities at the score token, or the shares of replies sampled
+    when the provider gave none): the chosen score is the most probable one, the confidence its probability.
+    Several samples of one answer: their distributions averaged when every one has a distribution, else the
+    chosen score is the most frequent score and the confidence the share of samples that gave it.
+    """
+    from judging.statistics.trust_escalate import (  # noqa: PLC0415 - keeps scipy-using statistics off the import path of every read
+        confidence_from_probabilities,
+        confidence_from_samples,
+    )
+
+    size = answers.response_ids.size
+    chosen, confidence = np.full(size, np.nan), np.full(size, np.nan)
+    sources = {"score_distribution": 0, "samples": 0}
+    rows = (
+        Judgment.objects.filter(
+            run__judge=judge,
+            aspect_name=aspect_name,
+            other_response__isnull=True,
+            status=JudgmentStatus.DONE,
+            score__isnull=False,
+        )
+        .order_by("response_id", "sample", "pair_order")
+        .values_list("response_id", "score", "distribution")
+    )
+    by_response: dict[int, list[tuple[float, dict[str, float] | None]]] = {}
+    for response_id, score, distribution in rows:
+        by_response.setdefault(response_id, []).append(
+            (float(score or 0.0), distribution if isinstance(distribution, dict) else None)
+        )
+    if not by_response:
+        return JudgeConfidences(chosen, confidence, sources)
+    response_ids = np.asarray(sorted(by_response), dtype=np.int64)
+    known = np.isin(response_ids, answers.response_ids)
+    for response_id, row in zip(
+        response_ids[known].tolist(), answers.rows_of(response_ids[known]).tolist(), strict=True
+    ):
+        judgments = by_response[response_id]
+        distributions = [distribution for _, distribution in judgments if distribution]
+        if len(distributions) == len(judgments):
+            averaged: dict[str, float] = {}
+            for distribution in distributions:
+                for key, mass in distribution.items():
+                    averaged[key] = averaged.get(key, 0.0) + float(mass) / len(distributions)
+            top = max(averaged, key=lambda key: (averaged[key], -float(key)))
+            chosen[row], confidence[row] = float(top), confidence_from_probabilities(averaged, top)
+            sources["score_distribution"] += 1
+        elif len(judgments) > 1:
+            chosen[row], confidence[row] = confidence_from_samples([score for score, _ in judgments])
+            sources["samples"] += 1
+    return JudgeConfidences(chosen, confidence, sources)

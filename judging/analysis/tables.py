@@ -15,7 +15,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from annotations.exporting import csv_safe
+from annotations.datasets.exporting import csv_safe
 from judging.analysis.wording import column_label, phrase
 from judging.statistics.correlation import COEFFICIENTS, LEVELS
 
@@ -123,8 +123,11 @@ def preference_judges_table(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def judges_table(judges: list[dict[str, Any]]) -> dict[str, Any]:
-    rows = [[judge["name"], judge["kind"], judge["n_scores"]] for judge in judges]
-    return make_table("judges", _("Judges"), ["judge", "kind", "scores"], rows)
+    rows = [
+        [judge["name"], judge["kind"], judge["n_scores"], judge["certification"], judge["version"] or ""]
+        for judge in judges
+    ]
+    return make_table("judges", _("Judges"), ["judge", "kind", "scores", "certification", "version"], rows)
 
 
 def raters_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -196,10 +199,71 @@ def levels_table(details: dict[str, Any]) -> dict[str, Any]:
 def alternative_table(details: dict[str, Any]) -> dict[str, Any]:
     alt = details["alternative_annotator"]
     rows = [
-        [row["rater"], row["n"], row["human"], row["judge"], row["judge_at_least_as_good"]] for row in alt["per_rater"]
+        [
+            row["rater"],
+            row["n"],
+            row["rho_judge"],
+            row["rho_human"],
+            row["p_value"],
+            row["p_adjusted"],
+            row["rejected"],
+            row["skipped"],
+        ]
+        for row in alt["raters"]
     ]
-    columns = ["replaced rater", "answers", "r rater vs others", "r judge vs others", "judge at least as good"]
-    return make_table("alternative", _("Alternative-annotator test"), columns, rows)
+    columns = [
+        "left-out rater",
+        "answers",
+        "judge advantage probability",
+        "rater advantage probability",
+        "p (one-sided)",
+        "p (Benjamini-Yekutieli)",
+        "rejected",
+        "skipped because",
+    ]
+    return make_table("alternative", _("Alternative-annotator test, per left-out rater"), columns, rows)
+
+
+def _rank_interval(row: dict[str, Any]) -> str | None:
+    interval = row.get("rank_ci95")
+    return f"{interval['best']}–{interval['worst']}" if interval else None
+
+
+def ranking_table(name: str, title: str, report: dict[str, Any]) -> dict[str, Any]:
+    """One ranking (Bradley–Terry or mean rating) with its intervals."""
+    if report.get("model") == "mean_rating":
+        columns = ["rank", "rank 95% interval", "system", "mean rating", "SE (bootstrap)", "mean 95% CI", "answers"]
+        rows = [
+            [row["rank"], _rank_interval(row), row["system"], row["strength"], row["se"], row["ci95"], row["n"]]
+            for row in report["systems"]
+        ]
+    else:
+        columns = [
+            "rank",
+            "rank 95% interval",
+            "system",
+            "log-strength",
+            "SE",
+            "log-strength 95% CI",
+            "wins",
+            "losses",
+            "ties",
+        ]
+        rows = [
+            [
+                row["rank"],
+                _rank_interval(row),
+                row["system"],
+                row["strength"],
+                row["se"],
+                row["ci95"],
+                row["wins"],
+                row["losses"],
+                row["ties"],
+            ]
+            for row in report["systems"]
+        ]
+    return make_table(name, title, columns, rows)
 
 
 def systems_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -340,3 +404,31 @@ FACTSCORE_TABLES = {
     "factscore-estimator": factscore_estimator_table,
     "factscore-human": factscore_human_table,
 }
+
+
+def ppi_table(report: dict[str, Any], aspect: str) -> dict[str, Any]:
+    """Prediction-powered system means and differences of one aspect beside the human-only ones."""
+    entries = report["aspects"].get(aspect, {"systems": [], "differences": []})
+
+    def once(cell: dict[str, Any], reason: str | None) -> dict[str, Any] | None:
+        # A row undefined for one reason states it in its first cell only; the other cells show a dash.
+        return None if reason and cell["undefined"] == reason else cell
+
+    rows = []
+    for entry in [*entries["systems"], *entries["differences"]]:
+        reason = entry["undefined"]
+        rows.append(
+            [
+                entry["system"] if "system" in entry else f"{entry['system_a']} − {entry['system_b']}",
+                entry["n"],
+                entry["n_total"],
+                entry["ppi"]["estimate"],
+                once(entry["ppi"]["interval"], reason),
+                once(entry["human_only"]["estimate"], reason),
+                once(entry["human_only"]["interval"], reason),
+                once(entry["effective_n"], reason),
+            ]
+        )
+    columns = ["system", "human-rated answers (n)", "answers (N)", "PPI estimate", "PPI 95% CI"]
+    columns += ["human-only estimate", "human-only 95% CI", "effective n"]
+    return make_table("ppi", _("Prediction-powered estimates"), columns, rows)

@@ -2,6 +2,9 @@
 
 Views are thin: numbers come from ``judging.analysis.reports`` (the same code as the CLI and API), tables
 from ``judging.analysis.tables`` and plot geometry from ``judging.analysis.plots``.
+
+Why one module of this size: the dashboard's pages share the researcher check, the scope and parameter parsing and
+the download responses defined at its top; each page function is short and renders one report.
 """
 
 from __future__ import annotations
@@ -16,23 +19,34 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
+from annotations.campaign_selectors import campaign_for_researcher, campaign_progress
 from annotations.models import Dataset
 from judging.analysis import tables
-from judging.analysis.forms import CalibrationForm
+from judging.analysis.decisions import campaign_plan, judge_matrix
+from judging.analysis.forms import AltTestForm, CalibrationForm
 from judging.analysis.plots import bar_chart, heat_cells, scatter_plot
+from judging.analysis.prediction_powered import ppi_report
+from judging.analysis.readings import matrix_readings, plan_readings
 from judging.analysis.reports import (
-    CalibrationError,
+    DEFAULT_ALT_TEST,
+    DEFAULT_EPSILON,
+    HUMANS,
+    AltTestSettings,
     JudgeNotFound,
+    ReportError,
     agreement_report,
     dataset_details,
-    judge_calibrate,
     judge_details,
+    one_stats_version,
+    ranking_report,
 )
 from judging.analysis.selectors import (
     RatingScope,
     ScopeError,
+    adjudicated_choice,
     dataset_for_stats_or_404,
     dataset_judges,
     excluded_choice,
@@ -42,6 +56,8 @@ from judging.analysis.selectors import (
     stats_campaign_or_404,
     stats_scopes,
 )
+from judging.analysis.services import CalibrationError, judge_calibrate
+from judging.certification.selectors import UNCERTIFIED
 from judging.factscore.selectors import factscore_report, factscore_runs_for_user
 from judging.models import JudgeKind, JudgeRun
 
@@ -102,7 +118,9 @@ def _scope(request: HttpRequest, dataset: Dataset) -> RatingScope:
         campaign = stats_campaign_or_404(request.user, dataset, int(campaign_id))
     try:
         include = excluded_choice(_param(request, "excluded"))
-        return rating_scope(_param(request, "origin"), campaign, include_excluded=include)
+        adjudicated = adjudicated_choice(_param(request, "human"))
+        scope = rating_scope(_param(request, "origin"), campaign, include_excluded=include)
+        return scope.with_adjudicated(adjudicated)
     except ScopeError as exc:
         raise BadRequest(str(exc)) from None
 
@@ -123,6 +141,7 @@ def _scope_context(
     kept = {name: value for name, value in keep.items() if value}
     exclusions = (stated or {}).get("exclusions") or {"left_out": not scope.include_excluded, "raters": []}
     toggled = scope.with_excluded(not scope.include_excluded).query()
+    human_toggled = scope.with_adjudicated(not scope.adjudicated).query()
     return {
         "scope": scope,
         "scope_action": action,
@@ -130,7 +149,12 @@ def _scope_context(
             {"parameter": option.parameter(), "label": option.label, "current": option.parameter() == scope.parameter()}
             for option in stats_scopes(request.user, dataset)
         ],
-        "scope_keep": [*kept.items(), *([("excluded", "include")] if scope.include_excluded else [])],
+        "scope_keep": [
+            *kept.items(),
+            *([("excluded", "include")] if scope.include_excluded else []),
+            *([("human", "adjudicated")] if scope.adjudicated else []),
+        ],
+        "scope_human_toggle": action + _query(**kept, **human_toggled),
         "scope_exclusions": exclusions,
         "scope_exclusions_toggle": action + _query(**kept, **toggled),
         "scope_params": list(params.items()),
@@ -155,6 +179,23 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
         "factscore_runs": factscore_runs_for_user(request.user),
     }
     return render(request, "dashboard/index.html", context)
+
+
+def _ppi_context(request: HttpRequest, dataset: Dataset, aspect: str | None, scope: RatingScope) -> dict[str, Any]:
+    """The prediction-powered panel for the chosen judge (``ppi_judge``, default the first that scored anything)."""
+    judges = [judge["name"] for judge in dataset_judges(dataset) if judge["n_scores"]]
+    chosen = _param(request, "ppi_judge") or (judges[0] if judges else None)
+    context: dict[str, Any] = {"judges": judges, "judge": chosen, "table": None, "error": None}
+    if chosen is None or aspect is None:
+        return context
+    try:
+        report = ppi_report(dataset, chosen, aspect, "ppi++", scope)
+    except (JudgeNotFound, ReportError) as exc:
+        context["error"] = str(exc)
+        return context
+    context["table"] = tables.ppi_table(report, aspect)
+    context["api_query"] = _query(judge=chosen, aspect=aspect, **scope.query())
+    return context
 
 
 def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
@@ -182,6 +223,7 @@ def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
         "raters": tables.raters_table(details),
         "disagreements": details["disagreements"],
         "distribution_table": tables.distribution_table(details),
+        "ppi": _ppi_context(request, dataset, details["aspect"], scope),
         "download_query": _query(aspect=details["aspect"], system=details["system"], **scope.query()),
         **_scope_context(
             request,
@@ -198,7 +240,8 @@ def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
 @researcher_required
 def dataset_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = dataset_for_stats_or_404(request.user, dataset_id)
-    context = _dataset_context(request, dataset)
+    with one_stats_version():
+        context = _dataset_context(request, dataset)
     template = "dashboard/_dataset_panels.html" if request.htmx else "dashboard/dataset.html"  # type: ignore[attr-defined]
     return render(request, template, context)
 
@@ -240,12 +283,40 @@ def _factscore_context(run: JudgeRun) -> dict[str, Any]:
     }
 
 
+def _alt_settings(request: HttpRequest) -> AltTestSettings:
+    """ε and q of the alternative-annotator test from the query string (the defaults when absent); 400 when out of
+    range."""
+    form = AltTestForm({"epsilon": _param(request, "epsilon"), "q": _param(request, "q")})
+    if not form.is_valid():
+        raise BadRequest(
+            "; ".join(f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items())
+        )
+    epsilon, q = form.cleaned_data["epsilon"], form.cleaned_data["q"]
+    return AltTestSettings(
+        epsilon=DEFAULT_ALT_TEST.epsilon if epsilon is None else epsilon,
+        q=DEFAULT_ALT_TEST.q if q is None else q,
+    )
+
+
+def _alt_keep(settings: AltTestSettings) -> dict[str, str | None]:
+    return {
+        "epsilon": None if settings.epsilon == DEFAULT_ALT_TEST.epsilon else str(settings.epsilon),
+        "q": None if settings.q == DEFAULT_ALT_TEST.q else str(settings.q),
+    }
+
+
 def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     judges = dataset_judges(dataset)
     judge_name = _param(request, "judge") or (judges[0]["name"] if judges else None)
     scope = _scope(request, dataset)
+    alt_settings = _alt_settings(request)
     factscore_runs = factscore_runs_for_user(request.user).filter(dataset=dataset, judge__kind=JudgeKind.RUN)
-    keep = {"judge": judge_name, "aspect": _param(request, "aspect"), "system": _param(request, "system")}
+    keep = {
+        "judge": judge_name,
+        "aspect": _param(request, "aspect"),
+        "system": _param(request, "system"),
+        **_alt_keep(alt_settings),
+    }
     context: dict[str, Any] = {
         "dataset": dataset,
         "judges": judges,
@@ -253,19 +324,30 @@ def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
         "details": None,
         "factscore_judges": set(factscore_runs.values_list("judge__name", flat=True)),
         "factscore": None,
+        "alt_settings": alt_settings,
+        "default_epsilon": DEFAULT_EPSILON,
         **_scope_context(request, dataset, scope, "dashboard-judges", keep),
     }
     if judge_name is None:
         return context
     run = _factscore_run(request, dataset, judge_name) if judge_name in context["factscore_judges"] else None
     try:
-        details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"), scope)
+        details = judge_details(
+            dataset, judge_name, _param(request, "aspect"), _param(request, "system"), scope, alt_settings
+        )
     except JudgeNotFound:
         raise Http404("no such judge") from None
     context["details"] = details
+    context["judge_standing"] = next(
+        (row["certification"] for row in judges if row["name"] == details["judge"]), UNCERTIFIED
+    )
     context.update(_scope_context(request, dataset, scope, "dashboard-judges", keep, details["scope"]))
     context["download_query"] = _query(
-        judge=details["judge"], aspect=details["aspect"], system=details["system"], **scope.query()
+        judge=details["judge"],
+        aspect=details["aspect"],
+        system=details["system"],
+        **_alt_keep(alt_settings),
+        **scope.query(),
     )
     if run is not None:
         context["factscore"] = _factscore_context(run)
@@ -295,7 +377,11 @@ def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
 @researcher_required
 def judges_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = dataset_for_stats_or_404(request.user, dataset_id)
-    context = _judge_context(request, dataset)
+    with one_stats_version():
+        context = _judge_context(request, dataset)
+        if not request.htmx and len(context["judges"]) >= 2:  # type: ignore[attr-defined]
+            matrix = judge_matrix(dataset, context["scope"])
+            context["judge_matrix"] = {**matrix, "aspects": matrix_readings(matrix)}
     template = "dashboard/_judge_panels.html" if request.htmx else "dashboard/judges.html"  # type: ignore[attr-defined]
     return render(request, template, context)
 
@@ -314,13 +400,95 @@ def judge_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> 
     if table not in JUDGE_TABLES or fmt not in FORMATS or judge_name is None:
         raise Http404("no such table")
     scope = _scope(request, dataset)
+    alt_settings = _alt_settings(request)
     try:
-        details = judge_details(dataset, judge_name, _param(request, "aspect"), _param(request, "system"), scope)
+        details = judge_details(
+            dataset, judge_name, _param(request, "aspect"), _param(request, "system"), scope, alt_settings
+        )
     except JudgeNotFound:
         raise Http404("no such judge") from None
     if details["aspect"] is None:
         raise Http404("the judge shares no aspect with the rubric")
     return _download(JUDGE_TABLES[table](details), fmt, f"dataset-{dataset.pk}-judge-{table}")
+
+
+RANKING_TABLES = ("ranking-humans", "ranking-judge")
+
+
+def _rankings(request: HttpRequest, dataset: Dataset, scope: RatingScope) -> dict[str, Any]:
+    """The humans' ranking and, when a judge is chosen, the judge's beside it: Bradley–Terry from pairwise outcomes,
+    or by mean rating when an aspect is chosen. A ranking that cannot be made says why instead."""
+    judge_name, aspect = _param(request, "judge"), _param(request, "aspect")
+    found: dict[str, Any] = {"humans": None, "judge_report": None, "humans_error": None, "judge_error": None}
+    try:
+        found["humans"] = ranking_report(dataset, HUMANS, aspect, scope=scope)
+    except ReportError as exc:
+        found["humans_error"] = str(exc)
+    if judge_name:
+        try:
+            found["judge_report"] = ranking_report(dataset, judge_name, aspect, scope=scope)
+        except JudgeNotFound:
+            raise Http404("no such judge") from None
+        except ReportError as exc:
+            found["judge_error"] = str(exc)
+    return found
+
+
+def _ranking_leader(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not report or report["undefined"] or not report["systems"]:
+        return None
+    first = report["systems"][0]
+    return {
+        "system": first["system"],
+        "best": (first["rank_ci95"] or {}).get("best"),
+        "worst": (first["rank_ci95"] or {}).get("worst"),
+        "certain": first["rank_ci95"] is not None and first["rank_ci95"]["worst"] == 1,
+    }
+
+
+@require_GET
+@researcher_required
+def rankings_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    scope = _scope(request, dataset)
+    found = _rankings(request, dataset, scope)
+    judge_name, aspect = _param(request, "judge"), _param(request, "aspect")
+    context: dict[str, Any] = {
+        "dataset": dataset,
+        "judges": dataset_judges(dataset),
+        "aspects": [info.name for info in stats_aspects(dataset)],
+        "judge": judge_name,
+        "aspect": aspect,
+        **found,
+        "humans_table": tables.ranking_table("ranking-humans", _("Humans"), found["humans"])
+        if found["humans"]
+        else None,
+        "judge_table": (
+            tables.ranking_table("ranking-judge", judge_name or "", found["judge_report"])
+            if found["judge_report"]
+            else None
+        ),
+        "humans_leader": _ranking_leader(found["humans"]),
+        "judge_leader": _ranking_leader(found["judge_report"]),
+        "versus": (found["judge_report"] or {}).get("versus_humans"),
+        "download_query": _query(judge=judge_name, aspect=aspect, **scope.query()),
+        **_scope_context(request, dataset, scope, "dashboard-rankings", {"judge": judge_name, "aspect": aspect}),
+    }
+    return render(request, "dashboard/rankings.html", context)
+
+
+@require_GET
+@researcher_required
+def rankings_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    if table not in RANKING_TABLES or fmt not in FORMATS:
+        raise Http404("no such table")
+    found = _rankings(request, dataset, _scope(request, dataset))
+    report = found["humans"] if table == "ranking-humans" else found["judge_report"]
+    if report is None:
+        raise Http404(found["humans_error"] if table == "ranking-humans" else (found["judge_error"] or "no judge"))
+    title = "humans" if table == "ranking-humans" else str(_param(request, "judge"))
+    return _download(tables.ranking_table(table, title, report), fmt, f"dataset-{dataset.pk}-{table}")
 
 
 @require_http_methods(["GET", "POST"])
@@ -356,3 +524,14 @@ def calibrate(request: HttpRequest, dataset_id: int) -> HttpResponse:
         {"dataset": dataset, "form": form, "result": result, "judges_url": judges_url},
         status=status,
     )
+
+
+@require_GET
+@login_required
+def campaign_plan_panel(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """The campaign progress page's planning lines, loaded into that page by htmx: they read the campaign's ratings
+    through the statistics, which the annotations app does not import."""
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    answers = sum(task.candidates for task in campaign_progress(campaign).tasks)
+    plan = plan_readings(campaign_plan(campaign, answers))
+    return render(request, "dashboard/_campaign_plan.html", {"plan": plan})

@@ -64,10 +64,24 @@ COLUMN_LABELS = {
     "value": gettext_lazy("value"),
     "groups": gettext_lazy("groups"),
     "groups skipped": gettext_lazy("groups skipped"),
-    "replaced rater": gettext_lazy("replaced rater"),
-    "r rater vs others": gettext_lazy("r rater vs others"),
-    "r judge vs others": gettext_lazy("r judge vs others"),
-    "judge at least as good": gettext_lazy("judge at least as good"),
+    "left-out rater": gettext_lazy("left-out rater"),
+    "judge advantage probability": gettext_lazy("judge advantage probability"),
+    "rater advantage probability": gettext_lazy("rater advantage probability"),
+    "p (one-sided)": gettext_lazy("p (one-sided)"),
+    "p (Benjamini-Yekutieli)": gettext_lazy("p (Benjamini-Yekutieli)"),
+    "rejected": gettext_lazy("rejected"),
+    "skipped because": gettext_lazy("skipped because"),
+    "rank": gettext_lazy("rank"),
+    "rank 95% interval": gettext_lazy("rank 95% interval"),
+    "mean rating": gettext_lazy("mean rating"),
+    "SE (bootstrap)": gettext_lazy("SE (bootstrap)"),
+    "mean 95% CI": gettext_lazy("mean 95% CI"),
+    "log-strength": gettext_lazy("log-strength"),
+    "SE": gettext_lazy("SE"),
+    "log-strength 95% CI": gettext_lazy("log-strength 95% CI"),
+    "wins": gettext_lazy("wins"),
+    "losses": gettext_lazy("losses"),
+    "ties": gettext_lazy("ties"),
     "human mean": gettext_lazy("human mean"),
     "human rank": gettext_lazy("human rank"),
     "judge mean": gettext_lazy("judge mean"),
@@ -135,10 +149,69 @@ PHRASES = {
     "the judge's model is unknown": gettext_lazy("the judge's model is unknown"),
     "no bootstrap resample had variation": gettext_lazy("no bootstrap resample had variation"),
     "no bootstrap resample was defined": gettext_lazy("no bootstrap resample was defined"),
+    "reference": gettext_lazy("reference"),
+    "never wins: its strength is not finite (minus infinity)": gettext_lazy(
+        "never wins: its strength is not finite (minus infinity)"
+    ),
+    "never loses: its strength is not finite (plus infinity)": gettext_lazy(
+        "never loses: its strength is not finite (plus infinity)"
+    ),
+    "never compared with a system that has a finite strength": gettext_lazy(
+        "never compared with a system that has a finite strength"
+    ),
+    "the systems split into groups one of which never loses to the other: no strength is finite": gettext_lazy(
+        "the systems split into groups one of which never loses to the other: no strength is finite"
+    ),
+    "no comparisons": gettext_lazy("no comparisons"),
+    "no answer has a score": gettext_lazy("no answer has a score"),
+    "no rater scored an answer that the judge and another rater also scored": gettext_lazy(
+        "no rater scored an answer that the judge and another rater also scored"
+    ),
 }
+
+# The units two judges are compared on, as the comparison's reasons name them.
+COMPARISON_UNITS = {
+    "answer": pgettext_lazy("comparison unit", "answers"),
+    "system": pgettext_lazy("comparison unit", "systems"),
+    "prompt": pgettext_lazy("comparison unit", "prompts"),
+}
+CONSTANT_SCORES = {
+    "the human": gettext_lazy("the human scores are constant over the %(n)s %(units)s, so no correlation exists"),
+    "judge 1's": gettext_lazy("judge 1's scores are constant over the %(n)s %(units)s, so no correlation exists"),
+    "judge 2's": gettext_lazy("judge 2's scores are constant over the %(n)s %(units)s, so no correlation exists"),
+}
+PHRASES["the three correlations leave no variance for Williams's t (a judge equals the other or the humans)"] = (
+    gettext_lazy("the three correlations leave no variance for Williams's t (a judge equals the other or the humans)")
+)
+
+
+def _too_few_units(match: re.Match[str]) -> str:
+    return _(
+        "fewer than %(min)s %(units)s have a human score and both judges' scores (%(n)s); comparing two judges "
+        "needs at least %(min)s"
+    ) % {"min": match["min"], "n": match["n"], "units": COMPARISON_UNITS[match["unit"]]}
+
+
+def _constant_scores(match: re.Match[str]) -> str:
+    return str(CONSTANT_SCORES[match["who"]]) % {"n": match["n"], "units": COMPARISON_UNITS[match["unit"]]}
+
 
 # Texts with numbers or names in them.
 PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+    (
+        re.compile(
+            r"fewer than (?P<min>\d+) (?P<unit>answer|system)s have a human score and both judges' scores "
+            r"\((?P<n>\d+)\); comparing two judges needs at least (?P=min)"
+        ),
+        _too_few_units,
+    ),
+    (
+        re.compile(
+            r"(?P<who>the human|judge 1's|judge 2's) scores are constant over the (?P<n>\d+) (?P<unit>answer|system)s, "
+            r"so no correlation exists"
+        ),
+        _constant_scores,
+    ),
     (
         re.compile(r"fewer than two answers were rated by all (?P<k>\d+) raters"),
         lambda m: _("fewer than two answers were rated by all %(k)s raters") % m.groupdict(),
@@ -154,6 +227,25 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (
         re.compile(r"self-preference \((?P<family>[^)]*)\)"),
         lambda m: _("self-preference (%(family)s)") % {"family": phrase(m["family"])},
+    ),
+    (
+        re.compile(
+            r"only (?P<n>\d+) answers scored by this rater, the judge and another rater; at least (?P<k>\d+) are needed"
+        ),
+        lambda m: (
+            _("only %(n)s answers scored by this rater, the judge and another rater; at least %(k)s are needed")
+            % m.groupdict()
+        ),
+    ),
+    (
+        re.compile(r"no rater has (?P<k>\d+) answers scored by the rater, the judge and another rater"),
+        lambda m: _("no rater has %(k)s answers scored by the rater, the judge and another rater") % m.groupdict(),
+    ),
+    (
+        re.compile(r"only (?P<n>\d+) systems are ranked by both with a finite strength; at least 3 are needed"),
+        lambda m: (
+            _("only %(n)s systems are ranked by both with a finite strength; at least 3 are needed") % m.groupdict()
+        ),
     ),
     (
         re.compile(r"(?P<name>pearson|spearman|kendall) 95% CI"),
@@ -204,3 +296,53 @@ def outlier_rule(min_overlap: int, min_correlation: float, max_mean_shift_sd: fl
         "mean of the other raters is below %(correlation)s, or the mean difference from the other raters exceeds "
         "%(shift)s standard deviations of all ratings of the aspect"
     ) % {"overlap": min_overlap, "correlation": min_correlation, "shift": max_mean_shift_sd}
+
+
+COLUMN_LABELS.update(
+    {
+        "human-rated answers (n)": gettext_lazy("human-rated answers (n)"),
+        "answers (N)": gettext_lazy("answers (N)"),
+        "PPI estimate": gettext_lazy("PPI estimate"),
+        "PPI 95% CI": gettext_lazy("PPI 95% CI"),
+        "human-only estimate": gettext_lazy("human-only estimate"),
+        "human-only 95% CI": gettext_lazy("human-only 95% CI"),
+        "effective n": gettext_lazy("effective n"),
+    }
+)
+
+
+def _judge_missing(match: re.Match[str]) -> str:
+    if match["what"] == "answers":
+        text = _(
+            "the judge has no score for %(k)s of the %(n)s answers; prediction-powered inference needs the judge on "
+            "every one"
+        )
+    else:
+        text = _(
+            "the judge has no score for %(k)s of the %(n)s shared prompts; prediction-powered inference needs the "
+            "judge on every one"
+        )
+    return text % match.groupdict()
+
+
+PATTERNS.extend(
+    [
+        (
+            re.compile(r"(?P<n>\d+) items have human scores; at least (?P<min>\d+) are needed for a CLT interval"),
+            lambda m: (
+                _("%(n)s items have human scores; at least %(min)s are needed for a CLT interval") % m.groupdict()
+            ),
+        ),
+        (
+            re.compile(
+                r"the judge has no score for (?P<k>\d+) of the (?P<n>\d+) (?P<what>answers|shared prompts); "
+                r"prediction-powered inference needs the judge on every one"
+            ),
+            _judge_missing,
+        ),
+        (
+            re.compile(r"every item has a human score: there is no judge-only item for the judge to add"),
+            lambda m: _("every item has a human score: there is no judge-only item for the judge to add"),
+        ),
+    ]
+)

@@ -5,6 +5,11 @@ thread runs an asyncio loop that makes the provider calls through the gateway. R
 through a queue and are written within a fraction of a second, together with their cache entries,
 so a worker killed at any moment loses at most the calls that were in flight.
 
+Lost calls: each request is recorded (a `ProviderSend` row, written with the next batch, within one turn of the
+slice's loop) once the gateway has handed it to the connection. The slice that stores a unit counts its own requests
+in the unit's attempts and the ones other holders recorded for it as its lost calls, so a worker killed with calls in
+flight costs the run exactly the requests it sent, and a unit it had claimed but not sent yet costs nothing.
+
 Claims: units are claimed with a conditional UPDATE (status pending, or claimed with an expired
 lease) under a per-slice token and a lease that this slice keeps renewing. Writes only land where
 the token still matches, so a slice that lost its lease can never overwrite another's result.
@@ -15,6 +20,10 @@ Database blips: a query that fails because the database went away (a restart, a 
 an error of the unit. The slice keeps receiving results while it waits, retries its writes with
 backoff and stores what it holds as soon as the database answers again; only then does it claim
 more.
+
+Why one module of this size: a slice's claims, lease renewal, call dispatch and guarded writes share one claim token
+and one loop over the results queue; their order is what bounds a killed worker's loss to the calls in flight, and
+it is read in one place.
 """
 
 from __future__ import annotations
@@ -42,19 +51,19 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from judging.engine.registry import FLOWS
 from judging.engine.units import UnitKey, aspect_infos, build_contexts
 from judging.factscore import method as factscore_method
-from judging.factscore import services as factscore_services
+from judging.factscore.indexes import knowledge_corpus_index
 from judging.factscore.models import KnowledgeCorpus
-from judging.factscore.options import FactScoreOptions
 from judging.llm.calls import CallResult, CallSpec
 from judging.llm.gateway import Gateway, count_tokens, price_estimate
 from judging.llm.ratelimit import Limits, run_scope, shared_limiter, shared_limiter_done
 from judging.methods.base import AnyFlow, CallBatch, Outcome, UnitContext
+from judging.methods.factscore_options import FactScoreOptions
 from judging.methods.geval import SAMPLED
 from judging.methods.judge_settings import JudgeSettings
-from judging.methods.registry import FLOWS
-from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, RunStatus
+from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, ProviderSend, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +102,13 @@ class UnitState:
     errors_seen: list[str] = field(default_factory=list)
     lost_calls: int = 0
     lost_cost: float = 0.0
+    first_request: CallSpec | CallBatch | None = None  # what a lost call of this unit is priced from
+    provider_models: set[str] = field(default_factory=set)
 
     def absorb(self, result: CallResult, *, from_cache: bool) -> None:
         self.calls += 1
+        if result.ok and result.provider_model:
+            self.provider_models.add(result.provider_model)
         if from_cache:
             self.served_from_cache += 1
             return
@@ -163,9 +176,9 @@ class _LoopThread:
     async def _make(self) -> Gateway:
         return Gateway(limiter=shared_limiter(self.limits, self.scope), should_stop=self.stop.is_set)
 
-    def submit(self, spec: CallSpec) -> Future[CallResult]:
+    def submit(self, spec: CallSpec, on_handed_over: Callable[[], None]) -> Future[CallResult]:
         assert self.gateway is not None
-        return asyncio.run_coroutine_threadsafe(self.gateway.call(spec), self.loop)
+        return asyncio.run_coroutine_threadsafe(self.gateway.call(spec, on_handed_over), self.loop)
 
     def close(self) -> None:
         async def shutdown() -> None:
@@ -205,7 +218,9 @@ class SliceExecutor:
         self.stop_reason = ""
         self.db_retry_at = 0.0
         self.db_delay = DB_RETRY_FIRST_S
-        self.taken_over: set[int] = set()  # claimed from a holder whose lease ran out, with a call maybe in flight
+        # (unit, attempt id, when) of each request handed to the connection, put by the loop thread as it goes out
+        self.sends: queue.SimpleQueue[tuple[int, str, Any]] = queue.SimpleQueue()
+        self.unrecorded: list[ProviderSend] = []
 
     # -- claims ---------------------------------------------------------------------------------
     def _claim(self, limit: int) -> list[Judgment]:
@@ -214,11 +229,9 @@ class SliceExecutor:
             candidates = Judgment.objects.filter(run_id=self.run.pk).filter(claimable_q())
             if connection.features.has_select_for_update_skip_locked:
                 candidates = candidates.select_for_update(skip_locked=True)
-            rows = list(candidates.order_by("request_key", "id").values_list("id", "status", "claim_token")[:limit])
-            if not rows:
+            ids = list(candidates.order_by("request_key", "id").values_list("id", flat=True)[:limit])
+            if not ids:
                 return []
-            ids = [judgment_id for judgment_id, _, _ in rows]
-            self.taken_over |= lost_in_flight(rows, max_per_holder=self.cfg.max_concurrency)
             Judgment.objects.filter(pk__in=ids).filter(claimable_q()).update(
                 status=JudgmentStatus.CLAIMED, claim_token=self.token, lease_until=now + timedelta(seconds=self.lease)
             )
@@ -238,7 +251,7 @@ class SliceExecutor:
         keys = [
             UnitKey(j.pk, j.response_id, j.other_response_id, j.aspect_name, j.sample, j.pair_order) for j in judgments
         ]
-        contexts = build_contexts(keys, cfg=self.cfg, aspects=self.aspects)
+        contexts = build_contexts(keys, cfg=self.cfg, aspects=self.aspects, language=self.run.prompt_language)
         if self.cfg.method == "factscore":
             contexts = with_factscore_knowledge(contexts, dataset_id=self.run.dataset_id, cfg=self.cfg)
         flow_factory = FLOWS[self.cfg.method]
@@ -247,10 +260,7 @@ class SliceExecutor:
             state = UnitState(ctx=contexts[key.judgment_id], flow=flow_factory(contexts[key.judgment_id]))
             self.active[key.judgment_id] = state
             spec = self._step(key.judgment_id, None, first_step=True)
-            if key.judgment_id in self.taken_over:
-                self.taken_over.discard(key.judgment_id)
-                if spec is not None:
-                    self._charge_lost_call(state, spec)
+            state.first_request = spec
             first.append((key.judgment_id, spec))
         if self.use_cache:
             wanted = {key for _, request in first for key in _keys(request)} - set(self.memo)
@@ -265,13 +275,17 @@ class SliceExecutor:
             if spec is not None:
                 self._dispatch(judgment_id, spec)
 
-    def _charge_lost_call(self, state: UnitState, request: CallSpec | CallBatch) -> None:
-        """The call the unit's previous holder had in flight was most likely this same request: it is counted,
-        priced at its prompt's tokens and the expected completion (max_tokens, else 200 tokens)."""
+    def _charge_lost_calls(self, state: UnitState, sends: int) -> None:
+        """Requests other holders sent for this unit: counted, each priced like the unit's first request (its
+        prompt's tokens and the expected completion, max_tokens, else 200 tokens), since their answers never came."""
+        state.lost_calls = sends
+        state.lost_cost = 0.0
+        request = state.first_request
+        if not sends or request is None:
+            return  # counting a prompt's tokens costs CPU: only a lost call pays for it
         spec = request.specs[0] if isinstance(request, CallBatch) else request
-        state.lost_calls = 1
         cost = price_estimate(spec.model, count_tokens(spec.model, spec.messages), self.cfg.max_tokens or 200)
-        state.lost_cost = cost or 0.0
+        state.lost_cost = sends * (cost or 0.0)
 
     def _step(
         self, judgment_id: int, result: CallResult | list[CallResult] | None, *, first_step: bool = False
@@ -355,8 +369,13 @@ class SliceExecutor:
             self.results.put((key, CallResult(stopped=True)))
             return
         self.report.provider_calls += 1
-        future = self.loop.submit(spec)
+        future = self.loop.submit(spec, functools.partial(self._handed_over, judgment_id))
         future.add_done_callback(functools.partial(self._deliver, key))
+
+    def _handed_over(self, judgment_id: int) -> None:
+        """On the loop thread, as a request of this unit goes onto the connection: only queued, so sending waits for
+        nothing. Its result is queued after this, so the send is recorded no later than the unit is stored."""
+        self.sends.put((judgment_id, uuid.uuid4().hex, timezone.now()))
 
     def _deliver(self, key: str, future: Future[CallResult]) -> None:
         self.results.put((key, _result_of(future)))
@@ -420,20 +439,36 @@ class SliceExecutor:
         self.released.append(judgment_id)
 
     # -- writes -----------------------------------------------------------------------------------
+    def _take_sends(self) -> None:
+        while True:
+            try:
+                judgment_id, attempt_id, sent_at = self.sends.get_nowait()
+            except queue.Empty:
+                return
+            self.unrecorded.append(
+                ProviderSend(judgment_id=judgment_id, attempt_id=attempt_id, holder=self.token, sent_at=sent_at)
+            )
+
+    def _has_writes(self) -> bool:
+        self._take_sends()
+        return bool(self.finished or self.released or self.new_cache or self.unrecorded)
+
     def _flush(self) -> None:
-        if not (self.finished or self.released or self.new_cache):
+        if not self._has_writes():
             return
         finished, self.finished = self.finished, []
         released, self.released = self.released, []
         new_cache, self.new_cache = self.new_cache, {}
+        sends, self.unrecorded = self.unrecorded, []
         try:
-            self._store(finished, released, new_cache)
+            self._store(finished, released, new_cache, sends)
         except BaseException:
             # Kept for the next attempt, which is safe to repeat: results land only where this slice's claim
-            # still holds (so never twice) and cache entries ignore conflicts.
+            # still holds (so never twice), and cache entries and sends ignore conflicts (a send by its attempt id).
             self.finished = finished + self.finished
             self.released = released + self.released
             self.new_cache = {**new_cache, **self.new_cache}
+            self.unrecorded = sends + self.unrecorded
             raise
 
     def _store(
@@ -441,10 +476,17 @@ class SliceExecutor:
         finished: list[tuple[int, UnitState, Outcome]],
         released: list[int],
         new_cache: dict[str, tuple[str, dict[str, Any]]],
+        sends: list[ProviderSend],
     ) -> None:
         now = timezone.now()
         counts: Counter[str] = Counter()
         with transaction.atomic():
+            if sends:
+                ProviderSend.objects.bulk_create(sends, ignore_conflicts=True)
+            uncounted = self._uncounted_sends([judgment_id for judgment_id, _, _ in finished])
+            for judgment_id, state, _ in finished:
+                others = sum(1 for _, holder in uncounted.get(judgment_id, []) if holder != self.token)
+                self._charge_lost_calls(state, others)
             if new_cache:
                 CachedCompletion.objects.bulk_create(
                     [
@@ -472,6 +514,10 @@ class SliceExecutor:
                 counts["logprob_fallbacks"] += int(outcome.logprob_fallback)
                 counts["sampled_fallbacks"] += int(outcome.score_mode == SAMPLED)
                 counts["cost_micro"] += round((state.cost + state.lost_cost) * 1_000_000_000)
+            # Counted now: this slice's own requests in the attempts, the others' in the lost calls.
+            counted = [send_id for judgment_id in written for send_id, _ in uncounted.get(judgment_id, [])]
+            if counted:
+                ProviderSend.objects.filter(pk__in=counted).delete()
             if released:
                 Judgment.objects.filter(pk__in=released, claim_token=self.token).update(
                     status=JudgmentStatus.PENDING, claim_token="", lease_until=None
@@ -502,6 +548,18 @@ class SliceExecutor:
             # Check the budget the moment money was spent, not on the next periodic check, so
             # the overshoot is bounded by the calls already in flight.
             self._guarded(self._check_run)
+
+    def _uncounted_sends(self, judgment_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+        """The recorded requests of these units not counted yet: unit -> [(row id, holder)]. Read by row, so a send
+        recorded by a late holder after this read stays for whoever stores the unit next."""
+        found: dict[int, list[tuple[int, str]]] = {}
+        if not judgment_ids:
+            return found
+        for send_id, judgment_id, holder in ProviderSend.objects.filter(judgment_id__in=judgment_ids).values_list(
+            "id", "judgment_id", "holder"
+        ):
+            found.setdefault(judgment_id, []).append((send_id, holder))
+        return found
 
     def _write_results(self, rows: list[dict[str, Any]]) -> set[int]:
         """Store finished units still claimed by this slice; returns the ids written.
@@ -581,14 +639,13 @@ class SliceExecutor:
             for judgment_id in ids & set(self.active):
                 self.active.pop(judgment_id).flow.close()
             self.finished = [entry for entry in self.finished if entry[0] not in ids]
-            self.taken_over -= ids
             self.released.extend(ids)
             raise
         return True
 
     def _final_flush(self) -> None:
         deadline = time.monotonic() + DB_FINAL_WRITE_S
-        while self.finished or self.released or self.new_cache:
+        while self._has_writes():
             if self._guarded(self._flush):
                 return
             if time.monotonic() >= deadline:
@@ -617,7 +674,7 @@ class SliceExecutor:
                     last_renew = now
                 # What is held is stored before anything more is claimed, so after an outage the results
                 # that arrived meanwhile land while their claims still hold.
-                if self.finished or self.released or self.new_cache:
+                if self._has_writes():
                     self._guarded(self._flush)
                 slice_over = now - started >= self.time_slice_s
                 room = self.target_active - len(self.active)
@@ -645,7 +702,7 @@ class SliceExecutor:
                 # load writes group themselves and a crash loses only calls still in flight. New cache
                 # entries count too: a multi-step unit (factscore: one check per fact) killed mid-way
                 # then resumes from the cache.
-                if self.finished or self.released or self.new_cache:
+                if self._has_writes():
                     self._guarded(self._flush)
                 if not self.active and (self.stop.is_set() or slice_over or exhausted):
                     break
@@ -656,6 +713,8 @@ class SliceExecutor:
                 self._final_flush()
             finally:
                 self.loop.close()
+                # Requests that went onto the connection while the last batch was being stored are recorded too.
+                self._final_flush()
         if self.stop.is_set():
             self.report.state = "stopped"
         elif exhausted:
@@ -663,17 +722,6 @@ class SliceExecutor:
         else:
             self.report.state = "more"
         return self.report
-
-
-def lost_in_flight(rows: list[tuple[int, str, str]], *, max_per_holder: int) -> set[int]:
-    """Of the (id, status, claim token) rows being claimed, the units whose earlier holder may have had a call in
-    flight: those still claimed (their lease ran out), at most `max_per_holder` per earlier holder, since a slice
-    never has more calls in flight than the run's concurrency."""
-    by_holder: dict[str, list[int]] = {}
-    for judgment_id, status, token in rows:
-        if status == JudgmentStatus.CLAIMED and token:
-            by_holder.setdefault(token, []).append(judgment_id)
-    return {judgment_id for ids in by_holder.values() for judgment_id in ids[:max_per_holder]}
 
 
 def with_factscore_knowledge(
@@ -687,7 +735,7 @@ def with_factscore_knowledge(
         if corpus is None:
             corpus_error = f"the dataset has no knowledge corpus named {options.corpus!r}"
         else:
-            corpus_index = factscore_services.knowledge_corpus_index(corpus)
+            corpus_index = knowledge_corpus_index(corpus)
     topics: dict[int, str] = {}
     if options.topic_key:
         key = options.topic_key
@@ -746,6 +794,7 @@ _RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("lost_calls", "smallint"),
     ("lost_cost_usd", "double precision"),
     ("cache_hit", "boolean"),
+    ("provider_model", "varchar"),
     ("error_kind", "varchar"),
     ("error", "text"),
     ("finished_at", "timestamptz"),
@@ -775,6 +824,7 @@ def _result_row(judgment_id: int, state: UnitState, outcome: Outcome, now: Any) 
         "lost_calls": state.lost_calls,
         "lost_cost_usd": state.lost_cost,
         "cache_hit": state.calls > 0 and state.served_from_cache == state.calls,
+        "provider_model": ",".join(sorted(state.provider_models))[:200],
         "error_kind": outcome.error_kind,
         "error": outcome.error,
         "finished_at": now,

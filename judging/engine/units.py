@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from annotations.models import Aspect, Response, Turn
-from judging.methods.base import AspectInfo, UnitContext
-from judging.methods.judge_settings import JudgeSettings
+from judging.methods.base import AspectInfo, UnitContext, context_text
+
+if TYPE_CHECKING:
+    from judging.methods.judge_settings import JudgeSettings
 
 
 @dataclass(frozen=True)
@@ -34,23 +36,36 @@ def aspect_infos(dataset_id: int) -> dict[str, AspectInfo]:
             description=a.description,
             min_value=a.min_value,
             max_value=a.max_value,
+            ideal=a.ideal,
             labels={str(k): str(v) for k, v in (a.labels or {}).items()},
+            translations=_texts_per_language(a.translations or {}),
         )
         for a in Aspect.objects.filter(dataset_id=dataset_id).order_by("position", "id")
     }
 
 
-def context_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return "\n\n".join(str(v) for v in value if v is not None)
-    return str(value)
+def _texts_per_language(translations: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The rubric's texts in other languages ({"ja": {"label", "description", "labels"}}); the default text's own
+    language is recorded under "_default" and kept as a language code, so a prompt in it uses the default text."""
+    texts: dict[str, dict[str, Any]] = {}
+    for language, entry in translations.items():
+        if language == "_default" or not isinstance(entry, dict):
+            continue
+        texts[language.split("-")[0]] = {
+            "label": str(entry.get("label") or ""),
+            "description": str(entry.get("description") or ""),
+            "labels": {str(k): str(v) for k, v in (entry.get("labels") or {}).items()},
+        }
+    default = translations.get("_default")
+    if isinstance(default, dict) and default.get("language"):
+        texts.setdefault("_default", {"language": str(default["language"]).split("-")[0]})
+    return texts
 
 
 def build_contexts(
-    keys: Iterable[UnitKey], *, cfg: JudgeSettings, aspects: dict[str, AspectInfo]
+    keys: Iterable[UnitKey], *, cfg: JudgeSettings, aspects: dict[str, AspectInfo], language: str = ""
 ) -> dict[int, UnitContext]:
+    """`language` is the run's prompt language; blank leaves it to the config (per item when it says so)."""
     keys = list(keys)
     response_ids = {k.response_id for k in keys} | {k.other_response_id for k in keys if k.other_response_id}
     responses = {
@@ -112,5 +127,6 @@ def build_contexts(
             other_answer=other.text if other is not None else None,
             pair_order=key.pair_order,
             sample=key.sample,
+            prompt_language=language,
         )
     return contexts

@@ -16,10 +16,12 @@ from django.utils.html import format_html
 
 from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.selectors import annotator_accounts, datasets_for_user
-from judging.factscore import services
 from judging.factscore.corpus import PASSAGE_TOKENS
 from judging.factscore.models import FactAnswer, FactReviewCampaign, KnowledgeCorpus, Passage
 from judging.models import JudgeRun
+
+# The services (corpus indexing, the slot engine) are imported where a form saves: registering the admin happens in
+# every process at django.setup(), most of which never show these pages.
 
 
 class StaffAdmin(admin.ModelAdmin):
@@ -55,6 +57,8 @@ class CorpusUploadForm(forms.ModelForm):
         self.fields["passage_tokens"].initial = PASSAGE_TOKENS
 
     def clean(self) -> dict[str, Any]:
+        from judging.factscore import services  # noqa: PLC0415 - see the imports
+
         data = super().clean() or {}
         if self.errors:
             return data
@@ -118,8 +122,10 @@ class KnowledgeCorpusAdmin(WholeObjectDeleteAdmin, StaffAdmin):
         return obj is None and super().has_change_permission(request, obj)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        from judging.factscore.indexes import forget_cached_indexes  # noqa: PLC0415 - see the imports
+
         # The upload form's clean() stored the corpus through the service; nothing is ever changed afterwards.
-        services.forget_cached_indexes()
+        forget_cached_indexes()
         messages.info(request, f"{obj.n_documents} documents split into {obj.n_passages} passages.")
 
 
@@ -152,6 +158,8 @@ class ReviewCampaignForm(forms.ModelForm):
         self.user = user
 
     def clean(self) -> dict[str, Any]:
+        from judging.factscore import services  # noqa: PLC0415 - see the imports
+
         data = super().clean() or {}
         if self.errors:
             return data

@@ -35,10 +35,10 @@ from typing import Any
 from judging.factscore import parsing as fs_parsing
 from judging.factscore import prompts as fs_prompts
 from judging.factscore.corpus import Hit, PassageIndex, item_passages, search_item_knowledge
-from judging.factscore.options import FactScoreOptions
 from judging.factscore.refusal import RefusalCheck, match_rules
 from judging.llm.calls import CallResult, CallSpec
 from judging.methods.base import CallBatch, Outcome, UnitContext
+from judging.methods.factscore_options import FactScoreOptions
 
 TRACE_VERSION = 1
 ASPECT_NAME = "factscore"

@@ -11,6 +11,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models import AssignmentStatus
+from annotations.slot_rows import SlotRow
 from annotations.slots import SlotPool
 
 
@@ -296,22 +297,12 @@ class FactReviewTask(models.Model):
 FactReviewStatus = AssignmentStatus
 
 
-class FactReviewAssignment(models.Model):
-    """A rater slot: exactly N rows per task, created with the task and only updated afterwards."""
-
+class FactReviewAssignment(SlotRow):
     campaign = models.ForeignKey(FactReviewCampaign, on_delete=models.CASCADE, related_name="assignments")
     task = models.ForeignKey(FactReviewTask, on_delete=models.CASCADE, related_name="assignments")
-    task_position = models.PositiveIntegerField()
-    slot = models.PositiveSmallIntegerField()
-    slot_limit = models.PositiveSmallIntegerField()
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    status = models.CharField(max_length=10, choices=FactReviewStatus.choices, default=FactReviewStatus.FREE)
-    leased_at = models.DateTimeField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
-    seconds_spent = models.FloatField(null=True, blank=True)
     comment = models.TextField(blank=True)
 
     class Meta:

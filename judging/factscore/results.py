@@ -20,7 +20,6 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotations.models import Response
-from judging.engine.units import context_text
 from judging.factscore.corpus import item_passages
 from judging.factscore.method import ASPECT_NAME
 from judging.factscore.models import (
@@ -32,6 +31,7 @@ from judging.factscore.models import (
     FactVerdict,
     Passage,
 )
+from judging.methods.base import context_text
 from judging.models import Judge, JudgeRun, JudgeScore, Judgment, RunStatus
 
 logger = logging.getLogger(__name__)

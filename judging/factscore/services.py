@@ -1,22 +1,14 @@
-"""Writes for FActScore: corpus upload, the retrieval index cache, projecting run results into rows.
-
-Index cache: a built BM25 index is kept per process (keyed by corpus id and fingerprint) and saved
-under VAR_DIR/factscore/index/, so a new worker loads arrays instead of re-tokenising the corpus.
-A re-upload changes the fingerprint, so a stale index is never used.
-"""
+"""Writes for FActScore: corpus upload (which builds the retrieval index, see `indexes`), fact review on the slot
+engine, projecting run results into rows."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import secrets
-import shutil
-import threading
 from collections.abc import Iterable
-from pathlib import Path
 from typing import IO, Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,6 +17,9 @@ from annotations.slots import NotInPool as NotInReviewPool  # noqa: F401 - the v
 from annotations.slots import NotLeased as ReviewNotLeased
 from annotations.slots import slots_release_outside_pool as _slots_release_outside_pool
 from judging.factscore import corpus as corpus_lib
+
+# The corpus upload builds the index; the admin and the tests clear the cache through the services.
+from judging.factscore.indexes import forget_cached_indexes, knowledge_corpus_index  # noqa: F401
 from judging.factscore.models import (
     FACT_REVIEW_SLOTS,
     AtomicFact,
@@ -114,67 +109,6 @@ def knowledge_corpus_upload(
     # whole corpus inside a judge slice (where it would hold up the slice's lease renewals).
     knowledge_corpus_index(knowledge)
     return knowledge
-
-
-# --- index cache ---------------------------------------------------------------------------------
-
-_indexes: dict[tuple[int, str], corpus_lib.PassageIndex] = {}
-_lock = threading.Lock()
-
-
-def _index_dir(knowledge: KnowledgeCorpus) -> Path:
-    return Path(settings.VAR_DIR) / "factscore" / "index" / f"{knowledge.pk}-{knowledge.fingerprint[:24]}"
-
-
-def knowledge_corpus_index(knowledge: KnowledgeCorpus) -> corpus_lib.PassageIndex:
-    """The corpus's BM25 index: from this process's cache, else from disk, else built and saved."""
-    key = (knowledge.pk, knowledge.fingerprint)
-    cached = _indexes.get(key)
-    if cached is not None:
-        return cached
-    with _lock:
-        cached = _indexes.get(key)
-        if cached is not None:
-            return cached
-        rows = list(Passage.objects.filter(corpus=knowledge).order_by("position").values_list("pk", "title", "text"))
-        directory = _index_dir(knowledge)
-        index: corpus_lib.PassageIndex | None = None
-        if (directory / "passages.json").exists():
-            try:
-                index = corpus_lib.PassageIndex.load(directory, {pk: text for pk, _title, text in rows})
-                if len(index) != len(rows):
-                    index = None
-            except Exception:  # a half-written or foreign directory: rebuild rather than fail the run
-                logger.warning("rebuilding unreadable factscore index at %s", directory, exc_info=True)
-                index = None
-        if index is None:
-            index = corpus_lib.PassageIndex(
-                [corpus_lib.PassageRecord(key=pk, title=title, text=text) for pk, title, text in rows]
-            )
-            _save_index(index, directory)
-        # Drop indexes of older versions of the same corpus.
-        for stale in [k for k in _indexes if k[0] == knowledge.pk]:
-            del _indexes[stale]
-        _indexes[key] = index
-        return index
-
-
-def _save_index(index: corpus_lib.PassageIndex, directory: Path) -> None:
-    temporary = directory.with_name(directory.name + f".tmp-{threading.get_ident()}")
-    try:
-        index.save(temporary)
-        if directory.exists():
-            shutil.rmtree(directory, ignore_errors=True)
-        temporary.rename(directory)
-    except OSError:
-        logger.warning("could not save the factscore index to %s", directory, exc_info=True)
-        shutil.rmtree(temporary, ignore_errors=True)
-
-
-def forget_cached_indexes() -> None:
-    """For tests and after a corpus is deleted."""
-    with _lock:
-        _indexes.clear()
 
 
 # --- human fact review ---------------------------------------------------------------------------

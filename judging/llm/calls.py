@@ -22,10 +22,16 @@ PERMANENT = frozenset(
 )
 
 # Providers whose requests travel only through the gateway's own HTTP client: redirects off, the address of every
-# connection checked, no proxy, header or key taken from the environment. litellm's other providers use its own
-# client, which follows redirects and reads credentials from the environment by itself, so they are refused.
-# Other vendors are reachable through their OpenAI-compatible endpoint: openai/<model> with that api_base.
-SUPPORTED_PROVIDERS: tuple[str, ...] = ("openai",)
+# connection checked, no proxy, header or key taken from the environment, every credential passed explicitly from
+# the variables the config names. litellm's other providers use its own client, which follows redirects and reads
+# credentials from the environment by itself, so they are refused.
+SUPPORTED_PROVIDERS: tuple[str, ...] = ("openai", "azure", "anthropic", "gemini", "mistral", "bedrock", "vertex_ai")
+# Why the providers litellm offers that researchers ask for most are still refused.
+REFUSED_PROVIDERS: dict[str, str] = {
+    "vertex_ai_beta": "litellm fetches the Vertex AI OAuth token through google-auth over its own HTTP client; "
+    "use vertex_ai/, whose token evalsite fetches itself",
+    "sagemaker": "litellm signs SageMaker requests with credentials it also looks up in the AWS environment",
+}
 
 
 def provider_problem(model: str) -> str | None:
@@ -35,8 +41,9 @@ def provider_problem(model: str) -> str | None:
     if not slash or not name:
         return f"model {model!r} must start with its provider; supported providers: {supported}"
     if prefix not in SUPPORTED_PROVIDERS:
+        reason = f" ({REFUSED_PROVIDERS[prefix]})" if prefix in REFUSED_PROVIDERS else ""
         return (
-            f"provider {prefix!r} (model {model!r}) is not supported; supported providers: {supported} "
+            f"provider {prefix!r} (model {model!r}) is not supported{reason}; supported providers: {supported} "
             "(other vendors through their OpenAI-compatible endpoint as api_base)"
         )
     if name.startswith("responses/"):
@@ -55,6 +62,16 @@ class CallSpec:
     top_logprobs: int = 5
     api_base: str | None = None
     api_key_env: str | None = None
+    api_version: str | None = None  # Azure OpenAI's api-version query parameter
+    # AWS Bedrock: the variables holding the key pair and session token, and the region.
+    aws_access_key_id_env: str | None = None
+    aws_secret_access_key_env: str | None = None
+    aws_session_token_env: str | None = None
+    aws_region: str | None = None
+    # Vertex AI: the variable holding the service account's JSON key, the project and the location.
+    vertex_credentials_env: str | None = None
+    vertex_project: str | None = None
+    vertex_location: str | None = None
     timeout_s: float = 60.0
     max_retries: int = 6
     variant: int = 0  # sample index: k samples are k distinct requests, each cached on its own
@@ -79,6 +96,12 @@ class CallSpec:
             "params": self.params(),
             "variant": self.variant,
         }
+        if self.api_version:
+            material["api_version"] = self.api_version
+        if self.aws_region:
+            material["aws_region"] = self.aws_region
+        if self.vertex_project:
+            material["vertex"] = [self.vertex_project, self.vertex_location]
         if self.draw:
             # Only when set, so the keys of every request without one (and the cache built on them) stay as they were.
             material["draw"] = self.draw
@@ -99,6 +122,8 @@ class CallResult:
     logprobs: list[dict[str, Any]] | None = None
     stopped: bool = False  # never sent because the run was cancelled or hit its budget
     errors_seen: list[str] = field(default_factory=list)
+    # The model the provider's reply names, which can differ from the requested one (a dated snapshot behind an alias).
+    provider_model: str = ""
 
     @property
     def ok(self) -> bool:
@@ -111,6 +136,7 @@ class CallResult:
             "completion_tokens": self.completion_tokens,
             "cost": self.cost,
             "logprobs": self.logprobs,
+            "provider_model": self.provider_model,
         }
 
     @classmethod
@@ -121,4 +147,5 @@ class CallResult:
             completion_tokens=int(data.get("completion_tokens") or 0),
             cost=data.get("cost"),
             logprobs=data.get("logprobs"),
+            provider_model=str(data.get("provider_model") or ""),
         )

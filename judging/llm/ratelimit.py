@@ -8,6 +8,10 @@ With a Redis broker the counters live in Redis and are changed by Lua scripts, s
 the update are one atomic step whichever machine runs them, and Redis's own clock is used. Slots
 are leases with an expiry: a worker killed mid-call frees its slot when the lease runs out.
 On the embedded (SQLAlchemy) broker there is no shared server, so limits are process-local.
+
+Why one module of this size: the local and the Redis limiter implement one interface with the same meaning, and the
+Redis outage handling (waiting, the background give-back) belongs to the Redis one; side by side, a reader can check
+that both grant and return slots the same way.
 """
 
 from __future__ import annotations

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judging.llm.calls import CallResult, CallSpec
 from judging.methods import prompts
-from judging.methods.judge_settings import JudgeSettings
+
+if TYPE_CHECKING:  # the config type loads pydantic; code that reads a UnitContext does not need it
+    from judging.methods.judge_settings import JudgeSettings
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,20 @@ class AspectInfo:
     description: str = ""
     min_value: float = 1.0
     max_value: float = 5.0
+    # None: the rubric does not say; the prompt then reads the scale as min = worst, max = best.
+    ideal: float | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    # Texts in other languages: {"ja": {"label": ..., "description": ..., "labels": {...}}}, and
+    # {"_default": {"language": ...}} naming the default text's own language when the rubric said it.
+    translations: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def texts(self, language: str) -> tuple[str, str, dict[str, str]]:
+        """Label, description and value labels in `language`, each falling back to the default text."""
+        entry = self.translations.get(language) or {}
+        label = entry.get("label") or self.label
+        description = entry.get("description") or self.description
+        labels = {**self.labels, **(entry.get("labels") or {})}
+        return label, description, labels
 
 
 @dataclass(frozen=True)
@@ -42,10 +57,14 @@ class UnitContext:
     # What a retrieval-backed method checks facts against (FActScore's topic and corpus index). The engine
     # loads it, since methods never touch the database; its type belongs to the method that reads it.
     knowledge: object | None = None
+    # The run's prompt language, chosen once at launch; blank: the config's, or per item when it asks for that.
+    prompt_language: str = ""
 
     @property
     def language(self) -> str:
-        if self.cfg.language != "auto":
+        if self.prompt_language:
+            return self.prompt_language
+        if self.cfg.language in ("en", "ja"):
             return self.cfg.language
         return prompts.detect_language(self.question, self.answer)
 
@@ -63,6 +82,14 @@ class UnitContext:
             top_logprobs=cfg.top_logprobs,
             api_base=cfg.api_base,
             api_key_env=cfg.api_key_env,
+            api_version=cfg.api_version,
+            aws_access_key_id_env=cfg.aws_access_key_id_env,
+            aws_secret_access_key_env=cfg.aws_secret_access_key_env,
+            aws_session_token_env=cfg.aws_session_token_env,
+            aws_region=cfg.aws_region,
+            vertex_credentials_env=cfg.vertex_credentials_env,
+            vertex_project=cfg.vertex_project,
+            vertex_location=cfg.vertex_location,
             timeout_s=cfg.timeout_s,
             max_retries=cfg.max_retries,
             variant=self.sample,
@@ -94,3 +121,12 @@ class CallBatch:
 Flow = Generator[CallSpec, CallResult, Outcome]
 # What the engine drives: a Flow, or a flow that also yields batches (and is sent a list of results for them).
 AnyFlow = Generator[CallSpec | CallBatch, Any, Outcome]
+
+
+def context_text(value: Any) -> str | None:
+    """A turn's context (text, a list of passages or nothing) as the one text the prompts and the corpus search read."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return "\n\n".join(str(v) for v in value if v is not None)
+    return str(value)

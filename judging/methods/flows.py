@@ -23,19 +23,32 @@ from judging.methods.parsing import ParseResult, parse_score, parse_verdict
 
 
 def _values(ctx: UnitContext, **extra: Any) -> dict[str, Any]:
+    language = ctx.language
+    label, description, value_labels = ctx.aspect.texts(language)
+    aspect = ctx.aspect
     values: dict[str, Any] = {
         "question": ctx.question,
         "answer": ctx.answer,
         "reference": ctx.reference or "",
         "context": ctx.context or "",
-        "aspect": ctx.aspect.label or ctx.aspect.name,
-        "aspect_description": ctx.aspect.description or ctx.aspect.label or ctx.aspect.name,
-        "scale_min": float(ctx.aspect.min_value),
-        "scale_max": float(ctx.aspect.max_value),
-        "scale_labels": prompts.scale_labels_text(ctx.aspect.labels, ctx.language),
+        "aspect": label or aspect.name,
+        "aspect_description": description or label or aspect.name,
+        "scale_min": float(aspect.min_value),
+        "scale_max": float(aspect.max_value),
+        "scale": prompts.scale_text(float(aspect.min_value), float(aspect.max_value), aspect.ideal, language),
+        "scale_labels": prompts.scale_labels_text(value_labels, language),
     }
     values.update(extra)
     return values
+
+
+def _examples(ctx: UnitContext) -> list[prompts.RatedExample]:
+    """The config's rated examples of this unit's aspect, in the order they were chosen."""
+    return [
+        prompts.RatedExample(question=e.question, answer=e.answer, score=e.label)
+        for e in ctx.cfg.exemplars
+        if e.aspect == ctx.aspect.name
+    ]
 
 
 def _template(ctx: UnitContext, method: str) -> str:
@@ -193,7 +206,7 @@ def single_flow(ctx: UnitContext) -> Flow:
     if skipped is not None:
         return skipped
     method = "reference" if ctx.cfg.method == "reference" else "single"
-    rendered = prompts.render(_template(ctx, method), _values(ctx))
+    rendered = prompts.render(_template(ctx, method), _values(ctx), _examples(ctx), ctx.language)
     spec = _spec(ctx, rendered, logprobs=ctx.cfg.logprobs)
     result = yield spec
     if not result.ok:
@@ -212,7 +225,9 @@ def summarize_then_judge_flow(ctx: UnitContext) -> Flow:
     summary = (summary_result.content or "").strip()
     if not summary:
         return Outcome(ok=True, error_kind="parse:empty_summary", error="the summarizer returned nothing")
-    rendered = prompts.render(_template(ctx, "summarize_then_judge"), _values(ctx, summary=summary))
+    rendered = prompts.render(
+        _template(ctx, "summarize_then_judge"), _values(ctx, summary=summary), _examples(ctx), ctx.language
+    )
     spec = _spec(ctx, rendered, logprobs=ctx.cfg.logprobs)
     result = yield spec
     if not result.ok:

@@ -9,17 +9,20 @@ Conventions shared by every function:
 - Undefined results are ``{"value": None, "undefined": reason}`` (see ``results``), never NaN.
 - Rater identity matters only to the two-way ICCs and to the per-rater table; everything else is
   computed from the per-unit multiset of values, so positional rater ids ("#1", "#2") are harmless.
+
+Why one module of this size: every coefficient here (Krippendorff's alpha, Fleiss' kappa, Gwet's AC1, percent
+agreement, the ICCs) reads the same unit-by-value counts, built once per aspect, and the summary chooses among them
+by measurement level; split, those counts would be built or passed in several places.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
 
 from judging.statistics.results import (
     Interval,
@@ -30,12 +33,19 @@ from judging.statistics.results import (
     undefined_interval,
 )
 
+if TYPE_CHECKING:
+    from scipy import sparse
+
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+# Per-unit value counts (units x distinct values) up to this many cells are a dense array (at most 32 MB); larger
+# tables, which only many distinct continuous values make, are sparse. scipy.sparse is imported only then: it costs a
+# command about 0.3 s of CPU to import, more than the agreement statistics of a typical dataset take to compute.
+_DENSE_COUNT_CELLS = 4_000_000
 # Bounds the dense (resamples x units) blocks of the bootstrap to a few tens of MB.
 _BOOTSTRAP_CELLS_PER_CHUNK = 4_000_000
 # Two values closer than this are the same value (guards the +-1 boundary against float noise).
@@ -133,11 +143,36 @@ def ratings_from_matrix(
     )
 
 
+CountTable: TypeAlias = "FloatArray | sparse.csr_matrix"
+
+
+def _count_table(rows: IntArray, columns: IntArray, *, shape: tuple[int, int]) -> CountTable:
+    """How many (row, column) pairs fall in each cell: dense when small (see _DENSE_COUNT_CELLS), else sparse."""
+    n_rows, n_columns = shape
+    if n_rows * n_columns <= _DENSE_COUNT_CELLS:
+        cells = np.bincount(rows * n_columns + columns, minlength=n_rows * n_columns)
+        return cells.reshape(shape).astype(np.float64)
+    from scipy import sparse  # noqa: PLC0415 - see _DENSE_COUNT_CELLS
+
+    table = sparse.csr_matrix((np.ones(rows.size), (rows, columns)), shape=shape)
+    table.sum_duplicates()
+    return table
+
+
+def _row_sums_of_squares(table: CountTable) -> FloatArray:
+    squares = table * table if isinstance(table, np.ndarray) else table.multiply(table)
+    return np.asarray(squares.sum(axis=1), dtype=np.float64).ravel()
+
+
+def _column_sums(table: CountTable) -> FloatArray:
+    return np.asarray(table.sum(axis=0), dtype=np.float64).ravel()
+
+
 @dataclass(frozen=True)
 class _UnitCounts:
     """Per-unit value counts of the units with at least ``min_ratings`` ratings."""
 
-    counts: sparse.csr_matrix  # units x distinct values
+    counts: CountTable  # units x distinct values
     domain: FloatArray  # sorted distinct values
     per_unit: FloatArray  # ratings per kept unit
 
@@ -150,11 +185,7 @@ def _unit_counts(ratings: Ratings, *, min_ratings: int) -> _UnitCounts:
     position[kept_units] = np.arange(kept_units.size)
     rows = position[ratings.unit]
     keep = rows >= 0
-    counts = sparse.csr_matrix(
-        (np.ones(int(keep.sum())), (rows[keep], value_class[keep])),
-        shape=(kept_units.size, domain.size),
-    )
-    counts.sum_duplicates()
+    counts = _count_table(rows[keep], value_class[keep], shape=(kept_units.size, domain.size))
     return _UnitCounts(
         counts=counts, domain=domain.astype(np.float64), per_unit=per_unit_all[kept_units].astype(np.float64)
     )
@@ -176,10 +207,11 @@ def _compress(unit_counts: _UnitCounts) -> _Patterns:
     n_units = unit_counts.per_unit.size
     if unit_counts.domain.size > _MAX_PATTERN_VALUES or n_units == 0:
         return _Patterns(unit_counts, np.ones(n_units), np.arange(n_units, dtype=np.int64))
-    dense = unit_counts.counts.toarray().astype(np.int64)
+    table = unit_counts.counts
+    dense = (table if isinstance(table, np.ndarray) else table.toarray()).astype(np.int64)
     patterns, of_unit, multiplicity = np.unique(dense, axis=0, return_inverse=True, return_counts=True)
     compressed = _UnitCounts(
-        counts=sparse.csr_matrix(patterns.astype(np.float64)),
+        counts=patterns.astype(np.float64),
         domain=unit_counts.domain,
         per_unit=patterns.sum(axis=1).astype(np.float64),
     )
@@ -208,12 +240,12 @@ def _alpha_batch(unit_counts: _UnitCounts, weights: FloatArray, level: Level) ->
     class_totals = np.asarray((counts.T @ weights.T).T)  # resamples x values
     with np.errstate(divide="ignore", invalid="ignore"):
         if level == "nominal":
-            same_pairs = np.asarray(counts.multiply(counts).sum(axis=1)).ravel()
+            same_pairs = _row_sums_of_squares(counts)
             observed = weights @ ((m * m - same_pairs) / (m - 1.0))
             expected = n_total * n_total - np.sum(class_totals * class_totals, axis=1)
         else:
             if level == "interval":
-                centre = float(np.average(unit_counts.domain, weights=np.asarray(counts.sum(axis=0)).ravel()))
+                centre = float(np.average(unit_counts.domain, weights=_column_sums(counts)))
                 # Interval distances do not depend on the resample: one column serves every row.
                 class_values = (unit_counts.domain - centre)[:, None]
             else:
@@ -236,7 +268,7 @@ def _alpha_batch(unit_counts: _UnitCounts, weights: FloatArray, level: Level) ->
 def _alpha_undefined_reason(unit_counts: _UnitCounts) -> str | None:
     if unit_counts.per_unit.size == 0:
         return "no answer has two or more ratings"
-    if np.count_nonzero(np.asarray(unit_counts.counts.sum(axis=0)).ravel()) < 2:
+    if np.count_nonzero(_column_sums(unit_counts.counts)) < 2:
         return "every rating has the same value"
     return None
 
@@ -272,10 +304,15 @@ def alpha_bootstrap_ci(
     if reason:
         return undefined_interval(reason)
     patterns = _compress(unit_counts)
-    weights = _bootstrap_weights(np.random.default_rng(seed), n_resamples, patterns)
+    rng = np.random.default_rng(seed)
     chunk = max(1, _BOOTSTRAP_CELLS_PER_CHUNK // max(patterns.multiplicity.size, 1))
+    # The weights are drawn chunk by chunk, never all at once: successive draws from one generator give the same
+    # rows as one large draw, and the full (resamples x patterns) table reaches gigabytes with many patterns.
     alphas = np.concatenate(
-        [_alpha_batch(patterns.counts, weights[start : start + chunk], level) for start in range(0, n_resamples, chunk)]
+        [
+            _alpha_batch(patterns.counts, _bootstrap_weights(rng, min(chunk, n_resamples - start), patterns), level)
+            for start in range(0, n_resamples, chunk)
+        ]
     )
     alphas = alphas[np.isfinite(alphas)]
     if alphas.size == 0:
@@ -298,8 +335,8 @@ def fleiss_kappa(ratings: Ratings) -> Stat:
         return undefined("one rating per answer")
     table = unit_counts.counts
     n_units = float(m.size)
-    proportions = np.asarray(table.sum(axis=0)).ravel() / (n_units * raters)
-    agreement_per_unit = (np.asarray(table.multiply(table).sum(axis=1)).ravel() - raters) / (raters * (raters - 1.0))
+    proportions = _column_sums(table) / (n_units * raters)
+    agreement_per_unit = (_row_sums_of_squares(table) - raters) / (raters * (raters - 1.0))
     observed = float(agreement_per_unit.mean())
     expected = float(np.sum(proportions * proportions))
     if expected >= 1.0:
@@ -326,9 +363,10 @@ def gwet_ac1(ratings: Ratings) -> Stat:
     if q < 2:
         return defined(1.0)
     table = unit_counts.counts
-    same = np.asarray(table.multiply(table).sum(axis=1)).ravel() - m
+    same = _row_sums_of_squares(table) - m
     observed = float(np.mean(same[pairable] / (m[pairable] * (m[pairable] - 1.0))))
-    prevalence = np.asarray((sparse.diags(1.0 / m) @ table).sum(axis=0)).ravel() / m.size
+    shares = table * (1.0 / m)[:, None] if isinstance(table, np.ndarray) else table.multiply((1.0 / m)[:, None])
+    prevalence = _column_sums(shares) / m.size
     expected = float(np.sum(prevalence * (1.0 - prevalence)) / (q - 1.0))
     if expected >= 1.0:
         return undefined("chance agreement is 1")

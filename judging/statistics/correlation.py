@@ -8,6 +8,10 @@ an evaluation while systems are chosen; all answers of a drawn prompt come along
 every coefficient is computed exactly as on a materialised resample (duplicated answers are tied
 in both scores), but from weights, so 1,000 resamples cost a few array passes instead of 1,000
 scipy calls.
+
+Why one module of this size: the levels share one set of coefficient kernels (the tie-aware ranks, Kendall's tau
+from a contingency table, the weighted and padded forms that keep large groups fast), and the reference values the
+tests carry are per level of these definitions; split, the kernels would travel between modules as private helpers.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
 
+from judging.statistics.intervals import analytic_intervals
 from judging.statistics.results import (
     Interval,
     Stat,
@@ -334,6 +338,8 @@ def _weighted_coefficients(
         )
     n_cells = ux.size * uy.size
     if n_groups * n_cells <= _MAX_CONTINGENCY_CELLS:
+        from scipy import sparse  # noqa: PLC0415 -- ~0.3 s to import, which a command without correlations skips
+
         cell = (group_codes * ux.size + cx) * uy.size + cy
         cells = sparse.csr_matrix((np.ones(x.size), (local, cell)), shape=(n_prompts, n_groups * n_cells))
         chunk = max(1, _CELLS_PER_CHUNK // (n_groups * n_cells))
@@ -409,13 +415,19 @@ def _stats_from_row(values: FloatArray, reason: str) -> dict[str, Stat]:
 
 
 def _response_level(paired: Paired, weights: FloatArray) -> dict[str, Any]:
+    values = coefficients(paired.human, paired.judge)
     return {
-        **coefficients(paired.human, paired.judge),
+        **values,
         "n": paired.n,
         "ci95": _percentile_intervals(
             _weighted_coefficients(paired.human, paired.judge, paired.prompt, weights)[:, 0, :]
         ),
+        "ci95_analytic": analytic_intervals(values, paired.n),
     }
+
+
+# An average of within-group coefficients is not one coefficient of n pairs: Fisher's z has no interval for it.
+_AVERAGED_NO_ANALYTIC = "an average of within-group correlations has no analytic interval; see the bootstrap one"
 
 
 def _grouped_level(paired: Paired, group: IntArray, weights: FloatArray, *, resample_groups: bool) -> dict[str, Any]:
@@ -440,6 +452,9 @@ def _grouped_level(paired: Paired, group: IntArray, weights: FloatArray, *, resa
         else:
             samples = _per_system_bootstrap(paired, groups[usable], weights)
         level["ci95"] = _percentile_intervals(samples)
+    level["ci95_analytic"] = {
+        name: undefined_interval(level["ci95"][name]["undefined"] or _AVERAGED_NO_ANALYTIC) for name in COEFFICIENTS
+    }
     level["n_groups"] = n_groups
     level["groups_skipped"] = skipped
     return level
@@ -468,6 +483,8 @@ def _system_means(paired: Paired, prompt_weights: FloatArray) -> tuple[FloatArra
     n_prompts = int(paired.prompt.max()) + 1
     n_systems = len(paired.system_labels)
     cell = paired.prompt * n_systems + paired.system
+    from scipy import sparse  # noqa: PLC0415 -- ~0.3 s to import, which a command without correlations skips
+
     indicator = sparse.csr_matrix(
         (np.ones(paired.n), (cell, np.arange(paired.n))), shape=(n_prompts * n_systems, paired.n)
     )
@@ -490,9 +507,11 @@ def _rows_coefficients(xs: FloatArray, ys: FloatArray) -> FloatArray:
 def _system_level(paired: Paired, weights: FloatArray) -> dict[str, Any]:
     n_prompts = int(paired.prompt.max()) + 1
     human, judge = _system_means(paired, np.ones((1, n_prompts)))
-    level: dict[str, Any] = {**coefficients(human[0], judge[0]), "n": int(human.shape[1])}
+    values = coefficients(human[0], judge[0])
+    level: dict[str, Any] = {**values, "n": int(human.shape[1])}
     boot_human, boot_judge = _system_means(paired, weights)
     level["ci95"] = _percentile_intervals(_rows_coefficients(boot_human, boot_judge))
+    level["ci95_analytic"] = analytic_intervals(values, int(human.shape[1]))
     return level
 
 
@@ -505,7 +524,13 @@ def correlation_levels(paired: Paired, *, n_resamples: int = 1000, seed: int = 0
     if paired.n == 0:
         reason = "no answer has both a human and a judge score"
         empty: dict[str, Any] = {name: undefined(reason) for name in COEFFICIENTS}
-        empty.update({"n": 0, "ci95": {name: undefined_interval(reason) for name in COEFFICIENTS}})
+        empty.update(
+            {
+                "n": 0,
+                "ci95": {name: undefined_interval(reason) for name in COEFFICIENTS},
+                "ci95_analytic": {name: undefined_interval(reason) for name in COEFFICIENTS},
+            }
+        )
         return {
             "response": dict(empty),
             "per_prompt": {**empty, "n_groups": 0, "groups_skipped": 0},
@@ -593,45 +618,6 @@ def human_ceiling(
                 defined(float(np.mean(values))) if values else undefined("no rater shares enough answers with others")
             )
     return result
-
-
-def alternative_annotator_test(ratings: RaterScores, judge: Sequence[float] | FloatArray) -> dict[str, Any]:
-    """The judge replaces one rater in turn: on that rater's answers, compare Pearson(judge, mean
-    of the remaining raters) with Pearson(replaced rater, same mean). Reports how often the judge
-    is at least as close."""
-    judge_a = np.asarray(judge, dtype=np.float64)
-    others, shared = _leave_one_out(ratings, judge_a.size)
-    rows_out: list[dict[str, Any]] = []
-    for rater in np.unique(ratings.rater):
-        rows = np.flatnonzero((ratings.rater == rater) & shared)
-        rows = rows[np.isfinite(judge_a[ratings.answer[rows]])]
-        if rows.size == 0:
-            continue
-        peers = _round_array(others[rows])
-        human_stat = coefficients(_round_array(ratings.value[rows]), peers)["pearson"]
-        judge_stat = coefficients(_round_array(judge_a[ratings.answer[rows]]), peers)["pearson"]
-        wins: bool | None = None
-        if human_stat["value"] is not None and judge_stat["value"] is not None:
-            wins = judge_stat["value"] >= human_stat["value"]
-        rows_out.append(
-            {
-                "rater": ratings.rater_labels[int(rater)],
-                "n": int(rows.size),
-                "human": human_stat,
-                "judge": judge_stat,
-                "judge_at_least_as_good": wins,
-            }
-        )
-    compared = [row for row in rows_out if row["judge_at_least_as_good"] is not None]
-    wins_count = sum(1 for row in compared if row["judge_at_least_as_good"])
-    return {
-        "raters_compared": len(compared),
-        "judge_at_least_as_good": wins_count,
-        "winning_rate": defined(wins_count / len(compared))
-        if compared
-        else undefined("no rater shares answers with others"),
-        "per_rater": rows_out,
-    }
 
 
 # ---------------------------------------------------------------- tables and bias

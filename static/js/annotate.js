@@ -175,7 +175,11 @@
     const theForm = form();
     if (!theForm || event.altKey || event.isComposing) return;
     const target = event.target;
-    if (!(target instanceof HTMLElement) || !theForm.contains(target)) return;
+    if (!(target instanceof HTMLElement)) return;
+    // Focus left on the page itself (after a click on plain text) still counts as the form's: the help promises
+    // Enter and Ctrl+Enter anywhere. Other forms on the page (skip) and their fields keep their own keys.
+    const onPage = target === document.body || target === document.documentElement;
+    if (!onPage && !theForm.contains(target)) return;
 
     if (event.key === "Enter") {
       if (event.ctrlKey || event.metaKey) {
@@ -249,7 +253,12 @@
       summary.focus();
       return;
     }
-    focusControl(controls().find(isEmpty), { preventScroll: true });
+    const theForm = form();
+    if (!theForm) return;
+    // Every score filled (a revisit, a restored draft): what is left is the preference or the reason, else the
+    // submit, so the keyboard never starts on the page itself.
+    const start = firstMissing(theForm) || theForm.querySelector("button[type=submit].primary");
+    if (start) focusControl(start, { preventScroll: true });
   }
 
   // Drafts: the form's values go to the server shortly after each change and when the page is left, so a reload,
@@ -286,6 +295,7 @@
     draftSending = true;
     draftDirty = false;
     const body = draftBody(theForm);
+    const sentFields = formFields(theForm);
     try {
       const response = await fetch(theForm.dataset.draftUrl, {
         method: "POST",
@@ -294,6 +304,7 @@
         headers: { "X-CSRFToken": body.get("csrfmiddlewaretoken") || "" },
       });
       showDraftStatus(response.ok ? "saved" : "failed");
+      if (response.ok && !draftDirty) confirmLocally(theForm, sentFields);
     } catch {
       draftDirty = true;
       showDraftStatus("failed");
@@ -323,12 +334,147 @@
     );
   }
 
+  // This browser's copy: every change is also written to localStorage at once, and the copy is dropped only when
+  // the server has stored the answer (or the task was skipped). The server draft above may fail while the server is
+  // away, and so may the submit (a 503 or no network): the form then stays as it is and says so, and a reload or a
+  // later visit to the task fills the form back from the copy. A copy the server confirmed as its draft is not
+  // restored over the server's own, which may be newer (another device).
+  const LOCAL_PREFIX = "evalsite:task-draft:";
+  const LOCAL_MAX_AGE_MS = 14 * 24 * 3600 * 1000;
+  const NOT_FORM_VALUES = new Set(["csrfmiddlewaretoken", "idempotency_key", "lease"]);
+  const localKey = (theForm) => LOCAL_PREFIX + theForm.dataset.draftUrl;
+
+  function readLocal(key) {
+    try {
+      const saved = JSON.parse(window.localStorage.getItem(key) || "null");
+      return saved && Array.isArray(saved.fields) ? saved : null;
+    } catch {
+      return null;
+    }
+  }
+
+  function writeLocal(key, saved) {
+    try {
+      window.localStorage.setItem(key, JSON.stringify(saved));
+    } catch {
+      // Storage full or turned off: the server draft is all there is.
+    }
+  }
+
+  function forgetLocal(key) {
+    try {
+      window.localStorage.removeItem(key);
+    } catch {
+      // nothing to forget
+    }
+  }
+
+  function formFields(theForm) {
+    const fields = [];
+    for (const [name, value] of new FormData(theForm)) {
+      if (!NOT_FORM_VALUES.has(name) && typeof value === "string") fields.push([name, value]);
+    }
+    return fields;
+  }
+
+  // The form as the server sent it: a form nobody changed needs no copy.
+  let servedFields = "";
+
+  function keepLocally(theForm) {
+    if (!theForm.dataset.draftUrl) return;
+    const fields = formFields(theForm);
+    const key = localKey(theForm);
+    if (JSON.stringify(fields) === servedFields && !readLocal(key)) return;
+    writeLocal(key, { at: Date.now(), confirmed: false, fields });
+  }
+
+  function confirmLocally(theForm, fields) {
+    const key = localKey(theForm);
+    const saved = readLocal(key);
+    if (saved && JSON.stringify(saved.fields) === JSON.stringify(fields)) writeLocal(key, { ...saved, confirmed: true });
+  }
+
+  function restoreLocally(theForm) {
+    if (!theForm.dataset.draftUrl) return false;
+    const saved = readLocal(localKey(theForm));
+    if (!saved || saved.confirmed) return false;
+    const values = new Map();
+    for (const [name, value] of saved.fields) values.set(name, value);
+    for (const element of Array.from(theForm.elements)) {
+      if (!element.name || NOT_FORM_VALUES.has(element.name) || element.type === "hidden") continue;
+      if (element.type === "radio" || element.type === "checkbox") {
+        element.checked = values.get(element.name) === element.value;
+      } else if ("value" in element) {
+        element.value = values.get(element.name) || "";
+      }
+    }
+    return true;
+  }
+
+  function pruneLocal() {
+    try {
+      for (let index = window.localStorage.length - 1; index >= 0; index -= 1) {
+        const key = window.localStorage.key(index);
+        if (!key || !key.startsWith(LOCAL_PREFIX)) continue;
+        const saved = readLocal(key);
+        if (!saved || Date.now() - Number(saved.at || 0) > LOCAL_MAX_AGE_MS) forgetLocal(key);
+      }
+    } catch {
+      // storage turned off
+    }
+  }
+
+  function showSubmitStatus(text) {
+    const status = document.getElementById("submit-status");
+    if (status) status.textContent = text;
+  }
+
+  document.addEventListener("input", (event) => {
+    const theForm = form();
+    if (theForm && event.target instanceof Element && theForm.contains(event.target)) keepLocally(theForm);
+  });
+  document.addEventListener("change", (event) => {
+    const theForm = form();
+    if (theForm && event.target instanceof Element && theForm.contains(event.target)) keepLocally(theForm);
+  });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const theForm = form();
+    if (!theForm || event.detail.elt !== theForm) return;
+    // By status, not htmx's "successful", which a redirect (HX-Redirect, the answer to a stored submit) never sets.
+    const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (status >= 200 && status < 400) {
+      forgetLocal(localKey(theForm));
+    } else if (status === 0 || status >= 500) {
+      // The answer was not stored: the server is busy or away, or the network is. Nothing leaves the page.
+      leaving = false;
+      keepLocally(theForm);
+      const message = document.getElementById("submit-status");
+      showSubmitStatus(message ? message.dataset.failed || "" : "");
+    }
+  });
+  document.addEventListener("DOMContentLoaded", () => {
+    pruneLocal();
+    const theForm = form();
+    if (theForm) servedFields = JSON.stringify(formFields(theForm));
+    if (theForm && restoreLocally(theForm)) {
+      draftDirty = true;
+      draftTimer = window.setTimeout(saveDraft, DRAFT_DELAY_MS);
+      showDraftStatus("restored");
+    }
+  });
+
   document.addEventListener("input", scheduleDraft);
   document.addEventListener("change", scheduleDraft);
   document.addEventListener("submit", (event) => {
     if (event.target instanceof Element && event.target.matches("form[data-task-form], form.skip-form")) {
       leaving = true;
       window.clearTimeout(draftTimer);
+      const theForm = form();
+      if (theForm) {
+        showSubmitStatus("");
+        if (event.target.matches("form.skip-form")) forgetLocal(localKey(theForm));
+        else keepLocally(theForm);
+      }
     }
   });
   document.addEventListener("visibilitychange", () => {

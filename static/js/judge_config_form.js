@@ -142,7 +142,19 @@
       // What the researcher already typed survives a change of method.
       if (current.name) next.name = current.name;
       if (method !== "metric") {
-        ["model", "api_base", "api_key_env"].forEach(function (key) {
+        [
+          "model",
+          "api_base",
+          "api_key_env",
+          "api_version",
+          "aws_access_key_id_env",
+          "aws_secret_access_key_env",
+          "aws_session_token_env",
+          "aws_region",
+          "vertex_credentials_env",
+          "vertex_project",
+          "vertex_location",
+        ].forEach(function (key) {
           if (current[key]) next[key] = current[key];
         });
       }

@@ -62,8 +62,11 @@ def test_htmx_exclude_answers_the_rows_controls(world, researcher):  # type: ign
     response = post(client, url("rater-exclude", campaign, rater), {"reason": "too fast"}, HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert response.status_code == 200 and "<html" not in body
+    # The whole panel, recomputed: the row's controls and every other figure the exclusion changed.
+    assert body.startswith('<section id="quality-panel"')
     assert f'id="exclusion-controls-{rater.pk}"' in body
     assert "Excluded from the statistics" in body and "too fast" in body
+    assert f"{rater.user.username} is excluded from the statistics." in body
     assert url("rater-exclusion-revoke", campaign, rater) in body and "csrfmiddlewaretoken" in body
     assert not Assignment.objects.filter(replaces__isnull=False).exists()  # reopening was not asked
     reopened = post(client, url("rater-slots-reopen", campaign, rater), {}, HTTP_HX_REQUEST="true")
@@ -82,6 +85,10 @@ def test_refused_exclusion_is_a_422_partial_and_writes_nothing(world, researcher
     client = client_for(researcher)
     response = post(client, url("rater-exclude", campaign, rater), {"reason": "  "}, HTTP_HX_REQUEST="true")
     assert response.status_code == 422
+    # Only the row's controls, in place of the row's controls, so the rest of the panel is left as it was.
+    assert response["HX-Retarget"] == f"#exclusion-controls-{rater.pk}" and 'id="quality-panel"' not in str(
+        response.content
+    )
     assert "Give a reason for excluding the rater." in response.content.decode()
     plain = post(client, url("rater-exclude", campaign, rater), {"reason": ""})
     assert plain.status_code == 303
@@ -137,3 +144,15 @@ def test_progress_page_states_the_excluded_raters(world, researcher):  # type: i
     html = client.get(page).content.decode()
     assert "The tasks of 1 excluded rater do not count towards the raters a task needs:" in html
     assert rater.pseudonym in html
+
+
+def test_the_answer_names_the_rater_as_the_panel_does(world, researcher):  # type: ignore[no-untyped-def]
+    campaign, rater = world
+    client = client_for(researcher)
+    data = {"reason": "too fast", "names": "pseudonyms"}
+    body = post(client, url("rater-exclude", campaign, rater), data, HTTP_HX_REQUEST="true").content.decode()
+    assert f"{rater.pseudonym} is excluded from the statistics." in body
+    assert f'<th scope="row">{rater.pseudonym}</th>' in body and rater.user.username not in body
+    assert 'name="names" value="pseudonyms"' in body
+    plain = post(client, url("rater-exclusion-revoke", campaign, rater), {"names": "pseudonyms"})
+    assert plain["Location"] == reverse("campaign-progress", args=[campaign.pk]) + "?names=pseudonyms"

@@ -1,5 +1,7 @@
 """Excluding a rater, revoking it, and reopening their slots so each task still gets N ratings that count."""
 
+import csv
+import io
 import threading
 import uuid
 
@@ -9,6 +11,7 @@ from django.db import connections
 
 from annotations.campaign_selectors import campaign_progress
 from annotations.campaign_services import assignment_claim, submission_create
+from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS, iter_flat_csv, iter_flat_rows
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
 from annotations.quality.services import (
     ExclusionError,
@@ -190,3 +193,20 @@ def test_a_positional_imported_rater_cannot_be_excluded(researcher):  # type: ig
     with pytest.raises(ExclusionError, match="not a person"):
         rater_exclude(rater=positional, reason="odd", by=researcher)
     assert not RaterExclusion.objects.exists()
+
+
+def test_the_flat_exports_mark_the_rows_of_an_excluded_rater(rated, researcher, annotator1, annotator2):  # type: ignore[no-untyped-def]
+    excluded = rater_of(rated, annotator1)
+    rater_exclude(rater=excluded, reason="straight-lining", by=researcher, campaign=rated)
+    kept = rater_of(rated, annotator2).pseudonym
+    rows = list(iter_flat_rows(dataset=rated.dataset))
+    assert {row["rater"] for row in rows} == {excluded.pseudonym, kept}
+    assert all(row["rater_excluded"] is (row["rater"] == excluded.pseudonym) for row in rows)
+    # New columns go last, so a script reading the older layout by position keeps working.
+    # Just before the adjudicated value, which the columns saying who filled the row follow.
+    assert FLAT_FIELDS[-4] == "rater_excluded" and HISTORY_FIELDS[-4] == "rater_excluded"
+    table = list(csv.DictReader(io.StringIO("".join(iter_flat_csv(iter_flat_rows(dataset=rated.dataset))))))
+    assert {(row["rater"], row["rater_excluded"]) for row in table} == {(excluded.pseudonym, "True"), (kept, "False")}
+    # A revoked exclusion no longer marks anyone.
+    rater_exclusion_revoke(exclusion=RaterExclusion.objects.get(), by=researcher)
+    assert not any(row["rater_excluded"] for row in iter_flat_rows(dataset=rated.dataset, history=True))

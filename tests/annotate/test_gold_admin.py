@@ -172,3 +172,13 @@ def test_unmarking_a_gold_item_handed_out_is_refused(researcher, annotator1):
     assert GoldItem.objects.filter(pk=gold.pk).exists()
     with pytest.raises(GoldError, match="already handed out this gold item"):
         gold_item_remove(item=item, by=researcher)
+
+
+def test_the_item_admins_gold_column_leads_to_the_research_item_page(item, researcher):  # type: ignore[no-untyped-def]
+    from annotations.gold.admin import gold_link
+
+    page = reverse("research-item", args=[item.dataset_id, item.pk])
+    assert gold_link(item) == f'<a href="{page}">mark as gold</a>'
+    assert signed_in(researcher).get(page).status_code == 200
+    gold_item_set(item=item, kind="gold", expected=EXPECTED, by=researcher)
+    assert gold_link(item) == f'<a href="{page}">gold</a>'

@@ -11,6 +11,7 @@ from annotations import slots
 from annotations.campaign_selectors import CAMPAIGN_SLOTS
 from annotations.campaign_services import assignment_claim, submission_create
 from annotations.models import Assignment, GoldItem, GoldKind, Item, Rating, Submission, Task
+from annotations.opaque import opaque_pk
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_annotator_api import token_client
 from tests.annotate.test_services import full_answer
@@ -69,7 +70,8 @@ def test_gold_task_in_the_api_looks_like_any_other(campaign, annotator1, annotat
     regular = token_client(annotator1).post(reverse("api-annotate-next", args=[campaign.pk])).json()
     lease_gold(campaign, annotator2, kind=GoldKind.GOLD)
     gold = token_client(annotator2).post(reverse("api-annotate-next", args=[campaign.pk])).json()
-    assert Task.objects.get(pk=gold["task"]).is_gold and not Task.objects.get(pk=regular["task"]).is_gold
+    gold_task, regular_task = (Task.objects.get(pk=opaque_pk("task", doc["task"])) for doc in (gold, regular))
+    assert gold_task.is_gold and not regular_task.is_gold
     assert set(gold) == set(regular)
     assert [set(c) for c in gold["candidates"]] == [set(c) for c in regular["candidates"]]
     assert {c["instruction"] for c in gold["candidates"]} == {""}

@@ -139,7 +139,7 @@ def test_too_fast_against_the_campaign_median(researcher, annotator1, annotator2
     rows = by_user(campaign)
     assert rows[annotator1.pk].median_seconds == pytest.approx(5)
     assert [flag.code for flag in rows[annotator1.pk].flags] == ["speed"]
-    assert "under a third of the campaign median (13.3 s)" in rows[annotator1.pk].flag_reasons[0]
+    assert "under a third of the campaign median (40.0 s)" in rows[annotator1.pk].flag_reasons[0]
     assert rows[annotator2.pk].flags == rows[annotator3.pk].flags == []
 
 

@@ -169,3 +169,24 @@ def test_accuracy_chart_places_bars_on_a_zero_to_one_axis() -> None:
         (chart.baseline - half.height, "0.5"),
         (chart.top, "1"),
     ]
+
+
+def test_agreement_counts_only_the_shared_answers_its_value_is_computed_from() -> None:
+    # Two aspects of 18 shared answers each; the other raters gave one value everywhere on "flat", so its correlation
+    # is undefined and only the 18 answers of "varied" make the figure.
+    own = {**{(i, "varied"): float(i % 4) for i in range(18)}, **{(i, "flat"): float(i % 3) for i in range(18)}}
+    others = {key: [value] if key[1] == "varied" else [2.0] for key, value in own.items()}
+    result = metrics.rater_agreement(own, others)
+    assert result.value == pytest.approx(1.0)
+    assert (result.shared, result.counted) == (36, 18)
+
+
+def test_the_speed_flag_carries_the_campaign_median_it_compares_with() -> None:
+    from annotations.quality.selectors import flag_text
+
+    (flag,) = metrics.flags(measures(median_seconds=1.0), campaign_median_seconds=7.5)
+    assert flag.code == "speed"
+    assert flag.bound == pytest.approx(2.5)
+    text = flag_text(flag)
+    assert "(7.5 s)" in text, text
+    assert "2.5 s" not in text.split("(7.5 s)")[0]

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotations.exporting import EXPORT_KINDS
+from annotations.datasets.exporting import EXPORT_KINDS
 from annotations.models import Rater
 from annotations.quality.models import RaterExclusion
 from annotations.quality.views import PAYMENT_FIELDS, QUALITY_FIELDS
@@ -168,11 +168,12 @@ def test_the_platform_id_leaves_only_through_the_payment_export(crowd_study, res
 
 
 def test_progress_page_shows_the_quality_panel(crowd_study, researcher):
-    response = client_for(researcher).get(reverse("campaign-progress", args=[crowd_study.pk]))
+    response = client_for(researcher).get(reverse("campaign-progress", args=[crowd_study.pk]), {"names": "pseudonyms"})
     assert response.status_code == 200
     html = response.content.decode()
     pseudonym = Rater.objects.get(user=crowd_study.worker).pseudonym
     assert "Rater quality" in html and "Flagged workers" in html
+    assert crowd_study.worker.username not in html[html.index('id="quality-panel"') :]
     assert f"<strong>{pseudonym}</strong>" in html
     assert "one value everywhere in 100% of submissions" in html
     assert reverse("campaign-quality-csv", args=[crowd_study.pk]) in html
@@ -224,3 +225,22 @@ def test_the_panel_and_the_exports_read_in_a_fixed_number_of_queries(researcher,
         for position in range(6):
             rate(large, position, user, careful)
     assert queries(small) == queries(large)
+
+
+def test_the_panel_counts_the_shared_answers_its_agreement_is_computed_from(researcher, annotator1, annotator2):
+    # 9 items x 2 systems = 18 answers per aspect. annotator2 gives amount_info 0 everywhere, so annotator1's
+    # amount_info has nothing to correlate with: 36 answers are shared, 18 (factuality) make the figure.
+    campaign = study(researcher, [annotator1, annotator2], items=9, raters_per_item=2)
+    for position in range(9):
+        rate(campaign, position, annotator1, careful)
+        rate(campaign, position, annotator2, lambda p, s, a: careful(p, s, a) if a == "factuality" else 0.0)
+    html = client_for(researcher).get(reverse("campaign-progress", args=[campaign.pk])).content.decode()
+    pseudonym = Rater.objects.get(user=annotator1).pseudonym
+    row = html[html.index(f'<th scope="row">{annotator1.username}</th>') :]
+    row = row[: row.index("</tr>")]
+    assert "18 of 36 shared answers counted" in row
+    assert "36 shared answers</span>" not in row
+    quality = {
+        r["rater"]: r for r in csv_rows(client_for(researcher).get(reverse("campaign-quality-csv", args=[campaign.pk])))
+    }
+    assert (quality[pseudonym]["agreement_shared"], quality[pseudonym]["agreement_counted"]) == ("36", "18")

@@ -20,7 +20,8 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
 from annotations.annotator_api import ANNOTATOR_AUTHENTICATION, AnnotatorTokenAuthentication, TaskOutput
-from annotations.campaign_selectors import annotator_progress, campaign_for_annotator
+from annotations.annotator_progress import annotator_progress
+from annotations.campaign_selectors import campaign_for_annotator
 from annotations.campaign_services import assignment_claim
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
 from annotations.services import rater_for_user

@@ -340,7 +340,12 @@ def test_mturk_preview_stores_nothing_and_shows_an_example(mturk, campaign):
     response = client.get(mturk_url(mturk, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE"))
     assert response.status_code == 200
     body = response.content.decode()
-    assert "Preview" in body and "<form" not in body and "careful" in body
+    assert "Preview" in body and "careful" in body
+    # The real task form, as the worker will get it, but inert: nothing in it can be focused, changed or sent.
+    assert body.count("<form") == 1 and 'class="task-form"' in body
+    assert body.index('<div class="task-preview" inert>') < body.index("<form")
+    assert 'class="scale-buttons"' in body and 'name="preference"' in body and 'id="rationale"' in body
+    assert "Submit and go to the next task" in body
     assert not any(name in body for key, name in SYSTEM_NAMES.items()) and not any(key in body for key in SYSTEM_NAMES)
     assert "frame-ancestors https://" in response["Content-Security-Policy"]
     assert "X-Frame-Options" not in response
@@ -520,3 +525,24 @@ def test_gold_tasks_count_toward_the_quota(researcher):
     submitted = Assignment.objects.filter(annotator=user, status=AssignmentStatus.SUBMITTED)
     assert submitted.count() == 2 and submitted.filter(is_gold=True).count() == 1
     assert assignment_claim(campaign=campaign, user=user) is None
+
+
+def test_a_worker_counts_their_tasks_against_the_session_quota(researcher):
+    campaign = make_campaign(make_dataset(owner=researcher, items=8), [], name="Long crowd study", raters_per_item=1)
+    link = link_create(campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, completion_code="C0DE42")
+    link.tasks_per_session = 3
+    link.save()
+    client = Client()
+    join(client, prolific_url(link))
+    user = CrowdWorker.objects.get().user
+    page = client.get(next_task(client, campaign)["Location"]).content.decode()
+    assert "0 of 3 tasks done" in page
+    for _ in range(3):
+        submit_current(client, campaign, user)
+        next_task(client, campaign)
+    # The next session is three tasks more: its counter starts again, not at the campaign's running total.
+    join(client, prolific_url(link, session="sess-2"))
+    location = next_task(client, campaign)["Location"]
+    assert location.startswith(f"/annotate/{campaign.pk}/tasks/")
+    page = client.get(location).content.decode()
+    assert "0 of 3 tasks done" in page, page[page.index('for="task-progress"') :][:120]

@@ -17,9 +17,10 @@ from annotations.campaign_services import (
     RevisitRefused,
     TaskAnswer,
     assignment_claim,
+    assignment_draft_save,
     submission_create,
 )
-from annotations.exporting import iter_flat_rows
+from annotations.datasets.exporting import iter_flat_rows
 from annotations.models import Assignment, AssignmentDraft, AssignmentStatus, Rating, Submission, SubmissionRevision
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
@@ -248,3 +249,17 @@ def test_the_token_api_saves_drafts_and_corrects_or_refuses_plainly(campaign, an
     refused = client.post(f"{base}/submit/", body(2, "api-rev-0003"), format="json")
     assert refused.status_code == 409 and "does not allow changes" in refused.json()["detail"]
     assert values(annotator1) == {1.0}
+
+
+def test_a_revisit_says_plainly_when_it_shows_unsaved_changes_instead_of_the_answer(campaign, annotator1):
+    client = login(annotator1)
+    leased = assignment_claim(campaign=campaign, user=annotator1)
+    task_url = reverse("annotate-task", args=[campaign.pk, leased.task_id])
+    submit_url = reverse("annotate-submit", args=[campaign.pk, leased.task_id])
+    assert client.post(submit_url, form(leased, annotator1, "3", "page-key-0001")).status_code == 303
+    plain = client.get(task_url).content.decode()
+    assert "not your saved answer" not in plain
+    assignment_draft_save(campaign=campaign, task_id=leased.task_id, user=annotator1, values={"rationale": "half"})
+    body = client.get(task_url).content.decode()
+    notice = body[body.index('id="unsaved-draft-notice"') :]
+    assert "The form shows changes you have not saved yet, not your saved answer." in notice[: notice.index("</p>")]

@@ -5,8 +5,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotations.annotator_progress import annotator_progress
 from annotations.campaign_selectors import (
-    annotator_progress,
     aspect_scale,
     campaign_progress,
     candidate_order,
@@ -25,7 +25,7 @@ from annotations.campaign_services import (
     campaign_create,
     submission_create,
 )
-from annotations.exporting import iter_export_lines
+from annotations.datasets.exporting import iter_export_lines
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rating, RatingOrigin, Submission, Task
 from tests.annotate.factories import make_campaign, make_dataset
 

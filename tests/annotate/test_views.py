@@ -122,6 +122,20 @@ def test_next_when_nothing_is_left(researcher, annotator1):
     assert "no more tasks for you" in response.content.decode()
 
 
+def test_submitting_the_last_task_says_saved_without_promising_a_next_one(researcher, annotator1):
+    campaign = make_campaign(make_dataset(owner=researcher, items=2), [annotator1], raters_per_item=1)
+    client = login(annotator1)
+    first = assignment_claim(campaign=campaign, user=annotator1)
+    body = client.post(task_url(campaign, first, "submit"), complete_form(first, annotator1), follow=True)
+    assert "Saved. Here is your next task." in body.content.decode()
+    last = Assignment.objects.get(annotator=annotator1, status=AssignmentStatus.LEASED)
+    form = complete_form(last, annotator1, idempotency_key="form-key-0002")
+    body = client.post(task_url(campaign, last, "submit"), form, follow=True)
+    text = body.content.decode()
+    assert "Saved." in text and "no more tasks for you" in text
+    assert "Here is your next task" not in text
+
+
 # --- task page --------------------------------------------------------------------------------------------------
 
 

@@ -114,7 +114,7 @@ def test_keyboard_only_two_tasks_with_validation_and_japanese(page: Page, live_s
     # autofocus lands after the load event; pressing Enter before it would go nowhere
     expect(page.locator("form button.primary[autofocus]")).to_be_focused()
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
     first_task_url = page.url
     expect(page.locator("#r-1-1")).to_be_focused()
     assert_blind(page)
@@ -194,7 +194,7 @@ def test_long_markdown_answer_at_200_percent_zoom_in_japanese(browser: Browser, 
         page.goto(f"{live_server.url}/annotate/{campaign.pk}/")
         expect(page.locator("form button.primary[autofocus]")).to_be_focused()
         page.keyboard.press("Enter")
-        page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+        page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
         expect(page.get_by_role("heading", name="候補 1")).to_be_visible()
         expect(page.locator("html")).to_have_attribute("lang", "ja")
         assert_blind(page)
@@ -235,7 +235,7 @@ def test_half_filled_task_survives_a_reload_and_another_device(
     page.goto(f"{base}/annotate/{campaign.pk}/")
     expect(page.locator("form button.primary[autofocus]")).to_be_focused()
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
     task_url = page.url
     expect(page.locator("#draft-status")).to_have_text("")
 

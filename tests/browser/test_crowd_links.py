@@ -122,7 +122,7 @@ def make_campaign(researcher: Any, *, items: int = 4, raters: int = 2, name: str
     )
 
 
-TASK_URL = re.compile(r".*/tasks/\d+/$")
+TASK_URL = re.compile(r".*/tasks/[a-z2-7]{13}/$")
 DONE_URL = re.compile(r".*/join/done/$")
 
 
@@ -229,7 +229,14 @@ def test_mturk_preview_stores_nothing_and_the_assignment_posts_back(new_page, li
     preview = {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "HIT-9"}
     page.goto(f"{base}?{urlencode(preview)}")
     expect(page.get_by_role("heading", name="Preview of this task")).to_be_visible()
-    assert page.locator("form").count() == 0
+    # The real task form, but inert: visible, and nothing in it takes the focus or a click.
+    assert page.locator("form").count() == 1
+    expect(page.locator(".task-preview form.task-form [data-aspect-control]").first).to_be_visible()
+    assert page.evaluate(
+        """() => { const reason = document.querySelector('.task-preview #rationale');
+                  reason.focus();
+                  return document.querySelector('.task-preview').inert && document.activeElement !== reason; }"""
+    )
     assert_blind(page)
     shot(page, "mturk-preview")
     assert row_counts() == before
@@ -243,7 +250,7 @@ def test_mturk_preview_stores_nothing_and_the_assignment_posts_back(new_page, li
     start(page, f"{base}?{urlencode(accepted)}")
     shot(page, "mturk-campaign")
     page.locator("form button.primary").click()
-    page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
     shot(page, "mturk-task")
     submitted_url = f"{platform_server.origin}/mturk/externalSubmit"
     rate_current_task(page, re.compile(f"({re.escape(submitted_url)}|.*/join/done/)$"))
@@ -263,7 +270,7 @@ def test_returning_worker_resumes_and_a_second_worker_gets_other_tasks(new_page,
     first = new_page()
     start(first, prolific_url(live_server.url, link, "worker-one", "s-1"))
     first.locator("form button.primary").click()
-    first.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    first.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
     open_task = first.url
     shot(first, "resume-first-visit")
     first.context.close()
@@ -278,7 +285,7 @@ def test_returning_worker_resumes_and_a_second_worker_gets_other_tasks(new_page,
     second = new_page()
     start(second, prolific_url(live_server.url, link, "worker-two", "s-3"))
     second.locator("form button.primary").click()
-    second.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    second.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
     assert second.url != open_task
     rate_current_task(second)
     assert second.url != open_task

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from annotations.campaign_services import campaign_create
-from annotations.importing import dataset_import
+from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
 from annotations.rubrics import preset_rubric
 from tests.conftest import CAST_PASSWORD
@@ -110,11 +110,11 @@ def test_the_annotator_flow_in_japanese_leaves_no_english(page: Page, live_serve
 
     page.locator(".campaign-card", has_text="日本語キャンペーン").locator("a, button").first.click()
     page.wait_for_load_state()
-    if not re.search(r"/tasks/\d+/$", page.url):
+    if not re.search(r"/tasks/[a-z2-7]{13}/$", page.url):
         check_screen(page, "campaign", allowed, seen)
         with page.expect_navigation():
             page.locator("form button.primary").click()
-    expect(page).to_have_url(re.compile(r".*/tasks/\d+/$"))
+    expect(page).to_have_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
     expect(page.get_by_text("流暢さ").first).to_be_visible()
     check_screen(page, "task", allowed, seen)
 

@@ -30,7 +30,7 @@ def page(browser: Browser) -> Iterator[Page]:
     page = context.new_page()
     page.problems = []  # type: ignore[attr-defined]
     page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
-    # A failed load is checked by its URL below (the admin has no favicon); every other console error fails.
+    # A failed load is reported by its response below, with its URL; every other console error fails.
     page.on(
         "console",
         lambda msg: (
@@ -43,7 +43,7 @@ def page(browser: Browser) -> Iterator[Page]:
         "response",
         lambda response: (
             page.problems.append(f"{response.status} {response.url}")  # type: ignore[attr-defined]
-            if response.status >= 400 and not response.url.endswith("/favicon.ico")
+            if response.status >= 400
             else None
         ),
     )

@@ -58,7 +58,7 @@ def test_submit_reopen_correct_and_find_both_versions_in_the_export(
     log_in(page, base, annotator1.username)
     page.goto(f"{base}/annotate/{campaign.pk}/")
     page.get_by_role("button", name="Start").click()
-    page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
     task_url = page.url
     fill_task(page, "3")
     page.get_by_role("button", name="Submit and go to the next task").click()

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from annotations.campaign_selectors import task_candidates
 from annotations.campaign_services import campaign_create
-from annotations.importing import dataset_import
+from annotations.datasets.importing import dataset_import
 from annotations.models import Assignment, Rating, Submission
 from annotations.rubrics import preset_rubric
 from tests.conftest import CAST_PASSWORD
@@ -88,7 +88,7 @@ def open_task(page: Page, base: str, campaign) -> str:  # type: ignore[no-untype
     page.goto(f"{base}/annotate/{campaign.pk}/")
     expect(page.locator("form button.primary[autofocus]")).to_be_focused()
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r".*/tasks/\d+/$"))
+    page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
     return page.url
 
 

@@ -20,7 +20,7 @@ from django.core.cache import cache
 
 from annotations.campaign_selectors import campaign_scales, task_candidates
 from annotations.campaign_services import TaskAnswer, assignment_claim, campaign_create, submission_create
-from annotations.importing import dataset_import
+from annotations.datasets.importing import dataset_import
 from annotations.models import Campaign, Dataset, Response
 from bench.datagen import LLM_JP_ASPECTS, generate_llm_jp_jsonl
 from tests.conftest import CAST_PASSWORD

@@ -32,8 +32,8 @@ def test_dashboard_pages_render_in_chromium(live_server: Any, stats_dataset: Dat
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
             page = context.new_page()
-            # CSP violations and script errors surface as console errors; failed loads are checked by URL below
-            # because browsers also ask for /favicon.ico, which the site does not serve.
+            # CSP violations and script errors surface as console errors; failed loads are checked by their
+            # response below, which names the URL.
             page.on(
                 "console",
                 lambda message: (
@@ -45,9 +45,7 @@ def test_dashboard_pages_render_in_chromium(live_server: Any, stats_dataset: Dat
             page.on(
                 "response",
                 lambda response: (
-                    problems.append(f"{response.status} {response.url}")
-                    if response.status >= 400 and not response.url.endswith("/favicon.ico")
-                    else None
+                    problems.append(f"{response.status} {response.url}") if response.status >= 400 else None
                 ),
             )
             page.on("pageerror", lambda error: problems.append(str(error)))

@@ -83,16 +83,24 @@ def test_correlate_json_shape_and_scipy_values(stats_dataset: Dataset, stats_jso
     for aspect, levels in report["aspects"].items():
         assert list(levels) == ["response", "per_prompt", "per_system", "system"]
         for level, entry in levels.items():
-            assert {"pearson", "spearman", "kendall", "n", "ci95"} <= set(entry)
+            assert {"pearson", "spearman", "kendall", "n", "ci95", "ci95_analytic"} <= set(entry)
             assert set(entry["ci95"]) == {"pearson", "spearman", "kendall"}
+            assert set(entry["ci95_analytic"]) == {"pearson", "spearman", "kendall"}
+            for interval in entry["ci95_analytic"].values():
+                assert set(interval) == INTERVAL_KEYS
             if level in ("per_prompt", "per_system"):
                 assert {"n_groups", "groups_skipped"} <= set(entry)
+                assert entry["ci95_analytic"]["pearson"]["undefined"]
         pairs = reference_pairs(stats_jsonl, aspect)
         human = np.array([p[2] for p in pairs])
         judge = np.array([p[3] for p in pairs])
         assert levels["response"]["n"] == len(pairs)
         assert levels["response"]["pearson"]["value"] == pytest.approx(stats.pearsonr(human, judge)[0], abs=1e-9)
         assert levels["response"]["kendall"]["value"] == pytest.approx(stats.kendalltau(human, judge)[0], abs=1e-9)
+        # Fisher's z without bias adjustment: the interval scipy's pearsonr gives (the limits of R's cor.test).
+        fisher = stats.pearsonr(human, judge).confidence_interval(0.95)
+        analytic = levels["response"]["ci95_analytic"]["pearson"]
+        assert (analytic["low"], analytic["high"]) == pytest.approx((fisher.low, fisher.high), abs=1e-9)
         systems = sorted({p[1] for p in pairs})
         per_system = []
         for system in systems:
@@ -209,7 +217,7 @@ def test_empty_dataset_reports_are_undefined_not_errors(researcher: Any) -> None
 
 @pytest.mark.parametrize(("raters", "with_ids"), [(1, False), (100, True)])
 def test_agreement_from_one_to_a_hundred_raters(raters: int, with_ids: bool, researcher: Any, tmp_path: Any) -> None:
-    from annotations.importing import dataset_import
+    from annotations.datasets.importing import dataset_import
     from bench.datagen import generate_llm_jp_jsonl
 
     path = tmp_path / "many.jsonl"

@@ -106,7 +106,7 @@ def test_agreement_of_each_scope_equals_the_reference_libraries_on_its_subset(
     scoped: ScopedData, options: list[str], origin: str, campaign: str | None, scope: dict[str, Any]
 ) -> None:
     report = cli("agreement", SCOPED_DATASET, *options)
-    assert report["scope"] == {**scope, "exclusions": NO_EXCLUSIONS}
+    assert report["scope"] == {**scope, "human_score": "raw", "exclusions": NO_EXCLUSIONS}
     assert report["dataset"] == SCOPED_DATASET
     assert list(report["aspects"]) == ASPECTS
     values = scoped.values(origin, campaign)
@@ -153,7 +153,12 @@ def test_correlate_of_each_scope_equals_scipy_on_its_subset(
     scoped: ScopedData, options: list[str], origin: str, campaign: str | None
 ) -> None:
     report = cli("correlate", "--dataset", SCOPED_DATASET, "--judge", SCOPED_JUDGE, *options)
-    assert report["scope"] == {"origin": origin, "campaign": campaign, "exclusions": NO_EXCLUSIONS}
+    assert report["scope"] == {
+        "origin": origin,
+        "campaign": campaign,
+        "human_score": "raw",
+        "exclusions": NO_EXCLUSIONS,
+    }
     assert report["judge"] == SCOPED_JUDGE
     values = scoped.values(origin, campaign)
     for aspect in ASPECTS:

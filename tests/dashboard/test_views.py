@@ -135,7 +135,9 @@ def test_downloads_match_report_and_neutralise_formulas(stats_dataset: Dataset, 
     judges = json.loads(
         client.get(reverse("dashboard-dataset-table", args=[stats_dataset.pk, "judges", "json"])).content
     )
-    assert judges["rows"] == [[JUDGE_NAME, "imported", 600]]
+    # An imported judge has no version, so it is never certified.
+    assert judges["columns"] == ["judge", "kind", "scores", "certification", "version"]
+    assert judges["rows"] == [[JUDGE_NAME, "imported", 600, "uncertified", ""]]
     for table in ("raters", "disagreements", "distribution"):
         response = client.get(
             reverse("dashboard-dataset-table", args=[stats_dataset.pk, table, "csv"]), {"aspect": "overall"}
@@ -223,3 +225,29 @@ def test_bias_panel_reads_judge_model_and_pairwise_consistency(stats_dataset: Da
         reverse("dashboard-judges", args=[stats_dataset.pk]), {"judge": JUDGE_NAME, "aspect": "overall"}
     )
     assert "self-preference (gpt)" in html.content.decode()
+
+
+@pytest.mark.parametrize("page", ["dataset", "judges"])
+def test_a_page_reads_the_statistics_version_once_and_still_follows_new_ratings(
+    page: str, stats_dataset: Dataset, researcher: User
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_for(researcher)
+    url = page_urls(stats_dataset)[page]
+    assert client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as captured:
+        warm = client.get(url)
+    assert warm.status_code == 200
+    # The version is the only query that takes the latest update time of the dataset's ratings.
+    version_reads = [q for q in captured.captured_queries if 'MAX("annotations_rating"."updated_at")' in q["sql"]]
+    assert len(version_reads) == 1
+    rating = Rating.objects.filter(aspect__dataset=stats_dataset, is_missing=False).first()
+    assert rating is not None
+    Rating.objects.filter(pk=rating.pk).update(value=1.0 if rating.value != 1.0 else 5.0)
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    # A new request reads the version again, so the changed rating is not hidden behind the cache.
+    assert sum('MAX("annotations_rating"."updated_at")' in q["sql"] for q in captured.captured_queries) == 1
+    assert len(captured.captured_queries) > len(version_reads) + 5

@@ -211,7 +211,7 @@ def test_factscore_report_command(world, world_provider, eager, django_capture_o
 def test_per_answer_scores_are_exported_and_reproduce_the_system_score(  # type: ignore[no-untyped-def]
     world, world_provider, eager, django_capture_on_commit_callbacks
 ):
-    from annotations.exporting import iter_export_lines
+    from annotations.datasets.exporting import iter_export_lines
 
     script_world(world)
     dataset = make_fact_dataset()

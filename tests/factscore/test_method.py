@@ -8,9 +8,9 @@ import pytest
 from judging.config import ConfigError, validate_config
 from judging.factscore.corpus import PassageIndex, PassageRecord
 from judging.factscore.method import UnitKnowledge, factscore_flow
-from judging.factscore.options import validate_options
 from judging.llm.calls import CallResult, CallSpec
 from judging.methods.base import AspectInfo, CallBatch, Outcome, UnitContext
+from judging.methods.factscore_options import validate_options
 
 
 def make_ctx(answer: str, *, options: dict | None = None, logprobs: bool = False, **extra) -> UnitContext:  # type: ignore[no-untyped-def]

@@ -33,6 +33,9 @@ KEPT_LATIN_TEXT = """
     Prolific MTurk nan NaN min max Ctrl Cmd Enter Esc Tab Shift Alt Space Mac evalsite JP EN PDF SVG PNG UTC ms USD
     LLM-MATE rpm tpm lfqa-multiaspect llm-human-eval-jp gpt claude gemini llama qwen mistral deepseek
     Amazon Mechanical Turk HIT
+    Benjamini Yekutieli Benjamini-Yekutieli Calderon Reichart Dror Bradley Terry Bradley-Terry Wald PPI PPI++
+    Parquet TSV TOML zip pandas datasets Hugging Face mt-bench-human chatbot-arena helpsteer summeval evalsite-parquet
+    Trust Escalate
 """
 KEPT_LATIN = {word.casefold() for word in KEPT_LATIN_TEXT.split()}
 LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]{2,}")

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from annotations.importing import dataset_import
+from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
 from judging.models import JudgeKind, JudgeScore
 from tests.factories import JudgeFactory

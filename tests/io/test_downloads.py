@@ -18,15 +18,15 @@ from django.urls import reverse
 
 from annotations.campaign_selectors import task_candidates
 from annotations.campaign_services import MISSING, TaskAnswer, assignment_claim, submission_create
-from annotations.errors import DatasetImportError
-from annotations.exporting import (
+from annotations.datasets.exporting import (
     EXPORT_KINDS,
     export_disposition,
     iter_export_lines,
     iter_flat_rows,
     safe_file_stem,
 )
-from annotations.importing import dataset_import
+from annotations.datasets.importing import dataset_import
+from annotations.errors import DatasetImportError
 from annotations.models import Campaign, Dataset, Rater, Rating, RatingOrigin, Response, Submission
 from judging.models import JudgeKind, JudgeScore
 from tests.annotate.factories import make_campaign, make_dataset

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotations.exporting import csv_safe
+from annotations.datasets.exporting import csv_safe
 from annotations.models import Aspect, Dataset, Rating, RatingOrigin, Response
 from annotations.services import rater_for_user, rating_create
 from judging.models import JudgeKind, JudgeScore
@@ -77,6 +77,10 @@ def test_flat_jsonl_has_one_row_per_rating_in_file_order(lfqa: Dataset, tmp_path
         "preferred",
         "none_appropriate",
         "candidates",
+        "rater_excluded",
+        "consensus",
+        "filled_by",
+        "judge_version",
     }
     assert {r["kind"] for r in rows} == {"rating"}
     assert (first["item_id"], first["turn"], first["system"], first["rater"]) == (HOSTILE_ID, 1, "+sys", "@w1")

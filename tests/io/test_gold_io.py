@@ -9,9 +9,9 @@ import pytest
 
 from annotations.campaign_selectors import CAMPAIGN_SLOTS
 from annotations.campaign_services import assignment_claim, submission_create
+from annotations.datasets.exporting import iter_export, iter_export_lines, iter_flat_rows
+from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
-from annotations.exporting import iter_export, iter_export_lines, iter_flat_rows
-from annotations.importing import dataset_import
 from annotations.models import Campaign, GoldItem, GoldKind, Item, Rating, RatingOrigin, Task
 from annotations.slots import slot_personal_lease
 from tests.annotate.factories import lfqa_lines, make_campaign, make_dataset

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.db import IntegrityError
 
-from annotations import importing
+from annotations.datasets import importing
 from annotations.models import Dataset
 from bench.datagen import generate_llm_jp_jsonl
 from tests.io.helpers import row_counts, run_import_cli, write_lines
@@ -198,7 +198,7 @@ def existing_dataset(db: None, tmp_path: Path, researcher: Any) -> Dataset:
     """A dataset already in the database, so "unchanged" covers non-empty tables too."""
     path = tmp_path / "existing.jsonl"
     generate_llm_jp_jsonl(path, items=3, systems=2, seed=7, max_chars=200)
-    from annotations.importing import dataset_import
+    from annotations.datasets.importing import dataset_import
 
     with open(path, "rb") as stream:
         return dataset_import(stream=stream, name="existing", preset="llm-human-eval-jp", owner=researcher).dataset

@@ -10,9 +10,9 @@ from django.db import transaction
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from annotations.datasets.exporting import iter_export_lines
+from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
-from annotations.exporting import iter_export_lines
-from annotations.importing import dataset_import
 from annotations.rubrics import parse_rubric
 from tests.io.helpers import assert_json_equal, row_counts
 

@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaign_services import assignment_claim
+from annotations.datasets.importing import dataset_import
 from annotations.errors import RubricError
-from annotations.importing import dataset_import
 from annotations.models import Aspect, Dataset
 from annotations.rubrics import PRESETS, parse_rubric, preset_rubric
 from tests.annotate.factories import make_campaign

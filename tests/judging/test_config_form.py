@@ -41,8 +41,9 @@ def test_the_preview_url_is_the_named_admin_route() -> None:
 def test_every_template_validates_and_holds_the_config_types_defaults(method: str) -> None:
     template = config_template(method)
     assert template["method"] == method
-    # Derived from the config type: every field is there, so the JSON view shows each default.
-    assert set(template) == KNOWN_KEYS
+    # Derived from the config type: every field is there, so the JSON view shows each default (but the rated
+    # examples, which teaching writes and a config without them does not store).
+    assert set(template) == KNOWN_KEYS - {"exemplars"}
     assert validate_config(template).stored() == template
 
 
@@ -65,9 +66,9 @@ def test_a_template_link_opens_the_form_filled_from_it(researcher: User) -> None
     assert 'id="judge-config-template-data"' in body and "js/judge_config_form.js" in body
 
 
-def test_the_editor_fields_cover_every_key_but_factscores_options() -> None:
+def test_the_editor_fields_cover_every_key_but_factscores_options_and_the_taught_examples() -> None:
     keys = {key.split(".")[0] for key, _kind in EDITOR_FIELDS.values()}
-    assert keys == KNOWN_KEYS - {"factscore"}
+    assert keys == KNOWN_KEYS - {"factscore", "exemplars"}
 
 
 def test_the_editor_fields_are_filled_from_the_saved_config_and_their_posts_ignored(researcher: User) -> None:

@@ -12,6 +12,7 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,12 @@ from tests.judging.factories import make_dataset
 from tests.security.recorder import RecordingServer
 
 UNSUPPORTED_MODELS = [
-    "azure/gpt-4o",
-    "anthropic/claude-3-5-sonnet-20240620",
+    "sagemaker/jumpstart-dft-meta-textgeneration-llama-2-7b",
+    "vertex_ai_beta/gemini-2.5-flash",
     "watsonx/ibm/granite-13b-chat-v2",
     "ollama_chat/llama3",
     "langflow/my-flow",
-    "mistral/mistral-large-latest",
+    "azure_ai/mistral-large",
     "cohere_chat/command-r",
     "huggingface/meta-llama/Meta-Llama-3-8B-Instruct",
 ]
@@ -104,13 +105,74 @@ CREDENTIAL_NAMES = [
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
     "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_PROFILE",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AZURE_OPENAI_AD_TOKEN",
+    "AZURE_AD_TOKEN",
+    "AZURE_CLIENT_SECRET",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "VERTEXAI_CREDENTIALS",
+    "VERTEXAI_PROJECT",
+    "VERTEXAI_LOCATION",
     "EVALSITE_FAKE_KEY",
     # Not keys, but values the SDK and litellm would otherwise send along.
     "OPENAI_ORG_ID",
     "OPENAI_ORGANIZATION",
     "OPENAI_PROJECT_ID",
     "OPENAI_WEBHOOK_SECRET",
+    "OPENAI_API_VERSION",
+    "AZURE_API_VERSION",
+    "AZURE_API_TYPE",
+    "AWS_ROLE_NAME",
+    "AWS_SESSION_NAME",
+    "AWS_WEB_IDENTITY_TOKEN",
+    "AWS_PROFILE_NAME",
+    "AWS_EXTERNAL_ID",
 ]
+# Variables that would send a provider's requests elsewhere if an SDK or litellm read them: all point at the
+# internal server.
+STEERING_NAMES = [
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "AZURE_OPENAI_ENDPOINT",
+    "AZURE_API_BASE",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_BASE",
+    "GEMINI_API_BASE",
+    "MISTRAL_API_BASE",
+    "AWS_BEDROCK_RUNTIME_ENDPOINT",
+    "AWS_STS_ENDPOINT",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    "VERTEXAI_API_BASE",
+]
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A supported provider as a config names it, against the fake's native route for it."""
+
+    model: str
+    base_path: str  # what api_base adds to the host root, as litellm takes it for this provider
+    key_header: str
+    key_format: str
+    usual_key_env: str
+    logprobs: bool  # whether the provider returns log-probabilities (else the sampled fallback)
+    config: tuple[tuple[str, str], ...] = ()
+
+
+PROVIDERS = {
+    "openai": Provider("openai/gpt-4o-mini", "/v1", "authorization", "Bearer {}", "OPENAI_API_KEY", True),
+    "azure": Provider(
+        "azure/gpt-4o-mini", "", "api-key", "{}", "AZURE_OPENAI_API_KEY", True, (("api_version", "2024-10-21"),)
+    ),
+    "anthropic": Provider("anthropic/claude-haiku-4-5", "", "x-api-key", "{}", "ANTHROPIC_API_KEY", False),
+    "gemini": Provider("gemini/gemini-2.5-flash", "/v1beta", "x-goog-api-key", "{}", "GEMINI_API_KEY", True),
+    "mistral": Provider("mistral/mistral-small-latest", "/v1", "authorization", "Bearer {}", "MISTRAL_API_KEY", False),
+}
 MESSAGES = [{"role": "user", "content": "Rate this answer."}]
 
 
@@ -144,8 +206,8 @@ def canaries(monkeypatch, internal: RecordingServer) -> dict[str, str]:  # type:
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AIOHTTP_TRUST_ENV", "True")
-    monkeypatch.setenv("OPENAI_BASE_URL", internal.base_url)
-    monkeypatch.setenv("OPENAI_API_BASE", internal.base_url)
+    for name in STEERING_NAMES:
+        monkeypatch.setenv(name, internal.base_url)
     return values
 
 
@@ -160,11 +222,86 @@ def call(spec: CallSpec) -> CallResult:
     return asyncio.run(run())
 
 
-def spec_for(fake: FakeProvider, **overrides: Any) -> CallSpec:
+# Bedrock is signed with an AWS key pair (and session token) from three named variables, none of them a header.
+BEDROCK_MODEL = "bedrock/amazon.nova-lite-v1:0"
+BEDROCK_VARIABLES = {
+    "aws_access_key_id_env": "EVALSITE_AWS_ACCESS_KEY",
+    "aws_secret_access_key_env": "EVALSITE_AWS_SECRET_KEY",
+    "aws_session_token_env": "EVALSITE_AWS_SESSION_TOKEN",
+}
+
+
+VERTEX_MODEL = "vertex_ai/gemini-2.5-flash"
+VERTEX_EMAIL = "judge@evalsite-test.iam.gserviceaccount.com"
+
+
+def provider_fields(fake: FakeProvider, provider: str) -> dict[str, Any]:
+    root = fake.base_url.removesuffix("/v1")
+    if provider == "vertex_ai":
+        return {
+            "model": VERTEX_MODEL,
+            "api_base": root,
+            "vertex_credentials_env": "EVALSITE_VERTEX_KEY",
+            "vertex_project": "evalsite-test",
+            "vertex_location": "us-central1",
+        }
+    if provider == "bedrock":
+        return {"model": BEDROCK_MODEL, "api_base": root, "aws_region": "us-east-1", **BEDROCK_VARIABLES}
+    chosen = PROVIDERS[provider]
+    return {"model": chosen.model, "api_base": root + chosen.base_path, **dict(chosen.config)}
+
+
+def vertex_account(
+    fake: FakeProvider, monkeypatch: Any, settings: Any, *, token_uri: str | None = None, known: bool = True
+) -> dict[str, Any]:
+    """A service account with a fresh RSA key in EVALSITE_VERTEX_KEY, its token_uri the fake's /token endpoint
+    (or `token_uri`); the fake's token endpoint knows its public key unless `known` is False."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    account = {
+        "type": "service_account",
+        "project_id": "evalsite-test",
+        "private_key_id": uuid.uuid4().hex,
+        "private_key": pem,
+        "client_email": VERTEX_EMAIL,
+        "token_uri": token_uri or fake.base_url.removesuffix("/v1") + "/token",
+    }
+    monkeypatch.setenv("EVALSITE_VERTEX_KEY", json.dumps(account))
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    fake.vertex_accounts = {VERTEX_EMAIL: (key if known else other).public_key()}
+    # The variable goes to the API's origin and to the token endpoint's; here both are the fake's.
+    settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_VERTEX_KEY": [fake.base_url]}
+    return account
+
+
+def aws_keys(fake: FakeProvider, monkeypatch: Any, settings: Any, *, token: bool = True) -> dict[str, str]:
+    """A fresh key pair (and session token) in the named variables, known to the fake and bound to its origin."""
+    values = {
+        "EVALSITE_AWS_ACCESS_KEY": "AKIA" + uuid.uuid4().hex[:16].upper(),
+        "EVALSITE_AWS_SECRET_KEY": f"secret-{uuid.uuid4().hex}",
+        "EVALSITE_AWS_SESSION_TOKEN": f"token-{uuid.uuid4().hex}" if token else "",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    fake.aws_keys = {
+        values["EVALSITE_AWS_ACCESS_KEY"]: (
+            values["EVALSITE_AWS_SECRET_KEY"],
+            values["EVALSITE_AWS_SESSION_TOKEN"] or None,
+        )
+    }
+    settings.JUDGE_API_KEY_HOSTS = {name: [fake.base_url] for name in values}
+    return values
+
+
+def spec_for(fake: FakeProvider, provider: str = "openai", **overrides: Any) -> CallSpec:
     values: dict[str, Any] = {
-        "model": "openai/gpt-4o-mini",
+        **provider_fields(fake, provider),
         "messages": MESSAGES,
-        "api_base": fake.base_url,
         "timeout_s": 3.0,
         "max_retries": 0,
     }
@@ -172,13 +309,12 @@ def spec_for(fake: FakeProvider, **overrides: Any) -> CallSpec:
     return CallSpec(**values)
 
 
-def config_for(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
+def config_for(fake: FakeProvider, provider: str = "openai", **overrides: Any) -> dict[str, Any]:
     values: dict[str, Any] = {
         "name": f"egress-{uuid.uuid4().hex[:6]}",
         "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "api_key_env": "EVALSITE_FAKE_KEY",
+        **provider_fields(fake, provider),
+        "api_key_env": None if provider in ("bedrock", "vertex_ai") else "EVALSITE_FAKE_KEY",
         "max_retries": 0,
         "timeout_s": 5,
         "cache": False,
@@ -188,7 +324,7 @@ def config_for(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
 
 
 def everything_sent(fake: FakeProvider) -> str:
-    return json.dumps([fake.recorded_headers(), fake.recorded_bodies()])
+    return json.dumps([fake.recorded_headers(), fake.recorded_bodies(), fake.recorded_targets()])
 
 
 # -- (a) refused when the config is validated ---------------------------------------------------------------
@@ -263,25 +399,33 @@ def test_a_stored_run_with_an_unsupported_model_fails_its_judgments_permanently(
 # -- (b) redirects are never followed ------------------------------------------------------------------------
 
 
+REDIRECT_CASES = [("openai", status) for status in (301, 302, 308)] + [
+    (provider, status) for provider in PROVIDERS for status in (303, 307)
+]
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize(("provider", "status"), REDIRECT_CASES)
 def test_a_redirect_to_an_internal_server_is_not_followed(  # type: ignore[no-untyped-def]
     attack: FakeProvider,
     internal: RecordingServer,
     monkeypatch,
     eager,
     django_capture_on_commit_callbacks,
+    provider: str,
     status: int,
 ) -> None:
     key = f"sk-bound-{uuid.uuid4().hex}"
     monkeypatch.setenv("EVALSITE_FAKE_KEY", key)
+    attack.required_key = key
     attack.script(default={"redirect_to": internal.base_url + "/chat/completions", "redirect_status": status})
     with django_capture_on_commit_callbacks(execute=True):
         run = services.judge_run_launch(
-            dataset=make_dataset(items=1, systems=1), config=config_for(attack), launched_by=None
+            dataset=make_dataset(items=1, systems=1), config=config_for(attack, provider), launched_by=None
         )
     assert attack.snapshot()["calls"] == 1, "the redirecting host saw exactly the one request"
-    assert attack.recorded_headers()[0]["authorization"] == f"Bearer {key}"
+    chosen = PROVIDERS[provider]
+    assert attack.recorded_headers()[0][chosen.key_header] == chosen.key_format.format(key)
     assert internal.requests == [], f"the {status} redirect was followed to the internal server"
     judgment = Judgment.objects.get(run=run)
     assert judgment.error_kind == "redirect" and judgment.attempts == 1
@@ -310,6 +454,214 @@ def test_canary_sweep_only_the_named_credential_arrives(  # type: ignore[no-unty
     sent = everything_sent(attack)
     arrived = sorted(name for name, value in canaries.items() if value in sent)
     assert arrived == [key_env]
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_canary_sweep_per_provider_only_the_named_credential_arrives(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, internal: RecordingServer, canaries: dict[str, str], settings, provider: str
+) -> None:
+    # The provider's own usual variable is the one named; every other provider's variables, the AWS and Google
+    # credential chains, Azure's AD token and version and every base-URL variable hold canaries the SDKs and litellm
+    # would read if an argument were left unset. The fake checks the credential the way the provider does.
+    chosen = PROVIDERS[provider]
+    key_env = chosen.usual_key_env
+    settings.JUDGE_API_KEY_HOSTS = {key_env: [attack.base_url]}
+    attack.required_key = canaries[key_env]
+    result = call(spec_for(attack, provider, api_key_env=key_env))
+    assert internal.requests == [], "a proxy or base URL from the environment received the request"
+    assert result.ok, result.error
+    assert len(attack.recorded_headers()) == 1
+    assert attack.recorded_headers()[0][chosen.key_header] == chosen.key_format.format(canaries[key_env])
+    assert [name for name, value in canaries.items() if value in everything_sent(attack)] == [key_env]
+    if provider == "azure":
+        assert attack.recorded_targets()[0]["query"] == "api-version=2024-10-21"
+        assert "authorization" not in attack.recorded_headers()[0]
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_canary_sweep_per_provider_without_api_key_env_no_credential_arrives(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, internal: RecordingServer, canaries: dict[str, str], provider: str
+) -> None:
+    result = call(spec_for(attack, provider, api_key_env=None))
+    assert internal.requests == []
+    assert result.ok, result.error
+    chosen = PROVIDERS[provider]
+    assert attack.recorded_headers()[0][chosen.key_header] == chosen.key_format.format(NO_KEY)
+    assert [name for name, value in canaries.items() if value in everything_sent(attack)] == []
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_the_provider_refuses_a_wrong_key_and_the_run_reads_it_as_auth(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, monkeypatch, provider: str
+) -> None:
+    # The fake checks each provider's credential header as the provider does: a wrong key is refused, so the
+    # passing runs above were authorised by the named key and nothing else.
+    monkeypatch.setenv("EVALSITE_FAKE_KEY", "sk-wrong")
+    attack.required_key = f"sk-right-{uuid.uuid4().hex}"
+    result = call(spec_for(attack, provider, api_key_env="EVALSITE_FAKE_KEY", max_retries=2))
+    # Gemini answers a wrong key with 400 API_KEY_INVALID, which litellm reads as an authentication error too.
+    assert result.error_kind == "auth" and result.attempts == 1, result.error
+    assert "sk-wrong" not in result.error
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [303, 307])
+def test_a_bedrock_redirect_is_not_followed_and_carries_no_secret(  # type: ignore[no-untyped-def]
+    attack: FakeProvider,
+    internal: RecordingServer,
+    monkeypatch,
+    settings,
+    eager,
+    django_capture_on_commit_callbacks,
+    status: int,
+) -> None:
+    keys = aws_keys(attack, monkeypatch, settings)
+    attack.script(default={"redirect_to": internal.base_url + "/model/x/converse", "redirect_status": status})
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.judge_run_launch(
+            dataset=make_dataset(items=1, systems=1), config=config_for(attack, "bedrock"), launched_by=None
+        )
+    assert attack.snapshot()["calls"] == 1 and internal.requests == []
+    authorization = attack.recorded_headers()[0]["authorization"]
+    assert authorization.startswith(f"AWS4-HMAC-SHA256 Credential={keys['EVALSITE_AWS_ACCESS_KEY']}/")
+    assert keys["EVALSITE_AWS_SECRET_KEY"] not in everything_sent(attack), "the secret itself never travels"
+    judgment = Judgment.objects.get(run=run)
+    assert judgment.error_kind == "redirect" and judgment.attempts == 1
+    assert keys["EVALSITE_AWS_SECRET_KEY"] not in judgment.error
+
+
+@pytest.mark.parametrize("token", [True, False])
+def test_bedrock_canary_sweep_signs_with_the_named_pair_only(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, internal: RecordingServer, canaries: dict[str, str], monkeypatch, settings, token: bool
+) -> None:
+    # Every AWS variable litellm or botocore would fall back to holds a canary (the key pair, session token, bearer
+    # token, profile, role, web identity) and every endpoint variable points at the internal server; the fake
+    # recomputes the SigV4 signature with the named pair's secret, so a request signed with anything else fails.
+    keys = aws_keys(attack, monkeypatch, settings, token=token)
+    result = call(spec_for(attack, "bedrock"))
+    assert internal.requests == [], "an AWS endpoint or proxy variable received a request"
+    assert result.ok, result.error
+    headers = attack.recorded_headers()[0]
+    assert headers["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={keys['EVALSITE_AWS_ACCESS_KEY']}/")
+    assert ("x-amz-security-token" in headers) is token
+    assert attack.recorded_targets()[0]["path"] == "/model/amazon.nova-lite-v1:0/converse"
+    assert [name for name, value in canaries.items() if value in everything_sent(attack)] == []
+
+
+def test_bedrock_with_a_wrong_secret_fails_the_fakes_signature_check(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, monkeypatch, settings
+) -> None:
+    keys = aws_keys(attack, monkeypatch, settings)
+    monkeypatch.setenv("EVALSITE_AWS_SECRET_KEY", "not-the-secret")
+    result = call(spec_for(attack, "bedrock", max_retries=2))
+    assert result.error_kind == "auth" and result.attempts == 1, result.error
+    assert "InvalidSignatureException" in result.error
+    assert keys["EVALSITE_AWS_SESSION_TOKEN"] not in result.error
+
+
+def test_bedrock_variables_must_be_bound_to_the_destination(attack: FakeProvider, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_AWS_ACCESS_KEY": [attack.base_url]}
+    with pytest.raises(ConfigError, match="EVALSITE_AWS_SECRET_KEY may not be sent"):
+        validate_config(config_for(attack, "bedrock"))
+    result = call(spec_for(attack, "bedrock"))
+    assert result.error_kind == "key_not_allowed" and attack.snapshot()["calls"] == 0
+
+
+def _grant_claims(fake: FakeProvider) -> dict[str, Any]:
+    import base64
+    from urllib.parse import parse_qs
+
+    forms = [b["form"] for b in fake.recorded_bodies() if "form" in b]
+    assertion = parse_qs(forms[0])["assertion"][0]
+    claims = assertion.split(".")[1]
+    return dict(json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4))))
+
+
+def test_vertex_canary_sweep_only_the_named_service_account_is_used(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, internal: RecordingServer, canaries: dict[str, str], monkeypatch, settings
+) -> None:
+    # GOOGLE_APPLICATION_CREDENTIALS, VERTEXAI_CREDENTIALS, GEMINI_API_KEY and the rest hold canaries, and the
+    # proxy variables point at the internal server: the token comes from the JWT grant of the named account,
+    # verified by the fake's token endpoint, and the model request carries that token and nothing else.
+    account = vertex_account(attack, monkeypatch, settings)
+    result = call(spec_for(attack, "vertex_ai"))
+    assert internal.requests == []
+    assert result.ok, result.error
+    targets = [t["dialect"] for t in attack.recorded_targets()]
+    assert targets == ["oauth", "vertex"]
+    model_headers = attack.model_requests()[0]
+    assert model_headers["authorization"].removeprefix("Bearer ") in attack.vertex_tokens
+    assert "x-goog-api-key" not in model_headers
+    assert "authorization" not in attack.recorded_headers()[0], "the token request carries no header credential"
+    claims = _grant_claims(attack)
+    assert claims["iss"] == account["client_email"] and claims["aud"] == "https://oauth2.googleapis.com/token"
+    assert [name for name, value in canaries.items() if value in everything_sent(attack)] == []
+
+
+def test_vertex_token_is_fetched_once_and_reused(attack: FakeProvider, monkeypatch, settings) -> None:  # type: ignore[no-untyped-def]
+    vertex_account(attack, monkeypatch, settings)
+
+    async def two_calls() -> list[CallResult]:
+        client = Gateway()
+        try:
+            return [
+                await client.call(spec_for(attack, "vertex_ai", messages=[{"role": "user", "content": t}]))
+                for t in "ab"
+            ]
+        finally:
+            await client.close()
+
+    assert all(r.ok for r in asyncio.run(two_calls()))
+    assert [t["dialect"] for t in attack.recorded_targets()] == ["oauth", "vertex", "vertex"]
+
+
+def test_vertex_with_a_key_the_token_endpoint_does_not_know_fails_as_auth(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, monkeypatch, settings
+) -> None:
+    account = vertex_account(attack, monkeypatch, settings, known=False)
+    result = call(spec_for(attack, "vertex_ai", max_retries=2))
+    assert result.error_kind == "auth" and result.attempts == 1, result.error
+    assert "Invalid JWT Signature" in result.error and account["private_key"] not in result.error
+    assert attack.snapshot()["calls"] == 0, "no model request without a token"
+
+
+def test_vertex_token_uri_must_be_bound_too(  # type: ignore[no-untyped-def]
+    attack: FakeProvider, internal: RecordingServer, monkeypatch, settings
+) -> None:
+    vertex_account(attack, monkeypatch, settings, token_uri=f"http://127.0.0.2:{internal.port}/token")
+    result = call(spec_for(attack, "vertex_ai"))
+    assert result.error_kind == "key_not_allowed" and "127.0.0.2" in result.error
+    assert internal.requests == [] and attack.recorded_targets() == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("where", ["token", "model"])
+@pytest.mark.parametrize("status", [303, 307])
+def test_a_vertex_redirect_is_not_followed(  # type: ignore[no-untyped-def]
+    attack: FakeProvider,
+    internal: RecordingServer,
+    monkeypatch,
+    settings,
+    eager,
+    django_capture_on_commit_callbacks,
+    where: str,
+    status: int,
+) -> None:
+    account = vertex_account(attack, monkeypatch, settings)
+    redirect = {"redirect_to": internal.base_url + "/x", "redirect_status": status}
+    if where == "token":
+        attack.token_behaviour = redirect
+    else:
+        attack.script(default=redirect)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.judge_run_launch(
+            dataset=make_dataset(items=1, systems=1), config=config_for(attack, "vertex_ai"), launched_by=None
+        )
+    assert internal.requests == [], f"the {status} redirect of the {where} request was followed"
+    assert attack.snapshot()["calls"] == (0 if where == "token" else 1)
+    judgment = Judgment.objects.get(run=run)
+    assert judgment.error_kind == "redirect" and judgment.attempts == 1
+    assert account["private_key"] not in judgment.error
 
 
 def test_canary_sweep_without_api_key_env_no_credential_arrives(  # type: ignore[no-untyped-def]

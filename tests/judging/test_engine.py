@@ -324,7 +324,7 @@ def test_scores_appear_in_export_under_the_run_name(
 ) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from annotations.exporting import iter_export_lines
+    from annotations.datasets.exporting import iter_export_lines
 
     fake_provider.script(default={"content": "Score: 4"})
     dataset = make_dataset(items=1, systems=2)

@@ -74,5 +74,10 @@ def test_the_worker_schedules_the_upkeep() -> None:
 
     app.loader.import_default_modules()
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert scheduled == {"judging.judge_runs_nudge_stalled", "judging.factscore_results_project_pending"}
+    assert scheduled == {
+        "judging.judge_runs_nudge_stalled",
+        "judging.factscore_results_project_pending",
+        "judging.drift_checks_start",
+        "judging.evaluations_reclaim_stale",
+    }
     assert scheduled <= set(app.tasks)

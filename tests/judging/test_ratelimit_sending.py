@@ -17,6 +17,7 @@ import tiktoken
 from judging.llm.calls import CallResult, CallSpec
 from judging.llm.gateway import Gateway, count_tokens, reserved_tokens
 from judging.llm.ratelimit import Limits, LocalLimiter, RedisLimiter
+from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider, max_in_window
 
 REDIS_URL = os.environ.get("JUDGE_TEST_REDIS_URL") or os.environ.get(
@@ -209,9 +210,13 @@ def test_timeout_bounds_the_whole_attempt_against_a_slow_drip(fake_provider: Fak
     result = asyncio.run(run())
     elapsed = time.monotonic() - started
     assert result.error_kind == "timeout" and result.attempts == 1
-    assert 2.9 <= result.latency_s < 3.6
-    assert elapsed < 4.5
-    assert len(fake_provider.request_log()) == 1
+    # Without a bound on the whole attempt the answer would take 10 s; the margin above 3 s absorbs a loaded machine.
+    assert 2.9 <= result.latency_s < 7.0
+    assert elapsed < 7.5
+    assert fake_provider.snapshot()["calls"] == 1
+    # The provider logs a request when its handler ends, here cancelled by the client's going away, in its own
+    # thread: the entry may come a moment after the client has given up.
+    wait_for(lambda: len(fake_provider.request_log()) == 1, timeout=10, message="the provider to log the request")
 
 
 def test_a_slow_stream_within_the_timeout_is_received(fake_provider: FakeProvider) -> None:

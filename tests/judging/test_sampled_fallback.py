@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.template.loader import render_to_string
+from django.utils import translation
 
 from judging import selectors, services
 from judging.api import RunOutput
@@ -100,7 +101,8 @@ def test_the_run_shows_its_sampled_fallbacks(
     assert RunOutput(run).data["sampled_fallbacks"] == 2
     progress = selectors.judge_run_progress(run)
     assert progress.sampled_fallbacks == 2
-    page = render_to_string("judging/admin/_progress.html", {"progress": progress, "run": run})
+    with translation.override("en"):  # an earlier test's request may have left another language active
+        page = render_to_string("judging/admin/_progress.html", {"progress": progress, "run": run})
     assert "<dt>Sampled fallbacks</dt><dd>2</dd>" in page
 
 

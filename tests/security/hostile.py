@@ -206,7 +206,7 @@ def import_hostile_dataset(
     aspects: Sequence[str] | None = None,
 ) -> Any:
     """Imports the hostile dataset with its hostile rubric and returns the ImportResult."""
-    from annotations.importing import dataset_import
+    from annotations.datasets.importing import dataset_import
     from annotations.rubrics import parse_rubric
 
     rubric = parse_rubric(hostile_rubric(aspects=aspects), source="file")

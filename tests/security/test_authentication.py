@@ -313,7 +313,7 @@ def test_session_cookie_flags() -> None:
 
 PASSWORD_SETTERS = {"set_password", "create_user", "create_superuser"}
 SCANNED_DIRS = ["annotations", "judging", "evalsite", "bench"]
-DEMO_COMMAND = PROJECT_ROOT / "annotations" / "management" / "commands" / "rundemo.py"
+DEMO_COMMAND = PROJECT_ROOT / "judging" / "management" / "commands" / "rundemo.py"
 
 
 def literal_passwords_in(source: str) -> list[str]:

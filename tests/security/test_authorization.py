@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from annotations.opaque import opaque_ref
 from tests.security.test_csrf import database_snapshot
 from tests.security.test_xss_sweep import _body, admin_model
 from tests.security.urlwalk import Endpoint, iter_endpoints
@@ -21,7 +22,11 @@ from tests.security.world import SECRET, FullWorld
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC_ROUTES = {"accounts/login/", "api/token/", "i18n/setlang/", "admin/login/", "admin/logout/"}
+# An annotator invitation is open to whoever holds its link: the single-use token is the credential.
+PUBLIC_ROUTES = {
+    "accounts/login/", "api/token/", "i18n/setlang/", "admin/login/", "admin/logout/", "research/invite/<str:token>/",
+    "favicon.ico",
+}  # fmt: skip
 ANY_USER_ROUTES = {"", "accounts/logout/", "help/", "help/<str:slug>/", "api/token/mine/"}
 ANNOTATOR_PREFIXES = ("annotate/", "api/annotate/", "factscore/review/")
 # Study links are open to anyone holding them: they refuse signed-in accounts and bad parameters with a page.
@@ -240,9 +245,11 @@ def test_annotators_never_see_system_names_raters_or_judges(full_world: FullWorl
     # annotator_b's own task page renders, so the check above looked at real content.
     own = Client()
     own.force_login(full_world.annotator_b)
-    page = own.get(f"/annotate/{full_world.campaign_b.pk}/tasks/{full_world.task_b.pk}/")
+    page = own.get(f"/annotate/{full_world.campaign_b.pk}/tasks/{opaque_ref('task', full_world.task_b.pk)}/")
     assert page.status_code == 200
-    api = own.get(f"/api/annotate/campaigns/{full_world.campaign_b.pk}/tasks/{full_world.task_b.pk}/")
+    api = own.get(
+        f"/api/annotate/campaigns/{full_world.campaign_b.pk}/tasks/{opaque_ref('task', full_world.task_b.pk)}/"
+    )
     assert api.status_code == 200 and SECRET not in json.dumps(api.json())
     assert leaks == [], "\n".join(leaks[:40])
 
@@ -317,20 +324,20 @@ def test_foreign_ids_in_post_bodies_are_rejected(full_world: FullWorld) -> None:
     annotator = Client()
     annotator.force_login(full_world.annotator)
     response = annotator.post(
-        f"/api/annotate/campaigns/{full_world.campaign.pk}/tasks/{full_world.task.pk}/submit/",
+        f"/api/annotate/campaigns/{full_world.campaign.pk}/tasks/{opaque_ref('task', full_world.task.pk)}/submit/",
         {"idempotency_key": "foreign-ids-1", "ratings": {"999": {"1": 3}}, "rationale": "x", "preference": 1},
         content_type="application/json",
     )
     assert response.status_code in {400, 422}
     # ... and an annotator cannot submit into another pool's task, by URL or by body.
     response = annotator.post(
-        f"/api/annotate/campaigns/{full_world.campaign_b.pk}/tasks/{full_world.task_b.pk}/submit/",
+        f"/api/annotate/campaigns/{full_world.campaign_b.pk}/tasks/{opaque_ref('task', full_world.task_b.pk)}/submit/",
         {"idempotency_key": "foreign-ids-2", "ratings": {"1": {"1": 3}}, "rationale": "x", "preference": 1},
         content_type="application/json",
     )
     assert response.status_code in {403, 404}
     response = annotator.post(
-        f"/api/annotate/campaigns/{full_world.campaign.pk}/tasks/{full_world.task_b.pk}/submit/",
+        f"/api/annotate/campaigns/{full_world.campaign.pk}/tasks/{opaque_ref('task', full_world.task_b.pk)}/submit/",
         {"idempotency_key": "foreign-ids-3", "ratings": {"1": {"1": 3}}, "rationale": "x", "preference": 1},
         content_type="application/json",
     )
@@ -359,3 +366,9 @@ def test_admin_pages_with_every_permission_show_no_other_tenant(full_world: Full
             leaks.append(target)
     assert pages > 20
     assert leaks == [], "\n".join(leaks)
+
+
+def test_the_icon_address_is_public_and_read_only(client) -> None:  # type: ignore[no-untyped-def]
+    answer = client.get("/favicon.ico")
+    assert answer.status_code == 302 and answer["Location"].endswith("favicon.svg")
+    assert client.post("/favicon.ico").status_code == 405

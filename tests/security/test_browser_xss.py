@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from playwright.sync_api import sync_playwright
 
+from annotations.opaque import opaque_ref
 from tests.chromium import launch_chromium
 from tests.security.hostile import MARKUP_PAYLOADS
 from tests.security.world import FullWorld
@@ -26,7 +27,7 @@ def pages_by_role(world: FullWorld) -> dict[str, list[str]]:
         "annotator": [
             "/",
             f"/annotate/{campaign.pk}/",
-            f"/annotate/{campaign.pk}/tasks/{world.task.pk}/",
+            f"/annotate/{campaign.pk}/tasks/{opaque_ref('task', world.task.pk)}/",
             "/factscore/review/",
             f"/factscore/review/{world.review_campaign.pk}/tasks/{world.review_task.pk}/",
         ],

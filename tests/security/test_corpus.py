@@ -8,7 +8,7 @@ import pytest
 from django.template import Context, Template
 from django.utils.html import escape
 
-from annotations.exporting import iter_export_lines
+from annotations.datasets.exporting import iter_export_lines
 from annotations.models import Aspect, Rater, Rating, Response, System
 from judging.models import Judge
 from tests.security.hostile import (

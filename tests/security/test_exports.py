@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from annotations.exporting import FORMULA_PREFIXES, csv_safe
+from annotations.datasets.exporting import FORMULA_PREFIXES, csv_safe
 from annotations.models import Aspect, Dataset, Response
 from annotations.services import rater_for_user, rating_create
 from tests.security.hostile import (

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 
+from annotations.datasets.exporting import FORMULA_PREFIXES, csv_safe, iter_flat_csv
+from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError, RubricError
-from annotations.exporting import FORMULA_PREFIXES, csv_safe, iter_flat_csv
-from annotations.importing import dataset_import
 from annotations.markdown import ALLOWED_ATTRIBUTES, ALLOWED_TAGS, render_markdown
 from annotations.rubrics import load_rubric_bytes
 from judging.methods.parsing import parse_score

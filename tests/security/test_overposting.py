@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from annotations.models import Dataset, Rater, Rating
+from annotations.opaque import opaque_ref
 from judging.models import JudgeConfig, JudgeRun, Judgment
 from tests.security.test_csrf import database_snapshot
 from tests.security.test_xss_sweep import _body
@@ -94,7 +95,7 @@ def test_judge_config_and_run_apis_ignore_or_reject_extra_fields(full_world: Ful
 
 
 def _task_payload(client: Client, world: FullWorld) -> dict[str, Any]:
-    task = client.get(f"/api/annotate/campaigns/{world.campaign.pk}/tasks/{world.task.pk}/")
+    task = client.get(f"/api/annotate/campaigns/{world.campaign.pk}/tasks/{opaque_ref('task', world.task.pk)}/")
     assert task.status_code == 200, task.content[:300]
     data = task.json()
     ratings = {
@@ -119,7 +120,7 @@ def test_annotator_submit_rejects_or_ignores_extra_fields(full_world: FullWorld)
         "dataset": full_world.dataset_b.pk,
         "annotator": full_world.annotator_b.pk,
     }
-    url = f"/api/annotate/campaigns/{full_world.campaign.pk}/tasks/{full_world.task.pk}/submit/"
+    url = f"/api/annotate/campaigns/{full_world.campaign.pk}/tasks/{opaque_ref('task', full_world.task.pk)}/submit/"
     before = database_snapshot()
     refused = client.post(url, {**payload, **extras}, content_type="application/json")
     if refused.status_code == 400:
@@ -138,7 +139,7 @@ def test_annotator_submit_rejects_or_ignores_extra_fields(full_world: FullWorld)
 
 def test_annotator_form_submit_ignores_extra_fields(full_world: FullWorld) -> None:
     client = _client(full_world.annotator)
-    url = f"/annotate/{full_world.campaign.pk}/tasks/{full_world.task.pk}/submit/"
+    url = f"/annotate/{full_world.campaign.pk}/tasks/{opaque_ref('task', full_world.task.pk)}/submit/"
     response = client.post(url, {**{k: str(v) for k, v in HOSTILE_EXTRAS.items()}, "rationale": "x"})
     assert response.status_code in {200, 302, 400, 422}
     assert not Rating.objects.filter(origin="app", rater__user=full_world.annotator_b).exists()

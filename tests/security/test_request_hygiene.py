@@ -7,14 +7,17 @@ findings of a live probe, each of which used to be a 500."""
 
 import io
 import json
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from annotations.opaque import opaque_ref
 from evalsite.middleware import field_problem, json_problem, printable
 from tests.conftest import CAST_PASSWORD
 from tests.security.test_authorization import _target
@@ -100,7 +103,7 @@ def test_bad_input_is_a_400_on_every_url_for_every_role(full_world: FullWorld, p
 @pytest.mark.django_db
 def test_annotator_submit_and_skip_refuse_nul_naming_the_field(full_world: FullWorld) -> None:
     client = _client(full_world.annotator)
-    base = f"/annotate/{full_world.campaign.pk}/tasks/{full_world.task.pk}"
+    base = f"/annotate/{full_world.campaign.pk}/tasks/{opaque_ref('task', full_world.task.pk)}"
     submit = client.post(f"{base}/submit/", {"rationale": "because\x00", "idempotency_key": "hygiene-1"})
     assert submit.status_code == 400 and _named(submit, "rationale")
     skip = client.post(f"{base}/skip/", {"reason": "other", "note": "n\x00"})
@@ -256,3 +259,18 @@ def test_unparseable_multipart_is_left_to_the_view(researcher: User) -> None:
         "POST", "/api/judging/configs/new/", b"x", content_type="multipart/form-data"
     )
     assert signed_in.status_code == 400
+
+
+@pytest.mark.django_db
+def test_an_expired_token_does_not_lift_the_anonymous_cap(settings, researcher: User) -> None:  # type: ignore[no-untyped-def]
+    """Only a token the API itself would accept lifts the cap: an expired one leaves the body capped at the default
+    64 KiB and never reaches the parser."""
+    assert settings.ANONYMOUS_MAX_BODY_BYTES == 64 * 1024
+    token = Token.objects.create(user=researcher)
+    Token.objects.filter(pk=token.pk).update(created=timezone.now() - timedelta(hours=settings.API_TOKEN_TTL_HOURS + 1))
+    body = {"config": json.dumps(JUDGE_CONFIG), "pad": "x" * (80 * 1024)}
+    expired = _client(None).post("/api/judging/configs/new/", body, HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert expired.status_code == 413 and "limit without signing in" in expired.json()["detail"]
+    Token.objects.filter(pk=token.pk).update(created=timezone.now())
+    fresh = _client(None).post("/api/judging/configs/new/", body, HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert fresh.status_code == 201, fresh.content[:200]

@@ -12,6 +12,7 @@ import pytest
 from django.apps import apps
 from django.test import Client
 
+from annotations.opaque import opaque_ref
 from tests.security.hostile import MARKUP_PAYLOADS, NAME_CORPUS
 from tests.security.html_checks import assert_no_active_payload, find_active_payloads
 from tests.security.urlwalk import Endpoint, iter_endpoints
@@ -105,14 +106,14 @@ def test_no_page_or_partial_renders_a_payload_active(full_world: FullWorld) -> N
 def test_annotator_task_page_and_error_partial_show_payloads_inert(full_world: FullWorld) -> None:
     client = Client()
     client.force_login(full_world.annotator)
-    page = client.get(f"/annotate/{full_world.campaign.pk}/tasks/{full_world.task.pk}/")
+    page = client.get(f"/annotate/{full_world.campaign.pk}/tasks/{opaque_ref('task', full_world.task.pk)}/")
     assert page.status_code == 200
     body = page.content
     assert html.escape(MARKUP_PAYLOADS[0]).encode() in body, "the prompt payload should be shown, escaped"
     assert_no_active_payload(body, where="annotator task page")
     # An incomplete submission re-renders the form (htmx partial) with the annotator's own hostile text in it.
     invalid = client.post(
-        f"/annotate/{full_world.campaign.pk}/tasks/{full_world.task.pk}/submit/",
+        f"/annotate/{full_world.campaign.pk}/tasks/{opaque_ref('task', full_world.task.pk)}/submit/",
         {"rationale": MARKUP_PAYLOADS[1], "comment": MARKUP_PAYLOADS[4], "r-1-0": MARKUP_PAYLOADS[2]},
         HTTP_HX_REQUEST="true",
     )

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 from annotations.campaign_services import assignment_claim, campaign_create
-from annotations.importing import dataset_import
+from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset, Response
+from annotations.opaque import opaque_ref
 from annotations.recruitment.models import Platform
 from annotations.recruitment.services import crowd_session_complete, crowd_worker_join, link_create
 from tests.conftest import CAST_PASSWORD
@@ -55,7 +57,7 @@ class World:
         if self.campaign_a is not None:
             values["campaign_id"] = str(self.campaign_a.pk)
         if self.task_a is not None:
-            values["task_id"] = str(self.task_a.pk)
+            values["task_id"] = opaque_ref("task", self.task_a.pk)
         values.update({k: str(v) for k, v in self.extra.get("params_a", {}).items()})
         return values
 
@@ -65,7 +67,7 @@ class World:
         if self.campaign_b is not None:
             values["campaign_id"] = str(self.campaign_b.pk)
         if self.task_b is not None:
-            values["task_id"] = str(self.task_b.pk)
+            values["task_id"] = opaque_ref("task", self.task_b.pk)
         values.update({k: str(v) for k, v in self.extra.get("params_b", {}).items()})
         return values
 
@@ -165,6 +167,8 @@ class FullWorld:
     worker: Any = None  # came through campaign A's study link and finished their session
     link: Any = None  # campaign A's study link
     link_b: Any = None
+    dispute: Any = None  # an open dispute over campaign A's task
+    dispute_b: Any = None
 
     @property
     def roles(self) -> dict[str, User | None]:
@@ -183,12 +187,14 @@ class FullWorld:
         values: dict[str, str] = {"table": "agreement", "fmt": "csv", "slug": "cli", "kind": "jsonl"}
         if "judges/tables" in route:
             values["table"] = "levels"
+        if "rankings/tables" in route:
+            values["table"] = "ranking-humans"
         if route.startswith("factscore/review/"):
             values["campaign_id"] = str(self.review_campaign.pk)
             values["task_id"] = str(self.review_task.pk)
         else:
             values["campaign_id"] = str(self.campaign.pk)
-            values["task_id"] = str(self.task.pk)
+            values["task_id"] = opaque_ref("task", self.task.pk)
         if "judging/runs/" in route or "judgerun/" in route:
             values["pk"] = str(self.run.pk)
         else:
@@ -197,9 +203,12 @@ class FullWorld:
         values["answer_id"] = str(self.fact_answer.pk)
         values["dataset_id"] = str(self.fact_dataset.pk if route.startswith("factscore/") else self.dataset.pk)
         values["rater_id"] = _first_rater_id(self.dataset)
+        values["item_id"] = _first_item_id(self.dataset)
         if self.link is not None:
             values["token"] = self.link.token
             values["platform"] = self.link.platform
+        if self.dispute is not None:
+            values["dispute_id"] = str(self.dispute.pk)
         return values
 
     def params_for_b(self, route: str) -> dict[str, str]:
@@ -207,12 +216,15 @@ class FullWorld:
         values = self.params_for(route)
         if not route.startswith("factscore/"):
             values["campaign_id"] = str(self.campaign_b.pk)
-            values["task_id"] = str(self.task_b.pk)
+            values["task_id"] = opaque_ref("task", self.task_b.pk)
             values["dataset_id"] = str(self.dataset_b.pk)
             values["rater_id"] = _first_rater_id(self.dataset_b)
+            values["item_id"] = _first_item_id(self.dataset_b)
             if self.link_b is not None:
                 values["token"] = self.link_b.token
                 values["platform"] = self.link_b.platform
+            if self.dispute_b is not None:
+                values["dispute_id"] = str(self.dispute_b.pk)
             values["pk"] = str(
                 self.run_b.pk if ("judging/runs/" in route or "judgerun/" in route) else self.dataset_b.pk
             )
@@ -395,7 +407,13 @@ def build_full_world(
     link_b = link_create(campaign=campaign_b, platform=Platform.INVITE, created_by=researcher_b)
     worker_session = crowd_worker_join(link=link, platform_worker_id="matrix-worker-canary", session_key="s-1")
     crowd_session_complete(session=worker_session)
+    from annotations.models import Dispute
+
+    dispute = Dispute.objects.create(task=lease.task, campaign=campaign, found_at=timezone.now())
+    dispute_b = Dispute.objects.create(task=lease_b.task, campaign=campaign_b, found_at=timezone.now())
     return FullWorld(
+        dispute=dispute,
+        dispute_b=dispute_b,
         worker=worker_session.worker.user,
         link=link,
         link_b=link_b,
@@ -470,3 +488,11 @@ def age_full_world(world: FullWorld, *, capture: Any, fact_provider: Any) -> Old
             path = reverse("dashboard-judge-table", args=[world.fact_dataset.pk, table, "csv"])
             targets.append((path, {"judge": run.judge.name}))
     return OldWork(stalled=stalled, unprojected_run=unprojected, targets=targets)
+
+
+def _first_item_id(dataset: Dataset) -> str:
+    from annotations.models import Item
+
+    item = Item.objects.filter(dataset=dataset).order_by("pk").first()
+    assert item is not None, f"the world's dataset {dataset.pk} has no item"
+    return str(item.pk)

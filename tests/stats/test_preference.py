@@ -3,6 +3,8 @@ the pairwise judge against the human majority."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import krippendorff
 import numpy as np
 import pytest
@@ -159,3 +161,47 @@ def test_undefined_with_reasons() -> None:
     no_overlap = judge_human_agreement(example(), {("p9", "a", "b"): 1.0}, n_resamples=10)
     assert no_overlap["agreement"]["undefined"].startswith("no prompt and pair of systems")
     assert no_overlap["agreement_ci95"]["undefined"]
+
+
+def test_win_rates_from_counts_equal_the_per_preference_tables() -> None:
+    """Win rates are counted from the codes; the same figures from dense (preferences x systems) tables of chosen
+    and shown, summed per prompt column by column, as the definition reads."""
+    from judging.statistics.correlation import _prompt_weights
+    from judging.statistics.preference import _by_prompt, _ratio_intervals, _share, win_rates
+
+    rng = np.random.default_rng(3)
+    systems = [f"s{k}" for k in range(12)]
+    prompts, candidates, chosen, none = [], [], [], []
+    for _ in range(3000):
+        shown = [str(s) for s in rng.choice(systems, int(rng.integers(2, 5)), replace=False)]
+        prompts.append(f"p{int(rng.integers(0, 200))}")
+        candidates.append(shown)
+        chosen.append(None if rng.random() < 0.1 else shown[int(rng.integers(0, len(shown)))])
+        none.append(bool(rng.random() < 0.2))
+    data = preference_data(prompts, candidates, chosen, none)
+
+    table = np.zeros((data.n, len(data.system_labels)))
+    table[np.arange(data.n), data.chosen] = 1.0
+    shown_table = data.shown.astype(np.float64)
+    n_prompts = len(data.prompt_keys)
+    weights = _prompt_weights(np.random.default_rng(0), 1000, n_prompts)
+    intervals = _ratio_intervals(
+        _by_prompt(table, data.prompt, n_prompts), _by_prompt(shown_table, data.prompt, n_prompts), weights, 0.95
+    )
+    expected: list[dict[str, Any]] = []
+    for code, label in enumerate(data.system_labels):
+        wins = table[:, code] > 0
+        expected.append(
+            {
+                "system": label,
+                "shown": int(data.shown[:, code].sum()),
+                "chosen": int(wins.sum()),
+                "win_rate": _share(float(wins.sum()), float(shown_table[:, code].sum()), "never shown"),
+                "win_rate_ci95": intervals[code],
+                "none_appropriate": _share(
+                    float((wins & data.none_appropriate).sum()), float(wins.sum()), "never chosen"
+                ),
+            }
+        )
+    assert win_rates(data) == expected
+    assert all(row["win_rate"]["value"] is not None for row in expected)

@@ -3,7 +3,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.exporting import export_filename, export_kind, iter_export
+from annotations.agreement_summary import agreement_report
+from annotations.datasets.exporting import export_filename, export_kind, iter_export
+from annotations.datasets.parquet_export import binary_export_filename, export_parquet_table, write_hf_folder
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 
 
@@ -30,10 +32,38 @@ class Command(BaseCommand):
         parser.add_argument(
             "--rubric", action="store_true", help="write the rubric file (name.rubric.json) instead of the data"
         )
+        parser.add_argument(
+            "--parquet",
+            choices=["answers", "ratings", "preferences"],
+            help="one table as Parquet with typed columns (name.<table>.parquet); needs --out",
+        )
+        parser.add_argument(
+            "--hf-folder",
+            metavar="DIR",
+            help="write the folder Hugging Face datasets reads: README.md (the dataset card), rubric.json and "
+            "data/{answers,ratings,preferences}.parquet",
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         dataset = dataset_or_error(str(options["name"]), options["owner"])
         out = str(options["out"]) if options["out"] else None
+        if options["hf_folder"]:
+            folder = write_hf_folder(
+                dataset=dataset, path=str(options["hf_folder"]), agreement=agreement_report(dataset)
+            )
+            self.stdout.write(f"wrote {folder}")
+            return
+        if options["parquet"]:
+            if not out:
+                raise CommandError("--parquet needs --out: Parquet is binary")
+            kind = f"{options['parquet']}-parquet"
+            if os.path.isdir(out):
+                out = os.path.join(out, binary_export_filename(dataset, kind))
+            tmp_path = f"{out}.partial"
+            rows = export_parquet_table(dataset=dataset, table=str(options["parquet"]), target=tmp_path)
+            os.replace(tmp_path, out)
+            self.stdout.write(f"wrote {rows} rows to {out}")
+            return
         flat = ""
         if options["flat"]:
             flat = str(options["format"] or ("csv" if out and out.lower().endswith(".csv") else "jsonl"))

@@ -1,8 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError, RubricError
-from annotations.importing import dataset_import
 from annotations.rubrics import PRESETS, load_rubric_file
 
 

@@ -8,7 +8,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 from annotations.models import Dataset
 from judging.analysis.reports import agreement_report
-from judging.analysis.selectors import ORIGINS, RatingScope, ScopeError, campaign_by_name, rating_scope
+from judging.analysis.selectors import (
+    HUMAN_SCORE_CHOICES,
+    ORIGINS,
+    RatingScope,
+    ScopeError,
+    campaign_by_name,
+    rating_scope,
+)
 
 
 def add_scope_arguments(parser: CommandParser) -> None:
@@ -23,6 +30,13 @@ def add_scope_arguments(parser: CommandParser) -> None:
         action="store_true",
         help="include the raters a researcher excluded (left out by default), to compare",
     )
+    parser.add_argument(
+        "--human",
+        choices=HUMAN_SCORE_CHOICES,
+        default="raw",
+        help="an answer's human score: the mean of its ratings (raw, default) or its adjudicated value where a "
+        "dispute was settled (adjudicated); agreement among raters always reads the raw ratings",
+    )
 
 
 def scope_or_error(dataset: Dataset, options: dict[str, Any]) -> RatingScope:
@@ -32,9 +46,10 @@ def scope_or_error(dataset: Dataset, options: dict[str, Any]) -> RatingScope:
         if campaign is None:
             raise CommandError(f"no campaign named {options['campaign']!r} on this dataset")
     try:
-        return rating_scope(options.get("origin"), campaign, include_excluded=bool(options.get("include_excluded")))
+        scope = rating_scope(options.get("origin"), campaign, include_excluded=bool(options.get("include_excluded")))
     except ScopeError as exc:
         raise CommandError(str(exc)) from None
+    return scope.with_adjudicated(options.get("human") == "adjudicated")
 
 
 def exclusions_text(scope: dict[str, Any], *, hint: bool = True) -> str | None:

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 from judging.analysis.reports import JudgeNotFound, correlation_report
+from judging.certification.selectors import judge_certification
 from judging.management.commands.agreement import (
     add_scope_arguments,
     as_json,
@@ -43,10 +44,12 @@ class Command(BaseCommand):
             report = correlation_report(dataset, str(options["judge"]), scope)
         except JudgeNotFound as exc:
             raise CommandError(str(exc)) from None
+        certified = judge_certification(dataset, str(options["judge"]))
         if options["json"]:
-            self.stdout.write(as_json(report))
+            self.stdout.write(as_json({**report, "certification": certified}))
             return
         self.stdout.write(f"Judge {report['judge']} versus humans on dataset {report['dataset']}")
+        self.stdout.write(f"Judge version {certified['version'] or 'none'}: {certified['standing']}")
         write_scope(self, scope, report)
         if not report["aspects"]:
             self.stdout.write("The judge has no scores for any aspect of the dataset's rubric.")

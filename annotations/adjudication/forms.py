@@ -1,0 +1,34 @@
+"""The researcher's adjudication settings of a campaign."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth.models import User
+from django.utils.translation import gettext_lazy as _
+
+from annotations.adjudication.selectors import adjudicator_accounts
+
+
+class AdjudicationRuleForm(forms.Form):
+    max_spread = forms.FloatField(
+        label=_("Disputed when an answer's ratings of one aspect differ by more than"),
+        required=False,
+        min_value=0,
+        help_text=_("Max minus min of the ratings that count, in scale points. Empty: scores are never disputed."),
+    )
+    preference_splits = forms.BooleanField(
+        label=_("Disputed when the raters did not all prefer the same answer"), required=False
+    )
+    adjudicators = forms.ModelMultipleChoiceField(
+        label=_("Adjudicators"),
+        queryset=User.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_("People you work with. Naming someone here lets them settle this campaign's disputes."),
+    )
+
+    def __init__(self, *args: Any, user: Any, keep: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["adjudicators"].queryset = adjudicator_accounts(user, keep=keep)  # type: ignore[attr-defined]

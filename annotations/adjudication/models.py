@@ -1,0 +1,123 @@
+"""Adjudication storage: which campaigns send disagreements to an adjudicator, the disputed tasks, and the final
+values an adjudicator recorded. Raw ratings are never changed: adjudicated values live beside them.
+
+Imported at the end of annotations/models.py, so these are models of the `annotations` app.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
+
+
+class AdjudicationRule(models.Model):
+    """When a campaign's task counts as disputed: the ratings of one answer's aspect spread wider than
+    `max_spread` (max minus min of the ratings that count), or, with `preference_splits`, its raters did not all
+    prefer the same answer. Its adjudicators settle the disputes."""
+
+    campaign = models.OneToOneField("annotations.Campaign", on_delete=models.CASCADE, related_name="adjudication_rule")
+    max_spread = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="A task is disputed when an answer's ratings of one aspect differ by more than this; empty to "
+        "leave scores alone.",
+    )
+    preference_splits = models.BooleanField(
+        default=False, help_text="A task is disputed when its raters did not all prefer the same answer."
+    )
+    adjudicators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="adjudicated_campaigns")
+
+    class Meta:
+        verbose_name = _("adjudication rule")
+        verbose_name_plural = _("adjudication rules")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_spread__isnull=True) | Q(max_spread__gte=0), name="adjudication_spread_non_negative"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_spread__isnull=False) | Q(preference_splits=True),
+                name="adjudication_rule_has_a_trigger",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"adjudication rule of {self.campaign}"
+
+
+class Dispute(models.Model):
+    """A task whose counting ratings disagree beyond its campaign's rule. `spreads` lists what disagreed
+    ([{response_id, aspect_id, spread}]); the dispute is resolved once an adjudicator recorded the final values."""
+
+    task = models.OneToOneField("annotations.Task", on_delete=models.CASCADE, related_name="dispute")
+    # Copied from the task, so the adjudicator's queue reads one table.
+    campaign = models.ForeignKey("annotations.Campaign", on_delete=models.CASCADE, related_name="disputes")
+    spreads = models.JSONField(default=list, blank=True)
+    preference_split = models.BooleanField(default=False)
+    found_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.TextField(blank=True)
+    # The adjudicated preference, when the preference was split; empty with none_appropriate means "none of them".
+    preferred_response = models.ForeignKey(
+        "annotations.Response", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    none_appropriate = models.BooleanField(default=False)
+
+    class Meta:
+        verbose_name = _("dispute")
+        verbose_name_plural = _("disputes")
+        ordering = ["campaign", "found_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(resolved_at__isnull=True) & Q(reason=""))
+                | (Q(resolved_at__isnull=False) & ~Q(reason="") & Q(resolved_at__gte=F("found_at"))),
+                name="dispute_resolved_with_reason",
+            ),
+            models.CheckConstraint(
+                condition=Q(preferred_response__isnull=True) | Q(none_appropriate=False),
+                name="dispute_preference_or_none",
+            ),
+        ]
+        indexes = [models.Index(fields=["campaign", "resolved_at"], name="dispute_queue")]
+
+    def __str__(self) -> str:
+        return f"dispute on {self.task}"
+
+
+class Adjudication(models.Model):
+    """The final value of one answer's aspect in a disputed task. The aspect's range is copied onto the row so the
+    database itself refuses a value outside the scale."""
+
+    dispute = models.ForeignKey(Dispute, on_delete=models.CASCADE, related_name="adjudications")
+    task = models.ForeignKey("annotations.Task", on_delete=models.CASCADE, related_name="adjudications")
+    response = models.ForeignKey("annotations.Response", on_delete=models.CASCADE, related_name="adjudications")
+    aspect = models.ForeignKey("annotations.Aspect", on_delete=models.CASCADE, related_name="adjudications")
+    value = models.FloatField()
+    raw = models.JSONField(help_text="The scale's token for the value, as a rating would store it.")
+    scale_min = models.FloatField()
+    scale_max = models.FloatField()
+    adjudicator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("adjudication")
+        verbose_name_plural = _("adjudications")
+        ordering = ["task", "response", "aspect"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "response", "aspect"], name="adjudication_once_per_task_answer_aspect"
+            ),
+            models.CheckConstraint(
+                condition=Q(value__gte=F("scale_min")) & Q(value__lte=F("scale_max")),
+                name="adjudication_value_within_scale",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"adjudicated {self.aspect_id} of {self.response_id} in {self.task}: {self.value}"

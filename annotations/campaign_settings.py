@@ -1,0 +1,63 @@
+"""What a campaign shows and asks, as one typed value: the single list of a campaign's settings, read by the
+services that create and change campaigns, the annotator pages' one-query campaign read, and the research area's
+campaign builder. Values are checked here, once, whichever door they came in by."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+MAX_GOLD_RATE = 0.5
+# The settings' annotations are strings (postponed evaluation); each names the Python types a value may have.
+_KINDS: dict[str, tuple[type, ...]] = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float)}
+
+
+class CampaignSettingsError(ValueError):
+    """A setting is unknown or out of range; the message names it."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CampaignSettings:
+    guidelines: str = ""
+    show_reference: bool = False
+    show_context: bool = True
+    ask_preference: bool = True
+    rationale_required: bool = True
+    scale_dropdowns: bool = False
+    lease_minutes: int = 30
+    is_active: bool = True
+    allow_revisit: bool = True
+    # The share of each annotator's tasks that are gold items or attention checks.
+    gold_rate: float = 0.0
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            kind = str(field.type)
+            # bool is an int to Python; a tick box's True is not a number of minutes.
+            if not isinstance(value, _KINDS[kind]) or (kind in ("int", "float") and isinstance(value, bool)):
+                raise CampaignSettingsError(f"{field.name} must be a {field.type}, not {value!r}")
+        # Postgres text cannot hold U+0000; the importer refuses it in every string for the same reason.
+        if "\x00" in self.guidelines:
+            raise CampaignSettingsError("text with a NUL character cannot be stored")
+        if self.lease_minutes < 1:
+            raise CampaignSettingsError("the lease must be at least one minute")
+        if not (math.isfinite(self.gold_rate) and 0 <= self.gold_rate <= MAX_GOLD_RATE):
+            raise CampaignSettingsError("the gold rate must be between 0 and 0.5")
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> CampaignSettings:
+        """The settings `options` names, the others at their defaults; CampaignSettingsError for a name that is
+        not a setting or a value that is not allowed."""
+        unknown = set(options) - set(SETTING_NAMES)
+        if unknown:
+            raise CampaignSettingsError(f"unknown campaign options: {', '.join(sorted(unknown))}")
+        return cls(**options)
+
+    def as_options(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+SETTING_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(CampaignSettings))

@@ -1,0 +1,105 @@
+"""Writes of the research area: inviting annotators, accepting an invitation, adding to a pool, deactivating."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth.models import User
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from annotations.campaign_services import campaign_annotator_remove
+from annotations.models import AnnotatorInvite, Campaign
+from annotations.research.selectors import invite_token_hash
+
+INVITE_DAYS = 7
+
+
+class InviteError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class IssuedInvite:
+    invite: AnnotatorInvite
+    # The only copy of the token: the database keeps its hash, so the link is shown once.
+    token: str
+
+
+def annotator_invite(*, username: str, email: str, campaign: Campaign | None, by: User) -> IssuedInvite:
+    """Creates the annotator's account with no usable password, puts them in the campaign's pool, and issues a
+    single-use link, valid for INVITE_DAYS days, where they set their password."""
+    username = username.strip()
+    if not username or len(username) > 150:
+        raise InviteError(_("Give a user name of 1 to 150 characters."))
+    if User.objects.filter(username__iexact=username).exists():
+        raise InviteError(_("That user name is taken; choose another."))
+    token = secrets.token_urlsafe(32)
+    now = timezone.now()
+    with transaction.atomic():
+        user = User(username=username, email=email.strip(), is_staff=False)
+        user.set_unusable_password()
+        user.save()
+        if campaign is not None:
+            campaign.annotators.add(user)
+        invite = AnnotatorInvite.objects.create(
+            user=user,
+            campaign=campaign,
+            token_hash=invite_token_hash(token),
+            created_by=by,
+            created_at=now,
+            expires_at=now + timedelta(days=INVITE_DAYS),
+        )
+    return IssuedInvite(invite=invite, token=token)
+
+
+def invite_accept(*, token: str, password: str) -> User:
+    """Sets the invited annotator's password and spends the link. Django's password validators apply; a link that
+    was used, expired or never existed is refused, and a second request racing the first finds it spent."""
+    now = timezone.now()
+    with transaction.atomic():
+        invite = (
+            AnnotatorInvite.objects.select_for_update()
+            .filter(token_hash=invite_token_hash(token), used_at__isnull=True, expires_at__gt=now)
+            .select_related("user")
+            .first()
+        )
+        if invite is None:
+            raise InviteError(_("This invitation link was used already or has expired."))
+        try:
+            validate_password(password, user=invite.user)
+        except ValidationError as exc:
+            raise InviteError(" ".join(exc.messages)) from None
+        spent = AnnotatorInvite.objects.filter(pk=invite.pk, used_at__isnull=True).update(used_at=now)
+        if spent != 1:
+            raise InviteError(_("This invitation link was used already or has expired."))
+        user = invite.user
+        user.set_password(password)
+        user.is_active = True
+        user.save(update_fields=["password", "is_active"])
+    return user
+
+
+def annotator_pool_add(*, campaign: Campaign, user: User) -> None:
+    if user.is_staff:
+        raise InviteError(_("Only annotator accounts can join a campaign's pool."))
+    if not user.is_active:
+        raise InviteError(_("That account is deactivated."))
+    campaign.annotators.add(user)
+
+
+def annotator_deactivate(*, user: User, campaigns: list[Campaign]) -> None:
+    """The account can no longer sign in; it leaves the pools of the given campaigns, which releases any task it
+    holds there. Its submitted ratings stay."""
+    if user.is_staff or user.is_superuser:
+        raise InviteError(_("Only annotator accounts can be deactivated here."))
+    with transaction.atomic():
+        user.is_active = False
+        user.save(update_fields=["is_active"])
+        for campaign in campaigns:
+            campaign_annotator_remove(campaign=campaign, user=user)

@@ -1,0 +1,166 @@
+"""The certification page: a dataset's judge versions over time, its reference sets, certificates, drift checks and
+teachings, and the researcher actions (name a reference set, certify a version, teach a version rated examples).
+Thin: services write, selectors read."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from annotations.models import Dataset
+from judging.analysis.forms import CertifyForm, ReferenceSetForm, TeachForm
+from judging.analysis.selectors import dataset_for_stats_or_404
+from judging.analysis.views import researcher_required
+from judging.certification import selectors
+from judging.certification.services import (
+    CertificationError,
+    certificate_request,
+    judge_version_teach,
+    reference_set_create,
+)
+from judging.models import JudgeVersion
+from judging.selectors import campaigns_of_dataset
+
+Forms = tuple[ReferenceSetForm, CertifyForm, TeachForm]
+
+
+def _forms(dataset: Dataset, data: Any = None, which: str = "") -> Forms:
+    campaigns = list(campaigns_of_dataset(dataset.pk).values_list("pk", "name"))
+    versions = [
+        (row.version.fingerprint, f"{row.version.config_name} · {row.version.provider_model} · {row.version.short}")
+        for row in selectors.versions_of_dataset(dataset)
+    ]
+    reference_sets = list(selectors.reference_sets_of_dataset(dataset).values_list("pk", "name"))
+    return (
+        ReferenceSetForm(data if which == "reference" else None, campaigns=campaigns, prefix="reference"),
+        CertifyForm(data if which == "certify" else None, versions=versions, reference_sets=reference_sets),
+        TeachForm(data if which == "teach" else None, versions=versions, reference_sets=reference_sets, prefix="teach"),
+    )
+
+
+def _page(request: HttpRequest, dataset: Dataset, forms: Forms, status: int = 200) -> HttpResponse:
+    rows = selectors.versions_of_dataset(dataset)
+    comparisons = [
+        {"older": older, "newer": newer}
+        for older, newer in pairwise(rows)
+        if older.version.config_name == newer.version.config_name and older.runs and newer.runs
+    ]
+    context = {
+        "dataset": dataset,
+        "versions": rows,
+        "comparisons": comparisons,
+        "unversioned": selectors.unversioned_runs(dataset),
+        "reference_sets": selectors.reference_sets_of_dataset(dataset),
+        "notices": selectors.suspension_notices(request.user, dataset),
+        "reference_form": forms[0],
+        "certify_form": forms[1],
+        "teach_form": forms[2],
+        "teachings": selectors.teachings_of_dataset(dataset),
+    }
+    return render(request, "dashboard/certification.html", context, status=status)
+
+
+@require_GET
+@researcher_required
+def certification_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    return _page(request, dataset, _forms(dataset))
+
+
+@require_POST
+@researcher_required
+def reference_set_name(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    forms = _forms(dataset, request.POST, "reference")
+    form = forms[0]
+    if not form.is_valid():
+        return _page(request, dataset, forms, status=400)
+    source = form.cleaned_data["source"]
+    campaign = None
+    if source.startswith("campaign:"):
+        campaign = campaigns_of_dataset(dataset.pk).filter(pk=int(source.partition(":")[2])).first()
+    try:
+        reference = reference_set_create(
+            dataset=dataset,
+            name=form.cleaned_data["name"],
+            owner=request.user,  # type: ignore[arg-type]
+            campaign=campaign,
+            origin="all" if campaign is not None else source,
+        )
+    except CertificationError as exc:
+        form.add_error(None, str(exc))
+        return _page(request, dataset, forms, status=400)
+    messages.success(
+        request,
+        _("Reference set %(name)s frozen with %(n)d ratings.")
+        % {"name": reference.name, "n": reference.ratings.count()},
+    )
+    return redirect("dashboard-certification", dataset.pk)
+
+
+@require_POST
+@researcher_required
+def certify_version(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    forms = _forms(dataset, request.POST, "certify")
+    form = forms[1]
+    if not form.is_valid():
+        return _page(request, dataset, forms, status=400)
+    version = JudgeVersion.objects.get(fingerprint=form.cleaned_data["version"])
+    reference = selectors.reference_sets_of_dataset(dataset).get(pk=int(form.cleaned_data["reference_set"]))
+    try:
+        certificate = certificate_request(
+            version=version,
+            reference_set=reference,
+            requested_by=request.user,  # type: ignore[arg-type]
+            epsilon=form.cleaned_data["epsilon"],
+            q=form.cleaned_data["q"],
+        )
+    except CertificationError as exc:
+        form.add_error(None, str(exc))
+        return _page(request, dataset, forms, status=400)
+    messages.success(
+        request,
+        _("Certification of %(version)s started: its run judges the reference set, then the test is applied.")
+        % {"version": certificate.version.short},
+    )
+    return redirect("dashboard-certification", dataset.pk)
+
+
+@require_POST
+@researcher_required
+def teach_version(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    forms = _forms(dataset, request.POST, "teach")
+    form = forms[2]
+    if not form.is_valid():
+        return _page(request, dataset, forms, status=400)
+    version = JudgeVersion.objects.get(fingerprint=form.cleaned_data["version"])
+    reference = selectors.reference_sets_of_dataset(dataset).get(pk=int(form.cleaned_data["reference_set"]))
+    try:
+        teaching = judge_version_teach(
+            version=version,
+            reference_set=reference,
+            requested_by=request.user,  # type: ignore[arg-type]
+            per_level=form.cleaned_data["per_level"],
+            seed=form.cleaned_data["seed"],
+            alpha=form.cleaned_data["alpha"],
+        )
+    except CertificationError as exc:
+        form.add_error(None, str(exc))
+        return _page(request, dataset, forms, status=400)
+    messages.success(
+        request,
+        _(
+            "Teaching of %(version)s started: the old and the taught version judge %(n)d held-out answers, then "
+            "the two are compared."
+        )
+        % {"version": version.short, "n": teaching.held_out},
+    )
+    return redirect("dashboard-certification", dataset.pk)

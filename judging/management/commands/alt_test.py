@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
+
+from annotations.management.lookup import add_owner_argument, dataset_or_error
+from judging.analysis.reports import (
+    DEFAULT_EPSILON,
+    METRIC_CHOICES,
+    AltTestSettings,
+    JudgeNotFound,
+    ReportError,
+    alt_test_report,
+)
+from judging.certification.selectors import judge_certification
+from judging.management.argument_types import open_unit_interval, whole_number_at_least
+from judging.management.commands.agreement import (
+    add_scope_arguments,
+    as_json,
+    number,
+    scope_or_error,
+    text_table,
+    write_scope,
+)
+from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q
+
+
+def _epsilon(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(text)
+    return value
+
+
+_epsilon.__name__ = "epsilon (a number in [0, 1))"
+_q = open_unit_interval("q")
+_min_instances = whole_number_at_least(2, "minimum")
+
+
+class Command(BaseCommand):
+    requires_system_checks: list[str] = []
+    help = (
+        "The alternative-annotator test (Calderon, Reichart and Dror 2025): can the judge replace a rater? Each rater "
+        "is left out in turn; one-sided t-tests with the cost-benefit margin epsilon, Benjamini-Yekutieli at FDR q; "
+        "passed when the winning rate is at least 0.5."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, help="dataset name")
+        add_owner_argument(parser)
+        parser.add_argument("--judge", required=True, help="judge name")
+        parser.add_argument("--aspect", help="one aspect (default: every aspect the judge scores)")
+        parser.add_argument(
+            "--epsilon",
+            type=_epsilon,
+            default=DEFAULT_EPSILON,
+            help=f"cost-benefit margin given to the judge (default {DEFAULT_EPSILON}; the paper suggests 0.2 for "
+            "experts, 0.15 for skilled annotators, 0.1 for crowd-workers)",
+        )
+        parser.add_argument("--q", type=_q, default=DEFAULT_Q, help=f"false discovery rate (default {DEFAULT_Q})")
+        parser.add_argument(
+            "--metric",
+            choices=METRIC_CHOICES,
+            default="auto",
+            help="alignment score: auto (accuracy for nominal aspects, negative RMSE otherwise), accuracy or neg_rmse",
+        )
+        parser.add_argument(
+            "--min-instances",
+            type=_min_instances,
+            default=DEFAULT_MIN_INSTANCES,
+            help=f"raters with fewer usable answers are skipped (default {DEFAULT_MIN_INSTANCES})",
+        )
+        add_scope_arguments(parser)
+        parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
+
+    @no_translations
+    def handle(self, *args: object, **options: Any) -> None:
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
+        scope = scope_or_error(dataset, options)
+        settings = AltTestSettings(
+            epsilon=options["epsilon"], q=options["q"], metric=options["metric"], min_instances=options["min_instances"]
+        )
+        try:
+            report = alt_test_report(dataset, str(options["judge"]), options["aspect"], settings, scope)
+        except (JudgeNotFound, ReportError) as exc:
+            raise CommandError(str(exc)) from None
+        certified = judge_certification(dataset, str(options["judge"]))
+        if options["json"]:
+            self.stdout.write(as_json({**report, "certification": certified}))
+            return
+        self.stdout.write(f"Alternative-annotator test of judge {report['judge']} on dataset {report['dataset']}")
+        self.stdout.write(f"Judge version {certified['version'] or 'none'}: {certified['standing']}")
+        write_scope(self, scope, report)
+        for aspect, result in report["aspects"].items():
+            self.stdout.write("")
+            passed = result["passed"]
+            verdict = (
+                f"undefined: {passed['undefined']}"
+                if passed["value"] is None
+                else ("PASSED" if passed["value"] else "FAILED")
+            )
+            self.stdout.write(
+                f"aspect {aspect}: {verdict}; winning rate {number(result['winning_rate'])} "
+                f"({result['rejected']} of {result['raters_tested']} raters), advantage probability "
+                f"{number(result['advantage_probability'])}; epsilon {result['epsilon']}, q {result['q']}, "
+                f"metric {result['metric']}"
+            )
+            rows = [
+                [
+                    row["rater"],
+                    str(row["n"]),
+                    number(row["rho_judge"]),
+                    number(row["rho_human"]),
+                    number(row["p_value"], 4),
+                    number(row["p_adjusted"], 4),
+                    "" if row["rejected"] is None else ("yes" if row["rejected"] else "no"),
+                    row["skipped"] or "",
+                ]
+                for row in result["raters"]
+            ]
+            header = ["rater", "n", "rho judge", "rho rater", "p", "p BY", "rejected", "skipped"]
+            self.stdout.write(text_table(header, rows))

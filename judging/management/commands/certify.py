@@ -1,0 +1,154 @@
+import time
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotations.management.lookup import add_owner_argument, dataset_or_error
+from annotations.models import Campaign, Dataset
+from judging.certification import selectors
+from judging.certification.services import (
+    DEFAULT_EPSILON,
+    DEFAULT_Q,
+    CertificationError,
+    certificate_request,
+    drift_checks_start,
+    reference_set_create,
+)
+from judging.models import Certificate, CertificateStatus, JudgeRun, ReferenceSet
+
+
+class Command(BaseCommand):
+    help = (
+        "Certify a judge version against a frozen human reference set with the alternative-annotator test: name a "
+        "reference set (reference-set), certify the version of a judge run on it (version), list versions and "
+        "certificates (status), or start the drift checks now (drift)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        named = sub.add_parser("reference-set", help="name and freeze a reference set of human ratings")
+        named.add_argument("--dataset", required=True)
+        named.add_argument("--name", required=True, help="the reference set's name, unique in the dataset")
+        named.add_argument("--campaign", help="freeze this campaign's ratings (default: the dataset's)")
+        named.add_argument("--origin", default="all", choices=["all", "import", "app"])
+        add_owner_argument(named)
+        version = sub.add_parser("version", help="certify the version of a judge run on a reference set")
+        version.add_argument("--dataset", required=True)
+        version.add_argument("--judge", required=True, help="name of a judge run whose version is certified")
+        version.add_argument("--reference-set", required=True)
+        version.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON)
+        version.add_argument("--q", type=float, default=DEFAULT_Q)
+        version.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the verdict (0: do not)")
+        add_owner_argument(version)
+        status = sub.add_parser("status", help="the dataset's judge versions, their standing and certificates")
+        status.add_argument("--dataset", required=True)
+        add_owner_argument(status)
+        drift = sub.add_parser("drift", help="start a drift check for every certified version in use")
+        drift.add_argument("--sample-size", type=int, default=20)
+        drift.add_argument("--seed", type=int, help="the sample's seed (default: a random one, stored)")
+
+    def handle(self, *args: object, **options: object) -> None:
+        action = options["action"]
+        if action == "drift":
+            started = drift_checks_start(
+                sample_size=int(str(options["sample_size"])), seed=_int_or_none(options["seed"])
+            )
+            self.stdout.write(f"{started} drift check(s) started")
+            return
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
+        if action == "reference-set":
+            self._reference_set(dataset, options)
+        elif action == "version":
+            self._certify(dataset, options)
+        else:
+            self._status(dataset)
+
+    def _reference_set(self, dataset: Dataset, options: dict[str, object]) -> None:
+        campaign = None
+        if options["campaign"]:
+            campaign = Campaign.objects.filter(dataset=dataset, name=str(options["campaign"])).first()
+            if campaign is None:
+                raise CommandError(f"no campaign named {options['campaign']!r} on {dataset.name!r}")
+        try:
+            reference = reference_set_create(
+                dataset=dataset, name=str(options["name"]), owner=None, campaign=campaign, origin=str(options["origin"])
+            )
+        except CertificationError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"reference set {reference.name!r} frozen with {reference.ratings.count()} ratings "
+            f"at {reference.frozen_at:%Y-%m-%d %H:%M:%S} UTC"
+        )
+
+    def _certify(self, dataset: Dataset, options: dict[str, object]) -> None:
+        run = (
+            JudgeRun.objects.filter(dataset=dataset, judge__name=str(options["judge"]))
+            .select_related("version")
+            .first()
+        )
+        if run is None:
+            raise CommandError(f"no judge run named {options['judge']!r} on {dataset.name!r}")
+        if run.version is None:
+            raise CommandError(
+                f"judge {options['judge']!r} has no version: {run.version_problem or 'its run has not ended'}"
+            )
+        reference = ReferenceSet.objects.filter(dataset=dataset, name=str(options["reference_set"])).first()
+        if reference is None:
+            raise CommandError(f"no reference set named {options['reference_set']!r} on {dataset.name!r}")
+        try:
+            certificate = certificate_request(
+                version=run.version,
+                reference_set=reference,
+                requested_by=None,
+                epsilon=float(str(options["epsilon"])),
+                q=float(str(options["q"])),
+            )
+        except CertificationError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"certificate {certificate.pk}: version {run.version.short} on {reference.name!r}, run "
+            f"{certificate.run.judge.name if certificate.run else '-'} started"
+        )
+        wait = float(str(options["wait"]))
+        deadline = time.monotonic() + wait
+        while wait and time.monotonic() < deadline:
+            certificate.refresh_from_db()
+            if certificate.status not in (CertificateStatus.PENDING, CertificateStatus.EVALUATING):
+                break
+            time.sleep(0.5)  # polling the database for the worker's verdict
+        certificate.refresh_from_db()
+        self._print_certificate(certificate)
+        if certificate.status in (CertificateStatus.FAILED, CertificateStatus.UNDEFINED):
+            raise CommandError(f"not certified: {certificate.reason}")
+
+    def _print_certificate(self, certificate: Certificate) -> None:
+        self.stdout.write(f"certificate {certificate.pk} [{certificate.fingerprint[:12]}]: {certificate.status}")
+        if certificate.reason:
+            self.stdout.write(f"  {certificate.reason}")
+        if certificate.suspension_reason:
+            self.stdout.write(f"  suspended: {certificate.suspension_reason}")
+        for row in selectors.certificate_summary(certificate):
+            omega = "undefined" if row["omega"] is None else f"{row['omega']:.2f}"
+            rho = "undefined" if row["rho"] is None else f"{row['rho']:.2f}"
+            self.stdout.write(
+                f"  {row['aspect']}: {row['verdict']} (epsilon {row['epsilon']:g}, q {row['q']:g}, omega {omega}, "
+                f"rho {rho}, n {row['n_answers']} answers, {row['raters_tested']} raters tested)"
+            )
+
+    def _status(self, dataset: Dataset) -> None:
+        rows = selectors.versions_of_dataset(dataset)
+        if not rows:
+            self.stdout.write("no judge version on this dataset yet")
+        for row in rows:
+            version = row.version
+            self.stdout.write(
+                f"{version.config_name} [{version.short}] model {version.provider_model}: {row.standing}, "
+                f"{len(row.runs)} run(s)"
+            )
+            for certificate in row.certificates:
+                self._print_certificate(certificate)
+        for run in selectors.unversioned_runs(dataset):
+            self.stdout.write(f"{run.judge.name}: no version ({run.version_problem})")
+
+
+def _int_or_none(value: object) -> int | None:
+    return None if value is None else int(str(value))

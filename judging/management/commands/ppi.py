@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
+
+from annotations.management.lookup import add_owner_argument, dataset_or_error
+from judging.analysis.prediction_powered import ppi_report
+from judging.analysis.reports import JudgeNotFound, ReportError
+from judging.management.commands.agreement import (
+    add_scope_arguments,
+    as_json,
+    interval_text,
+    number,
+    scope_or_error,
+    text_table,
+    write_scope,
+)
+from judging.statistics.ppi import TUNINGS
+
+
+def _rows(entries: list[dict[str, Any]], label: Any) -> list[list[str]]:
+    rows = []
+    for entry in entries:
+        ppi, human = entry["ppi"], entry["human_only"]
+        rows.append(
+            [
+                label(entry),
+                str(entry["n"]),
+                str(entry["n_total"]),
+                number(ppi["estimate"]),
+                interval_text(ppi["interval"]),
+                number(human["estimate"]),
+                interval_text(human["interval"]),
+                number(entry["effective_n"], 1),
+                number(entry["tuning_lambda"]),
+                entry["undefined"] or "",
+            ]
+        )
+    return rows
+
+
+class Command(BaseCommand):
+    requires_system_checks: list[str] = []
+    help = (
+        "Prediction-powered inference (Angelopoulos et al. 2023, with PPI++ power tuning): each system's mean score "
+        "and each pairwise difference from the judge's scores on every answer and the humans' on a random subset, "
+        "with 95% CLT intervals beside the human-only ones and the effective number of human ratings."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, help="dataset name")
+        add_owner_argument(parser)
+        parser.add_argument("--judge", required=True, help="judge name (it must score every answer)")
+        parser.add_argument("--aspect", help="one aspect (default: every aspect the judge scores)")
+        parser.add_argument(
+            "--tuning",
+            choices=TUNINGS,
+            default="ppi++",
+            help="ppi++ (default: the variance-minimising weight on the judge) or ppi (weight 1)",
+        )
+        add_scope_arguments(parser)
+        parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
+
+    @no_translations
+    def handle(self, *args: object, **options: Any) -> None:
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
+        scope = scope_or_error(dataset, options)
+        try:
+            report = ppi_report(dataset, str(options["judge"]), options["aspect"], str(options["tuning"]), scope)
+        except (JudgeNotFound, ReportError) as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            self.stdout.write(as_json(report))
+            return
+        self.stdout.write(
+            f"Prediction-powered estimates from judge {report['judge']} on dataset {report['dataset']} "
+            f"({report['tuning']}, {report['confidence']:.0%} intervals)"
+        )
+        write_scope(self, scope, report)
+        header = ["", "n", "N", "PPI", "PPI 95% CI", "humans", "humans 95% CI", "effective n", "lambda", "undefined"]
+        for aspect, result in report["aspects"].items():
+            self.stdout.write("")
+            self.stdout.write(f"aspect {aspect}: system means")
+            self.stdout.write(text_table(["system", *header[1:]], _rows(result["systems"], lambda e: e["system"])))
+            if result["differences"]:
+                self.stdout.write(f"aspect {aspect}: differences (A - B on the prompts both answered)")
+                self.stdout.write(
+                    text_table(
+                        ["A - B", *header[1:]],
+                        _rows(result["differences"], lambda e: f"{e['system_a']} - {e['system_b']}"),
+                    )
+                )

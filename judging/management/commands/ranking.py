@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
+
+from annotations.management.lookup import add_owner_argument, dataset_or_error
+from judging.analysis.reports import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    HUMANS,
+    JudgeNotFound,
+    ReportError,
+    ranking_report,
+)
+from judging.management.argument_types import whole_number_at_least
+from judging.management.commands.agreement import (
+    add_scope_arguments,
+    as_json,
+    interval_text,
+    number,
+    scope_or_error,
+    text_table,
+    write_scope,
+)
+from judging.statistics.ranking import MIN_BOOTSTRAP
+
+_resamples = whole_number_at_least(MIN_BOOTSTRAP, "number of resamples")
+_seed = whole_number_at_least(0, "seed")
+
+
+class Command(BaseCommand):
+    requires_system_checks: list[str] = []
+    help = (
+        "Rank the systems with their uncertainty: Bradley-Terry from pairwise outcomes (the humans' preferences or a "
+        "pairwise judge), or with --aspect by mean rating; rank intervals from a bootstrap over prompts."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, help="dataset name")
+        add_owner_argument(parser)
+        parser.add_argument("--source", default=HUMANS, help="humans (default) or a judge's name")
+        parser.add_argument("--aspect", help="rank by the mean rating on this aspect instead of pairwise outcomes")
+        parser.add_argument("--reference", help="system whose log-strength is 0 (default: the first in sorted order)")
+        parser.add_argument(
+            "--bootstrap",
+            type=_resamples,
+            default=BOOTSTRAP_RESAMPLES,
+            help=f"prompt resamples for the rank intervals (default {BOOTSTRAP_RESAMPLES}, at least {MIN_BOOTSTRAP})",
+        )
+        parser.add_argument("--seed", type=_seed, default=BOOTSTRAP_SEED, help="bootstrap seed (default 0)")
+        add_scope_arguments(parser)
+        parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
+
+    @no_translations
+    def handle(self, *args: object, **options: Any) -> None:
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
+        scope = scope_or_error(dataset, options)
+        try:
+            report = ranking_report(
+                dataset,
+                str(options["source"]),
+                options["aspect"],
+                options["reference"],
+                n_resamples=options["bootstrap"],
+                seed=options["seed"],
+                scope=scope,
+            )
+        except (JudgeNotFound, ReportError) as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            self.stdout.write(as_json(report))
+            return
+        what = f"mean rating on {report['aspect']}" if report["aspect"] else "Bradley-Terry"
+        self.stdout.write(f"Ranking of the systems of dataset {report['dataset']} by {report['source']} ({what})")
+        write_scope(self, scope, report)
+        if report["undefined"]:
+            self.stdout.write(f"Undefined: {report['undefined']}")
+            return
+        count = report.get("n_comparisons", report.get("n_answers"))
+        unit = "comparisons" if report["model"] == "bradley_terry" else "answers"
+        self.stdout.write(
+            f"{count} {unit} on {report['n_prompts']} prompts; reference {report['reference'] or 'none'}; rank "
+            f"intervals from {report['bootstrap']['resamples']} prompt resamples (seed {report['bootstrap']['seed']})"
+        )
+        rows = [
+            [
+                str(row["rank"]) if row["rank"] is not None else "—",
+                f"{row['rank_ci95']['best']}–{row['rank_ci95']['worst']}" if row["rank_ci95"] else "",
+                row["system"],
+                number(row["strength"]),
+                number(row["se"]),
+                interval_text(row["ci95"]),
+                "" if row["wins"] is None else f"{row['wins']}/{row['losses']}/{row['ties']}",
+            ]
+            for row in report["systems"]
+        ]
+        self.stdout.write(text_table(["rank", "rank 95%", "system", "strength", "SE", "95% CI", "W/L/T"], rows))
+        versus = report.get("versus_humans")
+        if versus:
+            self.stdout.write(
+                f"Kendall's tau-b with the humans' ranking over {versus['n_systems']} systems: "
+                f"{number(versus['kendall_tau'])} {interval_text(versus['ci95'])}"
+            )

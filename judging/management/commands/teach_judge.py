@@ -1,0 +1,82 @@
+import time
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotations.management.lookup import add_owner_argument, dataset_or_error
+from judging.certification.services import (
+    DEFAULT_PER_LEVEL,
+    DEFAULT_TEACH_ALPHA,
+    DEFAULT_TEACH_SEED,
+    CertificationError,
+    judge_version_teach,
+)
+from judging.models import JudgeRun, JudgeTeaching, ReferenceSet, TeachingDecision, TeachingStatus
+
+
+class Command(BaseCommand):
+    help = (
+        "Teach a judge version rated examples from a frozen reference set: the examples are the answers its raters "
+        "agree on most, balanced across score levels; the taught version and the old one judge the held-out answers, "
+        "and the taught one is kept only when Williams's t finds it agrees better with the raters."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--judge", required=True, help="name of a judge run whose version is taught")
+        parser.add_argument("--reference-set", required=True)
+        parser.add_argument("--per-level", type=int, default=DEFAULT_PER_LEVEL, help="examples per score level")
+        parser.add_argument("--seed", type=int, default=DEFAULT_TEACH_SEED, help="breaks ties between answers")
+        parser.add_argument("--alpha", type=float, default=DEFAULT_TEACH_ALPHA, help="the comparison's level")
+        parser.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the decision (0: do not)")
+        add_owner_argument(parser)
+
+    def handle(self, *args: object, **options: object) -> None:
+        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
+        run = (
+            JudgeRun.objects.filter(dataset=dataset, judge__name=str(options["judge"]))
+            .select_related("version")
+            .first()
+        )
+        if run is None:
+            raise CommandError(f"no judge run named {options['judge']!r} on {dataset.name!r}")
+        if run.version is None:
+            raise CommandError(
+                f"judge {options['judge']!r} has no version: {run.version_problem or 'its run has not ended'}"
+            )
+        reference = ReferenceSet.objects.filter(dataset=dataset, name=str(options["reference_set"])).first()
+        if reference is None:
+            raise CommandError(f"no reference set named {options['reference_set']!r} on {dataset.name!r}")
+        try:
+            teaching = judge_version_teach(
+                version=run.version,
+                reference_set=reference,
+                requested_by=None,
+                per_level=int(str(options["per_level"])),
+                seed=int(str(options["seed"])),
+                alpha=float(str(options["alpha"])),
+            )
+        except CertificationError as exc:
+            raise CommandError(str(exc)) from None
+        for aspect, row in sorted(teaching.selection.items()):
+            missing = ", ".join(f"{level:g}" for level in row.get("missing_levels", [])) or "none"
+            self.stdout.write(f"{aspect}: {len(row.get('chosen', []))} example(s); levels without one: {missing}")
+        self.stdout.write(f"teaching {teaching.pk}: both versions judge {teaching.held_out} held-out answers")
+        wait = float(str(options["wait"]))
+        deadline = time.monotonic() + wait
+        while wait and time.monotonic() < deadline:
+            teaching.refresh_from_db()
+            if teaching.status == TeachingStatus.DONE:
+                break
+            time.sleep(0.5)  # polling the database for the worker's decision
+        self._print(teaching)
+
+    def _print(self, teaching: JudgeTeaching) -> None:
+        teaching.refresh_from_db()
+        if teaching.status != TeachingStatus.DONE:
+            self.stdout.write(f"teaching {teaching.pk}: {teaching.status}")
+            return
+        taught = teaching.taught_version.short if teaching.taught_version is not None else "none"
+        self.stdout.write(f"teaching {teaching.pk}: {teaching.decision} (taught version {taught})")
+        self.stdout.write(f"  {teaching.reason}")
+        if teaching.decision == TeachingDecision.UNDEFINED:
+            raise CommandError(f"not kept: {teaching.reason}")

@@ -1,0 +1,272 @@
+"""Submit and draft save have two forms: one SQL statement (Postgres) and portable ORM code (every database). Each
+case below runs once per form, each in a world of its own built the same way, and the two must end the same: the
+same outcome of every call (result flags or the error's type and message) and the same rows stored (ratings,
+submissions, their history, drafts, slots). On SQLite only the portable form exists, so the case checks it alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.utils import timezone
+
+from annotations import campaign_services
+from annotations.campaign_selectors import task_candidates
+from annotations.campaign_services import TaskAnswer, assignment_claim
+from annotations.models import (
+    Assignment,
+    AssignmentDraft,
+    Campaign,
+    Rating,
+    Submission,
+    SubmissionRevision,
+)
+from tests.annotate.factories import make_campaign, make_dataset
+
+pytestmark = pytest.mark.django_db
+
+SUBMIT_FORMS: dict[str, Callable[..., Any]] = {"portable": campaign_services._submission_create_portable}
+if connection.vendor == "postgresql":
+    SUBMIT_FORMS["one statement"] = campaign_services._submit_in_one_statement
+
+
+class World:
+    """One campaign of its own (raters_per_item as asked) and the same three people, for one form of the rule."""
+
+    def __init__(
+        self, tag: str, owner: User, people: list[User], *, raters: int, items: int = 2, revisit: bool = True
+    ) -> None:
+        self.tag = tag
+        self.people = people
+        dataset = make_dataset(f"twin-{tag}", owner=owner, items=items, systems=2)
+        self.campaign: Campaign = make_campaign(
+            dataset, people[:2], name=f"twin-{tag}", raters_per_item=raters, allow_revisit=revisit
+        )
+        # Each campaign shuffles its tasks with a secret seed of its own, so tasks are named by the order in which
+        # the case first claimed them, not by item.
+        self.claimed: list[int] = []
+
+    def claim(self, user: User) -> Assignment:
+        slot = assignment_claim(campaign=self.campaign, user=user)
+        assert slot is not None
+        if slot.task_id not in self.claimed:
+            self.claimed.append(slot.task_id)
+        return slot
+
+    def task_name(self, task_id: int) -> str:
+        return f"task {self.claimed.index(task_id)}" if task_id in self.claimed else "unclaimed"
+
+    def key(self, name: str) -> str:
+        # Idempotency keys are unique across the whole database, so each world has its own.
+        return f"{self.tag}-{name}".ljust(12, "0")
+
+    def answer(self, slot: Assignment, user: User, value: float, reason: str = "first reason") -> TaskAnswer:
+        numbers = [c.number for c in task_candidates(assignment=slot, user_id=user.pk)]
+        return TaskAnswer(
+            ratings={(n, 1): value for n in numbers} | {(n, 2): 0.0 for n in numbers}, preference=1, rationale=reason
+        )
+
+
+def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
+    try:
+        result = call()
+    except Exception as exc:  # the type and message are the outcome compared
+        return ("refused", type(exc).__name__, str(exc))
+    if isinstance(result, bool):
+        return ("stored" if result else "passed on",)
+    return ("stored", result.replayed, result.revised, result.reclaimed)
+
+
+def stored(world: World) -> dict[str, Any]:
+    campaign = world.campaign
+    strip = len(world.tag) + 1
+    task_of_answer = {
+        (response_id, user_id): task_id
+        for task_id, response_id, user_id in Assignment.objects.filter(campaign=campaign).values_list(
+            "task_id", "task__responses", "annotator_id"
+        )
+    }
+    return {
+        "ratings": sorted(
+            (name, world.task_name(task_of_answer[(response, user)]), system, aspect, value, missing, raw, reason)
+            for name, user, response, system, aspect, value, missing, raw, reason in Rating.objects.filter(
+                rater__dataset=campaign.dataset, rater__user__isnull=False
+            ).values_list(
+                "rater__user__username",
+                "rater__user_id",
+                "response_id",
+                "response__system__key",
+                "aspect__name",
+                "value",
+                "is_missing",
+                "raw",
+                "rationale",
+            )
+        ),
+        "submissions": sorted(
+            (
+                s.assignment.annotator.username if s.assignment.annotator else None,
+                world.task_name(s.assignment.task_id),
+                s.version,
+                s.rationale,
+                s.idempotency_key[strip:],
+                s.preferred_response is not None,
+            )
+            for s in Submission.objects.filter(assignment__campaign=campaign).select_related(
+                "assignment__annotator", "preferred_response"
+            )
+        ),
+        "history": sorted(
+            (r.version, r.rationale, r.idempotency_key[strip:])
+            for r in SubmissionRevision.objects.filter(submission__assignment__campaign=campaign)
+        ),
+        "drafts": sorted(
+            (d.annotator.username, world.task_name(d.assignment.task_id), sorted(d.values.items()))
+            for d in AssignmentDraft.objects.filter(assignment__campaign=campaign).select_related(
+                "annotator", "assignment"
+            )
+        ),
+        "slots": sorted(
+            (world.task_name(s.task_id), s.slot, s.status, s.annotator.username if s.annotator else None)
+            for s in Assignment.objects.filter(campaign=campaign).select_related("annotator")
+        ),
+    }
+
+
+def submit(form: str, world: World, slot: Assignment, user: User, answer: TaskAnswer, key: str, **kw: Any) -> Any:
+    return outcome(
+        lambda: SUBMIT_FORMS[form](
+            campaign=world.campaign,
+            task_id=slot.task_id,
+            user=user,
+            idempotency_key=kw.get("raw_key", world.key(key)),
+            answer=answer,
+            now=kw.get("now"),
+            former_slot_id=kw.get("former_slot_id"),
+        )
+    )
+
+
+def repeats_and_a_correction(form: str, world: World) -> list[Any]:
+    first, _second, _third = world.people
+    slot = world.claim(first)
+    return [
+        submit(form, world, slot, first, world.answer(slot, first, 3), "first"),
+        submit(form, world, slot, first, world.answer(slot, first, 3), "first"),  # a double click
+        submit(form, world, slot, first, world.answer(slot, first, 3), "tab2"),  # the same answer, a second tab
+        submit(form, world, slot, first, world.answer(slot, first, 1, "corrected"), "fix"),
+        submit(form, world, slot, first, world.answer(slot, first, 2), "first"),  # a stale page with its old key
+    ]
+
+
+def a_correction_where_corrections_are_off(form: str, world: World) -> list[Any]:
+    first = world.people[0]
+    slot = world.claim(first)
+    return [
+        submit(form, world, slot, first, world.answer(slot, first, 3), "closed1"),
+        submit(form, world, slot, first, world.answer(slot, first, 1), "closed2"),
+    ]
+
+
+def values_off_the_scale_and_bad_input(form: str, world: World) -> list[Any]:
+    first, _second, outsider = world.people
+    slot = world.claim(first)
+    return [
+        submit(form, world, slot, first, world.answer(slot, first, 9), "range1"),
+        submit(form, world, slot, first, world.answer(slot, first, -1), "range2"),
+        submit(form, world, slot, first, world.answer(slot, first, 3, "nul \x00 here"), "nul001"),
+        submit(form, world, slot, first, world.answer(slot, first, 3), "", raw_key="not a key!"),
+        submit(form, world, slot, outsider, world.answer(slot, first, 3), "outsider"),
+        submit(form, world, slot, first, world.answer(slot, first, 2), "fine01"),
+    ]
+
+
+def an_expired_lease_still_held(form: str, world: World) -> list[Any]:
+    first = world.people[0]
+    slot = world.claim(first)
+    later = timezone.now() + timedelta(minutes=world.campaign.lease_minutes + 5)
+    return [submit(form, world, slot, first, world.answer(slot, first, 3), "held01", now=later)]
+
+
+def a_lost_lease(form: str, world: World) -> list[Any]:
+    first, second, _third = world.people
+    lost = world.claim(first)
+    Assignment.objects.filter(pk=lost.pk).update(lease_expires_at=timezone.now() - timedelta(minutes=1))
+    taken = world.claim(second)
+    assert taken.pk == lost.pk  # the expired slot went to the next annotator
+    return [submit(form, world, lost, first, world.answer(lost, first, 2), "lost01", former_slot_id=lost.pk)]
+
+
+CASES: list[tuple[Callable[[str, World], list[Any]], dict[str, Any]]] = [
+    (repeats_and_a_correction, {"raters": 1}),
+    (a_correction_where_corrections_are_off, {"raters": 1, "revisit": False}),
+    (values_off_the_scale_and_bad_input, {"raters": 1}),
+    (an_expired_lease_still_held, {"raters": 1}),
+    (a_lost_lease, {"raters": 1, "items": 1}),  # no slot left: refused, and the answer kept as a draft
+    (a_lost_lease, {"raters": 2, "items": 1}),  # the lost answer takes the task's other open slot
+]
+
+
+@pytest.mark.parametrize(("case", "setup"), CASES, ids=lambda value: getattr(value, "__name__", str(value)))
+def test_both_forms_of_submit_end_the_same(case, setup, researcher, annotators) -> None:  # type: ignore[no-untyped-def]
+    ends = {}
+    for number, form in enumerate(SUBMIT_FORMS):
+        world = World(f"w{number}", researcher, annotators, **setup)
+        ends[form] = (case(form, world), stored(world))
+    portable_calls, portable_rows = ends["portable"]
+    assert portable_calls  # every case makes calls, and the rows they leave are compared below
+    assert any(call[0] == "stored" for call in portable_calls) or any(portable_rows.values())
+    for form, (calls, rows) in ends.items():
+        assert calls == portable_calls, form
+        assert rows == portable_rows, form
+
+
+def _draft_by_statement_then_portable(**kwargs: Any) -> None:
+    """The statement, and the portable code when the statement stores nothing (a refusal it leaves the portable
+    code to name), as the service runs them on Postgres."""
+    if not campaign_services._draft_save_in_one_statement(**kwargs):
+        campaign_services._draft_save_portable(**kwargs)
+
+
+DRAFT_FORMS: dict[str, Callable[..., None]] = {"portable": campaign_services._draft_save_portable}
+if connection.vendor == "postgresql":
+    DRAFT_FORMS["one statement"] = _draft_by_statement_then_portable
+
+
+def draft_cases(form: str, world: World) -> list[Any]:
+    first, _second, outsider = world.people
+    slot = world.claim(first)
+
+    def save(user: User, values: dict[str, str]) -> tuple[Any, ...]:
+        def call() -> bool:
+            DRAFT_FORMS[form](campaign=world.campaign, task_id=slot.task_id, user=user, values=values)
+            return True
+
+        return outcome(call)
+
+    return [
+        save(first, {"r-1-1": "3", "rationale": "so far"}),
+        save(first, {"r-1-1": "2", "r-2-2": "0", "comment": "changed"}),
+        save(first, {"r-9-1": "3"}),  # a candidate the task does not have
+        save(first, {"unknown": "x"}),
+        save(first, {"rationale": "x" * 20_000}),
+        save(outsider, {"r-1-1": "3"}),
+    ]
+
+
+def test_both_forms_of_draft_save_end_the_same(researcher, annotators) -> None:  # type: ignore[no-untyped-def]
+    ends = {}
+    for number, form in enumerate(DRAFT_FORMS):
+        world = World(f"d{number}", researcher, annotators, raters=1)
+        ends[form] = (draft_cases(form, world), stored(world))
+    portable_calls, portable_rows = ends["portable"]
+    assert [call[0] for call in portable_calls] == ["stored", "stored", "refused", "refused", "refused", "refused"]
+    assert portable_rows["drafts"]
+    for form, (calls, rows) in ends.items():
+        assert calls == portable_calls, form
+        assert rows == portable_rows, form

@@ -1,0 +1,133 @@
+"""Adjudication in real Chromium, in English and in Japanese: three raters disagree on two tasks, an adjudicator
+settles both with the scale buttons and a reason, and the researcher's consensus export shows the final values
+beside the raw ratings. axe-core finds nothing serious on the queue or the dispute page.
+
+Screenshots go to tests/artifacts/ (gitignored)."""
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import Browser, Page, expect
+
+from annotations.adjudication.services import adjudication_rule_set
+from annotations.campaign_services import assignment_claim, submission_create
+from annotations.models import Adjudication, Dispute, Rating
+from annotations.roles import adjudicator_grant
+from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.test_services import full_answer
+from tests.browser.test_annotator_flow import ARTIFACTS
+from tests.browser.test_task_layout import axe_violations
+from tests.conftest import CAST_PASSWORD
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"adjudication-{name}.png"), full_page=True)
+
+
+@pytest.fixture(params=["en-US", "ja-JP"])
+def locale(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def context_for(browser: Browser, locale: str) -> Iterator:  # type: ignore[type-arg]
+    contexts = []
+    problems: list[str] = []
+
+    def make():  # type: ignore[no-untyped-def]
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=locale)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
+        page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+    assert problems == []
+
+
+def log_in(page: Page, base: str, username: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.locator("#id_username").fill(username)
+    page.locator("#id_password").fill(CAST_PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{base}/")
+
+
+def test_three_raters_disagree_an_adjudicator_settles_both_and_the_export_shows_consensus(  # type: ignore[no-untyped-def]
+    live_server, context_for, locale, researcher, annotators
+) -> None:
+    adjudicator = adjudicator_grant(
+        user=User.objects.create_user("adjudicator1", password=CAST_PASSWORD, email="adj@example.test")
+    )
+    campaign = make_campaign(
+        make_dataset("disputed demo", owner=researcher, items=2, systems=2), annotators, raters_per_item=3
+    )
+    adjudication_rule_set(campaign=campaign, max_spread=1, preference_splits=False, adjudicators=[adjudicator])
+    for user, value in zip(annotators, (0, 3, 2), strict=True):
+        while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
+            submission_create(
+                campaign=campaign, task_id=assignment.task_id, user=user, idempotency_key=uuid.uuid4().hex,
+                answer=full_answer(assignment, user, value=value),
+            )  # fmt: skip
+    assert Dispute.objects.filter(campaign=campaign).count() == 2
+    raw_before = sorted(Rating.objects.values_list("id", "value"))
+    tag = locale[:2]
+
+    page = context_for()
+    log_in(page, live_server.url, "adjudicator1")
+    expect(page.locator("#my-disputes")).to_be_visible()
+    with page.expect_navigation():
+        page.locator("section[aria-labelledby=my-disputes] a").click()
+    expect(page.locator("#dispute-queue tbody tr")).to_have_count(2)
+    assert axe_violations(page) == []
+    shot(page, f"{tag}-queue")
+
+    for round_number in (1, 2):
+        with page.expect_navigation():
+            page.locator("#dispute-queue tbody tr a").first.click()
+        expect(page.locator(".rater-answers").first).to_be_visible()
+        for username in ("annotator1", "annotator2", "annotator3"):
+            expect(page.locator("main")).not_to_contain_text(username)
+        if round_number == 1:
+            assert axe_violations(page) == []
+            shot(page, f"{tag}-dispute")
+        fieldsets = page.locator("#adjudication-form fieldset.scale-field")
+        expect(fieldsets).to_have_count(2)
+        for index in range(2):
+            fieldsets.nth(index).locator("label.scale-button").nth(2).click()  # the value 2 on the 0-3 scale
+        page.locator("#adjudication-reason").fill(f"two of three raters near 2 (round {round_number})")
+        with page.expect_navigation():
+            page.locator("#adjudication-form button[type=submit]").click()
+        expect(page.locator(".messages .success")).to_be_visible()
+    expect(page.locator("#dispute-queue tbody tr")).to_have_count(1)  # the empty-queue row
+    shot(page, f"{tag}-queue-empty")
+
+    assert Adjudication.objects.count() == 4 and set(Adjudication.objects.values_list("value", flat=True)) == {2.0}
+    assert sorted(Rating.objects.values_list("id", "value")) == raw_before
+
+    researcher_page = context_for()
+    log_in(researcher_page, live_server.url, "researcher")
+    response = researcher_page.request.get(f"{live_server.url}/datasets/{campaign.dataset.pk}/export/jsonl/")
+    assert response.status == 200
+    items = [json.loads(line) for line in response.text().splitlines()]
+    assert len(items) == 2
+    for item in items:
+        for answer in item["turns"][0]["responses"].values():
+            assert answer["consensus"] == {"factuality": 2}
+            assert sorted(answer["human_evals"]["factuality"]) == [0, 2, 3]
+    researcher_page.goto(f"{live_server.url}/adjudicate/?settled=1")
+    expect(researcher_page.locator("#dispute-queue tbody tr")).to_have_count(2)
+    shot(researcher_page, f"{tag}-settled")

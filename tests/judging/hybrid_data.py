@@ -1,0 +1,50 @@
+"""A certified judge that is sure (and right) on answers of true quality 1 to 4 and hesitant (and one point low) on
+those of quality 5, for the hybrid campaign tests."""
+
+from typing import Any
+
+from tests.fakeprovider import FakeProvider
+from tests.judging.certification_data import SNAPSHOT
+
+SURE, HESITANT = 0.95, 0.55
+
+
+def script_judge(fake: FakeProvider, served_model: str = SNAPSHOT) -> None:
+    rules = [
+        {
+            "match": f"true quality {truth}",
+            "behaviour": {
+                "content": f"The answer is as good as it says. Score: {truth}",
+                "logprobs": {str(truth): SURE, str(truth % 5 + 1): 1 - SURE},
+                "served_model": served_model,
+            },
+        }
+        for truth in range(1, 5)
+    ]
+    rules.append(
+        {
+            "match": "true quality 5",
+            "behaviour": {
+                "content": "Almost perfect. Score: 4",
+                "logprobs": {"4": HESITANT, "5": 1 - HESITANT},
+                "served_model": served_model,
+            },
+        }
+    )
+    fake.script(default={"served_model": served_model}, rules=rules)
+
+
+def judge_config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
+    cfg = {
+        "name": "hybrid-judge",
+        "method": "single",
+        "model": "openai/gpt-4o-mini",
+        "api_base": fake.base_url,
+        "max_concurrency": 8,
+        "timeout_s": 5,
+        "max_retries": 2,
+        "logprobs": True,
+        "logprob_scoring": "top-token",
+    }
+    cfg.update(overrides)
+    return cfg

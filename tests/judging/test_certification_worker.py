@@ -1,0 +1,73 @@
+"""Certification and the drift check end to end on real Celery worker processes, against the fake provider."""
+
+import pytest
+
+from judging import services
+from judging.certification import services as certification
+from judging.models import Certificate, CertificateStatus, DriftCheck, DriftCheckStatus, JudgeRun, RunStatus
+from tests.conftest import wait_for
+from tests.fakeprovider import FakeProvider
+from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "20", "JUDGE_RETRY_CAP_S": "1"}
+SWITCHED = "gpt-4o-mini-2025-06-30"
+
+
+def settled(certificate: Certificate) -> bool:
+    certificate.refresh_from_db()
+    return certificate.status not in (CertificateStatus.PENDING, CertificateStatus.EVALUATING)
+
+
+def test_certify_then_suspend_when_the_provider_switches_model_on_workers(
+    fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
+) -> None:  # type: ignore[no-untyped-def]
+    fake_provider.script(default={"served_model": SNAPSHOT})
+    fake_provider.content_fn = answer_with_truth()
+    dataset = rated_dataset()
+    celery_worker_factory(extra_env=WORKER_ENV)
+    config = {
+        "name": "worker-certified",
+        "method": "single",
+        "model": "openai/gpt-4o-mini",
+        "api_base": fake_provider.base_url,
+        "max_concurrency": 8,
+        "timeout_s": 5,
+        "max_retries": 3,
+    }
+    run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
+
+    def run_versioned() -> bool:
+        run.refresh_from_db()
+        return run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) and run.version_id is not None
+
+    wait_for(run_versioned, timeout=120, message="the judge run to end with a version")
+    assert run.status == RunStatus.SUCCEEDED, run.notes
+    assert run.version is not None and run.version.provider_model == SNAPSHOT
+
+    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    certificate = certification.certificate_request(version=run.version, reference_set=reference, requested_by=None)
+    wait_for(lambda: settled(certificate), timeout=120, message="the certificate to be evaluated by the worker")
+    assert certificate.status == CertificateStatus.PASSED, certificate.reason
+    assert certificate.run is not None and certificate.run.status == RunStatus.SUCCEEDED
+    overall = certificate.results["overall"]
+    assert overall["n_answers"] == 40 and overall["omega"] >= 0.5 and overall["verdict"] == "passed"
+
+    fake_provider.script(default={"served_model": SWITCHED})
+    assert certification.drift_checks_start(sample_size=8, seed=21) == 1
+    check = DriftCheck.objects.get(certificate=certificate)
+
+    def check_done() -> bool:
+        check.refresh_from_db()
+        return check.status == DriftCheckStatus.DONE
+
+    wait_for(check_done, timeout=120, message="the drift check to be evaluated by the worker")
+    certificate.refresh_from_db()
+    assert check.drifted is True
+    assert certificate.status == CertificateStatus.SUSPENDED and SWITCHED in certificate.suspension_reason
+    assert check.run_id is not None
+    drift_run = JudgeRun.objects.get(pk=check.run_id)
+    assert drift_run.total == 8
+    served = [entry["model"] for entry in fake_provider.request_log()]
+    assert served.count(SWITCHED) == 8 and served.count(SNAPSHOT) == 80  # the first run and the certification's

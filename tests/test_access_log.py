@@ -1,0 +1,109 @@
+"""The access logs never carry platform ids: a study link's query string (PROLIFIC_PID, workerId...) is left out of
+the development server's log (rundemo's runserver) and of gunicorn's access log, each checked in the real server."""
+
+import http.client
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+from django.core.wsgi import get_wsgi_application
+
+from tests.fakeprovider import free_port
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CANARY = "5f0c0ffee0000000000canary"
+STUDY_PATH = f"/join/some-link-token/?PROLIFIC_PID={CANARY}&STUDY_ID=st&SESSION_ID=se"
+MTURK_PATH = f"/join/mturk/some-link-token/?workerId={CANARY}&assignmentId=A1&hitId=H1"
+
+
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runserver_access_log_has_no_platform_ids() -> None:
+    port = free_port()
+    server = ThreadedWSGIServer(("127.0.0.1", port), WSGIRequestHandler)
+    server.set_app(get_wsgi_application())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    kept = _Kept()
+    logger = logging.getLogger("django.server")
+    logger.addHandler(kept)
+    thread.start()
+    try:
+        for path in (STUDY_PATH, MTURK_PATH):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+            connection.request("GET", path, headers={"Referer": f"https://app.prolific.com/?PROLIFIC_PID={CANARY}"})
+            connection.getresponse().read()
+            connection.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        logger.removeHandler(kept)
+    assert len(kept.lines) == 2, kept.lines
+    assert all("/join/" in line for line in kept.lines)  # the request is logged, its query string is not
+    assert not any(CANARY in line or "PROLIFIC_PID" in line or "workerId" in line for line in kept.lines)
+
+
+def test_gunicorn_access_log_has_no_platform_ids(tmp_path: Path) -> None:
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DEBUG": "false",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
+            "GUNICORN_BIND": f"127.0.0.1:{port}",
+            "WEB_WORKERS": "1",
+            "WEB_THREADS": "2",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+    )
+    env.pop("CELERY_BROKER_URL", None)
+    access = tmp_path / "access.log"
+    with open(tmp_path / "gunicorn.log", "wb") as log:
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("gunicorn")),
+                "--config",
+                "python:evalsite.gunicorn_config",
+                "--access-logfile",
+                str(access),
+            ],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        sent = 0
+        while sent < 2:
+            try:
+                for path in (STUDY_PATH, MTURK_PATH)[sent:]:
+                    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                    connection.request("GET", path, headers={"Referer": f"https://x.example/?workerId={CANARY}"})
+                    connection.getresponse().read()
+                    connection.close()
+                    sent += 1
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise AssertionError((tmp_path / "gunicorn.log").read_text(errors="replace")) from None
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    lines = access.read_text().splitlines()
+    assert len(lines) >= 2 and all("/join/" in line for line in lines), lines
+    assert not any(CANARY in line or "PROLIFIC_PID" in line or "workerId" in line for line in lines), lines
