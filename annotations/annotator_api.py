@@ -32,25 +32,14 @@ from annotations.campaign_selectors import (
     leased_assignment,
     task_candidates,
 )
-from annotations.campaign_services import (
-    IDEMPOTENCY_KEY_RE,
-    MAX_TEXT_CHARS,
-    MISSING,
-    CampaignError,
-    DraftInvalid,
-    NotInPool,
-    NotLeased,
-    QuotaReached,
-    RevisitRefused,
-    SubmissionInvalid,
-    TaskAnswer,
-    assignment_claim,
-    assignment_draft_save,
-    assignment_skip,
-    submission_create,
-)
+from annotations.campaigns.answers import IDEMPOTENCY_KEY_RE, MAX_TEXT_CHARS, MISSING, TaskAnswer
+from annotations.campaigns.claims import assignment_claim, assignment_skip
+from annotations.campaigns.drafts import assignment_draft_save
+from annotations.campaigns.errors import CampaignError, DraftInvalid, QuotaReached, RevisitRefused, SubmissionInvalid
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, Campaign, SkipReason
 from annotations.opaque import opaque_ref
+from annotations.slots import NotInPool, NotLeased
 from annotations.statements import instance_from_row, statement_cursor
 from annotations.tokens import ExpiringTokenAuthentication, expired_token_error, token_is_expired
 

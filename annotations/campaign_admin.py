@@ -83,7 +83,8 @@ class CampaignForm(forms.ModelForm):
         if self.errors:
             return data
         # Imported on use: registering the admin happens in every process at django.setup().
-        from annotations.campaign_services import CampaignError, campaign_create, campaign_update  # noqa: PLC0415
+        from annotations.campaigns.errors import CampaignError  # noqa: PLC0415
+        from annotations.campaigns.setup import campaign_create, campaign_update  # noqa: PLC0415
 
         # The service checks and writes in one step, so a refusal becomes a form error, never a half-built campaign.
         settings = {key: data[key] for key in SETTING_NAMES if key in data}

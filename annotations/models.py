@@ -344,7 +344,7 @@ class Task(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="tasks")
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="campaign_tasks")
     chunk = models.PositiveIntegerField(default=0)
-    # Hand-out order (see campaign_services.assignment_claim).
+    # Hand-out order (see annotations.campaigns.claims).
     position = models.PositiveIntegerField()
     responses = models.ManyToManyField(Response, related_name="campaign_tasks")
     # A task of a gold item or attention check: it measures the annotators, and its ratings are not the dataset's.

@@ -1,6 +1,6 @@
 """The slot-and-lease engine: N distinct people each take a task once, handed out in one shared order.
 
-Annotation campaigns (annotations.campaign_services) and FActScore's fact review (judging.factscore.services) both
+Annotation campaigns (annotations.campaigns) and FActScore's fact review (judging.factscore.services) both
 run on it; each names the four models that hold its campaigns, tasks, slots and skips in a `SlotPool`, and those
 models share the column names used below (see the two `SlotPool` definitions).
 

@@ -43,24 +43,19 @@ from annotations.campaign_selectors import (
     submitted_tasks,
     task_candidates,
 )
-from annotations.campaign_services import (
-    MAX_VALUE_CHARS,
-    MISSING,
+from annotations.campaigns.answers import MAX_VALUE_CHARS, MISSING, TaskAnswer
+from annotations.campaigns.claims import assignment_claim, assignment_skip
+from annotations.campaigns.drafts import assignment_draft_save
+from annotations.campaigns.errors import (
     CampaignError,
     DraftInvalid,
     FieldProblem,
     LeaseLost,
-    NotInPool,
-    NotLeased,
     QuotaReached,
     RevisitRefused,
     SubmissionInvalid,
-    TaskAnswer,
-    assignment_claim,
-    assignment_draft_save,
-    assignment_skip,
-    submission_create,
 )
+from annotations.campaigns.submissions import submission_create
 from annotations.datasets.exporting import EXPORT_KINDS, export_response
 from annotations.datasets.parquet_export import BINARY_KINDS, binary_export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
@@ -69,6 +64,7 @@ from annotations.quality.selectors import quality_panel, rater_names_choice
 from annotations.recruitment.services import crowd_session_finish
 from annotations.recruitment.views import recruitment_context
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
+from annotations.slots import NotInPool, NotLeased
 from annotations.task_sheet import task_sheet
 
 

@@ -94,7 +94,7 @@ def _setup(database_url: str, *, items: int, systems: int, annotators: int, rate
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
 
-    from annotations.campaign_services import campaign_create
+    from annotations.campaigns.setup import campaign_create
     from annotations.datasets.importing import dataset_import
 
     call_command("migrate", verbosity=0)

@@ -27,7 +27,8 @@ PROJECT_AT_USE = (
     "judging.services",
     "judging.engine.executor",
     "judging.factscore.services",
-    "annotations.campaign_services",
+    "annotations.campaigns.setup",
+    "annotations.campaigns.submissions",
     "annotations.datasets.importing",
 )
 # The modules that import the heavy ones where they use them; importing them must not load those.

@@ -28,8 +28,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotations.adjudication.services import dispute_find
-from annotations.campaign_services import campaign_annotator_remove
 from annotations.campaign_slots import CAMPAIGN_SLOTS
+from annotations.campaigns.setup import campaign_annotator_remove
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion, Task
 from annotations.slots import slots_replace, slots_unreplace
 

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotations.campaign_services import campaign_annotator_remove
+from annotations.campaigns.setup import campaign_annotator_remove
 from annotations.models import AnnotatorInvite, Campaign
 from annotations.research.selectors import invite_token_hash
 

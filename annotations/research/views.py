@@ -22,7 +22,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, aspect_scale
-from annotations.campaign_services import CampaignError, campaign_create
+from annotations.campaigns.errors import CampaignError
+from annotations.campaigns.setup import campaign_create
 from annotations.datasets.importing import dataset_import, dataset_validate, iter_items
 from annotations.errors import DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm

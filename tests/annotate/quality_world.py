@@ -12,7 +12,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from annotations.campaign_selectors import task_candidates
-from annotations.campaign_services import MISSING, TaskAnswer, submission_create
+from annotations.campaigns.answers import MISSING, TaskAnswer
+from annotations.campaigns.submissions import submission_create
 from annotations.gold.models import GoldItem, GoldKind
 from annotations.models import Assignment, AssignmentStatus, Campaign, Response, Task
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, RecruitmentLink

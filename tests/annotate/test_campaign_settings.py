@@ -6,8 +6,9 @@ import math
 import pytest
 
 from annotations.campaign_selectors import CAMPAIGN_COLUMNS
-from annotations.campaign_services import CampaignError, campaign_create, campaign_update
 from annotations.campaign_settings import SETTING_NAMES, CampaignSettings, CampaignSettingsError
+from annotations.campaigns.errors import CampaignError
+from annotations.campaigns.setup import campaign_create, campaign_update
 from annotations.models import Campaign
 from annotations.research.forms import CampaignBuilderForm
 from tests.annotate.factories import make_dataset

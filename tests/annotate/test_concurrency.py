@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from annotations import slots
 from annotations.campaign_selectors import CAMPAIGN_SLOTS
-from annotations.campaign_services import assignment_claim, submission_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_services import full_answer

@@ -9,7 +9,8 @@ import uuid
 import pytest
 from django.contrib.auth.models import User
 
-from annotations.campaign_services import assignment_claim, submission_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
 from annotations.quality.services import ExclusionError, rater_exclude, rater_exclusion_revoke
 from tests.annotate.factories import make_campaign, make_dataset

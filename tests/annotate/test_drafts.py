@@ -11,20 +11,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotations.campaign_selectors import assignment_draft_values, leased_assignment, task_candidates
-from annotations.campaign_services import (
-    MAX_TEXT_CHARS,
-    MAX_VALUE_CHARS,
-    DraftInvalid,
-    NotInPool,
-    SubmissionInvalid,
-    TaskAnswer,
-    assignment_claim,
-    assignment_draft_save,
-    assignment_skip,
-    campaign_annotator_remove,
-    submission_create,
-)
+from annotations.campaigns.answers import MAX_TEXT_CHARS, MAX_VALUE_CHARS, TaskAnswer
+from annotations.campaigns.claims import assignment_claim, assignment_skip
+from annotations.campaigns.drafts import assignment_draft_save
+from annotations.campaigns.errors import DraftInvalid, SubmissionInvalid
+from annotations.campaigns.setup import campaign_annotator_remove
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentDraft, Rating, Submission
+from annotations.slots import NotInPool
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
 

@@ -3,7 +3,8 @@
 import pytest
 from django.contrib.auth.models import User
 
-from annotations.campaign_services import CampaignError, campaign_update
+from annotations.campaigns.errors import CampaignError
+from annotations.campaigns.setup import campaign_update
 from annotations.errors import DatasetEditError
 from annotations.models import Campaign, Dataset
 from annotations.services import dataset_delete, dataset_update

@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_services import assignment_claim
+from annotations.campaigns.claims import assignment_claim
 from annotations.models import Assignment
 from evalsite import error_pages, urls
 from tests.annotate.factories import make_campaign, make_dataset

@@ -10,7 +10,8 @@ from django.contrib.auth.models import User
 from django.db import connections
 
 from annotations.campaign_selectors import campaign_progress
-from annotations.campaign_services import assignment_claim, submission_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS, iter_flat_csv, iter_flat_rows
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
 from annotations.quality.services import (

@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.contrib.auth.models import User
 
-from annotations.campaign_services import assignment_claim
+from annotations.campaigns.claims import assignment_claim
 from annotations.gold.selectors import gold_is_due
 from annotations.models import Assignment, AssignmentStatus, GoldItem, Item
 from tests.annotate.factories import make_campaign, make_dataset

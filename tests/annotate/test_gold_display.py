@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from annotations import slots
 from annotations.campaign_selectors import CAMPAIGN_SLOTS
-from annotations.campaign_services import assignment_claim, submission_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, GoldItem, GoldKind, Item, Rating, Submission, Task
 from annotations.opaque import opaque_pk
 from tests.annotate.factories import make_campaign, make_dataset

@@ -13,7 +13,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.annotator_progress import annotator_progress
-from annotations.campaign_services import assignment_claim, submission_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Task
 from annotations.recruitment.models import CrowdWorker, Platform
 from annotations.recruitment.services import link_create

@@ -9,9 +9,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotations import campaign_services, slots
+from annotations import slots
 from annotations.campaign_selectors import CAMPAIGN_SLOTS
-from annotations.campaign_services import CampaignError, assignment_claim, assignment_skip, submission_create
+from annotations.campaigns import claims
+from annotations.campaigns.claims import assignment_claim, assignment_skip
+from annotations.campaigns.errors import CampaignError
+from annotations.campaigns.submissions import submission_create
 from annotations.gold.selectors import gold_block_size, gold_is_due
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Rating, Task
 from tests.annotate.factories import make_campaign, make_dataset
@@ -30,7 +33,7 @@ def claim_path(request, monkeypatch):  # type: ignore[no-untyped-def]
     def claim(**kwargs):  # type: ignore[no-untyped-def]
         return path(**kwargs)
 
-    monkeypatch.setattr(campaign_services, "slot_claim", claim)
+    monkeypatch.setattr(claims, "slot_claim", claim)
     return path
 
 

@@ -1,7 +1,7 @@
 """Query budgets of the annotator's hot path (next task, task page, submit; HTML pages and the API), and the
 shortcuts that keep it cheap: they must answer exactly as the code they replace.
 
-Budgets are for Postgres, where claim and submit run as one statement each (see campaign_services); the ORM
+Budgets are for Postgres, where claim and submit run as one statement each (see annotations.campaigns); the ORM
 path used by other databases gets a looser budget. Transactional tests, so no test-wrapping savepoints are
 counted: the numbers are what a production request sends.
 """
@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 from annotations.annotator_api import ANNOTATOR_AUTHENTICATION, AnnotatorTokenAuthentication, TaskOutput
 from annotations.annotator_progress import annotator_progress
 from annotations.campaign_selectors import campaign_for_annotator
-from annotations.campaign_services import assignment_claim
+from annotations.campaigns.claims import assignment_claim
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
 from annotations.services import rater_for_user
 from tests.annotate.factories import make_campaign, make_dataset

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.campaign_services import assignment_claim, assignment_skip
+from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.models import Assignment, AssignmentStatus, SkipReason, Submission
 from annotations.recruitment.models import CrowdWorker, Platform
 from annotations.recruitment.selectors import worker_tasks_left

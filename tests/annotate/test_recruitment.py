@@ -16,7 +16,8 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_services import assignment_claim, campaign_annotator_remove
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.setup import campaign_annotator_remove
 from annotations.gold.models import GoldItem
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater
 from annotations.recruitment import ratelimit

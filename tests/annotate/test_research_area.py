@@ -15,7 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotations.campaign_selectors import task_candidates
-from annotations.campaign_services import TaskAnswer, assignment_claim, submission_create
+from annotations.campaigns.answers import TaskAnswer
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.datasets.importing import dataset_import
 from annotations.models import (
     AnnotatorInvite,

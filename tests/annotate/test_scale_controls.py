@@ -9,7 +9,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaign_admin import CampaignForm
-from annotations.campaign_services import assignment_claim, campaign_update
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.setup import campaign_update
 from annotations.models import Aspect, Campaign, Rating, RatingOrigin, Submission
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD

@@ -12,21 +12,14 @@ from annotations.campaign_selectors import (
     candidate_order,
     task_candidates,
 )
-from annotations.campaign_services import (
-    MISSING,
-    CampaignError,
-    NotInPool,
-    NotLeased,
-    SubmissionInvalid,
-    TaskAnswer,
-    assignment_claim,
-    assignment_skip,
-    campaign_annotator_remove,
-    campaign_create,
-    submission_create,
-)
+from annotations.campaigns.answers import MISSING, TaskAnswer
+from annotations.campaigns.claims import assignment_claim, assignment_skip
+from annotations.campaigns.errors import CampaignError, SubmissionInvalid
+from annotations.campaigns.setup import campaign_annotator_remove, campaign_create
+from annotations.campaigns.submissions import submission_create
 from annotations.datasets.exporting import iter_export_lines
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rating, RatingOrigin, Submission, Task
+from annotations.slots import NotInPool, NotLeased
 from tests.annotate.factories import make_campaign, make_dataset
 
 pytestmark = pytest.mark.django_db

@@ -15,9 +15,10 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
-from annotations import campaign_services
 from annotations.campaign_selectors import task_candidates
-from annotations.campaign_services import TaskAnswer, assignment_claim
+from annotations.campaigns import drafts, submissions
+from annotations.campaigns.answers import TaskAnswer
+from annotations.campaigns.claims import assignment_claim
 from annotations.models import (
     Assignment,
     AssignmentDraft,
@@ -30,9 +31,16 @@ from tests.annotate.factories import make_campaign, make_dataset
 
 pytestmark = pytest.mark.django_db
 
-SUBMIT_FORMS: dict[str, Callable[..., Any]] = {"portable": campaign_services._submission_create_portable}
+
+def _submit_by_statement_then_portable(**kwargs: Any) -> Any:
+    """The statement, and the portable form for every case the statement declines (a correction, a lost lease, a
+    lost race), as submission_create runs them on Postgres for accounts that are not crowd workers."""
+    return submissions._submit_in_one_statement(**kwargs) or submissions._submission_create_portable(**kwargs)
+
+
+SUBMIT_FORMS: dict[str, Callable[..., Any]] = {"portable": submissions._submission_create_portable}
 if connection.vendor == "postgresql":
-    SUBMIT_FORMS["one statement"] = campaign_services._submit_in_one_statement
+    SUBMIT_FORMS["one statement"] = _submit_by_statement_then_portable
 
 
 class World:
@@ -229,11 +237,11 @@ def test_both_forms_of_submit_end_the_same(case, setup, researcher, annotators) 
 def _draft_by_statement_then_portable(**kwargs: Any) -> None:
     """The statement, and the portable code when the statement stores nothing (a refusal it leaves the portable
     code to name), as the service runs them on Postgres."""
-    if not campaign_services._draft_save_in_one_statement(**kwargs):
-        campaign_services._draft_save_portable(**kwargs)
+    if not drafts._draft_save_in_one_statement(**kwargs):
+        drafts._draft_save_portable(**kwargs)
 
 
-DRAFT_FORMS: dict[str, Callable[..., None]] = {"portable": campaign_services._draft_save_portable}
+DRAFT_FORMS: dict[str, Callable[..., None]] = {"portable": drafts._draft_save_portable}
 if connection.vendor == "postgresql":
     DRAFT_FORMS["one statement"] = _draft_by_statement_then_portable
 

@@ -11,7 +11,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotations.campaign_selectors import task_candidates
-from annotations.campaign_services import assignment_claim
+from annotations.campaigns.claims import assignment_claim
 from annotations.models import AssignmentDraft, Rating, Submission
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD

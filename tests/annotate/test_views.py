@@ -8,7 +8,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaign_selectors import task_candidates
-from annotations.campaign_services import assignment_claim, campaign_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.setup import campaign_create
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Skip, Submission
 from tests.annotate.factories import SYSTEM_NAMES, make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
@@ -280,7 +281,7 @@ def test_submit_needs_csrf(campaign, leased, annotator1):
 
 
 def test_removed_annotator_is_refused_at_once(campaign, leased, annotator1):
-    from annotations.campaign_services import campaign_annotator_remove
+    from annotations.campaigns.setup import campaign_annotator_remove
 
     campaign_annotator_remove(campaign=campaign, user=annotator1)
     client = login(annotator1)

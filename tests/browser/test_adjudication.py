@@ -14,7 +14,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect
 
 from annotations.adjudication.services import adjudication_rule_set
-from annotations.campaign_services import assignment_claim, submission_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Adjudication, Dispute, Rating
 from annotations.roles import adjudicator_grant
 from tests.annotate.factories import make_campaign, make_dataset

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from annotations.campaign_services import campaign_create
+from annotations.campaigns.setup import campaign_create
 from annotations.models import AssignmentDraft, Submission
 from tests.annotate.factories import SYSTEM_NAMES, lfqa_lines, make_dataset
 from tests.conftest import CAST_PASSWORD

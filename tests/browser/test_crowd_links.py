@@ -18,7 +18,7 @@ import pytest
 from django.db.models import Count
 from playwright.sync_api import Browser, Page, expect
 
-from annotations.campaign_services import campaign_create
+from annotations.campaigns.setup import campaign_create
 from annotations.gold.models import GoldItem
 from annotations.models import Assignment, AssignmentStatus, Campaign, Task
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, RecruitmentLink

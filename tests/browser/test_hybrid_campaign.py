@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect
 
-from annotations.campaign_services import campaign_create
+from annotations.campaigns.setup import campaign_create
 from annotations.models import Assignment, AssignmentStatus, Campaign, JudgeFilledRating, Rating, RatingOrigin
 from judging import services
 from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus

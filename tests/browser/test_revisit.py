@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from playwright.sync_api import Page, expect
 
-from annotations.campaign_services import campaign_create
+from annotations.campaigns.setup import campaign_create
 from annotations.models import AssignmentDraft, Submission, SubmissionRevision
 from tests.annotate.factories import lfqa_lines, make_dataset
 from tests.browser.test_annotator_flow import log_in, page, shot  # noqa: F401 - fixtures and helpers

@@ -15,7 +15,7 @@ from django.conf import settings
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from annotations.campaign_selectors import task_candidates
-from annotations.campaign_services import campaign_create
+from annotations.campaigns.setup import campaign_create
 from annotations.datasets.importing import dataset_import
 from annotations.models import Assignment, Rating, Submission
 from annotations.rubrics import preset_rubric

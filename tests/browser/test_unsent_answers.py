@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
-from annotations.campaign_services import campaign_create
+from annotations.campaigns.setup import campaign_create
 from annotations.models import Rating, RatingOrigin, Submission
 from tests.annotate.factories import make_dataset
 from tests.conftest import CAST_PASSWORD

@@ -19,7 +19,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.adjudication.services import adjudication_rule_set, dispute_resolve
-from annotations.campaign_services import assignment_claim, submission_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Dispute
 from annotations.roles import adjudicator_grant
 from judging.analysis.reports import agreement_report, human_means, load_dataset_data

@@ -7,7 +7,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_services import assignment_claim, submission_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Dataset
 from judging.models import Judge, JudgeKind, JudgeRun, RunStatus
 from tests.annotate.factories import make_campaign, make_dataset

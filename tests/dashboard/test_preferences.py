@@ -19,7 +19,9 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaign_selectors import campaign_scales, task_candidates
-from annotations.campaign_services import TaskAnswer, assignment_claim, submission_create
+from annotations.campaigns.answers import TaskAnswer
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, Campaign, Dataset, GoldItem, Item, Rater, Response, Submission
 from annotations.quality.services import rater_exclude
 from judging.analysis.reports import agreement_report

@@ -24,7 +24,7 @@ from django.urls import reverse
 from scipy import stats
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from annotations.campaign_services import campaign_create
+from annotations.campaigns.setup import campaign_create
 from annotations.models import Rating
 from tests.annotate.factories import make_dataset
 from tests.dashboard.conftest import (

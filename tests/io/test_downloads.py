@@ -17,7 +17,9 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaign_selectors import task_candidates
-from annotations.campaign_services import MISSING, TaskAnswer, assignment_claim, submission_create
+from annotations.campaigns.answers import MISSING, TaskAnswer
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
 from annotations.datasets.exporting import (
     EXPORT_KINDS,
     export_disposition,

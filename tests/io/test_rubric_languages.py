@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_services import assignment_claim
+from annotations.campaigns.claims import assignment_claim
 from annotations.datasets.importing import dataset_import
 from annotations.errors import RubricError
 from annotations.models import Aspect, Dataset

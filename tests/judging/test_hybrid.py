@@ -197,7 +197,7 @@ def test_apply_hands_the_confident_tasks_to_the_judge_once(
         hybrid.hybrid_apply(calibration=calibration, user=None)
     assert filled.count() == len(sure)
     # A judged slot is never handed out: the people get only the hesitant tasks.
-    from annotations.campaign_services import assignment_claim
+    from annotations.campaigns.claims import assignment_claim
 
     claim = assignment_claim(campaign=campaign, user=annotators[0])
     assert claim is not None

@@ -25,7 +25,7 @@ from django.forms.models import model_to_dict
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_services import assignment_skip
+from annotations.campaigns.claims import assignment_skip
 from annotations.gold.services import gold_item_set
 from annotations.models import (
     Aspect,

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_services import campaign_create
+from annotations.campaigns.setup import campaign_create
 from annotations.models import Campaign
 from annotations.roles import researcher_grant
 from tests.judging.factories import make_dataset

@@ -13,7 +13,8 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_services import CampaignError, campaign_create
+from annotations.campaigns.errors import CampaignError
+from annotations.campaigns.setup import campaign_create
 from annotations.models import Campaign, Dataset
 from annotations.services import DatasetEditError, dataset_update
 from judging import services

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from annotations.campaign_services import assignment_claim
+from annotations.campaigns.claims import assignment_claim
 from tests.annotate.test_gold_oracles import gold_last_campaign, submit
 
 pytestmark = pytest.mark.django_db

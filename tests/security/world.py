@@ -14,7 +14,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from annotations.campaign_services import assignment_claim, campaign_create
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.setup import campaign_create
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset, Response
 from annotations.opaque import opaque_ref
@@ -282,7 +283,9 @@ def _secret_dataset(*, owner: User) -> Dataset:
 def _submit_secret_rating(campaign: Any, user: User) -> None:
     """A co-rater in campaign B submits a rating whose rationale carries SECRET."""
     from annotations.campaign_selectors import campaign_scales, task_candidates
-    from annotations.campaign_services import TaskAnswer, assignment_claim, submission_create
+    from annotations.campaigns.answers import TaskAnswer
+    from annotations.campaigns.claims import assignment_claim
+    from annotations.campaigns.submissions import submission_create
 
     assignment = assignment_claim(campaign=campaign, user=user)
     assert assignment is not None
@@ -312,7 +315,8 @@ def build_full_world(
     """Needs Celery eager, `provider` (tests/security/recorder.RecordingServer, allowlisted) and `fact_provider`
     (tests/factscore/fakeworld.FactWorldProvider scripted with script_world), and django_capture_on_commit_callbacks
     as `capture`."""
-    from annotations.campaign_services import assignment_claim, campaign_create
+    from annotations.campaigns.claims import assignment_claim
+    from annotations.campaigns.setup import campaign_create
     from judging import services as engine
     from judging.factscore import services as fact_services
     from judging.factscore.models import FactAnswer

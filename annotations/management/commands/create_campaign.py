@@ -3,7 +3,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.campaign_services import CampaignError, campaign_create
+from annotations.campaigns.errors import CampaignError
+from annotations.campaigns.setup import campaign_create
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 
 
