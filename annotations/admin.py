@@ -12,12 +12,12 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
+from annotations.datasets.editing import dataset_delete, dataset_update
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
 from annotations.models import Aspect, Dataset, Item, Rater, Rating, Response, System, Turn
 from annotations.rubrics import RUBRIC_MAX_BYTES, load_rubric_bytes
 from annotations.selectors import datasets_for_user, researcher_accounts
-from annotations.services import dataset_delete, dataset_update
 
 # How each model reaches its dataset, for scoping foreign-key choices to the user's datasets.
 _DATASET_PATHS: dict[type, str] = {

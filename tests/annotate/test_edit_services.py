@@ -5,9 +5,9 @@ from django.contrib.auth.models import User
 
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_update
+from annotations.datasets.editing import dataset_delete, dataset_update
 from annotations.errors import DatasetEditError
 from annotations.models import Campaign, Dataset
-from annotations.services import dataset_delete, dataset_update
 from tests.annotate.factories import make_campaign, make_dataset
 
 pytestmark = pytest.mark.django_db

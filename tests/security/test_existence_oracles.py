@@ -15,8 +15,9 @@ from django.urls import reverse
 
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_create
+from annotations.datasets.editing import dataset_update
+from annotations.errors import DatasetEditError
 from annotations.models import Campaign, Dataset
-from annotations.services import DatasetEditError, dataset_update
 from judging import services
 from judging.models import JudgeConfig
 from tests.judging.factories import make_dataset

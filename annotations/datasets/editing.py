@@ -1,0 +1,50 @@
+"""Editing a dataset as a whole: renaming it, setting who owns and shares it, and deleting it with everything under
+it. Names follow the importer's rules."""
+
+from collections.abc import Iterable
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from annotations.errors import DatasetEditError
+from annotations.models import Dataset
+
+
+def _check_text(text: str, what: str) -> None:
+    # Postgres text cannot hold U+0000 and UTF-8 output cannot hold lone surrogates; the importer refuses both.
+    if "\x00" in text:
+        raise DatasetEditError(f"{what} contains a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DatasetEditError(f"{what} contains an unpaired surrogate") from None
+
+
+def dataset_update(*, dataset: Dataset, name: str, owner: User | None, members: Iterable[User]) -> Dataset:
+    """Renames a dataset and sets who owns and shares it, with the importer's rules for names. Only researchers
+    (staff) can own or share: a dataset shared with anyone else would be seen by no one new."""
+    if not name or len(name) > 200:
+        raise DatasetEditError(f"invalid dataset name: expected 1 to 200 characters, found {name!r}")
+    _check_text(name, "the dataset name")
+    if Dataset.objects.filter(owner=owner, name=name).exclude(pk=dataset.pk).exists():
+        # Names are unique per owner; the message names no one, so it says nothing of datasets outside the
+        # requester's scope beyond what the refusal itself must.
+        raise DatasetEditError(f"its owner already has another dataset named {name!r}; choose another name")
+    chosen = list(members)
+    # Only newcomers are checked: a dataset whose owner left can still be renamed.
+    present = {dataset.owner_id, *dataset.members.values_list("pk", flat=True)}
+    for user in [owner, *chosen]:
+        if user is not None and user.pk not in present and not (user.is_active and user.is_staff):
+            raise DatasetEditError(f"{user.get_username()} is not an active researcher account")
+    with transaction.atomic():
+        dataset.name = name
+        dataset.owner = owner
+        dataset.save(update_fields=["name", "owner"])
+        dataset.members.set(chosen)
+    return dataset
+
+
+def dataset_delete(*, dataset: Dataset) -> None:
+    """Deletes a dataset with everything under it (items, answers, raters, ratings, campaigns, judges, runs)."""
+    with transaction.atomic():
+        dataset.delete()
