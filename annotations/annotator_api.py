@@ -41,6 +41,7 @@ from annotations.models import Assignment, Campaign, SkipReason
 from annotations.opaque import opaque_ref
 from annotations.slots import NotInPool, NotLeased
 from annotations.statements import instance_from_row, statement_cursor
+from annotations.storable import is_storable
 from annotations.tokens import ExpiringTokenAuthentication, expired_token_error, token_is_expired
 
 # What the annotator API reads of the account; any other field loads on first access (the ORM's deferred fields).
@@ -178,7 +179,6 @@ CANDIDATE_NUMBER = re.compile(r"[0-9]{1,3}")
 
 
 SUBMIT_FIELDS = frozenset(SubmitInput._declared_fields)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _plain_text(value: Any) -> str | None:
@@ -186,7 +186,7 @@ def _plain_text(value: Any) -> str | None:
     if type(value) is not str:
         return None
     text = value.strip()
-    if len(text) > MAX_TEXT_CHARS or "\x00" in text or (not text.isascii() and _SURROGATE.search(text)):
+    if len(text) > MAX_TEXT_CHARS or not is_storable(text):
         return None
     return text
 

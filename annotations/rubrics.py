@@ -8,6 +8,7 @@ from typing import Any
 
 from annotations.errors import RubricError
 from annotations.models import MeasurementLevel
+from annotations.storable import NUL, unstorable_character
 
 DEFAULT_MISSING: list[Any] = [None, "NA"]
 
@@ -237,12 +238,11 @@ RUBRIC_MAX_DEPTH = 16
 
 
 def _check_text(text: str, where: str) -> None:
-    if "\x00" in text:
+    bad = unstorable_character(text)
+    if bad == NUL:
         raise RubricError(f"{where[:120]}: text contains a NUL character (U+0000)")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise RubricError(f"{where[:120]}: text contains an unpaired surrogate") from None
+    if bad:
+        raise RubricError(f"{where[:120]}: text contains an unpaired surrogate")
 
 
 def _check_storable(data: Any) -> None:

@@ -12,6 +12,7 @@ from django.http.multipartparser import MultiPartParserError
 from django.utils.functional import SimpleLazyObject, empty
 from rest_framework.exceptions import AuthenticationFailed
 
+from annotations.storable import NUL, unstorable_character
 from annotations.tokens import ExpiringTokenAuthentication
 from evalsite import error_pages
 from evalsite.error_pages import API_PREFIXES
@@ -96,18 +97,16 @@ def refuse(request: HttpRequest, message: str, status: int, field: str | None = 
     return response
 
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def bad_character(text: str) -> str | None:
     """What is wrong with text that no column, template or encoder takes: a NUL or an unpaired surrogate (a pair
     decodes to one character, so any surrogate left in a str is unpaired)."""
-    if "\x00" in text:
-        return "Null characters are not allowed"
-    if _SURROGATE.search(text):
-        return "Surrogate characters are not allowed"
-    return None
+    bad = unstorable_character(text)
+    if bad is None:
+        return None
+    return "Null characters are not allowed" if bad == NUL else "Surrogate characters are not allowed"
 
 
 def printable(name: str) -> str:

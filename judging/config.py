@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotations.storable import NUL, unstorable_character
 from judging.llm import netguard
 from judging.llm.gateway import KeyNotAllowed, check_key_destination, route_problem
 from judging.methods.judge_settings import (
@@ -73,12 +74,10 @@ def _unstorable_text(raw: Any) -> list[str]:
         for text in texts:
             if not isinstance(text, str):
                 continue
-            if "\x00" in text:
+            bad = unstorable_character(text)
+            if bad == NUL:
                 problems.append(f"{where}: a NUL character cannot be stored")
-                continue
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
+            elif bad:
                 problems.append(f"{where}: an unpaired surrogate cannot be stored")
         if isinstance(node, dict):
             stack.extend((f"{where}.{key}", child) for key, child in node.items())

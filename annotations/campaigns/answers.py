@@ -16,6 +16,7 @@ from annotations.errors import RatingOutOfRange
 from annotations.models import Campaign, Submission
 from annotations.rubrics import format_number
 from annotations.services import rating_value_from_token
+from annotations.storable import is_storable
 
 MAX_TEXT_CHARS = 10_000
 
@@ -96,21 +97,11 @@ def answer_problems(
     if len(answer.comment) > MAX_TEXT_CHARS:
         problems.append(FieldProblem("comment", _("Comment: keep it under 10,000 characters.")))
     # Postgres text cannot hold U+0000 and UTF-8 cannot encode lone surrogates; the token API refuses both too.
-    if not _storable(answer.rationale):
+    if not is_storable(answer.rationale):
         problems.append(FieldProblem("rationale", _("Reason: remove the characters that cannot be saved.")))
-    if not _storable(answer.comment):
+    if not is_storable(answer.comment):
         problems.append(FieldProblem("comment", _("Comment: remove the characters that cannot be saved.")))
     return problems
-
-
-def _storable(text: str) -> bool:
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _value_allowed(scale: Scale, value: Any) -> bool:

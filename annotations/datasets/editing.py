@@ -8,16 +8,15 @@ from django.db import transaction
 
 from annotations.errors import DatasetEditError
 from annotations.models import Dataset
+from annotations.storable import NUL, unstorable_character
 
 
 def _check_text(text: str, what: str) -> None:
-    # Postgres text cannot hold U+0000 and UTF-8 output cannot hold lone surrogates; the importer refuses both.
-    if "\x00" in text:
+    bad = unstorable_character(text)
+    if bad == NUL:
         raise DatasetEditError(f"{what} contains a NUL character")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise DatasetEditError(f"{what} contains an unpaired surrogate") from None
+    if bad:
+        raise DatasetEditError(f"{what} contains an unpaired surrogate")
 
 
 def dataset_update(*, dataset: Dataset, name: str, owner: User | None, members: Iterable[User]) -> Dataset:

@@ -48,6 +48,7 @@ from annotations.rubrics import (
     preset_rubric,
     same_json_token,
 )
+from annotations.storable import NUL, unstorable_character
 
 UTF8_BOM = b"\xef\xbb\xbf"
 NAME_MAX_CHARS = 200  # Aspect.name, Judge.name and JudgeScore.aspect_name columns
@@ -126,17 +127,6 @@ def _finite_float(token: str) -> float:
     return value
 
 
-def _bad_text(text: str) -> str | None:
-    if "\x00" in text:
-        return "U+0000"
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"the lone surrogate U+{ord(text[exc.start]):04X}"
-    return None
-
-
 def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: bool) -> None:
     """Depth limit, and (when the line has \\u escapes, the only way to write them) no NUL or lone surrogates,
     which Postgres text and UTF-8 output cannot hold."""
@@ -148,18 +138,18 @@ def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: 
                 "JSON nested too deeply", line=line_no, expected=f"at most {max_depth} levels", found="more"
             )
         if isinstance(node, str):
-            if check_text and (bad := _bad_text(node)) is not None:
+            if check_text and (bad := unstorable_character(node)) is not None:
                 raise DatasetImportError(
-                    "NUL character in a string" if bad == "U+0000" else "unpaired surrogate in a string",
+                    "NUL character in a string" if bad == NUL else "unpaired surrogate in a string",
                     line=line_no,
                     expected="text without U+0000 or unpaired surrogates",
                     found=bad,
                 )
         elif isinstance(node, dict):
             for key, child in node.items():
-                if check_text and (bad := _bad_text(key)) is not None:
+                if check_text and (bad := unstorable_character(key)) is not None:
                     raise DatasetImportError(
-                        "NUL character in a key" if bad == "U+0000" else "unpaired surrogate in a key",
+                        "NUL character in a key" if bad == NUL else "unpaired surrogate in a key",
                         line=line_no,
                         expected="keys without U+0000 or unpaired surrogates",
                         found=bad,

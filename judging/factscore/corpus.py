@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from annotations.storable import is_storable
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -185,14 +187,6 @@ def _join(sentences: Sequence[str]) -> str:
     return " ".join(sentences)
 
 
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def iter_documents(stream: IO[bytes] | IO[str] | Iterable[bytes | str]) -> Iterator[Document]:
     """Parse a corpus JSONL stream; blank lines are skipped, anything else malformed is an error."""
     for number, raw in enumerate(stream, start=1):
@@ -222,7 +216,7 @@ def iter_documents(stream: IO[bytes] | IO[str] | Iterable[bytes | str]) -> Itera
             raise CorpusFormatError(f"line {number}: field 'text' is longer than {MAX_DOCUMENT_CHARS} characters")
         for name, value in (("id", doc_id), ("title", title), ("text", text)):
             # The database cannot store NUL or unpaired surrogates; caught here they are a message, not a 500.
-            if "\x00" in value or (not value.isascii() and _has_surrogate(value)):
+            if not is_storable(value):
                 raise CorpusFormatError(f"line {number}: field '{name}' contains U+0000 or an unpaired surrogate")
         yield Document(id=doc_id, title=title.strip(), text=text)
 
