@@ -52,7 +52,7 @@ from judging.certification.selectors import judge_certification
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q
 from judging.statistics.correlation import COEFFICIENTS
 from judging.statistics.ppi import TUNINGS
-from judging.statistics.ranking import MIN_BOOTSTRAP
+from judging.statistics.ranking import DEFAULT_TIES, MIN_BOOTSTRAP, TIE_CONVENTIONS
 
 # The largest id the database can hold; a larger number cannot name a campaign.
 CAMPAIGN_ID_MAX = 2**63 - 1
@@ -114,6 +114,7 @@ class RankingQuery(ScopeQuery):
         min_value=MIN_BOOTSTRAP, max_value=10_000, required=False, default=BOOTSTRAP_RESAMPLES
     )
     seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, required=False, default=BOOTSTRAP_SEED)
+    ties = serializers.ChoiceField(choices=list(TIE_CONVENTIONS), required=False)
 
 
 def ranking_source(request: Request) -> str:
@@ -243,6 +244,13 @@ def alt_test_view(request: Request, pk: int) -> Response:
             description=f"prompt resamples for rank intervals, {MIN_BOOTSTRAP} to 10000 (default 1000)",
         ),
         OpenApiParameter("seed", int, description="bootstrap seed (default 0)"),
+        OpenApiParameter(
+            "ties",
+            str,
+            enum=list(TIE_CONVENTIONS),
+            description=f"Bradley-Terry only: how ties count: half (half a win to each side), drop (left out) or "
+            f"davidson (Davidson's tie model); default {DEFAULT_TIES}",
+        ),
         *SCOPE_PARAMETERS,
     ],
     responses={200: OpenApiTypes.OBJECT},
@@ -268,6 +276,7 @@ def ranking_view(request: Request, pk: int) -> Response:
                 n_resamples=data["bootstrap"],
                 seed=data["seed"],
                 scope=scope,
+                ties=data.get("ties"),
             )
         )
     except JudgeNotFound as exc:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotations.models import Dataset
+from annotations.models import Dataset, System
 from judging.analysis.reports import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -201,9 +201,36 @@ def parse_rules(raw: bytes, *, origin: str) -> tuple[dict[str, Any], list[dict[s
             not rule["aspects"] or not all(isinstance(a, str) for a in rule["aspects"])
         ):
             raise RulesError(f"{where}: 'aspects' must be a non-empty list of aspect names")
+        if rule["kind"] == "win_rate" and rule["system"] == rule["baseline"]:
+            # Every vote of a system against itself is a tie, so its win rate is 0.5 by construction (or above it
+            # with ties counted half); such a rule would pass or fail on nothing but the threshold.
+            raise RulesError(
+                f"{where}: 'system' and 'baseline' are both {rule['system']!r}; a system cannot be its own baseline"
+            )
         if "dataset" not in rule and "dataset" not in data:
             raise RulesError(f"{where}: no dataset (give 'dataset' in the rule or at the top of the file)")
     return {k: data[k] for k in ("dataset", "owner") if k in data}, rules
+
+
+def rules_check_systems(
+    datasets: dict[str, Dataset], rules: list[dict[str, Any]], *, default_dataset: str | None = None
+) -> None:
+    """Refuse, naming it and the dataset's systems, a win-rate rule whose system or baseline the dataset does not
+    have: a misspelt name would otherwise read as a lack of votes."""
+    known: dict[str, list[str]] = {}
+    for index, rule in enumerate(rules):
+        if rule["kind"] != "win_rate":
+            continue
+        dataset = datasets[str(rule.get("dataset", default_dataset))]
+        if dataset.name not in known:
+            known[dataset.name] = list(System.objects.filter(dataset=dataset).values_list("key", flat=True))
+        systems = known[dataset.name]
+        for key in ("system", "baseline"):
+            if rule[key] not in systems:
+                raise RulesError(
+                    f"rule {index + 1}: unknown {key} {rule[key]!r} on dataset {dataset.name!r} "
+                    f"(systems: {', '.join(systems) or 'none'})"
+                )
 
 
 def _fmt(value: float | None) -> str:
@@ -316,7 +343,9 @@ def gate_evaluate(
     default_dataset: str | None = None,
     certifier: Certifier = stored_certificate_certifier,
 ) -> list[RuleOutcome]:
-    """Every rule's outcome, in order; ``datasets`` maps the names the rules use to the datasets."""
+    """Every rule's outcome, in order; ``datasets`` maps the names the rules use to the datasets. A rule naming a
+    system its dataset does not have raises ``RulesError`` before any rule is evaluated."""
+    rules_check_systems(datasets, rules, default_dataset=default_dataset)
     reports: dict[str, dict[str, Any]] = {}
     outcomes: list[RuleOutcome] = []
     for index, rule in enumerate(rules):

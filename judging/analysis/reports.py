@@ -67,6 +67,8 @@ from judging.statistics.correlation import (
 )
 from judging.statistics.preference import pair_outcomes, preference_data, preference_summary
 from judging.statistics.ranking import (
+    DEFAULT_TIES,
+    TIE_CONVENTIONS,
     Comparisons,
     RankingError,
     bradley_terry,
@@ -80,7 +82,7 @@ from judging.statistics.ranking import (
 from judging.statistics.results import defined
 
 # Bump when a statistic's definition changes so cached reports are not reused.
-STATS_CODE_VERSION = "6"
+STATS_CODE_VERSION = "7"
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 # The alternative-annotator test's cost-benefit margin when the researcher sets none: the paper's value for
@@ -689,7 +691,13 @@ def _pairwise_comparisons(
 ) -> Comparisons:
     if source == HUMANS:
         choices = choice_comparisons(dataset, scope)
-        return choice_comparisons_from(choices.turn_ids, choices.chosen, choices.other, prompt_index)
+        return choice_comparisons_from(
+            choices.turn_ids,
+            choices.chosen,
+            choices.other,
+            prompt_index,
+            tied=(choices.tied_turn_ids, choices.tied_first, choices.tied_second),
+        )
     return comparisons_from(_judgment_rows(dataset, source), prompt_index)
 
 
@@ -721,10 +729,13 @@ def _ranking_of(
     reference: str | None,
     weights_for: Any,
     prompt_index: dict[Any, int],
+    ties: str = DEFAULT_TIES,
 ) -> tuple[dict[str, Any], np.ndarray | None, tuple[str, ...]]:
     if aspect is None:
         comparisons = _pairwise_comparisons(dataset, data.scope, source, prompt_index)
-        result, boot = bradley_terry(comparisons, reference=reference, weights=weights_for(comparisons.n_prompts))
+        result, boot = bradley_terry(
+            comparisons, reference=reference, weights=weights_for(comparisons.n_prompts), ties=ties
+        )
         return result, boot, comparisons.system_labels
     scores = system_scores(
         _source_scores(data, judge, aspect), list(data.answers.turn_ids), data.answers.system_keys, prompt_index
@@ -743,11 +754,17 @@ def compute_ranking_report(
     n_resamples: int,
     seed: int,
     data: DatasetData,
+    ties: str | None = None,
 ) -> dict[str, Any]:
     if aspect_name is not None and reference is not None:
         raise ReportError(
             "a reference system applies to the Bradley-Terry ranking only, not to a ranking by mean rating"
         )
+    if aspect_name is not None and ties is not None:
+        raise ReportError("a tie convention applies to the Bradley-Terry ranking only, not to a ranking by mean rating")
+    ties = ties or DEFAULT_TIES
+    if ties not in TIE_CONVENTIONS:
+        raise ReportError(f"unknown tie convention {ties!r}; choose one of {', '.join(TIE_CONVENTIONS)}")
     aspect = _aspects_or_error(data.aspects, aspect_name)[0] if aspect_name is not None else None
     prompt_index: dict[Any, int] = {}
     weights_cache: dict[int, np.ndarray] = {}
@@ -771,7 +788,9 @@ def compute_ranking_report(
                     data.answers.system_keys,
                     prompt_index,
                 )
-        ranking, boot, labels = _ranking_of(dataset, data, source, judge, aspect, reference, weights_for, prompt_index)
+        ranking, boot, labels = _ranking_of(
+            dataset, data, source, judge, aspect, reference, weights_for, prompt_index, ties
+        )
         result: dict[str, Any] = {
             "dataset": dataset.name,
             "source": source,
@@ -782,7 +801,7 @@ def compute_ranking_report(
         }
         if judge is not None:
             humans, human_boot, human_labels = _ranking_of(
-                dataset, data, HUMANS, None, aspect, None, weights_for, prompt_index
+                dataset, data, HUMANS, None, aspect, None, weights_for, prompt_index, ties
             )
             result["versus_humans"] = ranking_agreement(ranking, boot, labels, humans, human_boot, human_labels)
     except RankingError as exc:
@@ -799,13 +818,26 @@ def ranking_report(
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
     scope: RatingScope = ALL_RATINGS,
+    ties: str | None = None,
 ) -> dict[str, Any]:
-    """``ranking --dataset D [--source humans|JUDGE] --json``: {"dataset", "source", "aspect", "scope", "bootstrap",
-    "model", "reference", "n_comparisons", "systems": [...]} and, for a judge, "versus_humans" (Kendall's tau-b)."""
+    """``ranking --dataset D [--source humans|JUDGE] [--ties half|drop|davidson] --json``: {"dataset", "source",
+    "aspect", "scope", "bootstrap", "model", "ties", "reference", "n_comparisons", "systems": [...]} and, for a
+    judge, "versus_humans" (Kendall's tau-b). ``ties`` (Bradley-Terry only) defaults to ``DEFAULT_TIES``."""
     judge = None if source == HUMANS else _judge_or_raise(dataset, source)
     return _cached(
         dataset,
         scope,
-        ["ranking", source, judge.pk if judge else 0, aspect_name or "", reference or "", n_resamples, seed],
-        lambda data: compute_ranking_report(dataset, source, judge, aspect_name, reference, n_resamples, seed, data),
+        [
+            "ranking",
+            source,
+            judge.pk if judge else 0,
+            aspect_name or "",
+            reference or "",
+            n_resamples,
+            seed,
+            ties or "",
+        ],
+        lambda data: compute_ranking_report(
+            dataset, source, judge, aspect_name, reference, n_resamples, seed, data, ties
+        ),
     )

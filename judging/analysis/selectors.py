@@ -493,6 +493,10 @@ class ChoiceComparisons:
     turn_ids: npt.NDArray[np.int64]
     chosen: list[str]
     other: list[str]
+    # The ties: imported entries marked "tie" without a choice, one row per pair of the systems they showed.
+    tied_turn_ids: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    tied_first: list[str] = field(default_factory=list)
+    tied_second: list[str] = field(default_factory=list)
 
 
 # One row per (chosen, other shown) pair of an imported entry that chose a system it showed. An entry without a
@@ -548,6 +552,49 @@ def _imported_choices_in_database(dataset: Dataset) -> tuple[list[int], list[str
     return [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows]
 
 
+# The imported entries that are ties (no choice, "tie": true), in the order of ``_imported_preferences``.
+_IMPORTED_TIES_SQL = """
+SELECT turn.id, entry.value->'candidates'
+FROM {turn} turn
+JOIN {item} item ON item.id = turn.item_id
+CROSS JOIN LATERAL jsonb_array_elements(
+    CASE WHEN jsonb_typeof(turn.source->'preferences') = 'array' THEN turn.source->'preferences' END
+) WITH ORDINALITY AS entry(value, ordinal)
+WHERE item.dataset_id = %s
+  AND NOT EXISTS (SELECT 1 FROM {gold} gold WHERE gold.item_id = item.id)
+  AND jsonb_typeof(entry.value) = 'object'
+  AND entry.value->'tie' = 'true'::jsonb
+  AND jsonb_typeof(entry.value->'preferred') IS DISTINCT FROM 'string'
+ORDER BY item.position, turn.index, entry.ordinal
+"""
+
+
+def _imported_ties(dataset: Dataset, in_database: bool) -> tuple[list[int], list[list[str]]]:
+    """(turn id, systems shown) of each imported tie; an entry without a candidate list showed every answer."""
+    if not in_database:
+        rows = PreferenceRows([], [], [], [])
+        _imported_preferences(dataset, rows)
+        kept = [index for index, tie in enumerate(rows.tie) if tie]
+        return [rows.turn_ids[index] for index in kept], [rows.candidates[index] for index in kept]
+    sql = _IMPORTED_TIES_SQL.format(turn=Turn._meta.db_table, item=Item._meta.db_table, gold=GoldItem._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [dataset.pk])
+        found = cursor.fetchall()
+    listed = [json.loads(c) if isinstance(c, str) else c for _, c in found]
+    unlisted = {turn_id for (turn_id, _), shown in zip(found, listed, strict=True) if not isinstance(shown, list)}
+    answers: dict[int, list[str]] = {}
+    for turn_id, key in (
+        Response.objects.filter(turn_id__in=unlisted)
+        .order_by("turn_id", "position")
+        .values_list("turn_id", "system__key")
+    ):
+        answers.setdefault(turn_id, []).append(key)
+    return [turn_id for turn_id, _ in found], [
+        [str(key) for key in shown] if isinstance(shown, list) else answers.get(turn_id, [])
+        for (turn_id, _), shown in zip(found, listed, strict=True)
+    ]
+
+
 def _choices_in_python(preferences: PreferenceRows) -> tuple[list[int], list[str], list[str]]:
     from judging.statistics.ranking import preference_comparisons  # noqa: PLC0415 -- statistics load when used
 
@@ -579,7 +626,14 @@ def choice_comparisons(
         turn_ids += app_turns
         chosen += app_chosen
         other += app_other
-    return ChoiceComparisons(np.asarray(turn_ids, dtype=np.int64), chosen, other)
+    tied: tuple[list[Any], list[str], list[str]] = ([], [], [])
+    if scope.campaign_id is None and scope.origin in ("all", "imported"):
+        from judging.statistics.ranking import tie_comparisons  # noqa: PLC0415 -- statistics load when used
+
+        tied = tie_comparisons(*_imported_ties(dataset, in_database))
+    return ChoiceComparisons(
+        np.asarray(turn_ids, dtype=np.int64), chosen, other, np.asarray(tied[0], dtype=np.int64), tied[1], tied[2]
+    )
 
 
 def pairwise_judgments(dataset: Dataset) -> dict[str, list[tuple[int, str, str, str, int, int, float]]]:

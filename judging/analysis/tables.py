@@ -248,7 +248,9 @@ def ranking_table(name: str, title: str, report: dict[str, Any]) -> dict[str, An
             "wins",
             "losses",
             "ties",
+            "tie convention",
         ]
+        convention = report.get("ties", {}).get("convention")
         rows = [
             [
                 row["rank"],
@@ -260,6 +262,7 @@ def ranking_table(name: str, title: str, report: dict[str, Any]) -> dict[str, An
                 row["wins"],
                 row["losses"],
                 row["ties"],
+                convention,
             ]
             for row in report["systems"]
         ]

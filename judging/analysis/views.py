@@ -60,6 +60,7 @@ from judging.analysis.services import CalibrationError, judge_calibrate
 from judging.certification.selectors import UNCERTIFIED
 from judging.factscore.selectors import factscore_report, factscore_runs_for_user
 from judging.models import JudgeKind, JudgeRun
+from judging.statistics.ranking import DEFAULT_TIES, TIE_CONVENTIONS
 
 DATASET_TABLES = {
     "agreement": lambda report, details: tables.agreement_table(report),
@@ -419,19 +420,30 @@ def _rankings(request: HttpRequest, dataset: Dataset, scope: RatingScope) -> dic
     """The humans' ranking and, when a judge is chosen, the judge's beside it: Bradley–Terry from pairwise outcomes,
     or by mean rating when an aspect is chosen. A ranking that cannot be made says why instead."""
     judge_name, aspect = _param(request, "judge"), _param(request, "aspect")
+    ties = _ties_param(request, aspect)
     found: dict[str, Any] = {"humans": None, "judge_report": None, "humans_error": None, "judge_error": None}
     try:
-        found["humans"] = ranking_report(dataset, HUMANS, aspect, scope=scope)
+        found["humans"] = ranking_report(dataset, HUMANS, aspect, scope=scope, ties=ties)
     except ReportError as exc:
         found["humans_error"] = str(exc)
     if judge_name:
         try:
-            found["judge_report"] = ranking_report(dataset, judge_name, aspect, scope=scope)
+            found["judge_report"] = ranking_report(dataset, judge_name, aspect, scope=scope, ties=ties)
         except JudgeNotFound:
             raise Http404("no such judge") from None
         except ReportError as exc:
             found["judge_error"] = str(exc)
     return found
+
+
+def _ties_param(request: HttpRequest, aspect: str | None) -> str | None:
+    """The chosen tie convention for Bradley–Terry (None: the default); a ranking by mean rating has no ties."""
+    ties = _param(request, "ties")
+    if aspect or not ties:
+        return None
+    if ties not in TIE_CONVENTIONS:
+        raise Http404("no such tie convention")
+    return ties
 
 
 def _ranking_leader(report: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -459,6 +471,8 @@ def rankings_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         "aspects": [info.name for info in stats_aspects(dataset)],
         "judge": judge_name,
         "aspect": aspect,
+        "ties": _ties_param(request, aspect) or DEFAULT_TIES,
+        "tie_conventions": list(TIE_CONVENTIONS),
         **found,
         "humans_table": tables.ranking_table("ranking-humans", _("Humans"), found["humans"])
         if found["humans"]
@@ -471,8 +485,14 @@ def rankings_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         "humans_leader": _ranking_leader(found["humans"]),
         "judge_leader": _ranking_leader(found["judge_report"]),
         "versus": (found["judge_report"] or {}).get("versus_humans"),
-        "download_query": _query(judge=judge_name, aspect=aspect, **scope.query()),
-        **_scope_context(request, dataset, scope, "dashboard-rankings", {"judge": judge_name, "aspect": aspect}),
+        "download_query": _query(judge=judge_name, aspect=aspect, ties=_ties_param(request, aspect), **scope.query()),
+        **_scope_context(
+            request,
+            dataset,
+            scope,
+            "dashboard-rankings",
+            {"judge": judge_name, "aspect": aspect, "ties": _ties_param(request, aspect)},
+        ),
     }
     return render(request, "dashboard/rankings.html", context)
 

@@ -82,6 +82,7 @@ COLUMN_LABELS = {
     "wins": gettext_lazy("wins"),
     "losses": gettext_lazy("losses"),
     "ties": gettext_lazy("ties"),
+    "tie convention": gettext_lazy("tie convention"),
     "human mean": gettext_lazy("human mean"),
     "human rank": gettext_lazy("human rank"),
     "judge mean": gettext_lazy("judge mean"),
@@ -183,6 +184,13 @@ CONSTANT_SCORES = {
 PHRASES["the three correlations leave no variance for Williams's t (a judge equals the other or the humans)"] = (
     gettext_lazy("the three correlations leave no variance for Williams's t (a judge equals the other or the humans)")
 )
+
+# Why Davidson's tie parameter is undefined (judging.statistics.ranking).
+PHRASES["no ties: the estimate of nu is 0 and the fit is Bradley-Terry's"] = gettext_lazy(
+    "no ties: the estimate of nu is 0 and the fit is Bradley-Terry's"
+)
+PHRASES["every comparison is a tie: nu is not finite"] = gettext_lazy("every comparison is a tie: nu is not finite")
+PHRASES["no strength is finite"] = gettext_lazy("no strength is finite")
 
 
 def _too_few_units(match: re.Match[str]) -> str:

@@ -213,3 +213,65 @@ def test_judge_certified_rule_runs_the_alternative_annotator_test(researcher) ->
     assert copy.outcome == PASS and "passes the alternative-annotator test" in copy.reason
     assert random.outcome == FAIL and "fails the alternative-annotator test: winning rate 0.00" in random.reason
     assert copy.evidence["overall"]["winning_rate"]["value"] >= 0.5
+
+
+@pytest.mark.django_db
+def test_a_system_as_its_own_baseline_is_a_usage_error(tmp_path: Path) -> None:
+    build_dataset()
+    code, out, report = run_gate(
+        tmp_path, 'dataset = "release"\n[[rule]]\nkind = "win_rate"\nsystem = "a"\nbaseline = "a"\nmin_lower = 0.4\n'
+    )
+    assert code == 2, out
+    assert "rule 1: 'system' and 'baseline' are both 'a'; a system cannot be its own baseline" in out
+    assert report == {}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("system", "baseline", "named"), [("a", "a-v6", "baseline 'a-v6'"), ("z", "b", "system 'z'")])
+def test_an_unknown_system_is_named_with_the_known_ones(tmp_path: Path, system: str, baseline: str, named: str) -> None:
+    build_dataset()
+    code, out, report = run_gate(
+        tmp_path,
+        'dataset = "release"\n[[rule]]\nkind = "alpha"\naspect = "fluency"\nmin = 0.5\n'
+        f'[[rule]]\nkind = "win_rate"\nsystem = "{system}"\nbaseline = "{baseline}"\n',
+    )
+    assert code == 2, out
+    assert f"rule 2: unknown {named} on dataset 'release' (systems: a, b, c)" in out
+    assert "votes" not in out and report == {}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "text",
+    [
+        "dataset = [",
+        'dataset = "release"\n[[rule]]\nkind = "speed"\n',
+        'dataset = "no-such-dataset"\n[[rule]]\nkind = "alpha"\naspect = "fluency"\nmin = 0.5\n',
+    ],
+)
+def test_malformed_rules_exit_2_and_a_failed_gate_exits_1(tmp_path: Path, text: str) -> None:
+    build_dataset()
+    code, out, report = run_gate(tmp_path, text)
+    assert code == 2, out
+    assert report == {}
+    code, out, report = run_gate(
+        tmp_path, 'dataset = "release"\n[[rule]]\nkind = "alpha"\naspect = "overall"\nmin = 1\n'
+    )
+    assert code == 1 and report["passed"] is False
+
+
+def test_a_missing_rules_file_exits_2(tmp_path: Path) -> None:
+    with pytest.raises(CommandError) as caught:
+        call_command("gate", str(tmp_path / "absent.toml"), "--report", str(tmp_path / "r.json"))
+    assert caught.value.returncode == 2 and "cannot read" in str(caught.value)
+
+
+def test_the_documented_ci_workflow_sets_only_variables_the_app_reads() -> None:
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "gate.md").read_text(encoding="utf-8")
+    workflow = page.split("```yaml", 1)[1].split("```", 1)[0]
+    env_block = workflow.split("    env:\n", 1)[1].split("    steps:", 1)[0]
+    names = [line.split(":", 1)[0].strip() for line in env_block.splitlines() if line.strip()]
+    assert names, "the documented workflow sets no environment"
+    read = (root / "evalsite" / "settings.py").read_text(encoding="utf-8")
+    assert [name for name in names if f'"{name}"' not in read] == []

@@ -8,11 +8,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotations.management.lookup import dataset_or_error
 from judging.analysis.gate import PASS, RulesError, gate_evaluate, parse_rules
 
+# The convention of test runners and linters, which CI systems rely on: 1 means the checked thing failed, 2 that the
+# check itself could not be made as asked.
+GATE_FAILED, USAGE_ERROR = 1, 2
+
 
 class Command(BaseCommand):
     help = (
         "Check release rules on a dataset's statistics (win rate against a baseline, agreement, judge certification) "
-        "and exit 0 when every rule passes, 1 otherwise, printing one line per rule and writing a JSON report."
+        "and exit 0 when every rule passes, 1 when one does not and 2 on a usage error (unreadable or malformed "
+        "rules, an unknown dataset or system), printing one line per rule and writing a JSON report."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,7 +31,7 @@ class Command(BaseCommand):
         try:
             raw = Path(path).read_bytes()
         except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+            raise CommandError(f"cannot read {path}: {exc.strerror}", returncode=USAGE_ERROR) from None
         try:
             settings, rules = (
                 parse_rules(raw, origin=path)
@@ -34,12 +39,15 @@ class Command(BaseCommand):
                 else parse_rules(_with_dataset(raw, str(options["dataset"]), path), origin=path)
             )
         except RulesError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(str(exc), returncode=USAGE_ERROR) from None
         owner = options["owner"] or settings.get("owner")
         default = settings.get("dataset")
         names = {str(rule.get("dataset", default)) for rule in rules}
-        datasets = {name: dataset_or_error(name, owner) for name in sorted(names)}
-        outcomes = gate_evaluate(datasets, rules, default_dataset=default)
+        try:
+            datasets = {name: dataset_or_error(name, owner) for name in sorted(names)}
+            outcomes = gate_evaluate(datasets, rules, default_dataset=default)
+        except (CommandError, RulesError) as exc:
+            raise CommandError(str(exc), returncode=USAGE_ERROR) from None
         passed = all(o.outcome == PASS for o in outcomes)
         for outcome in outcomes:
             self.stdout.write(outcome.line())
@@ -51,7 +59,10 @@ class Command(BaseCommand):
         os.replace(partial, target)
         failed = sum(o.outcome != PASS for o in outcomes)
         if not passed:
-            raise CommandError(f"gate failed: {failed} of {len(outcomes)} rules did not pass (report: {target})")
+            raise CommandError(
+                f"gate failed: {failed} of {len(outcomes)} rules did not pass (report: {target})",
+                returncode=GATE_FAILED,
+            )
         self.stdout.write(self.style.SUCCESS(f"gate passed: {len(outcomes)} rules (report: {target})"))
 
 

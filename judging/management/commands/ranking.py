@@ -23,7 +23,7 @@ from judging.management.commands.agreement import (
     text_table,
     write_scope,
 )
-from judging.statistics.ranking import MIN_BOOTSTRAP
+from judging.statistics.ranking import DEFAULT_TIES, MIN_BOOTSTRAP, TIE_CONVENTIONS
 
 _resamples = whole_number_at_least(MIN_BOOTSTRAP, "number of resamples")
 _seed = whole_number_at_least(0, "seed")
@@ -42,6 +42,12 @@ class Command(BaseCommand):
         parser.add_argument("--source", default=HUMANS, help="humans (default) or a judge's name")
         parser.add_argument("--aspect", help="rank by the mean rating on this aspect instead of pairwise outcomes")
         parser.add_argument("--reference", help="system whose log-strength is 0 (default: the first in sorted order)")
+        parser.add_argument(
+            "--ties",
+            choices=list(TIE_CONVENTIONS),
+            help=f"how Bradley-Terry treats ties: half (a tie is half a win to each side), drop (ties left out) or "
+            f"davidson (Davidson's tie model); default {DEFAULT_TIES}",
+        )
         parser.add_argument(
             "--bootstrap",
             type=_resamples,
@@ -65,13 +71,14 @@ class Command(BaseCommand):
                 n_resamples=options["bootstrap"],
                 seed=options["seed"],
                 scope=scope,
+                ties=options["ties"],
             )
         except (JudgeNotFound, ReportError) as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
             self.stdout.write(as_json(report))
             return
-        what = f"mean rating on {report['aspect']}" if report["aspect"] else "Bradley-Terry"
+        what = f"mean rating on {report['aspect']}" if report["aspect"] else _bradley_terry_with(report["ties"])
         self.stdout.write(f"Ranking of the systems of dataset {report['dataset']} by {report['source']} ({what})")
         write_scope(self, scope, report)
         if report["undefined"]:
@@ -96,9 +103,20 @@ class Command(BaseCommand):
             for row in report["systems"]
         ]
         self.stdout.write(text_table(["rank", "rank 95%", "system", "strength", "SE", "95% CI", "W/L/T"], rows))
+        nu = report.get("ties", {}).get("tie_parameter")
+        if nu is not None:
+            nu_ci = report["ties"].get("tie_parameter_ci95")
+            self.stdout.write(
+                f"Davidson tie parameter nu: {number(nu)} {interval_text(nu_ci) if nu_ci else ''}".rstrip()
+            )
         versus = report.get("versus_humans")
         if versus:
             self.stdout.write(
                 f"Kendall's tau-b with the humans' ranking over {versus['n_systems']} systems: "
                 f"{number(versus['kendall_tau'])} {interval_text(versus['ci95'])}"
             )
+
+
+def _bradley_terry_with(ties: dict[str, Any]) -> str:
+    counted = f"{ties['n_ties']} ties" if ties["n_ties"] != 1 else "1 tie"
+    return f"Bradley-Terry, ties: {ties['convention']}, {ties['description']}; {counted}"
