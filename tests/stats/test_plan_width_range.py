@@ -7,6 +7,7 @@ and statpsych's one refinement asked more items for a wider interval at high |r|
 from __future__ import annotations
 
 import io
+import itertools
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ CORRELATIONS = (-0.999999, -0.99, -0.5, 0.0, 0.3, 0.7, 0.95, 0.999, 0.999999)
 
 
 def assert_narrower_never_needs_fewer(items: list[int]) -> None:
-    for wider, (narrower_items, wider_items) in zip(WIDTHS[1:], zip(items, items[1:], strict=False), strict=False):
+    for wider, (narrower_items, wider_items) in zip(WIDTHS[1:], itertools.pairwise(items), strict=True):
         assert wider_items <= narrower_items, (
             f"width {wider:g} asks {wider_items} items, a narrower one {narrower_items}"
         )
@@ -103,7 +104,7 @@ def test_the_api_refuses_a_power_plan_beyond_any_study(researcher: User) -> None
 @pytest.mark.django_db
 @pytest.mark.parametrize("width", ["1e-300", "1e-17"])
 def test_the_command_refuses_a_width_below_the_floor(width: str) -> None:
-    with pytest.raises(CommandError, match="width must be at least 0.001"):
+    with pytest.raises(CommandError, match=r"width must be at least 0\.001"):
         call_command(
             "plan_study",
             "--statistic",
