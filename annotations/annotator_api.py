@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations.annotator_progress import annotator_progress
+from annotations.ascii_numbers import ascii_int
 from annotations.campaign_selectors import (
     Scale,
     campaign_for_annotator,
@@ -158,8 +159,10 @@ class AsciiIntegerField(serializers.IntegerField):
     other scripts' digits ("３", "٣")."""
 
     def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, str) and not re.fullmatch(r"-?[0-9]+(?:\.0*)?", data.strip()):
-            self.fail("invalid")
+        if isinstance(data, str):
+            whole, _, fraction = data.strip().partition(".")
+            if ascii_int(whole, signed=True) is None or fraction.strip("0"):
+                self.fail("invalid")
         return int(super().to_internal_value(data))
 
 

@@ -25,6 +25,7 @@ from django_htmx.middleware import HtmxDetails
 from annotations.adjudication.selectors import dispute_queue, may_adjudicate
 from annotations.agreement_summary import agreement_report
 from annotations.annotator_progress import annotator_progress
+from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.campaign_selectors import (
     NA_TOKEN,
     assignment_draft_values,
@@ -73,10 +74,6 @@ class HtmxHttpRequest(HttpRequest):
 
 
 RATING_FIELD = re.compile(r"^r-([0-9]{1,3})-([0-9]{1,3})$")
-# Numbers as the form's controls send them, in ASCII digits only: Python's int() and float() also read other
-# scripts' digits, and int() refuses superscripts that str.isdigit() accepts.
-ASCII_INTEGER = re.compile(r"[0-9]{1,3}")
-ASCII_NUMBER = re.compile(r"-?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
 DRAFT_IGNORED_FIELDS = frozenset({"csrfmiddlewaretoken", "lease"})
 
 
@@ -271,9 +268,8 @@ def _parse_value(text: str) -> Any:
         return None
     if text.lower() in {NA_TOKEN, "n/a"}:
         return MISSING
-    if not ASCII_NUMBER.fullmatch(text):
-        return text  # refused by the service with a message naming the field
-    return float(text)
+    number = ascii_decimal(text)
+    return text if number is None else number  # text is refused by the service with a message naming the field
 
 
 def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
@@ -290,7 +286,8 @@ def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
     preference_text = str(data.get("preference", "")).strip()
     preference: int | None = None
     if preference_text:
-        preference = int(preference_text) if ASCII_INTEGER.fullmatch(preference_text) else -1
+        preference = ascii_int(preference_text, max_digits=3)
+        preference = -1 if preference is None else preference
     values["preference"] = preference_text
     values["none_appropriate"] = "1" if data.get("none_appropriate") else ""
     values["rationale"] = str(data.get("rationale", ""))

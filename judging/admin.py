@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from annotations.admin_cascade import WholeObjectDeleteAdmin
+from annotations.ascii_numbers import ascii_int
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
 from judging import selectors
@@ -151,8 +152,9 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         if method in METHOD_LABELS:
             initial["template"] = method
             initial["config_json"] = json.dumps(config_template(method), indent=2, ensure_ascii=False)
-        if request.GET.get("dataset", "").isdigit():
-            initial["dataset"] = request.GET["dataset"]
+        dataset_pk = ascii_int(request.GET.get("dataset", ""))
+        if dataset_pk is not None:
+            initial["dataset"] = dataset_pk
         return initial
 
     def render_change_form(self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any) -> Any:

@@ -14,6 +14,7 @@ from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils.translation import gettext_lazy as _
 
+from annotations.ascii_numbers import ascii_int
 from annotations.models import Aspect, Dataset
 from annotations.selectors import datasets_for_user
 from judging.config import METHODS, ConfigError, JudgeSettings, validate_config
@@ -297,10 +298,8 @@ class JudgeConfigForm(forms.ModelForm):
     def _chosen_dataset(self, datasets: Any) -> Dataset | None:
         raw = self.data.get("dataset") if self.is_bound else self.initial.get("dataset")
         if raw:
-            try:
-                found = datasets.filter(pk=int(raw)).first()
-            except (TypeError, ValueError):
-                found = None
+            pk = ascii_int(str(raw))
+            found = None if pk is None else datasets.filter(pk=pk).first()
             if found is not None:
                 return found  # type: ignore[no-any-return]
         return datasets.order_by("name", "pk").first()  # type: ignore[no-any-return]

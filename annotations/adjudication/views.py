@@ -28,6 +28,7 @@ from annotations.adjudication.services import (
     campaign_disputes_find,
     dispute_resolve,
 )
+from annotations.ascii_numbers import ascii_int
 from annotations.campaign_selectors import campaign_for_researcher
 
 
@@ -75,7 +76,11 @@ def dispute_resolve_view(request: HttpRequest, dispute_id: int) -> HttpResponse:
     }
     preference = str(request.POST.get("preference", ""))
     none_appropriate = preference == "none"
-    preferred: int | None = int(preference) if preference.isdigit() else None
+    preferred: int | None = None
+    if preference and not none_appropriate:
+        # Text that spells no answer id still names no answer shown, so the service refuses it with its message.
+        preferred = ascii_int(preference)
+        preferred = -1 if preferred is None else preferred
     try:
         dispute_resolve(
             dispute=dispute,

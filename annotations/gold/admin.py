@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from annotations.ascii_numbers import ascii_int
 from annotations.gold.selectors import gold_item_handed_out
 from annotations.gold.services import GoldError, dataset_aspect_ranges, gold_item_remove, gold_item_set, item_systems
 from annotations.models import GoldItem, Item
@@ -21,10 +22,7 @@ from annotations.selectors import datasets_for_user
 
 def _item_pk(value: Any) -> int:
     """The item id an add link carries (?item=), or 0 for none."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+    return ascii_int(value) or 0
 
 
 def _choices_text(item: Item) -> str:

@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, aspect_scale
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_create
@@ -177,10 +178,10 @@ def campaign_builder(request: HttpRequest) -> HttpResponse:
         if request.method == "POST":
             return render(request, "research/campaign_dataset.html", {"datasets": datasets}, status=400)
         return render(request, "research/campaign_dataset.html", {"datasets": datasets, "section": "campaign"})
-    try:
-        dataset = dataset_for_user_or_404(request.user, int(dataset_id))
-    except ValueError:
-        raise Http404("no such dataset") from None
+    dataset_pk = ascii_int(dataset_id)
+    if dataset_pk is None:
+        raise Http404("no such dataset")
+    dataset = dataset_for_user_or_404(request.user, dataset_pk)
     form = CampaignBuilderForm(request.POST or None, dataset=dataset, user=request.user)
     context: dict[str, Any] = {"form": form, "dataset": dataset, "section": "campaign"}
     if request.method == "POST" and form.is_valid():
@@ -320,10 +321,7 @@ def invite_accept_view(request: HttpRequest, token: str) -> HttpResponse:
 
 
 def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
+    return ascii_decimal(text)
 
 
 @require_GET

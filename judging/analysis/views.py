@@ -22,6 +22,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
+from annotations.ascii_numbers import ascii_int
 from annotations.campaign_selectors import campaign_for_researcher, campaign_progress
 from annotations.models import Dataset
 from judging.analysis import tables
@@ -81,9 +82,6 @@ JUDGE_TABLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 # The tables built from the agreement report alone; the others need the page's details.
 REPORT_TABLES = ("agreement", "preferences", "preference-judges")
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
-# Longer ids would overflow the database's integer before they could name a campaign.
-CAMPAIGN_ID_MAX_DIGITS = 18
-
 
 def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Anonymous users go to the login page; logged-in non-staff users get 403."""
@@ -114,9 +112,10 @@ def _scope(request: HttpRequest, dataset: Dataset) -> RatingScope:
     campaign_id = _param(request, "campaign")
     campaign = None
     if campaign_id is not None:
-        if not (campaign_id.isascii() and campaign_id.isdigit() and len(campaign_id) <= CAMPAIGN_ID_MAX_DIGITS):
+        campaign_pk = ascii_int(campaign_id)
+        if campaign_pk is None:
             raise BadRequest("campaign must be a campaign id")
-        campaign = stats_campaign_or_404(request.user, dataset, int(campaign_id))
+        campaign = stats_campaign_or_404(request.user, dataset, campaign_pk)
     try:
         include = excluded_choice(_param(request, "excluded"))
         adjudicated = adjudicated_choice(_param(request, "human"))
