@@ -323,7 +323,8 @@ class TableReader:
             raise DatasetImportError(
                 f"not valid {name}",
                 expected=f"{name} text (UTF-8, or UTF-8 or UTF-16 with a byte-order mark)",
-                found=f"byte 0x{exc.object[exc.start]:02x} in the text read after data row {number}",
+                found=f"byte 0x{exc.object[exc.start]:02x} "
+                + (f"in the text after data row {number}" if number else "in the first rows"),
             ) from None
         except csv.Error as exc:
             raise DatasetImportError("unreadable CSV", expected="CSV text", found=str(exc)).at_row(
