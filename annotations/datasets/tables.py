@@ -22,7 +22,7 @@ import itertools
 import json
 import tempfile
 import zlib
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -59,11 +59,9 @@ class TableLimits:
             cell_chars=settings.IMPORT_MAX_CELL_CHARS,
         )
 
-    def too_many_columns(self, found: int) -> DatasetImportError:
+    def too_many_columns(self, found: str) -> DatasetImportError:
         return DatasetImportError(
-            "too many columns",
-            expected=f"at most {self.columns} columns (limit IMPORT_MAX_COLUMNS)",
-            found=str(found),
+            "too many columns", expected=f"at most {self.columns} columns (limit IMPORT_MAX_COLUMNS)", found=found
         )
 
     def too_many_rows(self, found: str) -> DatasetImportError:
@@ -148,29 +146,48 @@ def _encoding(head: bytes) -> str:
     return "utf-8"
 
 
-def _sniff_delimiter(sample: str, complete: bool) -> str:
-    """The delimiter among , ; tab | that splits the sample's first records into the same number of cells, the most
-    cells when several do; a comma when none does (the row with the wrong count of cells is then reported)."""
-    best, best_width = ",", 1
+def _outside_quotes(line: str) -> str:
+    """The parts of a CSV line outside quoted fields (a doubled quote inside one toggles twice, so it stays inside)."""
+    return "".join(line.split('"')[0::2]) if '"' in line else line
+
+
+def _widest_consistent(widths_of: Callable[[str], list[int]]) -> str | None:
+    """The delimiter among , ; tab | that gives every record the same number of cells, the most cells when several
+    do; None when none gives more than one."""
+    best, best_width = None, 1
     for delimiter in DELIMITERS:
-        try:
-            records = [
-                r
-                for r in itertools.islice(
-                    csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter), SNIFF_RECORDS + 1
-                )
-                if r
-            ]
-        except csv.Error:
-            continue
-        if len(records) > SNIFF_RECORDS:
-            records = records[:SNIFF_RECORDS]
-        elif not complete and len(records) > 1:
-            records = records[:-1]  # the sample may have cut the last record short
-        widths = {len(r) for r in records}
+        widths = set(widths_of(delimiter))
         if len(widths) == 1 and (width := widths.pop()) > best_width:
             best, best_width = delimiter, width
     return best
+
+
+def _sniff_delimiter(head: str, complete: bool) -> str:
+    """The table's delimiter, from the first lines read: counted outside quotes first (a few passes of str.count),
+    parsed as CSV when a quoted field spans lines; a comma when neither decides (a row with the wrong number of cells
+    is then reported)."""
+    lines = head.splitlines()[:SNIFF_RECORDS]
+    if not complete and len(lines) > 1:
+        lines = lines[:-1]  # the sample may have cut the last line short
+    lines = [_outside_quotes(line) for line in lines if line.strip()]
+    counted = _widest_consistent(lambda delimiter: [line.count(delimiter) + 1 for line in lines])
+    if counted is not None or '"' not in head:
+        return counted or ","
+
+    def parsed_widths(delimiter: str) -> list[int]:
+        try:
+            records = [
+                r
+                for r in itertools.islice(csv.reader(io.StringIO(head, newline=""), delimiter=delimiter), SNIFF_RECORDS)
+                if r
+            ]
+        except csv.Error:
+            return []
+        if not complete and len(records) > 1:
+            records = records[:-1]  # the sample may have cut the last record short
+        return [len(r) for r in records]
+
+    return _widest_consistent(parsed_widths) or ","
 
 
 @dataclass
@@ -268,7 +285,7 @@ class TableReader:
         for count, (line, values) in enumerate(iter_items(stream), start=1):
             self._counted(count, line)
             if len(values) > self.limits.columns:
-                raise self.limits.too_many_columns(len(values)).at_row(line, unit="line")
+                raise self.limits.too_many_columns(str(len(values))).at_row(line, unit="line")
             self._check_cells(line, values)
             yield line, values
 
@@ -279,23 +296,27 @@ class TableReader:
         text = io.TextIOWrapper(stream, encoding=self.encoding, newline="")
         number = 0
         try:
-            sample = text.read(SNIFF_CHARS)
-            complete = len(sample) < SNIFF_CHARS
-            if not complete:
-                sample += text.readline()
-            if sample.count("\x00") > len(sample) // 4:  # one NUL in every other byte: UTF-16 read as UTF-8
+            head = text.read(SNIFF_CHARS)
+            complete = len(head) < SNIFF_CHARS
+            if "\x00" in head and head.count("\x00") > len(head) // 4:  # a NUL every other byte: UTF-16 as UTF-8
                 raise DatasetImportError(
                     "NUL bytes in the text",
                     expected="UTF-8 text, or UTF-16 with a byte-order mark",
                     found="NUL bytes (UTF-16 without a byte-order mark, or not a text table)",
                 )
-            self.delimiter = "\t" if self.format == "tsv" else _sniff_delimiter(sample, complete)
+            self.delimiter = "\t" if self.format == "tsv" else _sniff_delimiter(head, complete)
+            # A header of 20,000 names is refused by counting in the first characters read, before the rest of its
+            # line is read and before the CSV reader makes a string of each name.
+            width = _outside_quotes(head.split("\n", 1)[0]).count(self.delimiter) + 1
+            if width > self.limits.columns:
+                raise self.limits.too_many_columns(f"at least {width}")
+            sample = head if complete else head + text.readline()  # the CSV reader is given whole lines
             reader = csv.reader(itertools.chain(io.StringIO(sample, newline=""), text), delimiter=self.delimiter)
             header = next(reader, None)
             if header is None:
                 return
             if len(header) > self.limits.columns:
-                raise self.limits.too_many_columns(len(header))
+                raise self.limits.too_many_columns(str(len(header)))
             repeated = first_repeated(header)
             if repeated is not None:
                 raise DatasetImportError("duplicate column", line=1, expected="distinct column names", found=repeated)
@@ -376,7 +397,7 @@ class TableReader:
         """Refuses a file whose footer already declares more columns, rows or uncompressed bytes than the limits,
         before any data page is decompressed."""
         if columns > self.limits.columns:
-            raise self.limits.too_many_columns(columns)
+            raise self.limits.too_many_columns(str(columns))
         if metadata.num_rows > self.limits.rows:
             raise self.limits.too_many_rows(f"{metadata.num_rows} in the file's metadata")
         declared = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))

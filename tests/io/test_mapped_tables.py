@@ -220,7 +220,7 @@ def test_a_20000_column_header_is_refused_by_the_column_limit_first(tmp_path: Pa
     path.write_text(long_header(20_000))
     code, message = run(str(path), "--mapping", "helpsteer2", "--dataset", "wide")
     assert code == 1
-    assert "too many columns: expected at most 1000 columns (limit IMPORT_MAX_COLUMNS), found 20000" in message
+    assert "too many columns: expected at most 1000 columns (limit IMPORT_MAX_COLUMNS), found at least" in message
 
 
 def zstd_bomb(path: Path, rows: int, cell: int) -> Path:
