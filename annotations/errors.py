@@ -18,6 +18,7 @@ class DatasetImportError(Exception):
         self.reason = message
         self.row: int | None = None
         self.unit = "row"
+        self.source_line: int | None = None  # the file's line where the row starts, when a field spans lines
         self.file: str | None = None
         super().__init__(self._text())
 
@@ -26,7 +27,7 @@ class DatasetImportError(Exception):
         if self.file is not None:
             parts.append(self.file)
         if self.row is not None:
-            parts.append(f"{self.unit} {self.row}")
+            parts.append(f"{self.unit} {self.row}" + (f" (line {self.source_line})" if self.source_line else ""))
         elif self.line is not None:
             parts.append(f"line {self.line}")
         if self.field:
@@ -41,6 +42,11 @@ class DatasetImportError(Exception):
         """The same problem, located at a row of a table (or a line of a JSONL table) instead."""
         self.row = row
         self.unit = unit
+        self.args = (self._text(),)
+        return self
+
+    def starting_on_line(self, line: int | None) -> "DatasetImportError":
+        self.source_line = line
         self.args = (self._text(),)
         return self
 

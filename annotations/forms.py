@@ -2,6 +2,7 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
+from annotations.datasets.tables import DEFAULT_DUPLICATES
 from annotations.rubrics import PRESETS
 
 
@@ -37,6 +38,16 @@ class MappedImportForm(forms.Form):
         label=_("Mapping file"), required=False, help_text=_("TOML or JSON; instead of a ready-made mapping")
     )
     name = forms.CharField(max_length=200, label=_("Dataset name"), required=False)
+    duplicates = forms.ChoiceField(
+        label=_("Exactly repeated rows"),
+        choices=[
+            ("refuse", _("refuse the table (name both rows)")),
+            ("drop", _("drop them (keep the first)")),
+            ("keep", _("keep them all")),
+        ],
+        initial=DEFAULT_DUPLICATES,
+        required=False,
+    )
 
     def __init__(self, *args: object, ready_made: list[str], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -49,6 +60,9 @@ class MappedImportForm(forms.Form):
                 _("the file is larger than %(n)s bytes") % {"n": settings.IMPORT_MAX_UPLOAD_BYTES}
             )
         return upload
+
+    def clean_duplicates(self) -> str:
+        return self.cleaned_data["duplicates"] or DEFAULT_DUPLICATES  # a form posted without the field
 
     def clean(self) -> dict:
         cleaned = super().clean() or {}

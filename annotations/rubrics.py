@@ -26,6 +26,8 @@ class AspectSpec:
     missing: list[Any] = field(default_factory=lambda: list(DEFAULT_MISSING))
     # Other languages' texts: {"ja": {"label": ..., "description": ..., "labels": {value: text}}}.
     translations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The scale's spacing when only some values of [min, max] are scores (1: whole numbers from min); None: any.
+    step: float | None = None
 
     def is_missing_token(self, token: Any) -> bool:
         return any(same_json_token(token, code) for code in self.missing)
@@ -33,7 +35,18 @@ class AspectSpec:
     def describe_range(self) -> str:
         codes = ", ".join(json.dumps(code, ensure_ascii=False) for code in self.missing)
         scale = f"[{format_number(self.min_value)}, {format_number(self.max_value)}]"
+        if self.step is not None:
+            scale += f" in steps of {format_number(self.step)} from {format_number(self.min_value)}"
         return f"a number in {scale} or a missing code ({codes})"
+
+    def on_scale(self, value: float) -> bool:
+        """Within [min, max] and, with a step, on one of its values."""
+        if not self.min_value <= value <= self.max_value:
+            return False
+        if self.step is None:
+            return True
+        steps = (value - self.min_value) / self.step
+        return abs(steps - round(steps)) <= 1e-9 * max(1.0, abs(steps))
 
 
 @dataclass(frozen=True)
@@ -409,6 +422,12 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
             raise RubricError(
                 f"{where}: 'ideal' {format_number(ideal)} lies outside [{format_number(lo)}, {format_number(hi)}]"
             )
+        step = _require_number(raw, "step", where) if "step" in raw else None
+        if step is not None and (step <= 0 or not AspectSpec(name, lo, hi, hi, step=step).on_scale(hi)):
+            raise RubricError(
+                f"{where}: 'step' must be a positive number that divides the scale [{format_number(lo)}, "
+                f"{format_number(hi)}] evenly, found {format_number(step)}"
+            )
         level = raw.get("level", MeasurementLevel.ORDINAL)
         if level not in MeasurementLevel.values:
             raise RubricError(f"{where}: 'level' must be one of {', '.join(MeasurementLevel.values)}, found {level!r}")
@@ -439,6 +458,7 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
                 labels=texts.labels,
                 missing=missing,
                 translations=texts.translations,
+                step=step,
             )
         )
     systems = data.get("systems", {})

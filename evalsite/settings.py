@@ -133,6 +133,12 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1024)
 IMPORT_MAX_LINE_BYTES = env_int("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024, minimum=1024)
 IMPORT_MAX_JSON_DEPTH = env_int("IMPORT_MAX_JSON_DEPTH", 64, minimum=4)
+# What one table of the mapped import may become once read (decompressed): the upload cap bounds only the compressed
+# bytes, and a small zstd Parquet or gzip file can expand to gigabytes. Checked while the table is read.
+IMPORT_MAX_COLUMNS = env_int("IMPORT_MAX_COLUMNS", 1_000, minimum=1)
+IMPORT_MAX_ROWS = env_int("IMPORT_MAX_ROWS", 500_000, minimum=1)
+IMPORT_MAX_TABLE_BYTES = env_int("IMPORT_MAX_TABLE_BYTES", 256 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_CELL_CHARS = env_int("IMPORT_MAX_CELL_CHARS", 1_000_000, minimum=1)
 # Bodies of requests with no signed-in user or valid token: a login form or a token request is far smaller, and
 # nothing an anonymous client sends should make the server parse (or spool to disk) more than this.
 # The Retry-After of the 503 answered while the database or Redis is away (a restart or failover takes seconds).

@@ -203,9 +203,17 @@ def _classify_score(token: Any, aspect: AspectSpec) -> tuple[float | None, bool]
     """(value, is_missing) for an acceptable token, None when the token is not acceptable for the aspect."""
     if aspect.is_missing_token(token):
         return None, True
-    if is_json_number(token) and aspect.min_value <= token <= aspect.max_value:
+    if is_json_number(token) and aspect.on_scale(token):
         return float(token), False
     return None
+
+
+def _score_problem(token: Any, aspect: AspectSpec) -> str:
+    if not is_json_number(token):
+        return "invalid score"
+    if aspect.min_value <= token <= aspect.max_value:
+        return "score between the scale's steps"
+    return "score out of range"
 
 
 def _validate_scores(
@@ -239,7 +247,7 @@ def _validate_scores(
             for index, token in enumerate(scores):
                 if _classify_score(token, aspect) is None:
                     raise DatasetImportError(
-                        "score out of range" if is_json_number(token) else "invalid score",
+                        _score_problem(token, aspect),
                         line=line,
                         field=f"{here}[{index}]",
                         expected=aspect.describe_range(),

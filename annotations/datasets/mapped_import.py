@@ -13,7 +13,8 @@ from typing import IO, Any
 from django.contrib.auth.models import User
 
 from annotations.datasets.importing import ImportResult, dataset_import, dataset_validate
-from annotations.datasets.mapping import BuiltItems, Mapping, build_items, format_of, iter_rows
+from annotations.datasets.mapping import BuiltItems, Mapping, build_items
+from annotations.datasets.tables import DEFAULT_DUPLICATES, TableReader
 from annotations.errors import DatasetImportError
 from annotations.rubrics import RubricSpec
 
@@ -39,15 +40,59 @@ class MappedPreview:
     n_ratings: int
     n_preferences: int
     n_judge_scores: int
+    read: TablesRead
 
 
-def _build(tables: list[MappedTable], mapping: Mapping) -> BuiltItems:
-    readers: list[tuple[str, Iterator[tuple[int, dict[str, Any]]]]] = []
-    for table in tables:
-        fmt = format_of(table.filename, mapping)
-        label = table.filename if fmt != "jsonl" or table.filename.endswith(".jsonl") else f"{table.filename}.jsonl"
-        readers.append((label, iter_rows(table.stream, fmt)))
-    return build_items(readers, mapping)
+@dataclass(frozen=True)
+class TablesRead:
+    """How the tables were read, for the summary: each table's format, compression, encoding, delimiter and rows,
+    and the choice for exactly repeated rows with how many there were."""
+
+    tables: list[str]
+    duplicates: str
+    repeated: int
+
+    def duplicates_summary(self) -> str:
+        if self.duplicates == "drop":
+            return f"duplicates: drop (kept the first of each; {self.repeated} exactly repeated rows dropped)"
+        if self.duplicates == "keep":
+            return f"duplicates: keep ({self.repeated} exactly repeated rows imported as they are)"
+        return "duplicates: refuse (no exactly repeated rows)"
+
+
+def _readers(tables: list[MappedTable], mapping: Mapping, duplicates: str) -> list[TableReader]:
+    return [
+        TableReader(stream=table.stream, filename=table.filename, declared_format=mapping.format, duplicates=duplicates)
+        for table in tables
+    ]
+
+
+def _with_source_line(exc: DatasetImportError, readers: list[TableReader]) -> DatasetImportError:
+    """The error, with the file line where its row starts when that is not the row's plain position."""
+    if exc.row is None or exc.unit != "data row":
+        return exc
+    named = [r for r in readers if r.filename == exc.file] if exc.file else readers
+    if len(named) != 1:
+        return exc  # several tables and no file named: the row cannot be placed in one
+    return exc.starting_on_line(named[0].physical_line(exc.row))
+
+
+def _build(readers: list[TableReader], mapping: Mapping) -> BuiltItems:
+    tables: list[tuple[str, str, Iterator[tuple[int, dict[str, Any]]]]] = [
+        (reader.filename, reader.unit, reader.iter_rows()) for reader in readers
+    ]
+    try:
+        return build_items(tables, mapping)
+    except DatasetImportError as exc:
+        raise _with_source_line(exc, readers) from None
+
+
+def _tables_read(readers: list[TableReader], duplicates: str) -> TablesRead:
+    return TablesRead(
+        tables=[reader.describe() for reader in readers],
+        duplicates=duplicates,
+        repeated=sum(reader.repeated for reader in readers),
+    )
 
 
 def _as_jsonl(built: BuiltItems) -> IO[bytes]:
@@ -73,8 +118,8 @@ def _located(exc: DatasetImportError, built: BuiltItems, unit: str) -> DatasetIm
     return moved.at_row(row, unit=unit)
 
 
-def _unit(tables: list[MappedTable]) -> str:
-    return "line" if all(t.filename.endswith((".jsonl", ".ndjson", ".json")) for t in tables) else "row"
+def _unit(readers: list[TableReader]) -> str:
+    return "line" if all(reader.unit == "line" for reader in readers) else "data row"
 
 
 def _counts(built: BuiltItems) -> dict[str, int]:
@@ -88,14 +133,21 @@ def _counts(built: BuiltItems) -> dict[str, int]:
     return {"n_answers": answers, "n_ratings": ratings, "n_judge_scores": judge_scores}
 
 
-def mapped_preview(*, tables: list[MappedTable], mapping: Mapping, n_items: int = PREVIEW_ITEMS) -> MappedPreview:
+def mapped_preview(
+    *,
+    tables: list[MappedTable],
+    mapping: Mapping,
+    n_items: int = PREVIEW_ITEMS,
+    duplicates: str = DEFAULT_DUPLICATES,
+) -> MappedPreview:
     """Reads and checks everything as the import would, writes nothing, and returns the first items and the rubric
     the import would use (inferred from the data when the mapping declares none)."""
-    built = _build(tables, mapping)
+    readers = _readers(tables, mapping, duplicates)
+    built = _build(readers, mapping)
     try:
         rubric, notice = dataset_validate(stream=_as_jsonl(built), rubric=mapping.rubric)
     except DatasetImportError as exc:
-        raise _located(exc, built, _unit(tables)) from None
+        raise _with_source_line(_located(exc, built, _unit(readers)), readers) from None
     return MappedPreview(
         items=built.items[:n_items],
         rubric=rubric,
@@ -103,14 +155,30 @@ def mapped_preview(*, tables: list[MappedTable], mapping: Mapping, n_items: int 
         n_items=len(built.items),
         n_rows=built.rows,
         n_preferences=built.preferences,
+        read=_tables_read(readers, duplicates),
         **_counts(built),
     )
 
 
-def mapped_import(*, tables: list[MappedTable], mapping: Mapping, name: str, owner: User | None = None) -> ImportResult:
+@dataclass(frozen=True)
+class MappedImportResult:
+    result: ImportResult
+    read: TablesRead
+
+
+def mapped_import(
+    *,
+    tables: list[MappedTable],
+    mapping: Mapping,
+    name: str,
+    owner: User | None = None,
+    duplicates: str = DEFAULT_DUPLICATES,
+) -> MappedImportResult:
     """All rows or nothing, as the JSONL import: the same checks, the same writes, in one transaction."""
-    built = _build(tables, mapping)
+    readers = _readers(tables, mapping, duplicates)
+    built = _build(readers, mapping)
     try:
-        return dataset_import(stream=_as_jsonl(built), name=name, rubric=mapping.rubric, owner=owner)
+        result = dataset_import(stream=_as_jsonl(built), name=name, rubric=mapping.rubric, owner=owner)
     except DatasetImportError as exc:
-        raise _located(exc, built, _unit(tables)) from None
+        raise _with_source_line(_located(exc, built, _unit(readers)), readers) from None
+    return MappedImportResult(result=result, read=_tables_read(readers, duplicates))

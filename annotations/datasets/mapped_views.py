@@ -46,16 +46,20 @@ def mapped_import_page(request: HttpRequest) -> HttpResponse:
             mapping = _mapping(form)
             tables = [MappedTable(upload.name, upload)]
             if previewing:
-                preview = mapped_preview(tables=tables, mapping=mapping)
+                preview = mapped_preview(tables=tables, mapping=mapping, duplicates=form.cleaned_data["duplicates"])
                 context["preview"] = preview
                 context["preview_json"] = [_pretty(item) for item in preview.items]
             elif not form.cleaned_data["name"]:
                 form.add_error("name", _("give the dataset a name to import it"))
             else:
-                result = mapped_import(
-                    tables=tables, mapping=mapping, name=form.cleaned_data["name"], owner=request.user
+                imported = mapped_import(
+                    tables=tables,
+                    mapping=mapping,
+                    name=form.cleaned_data["name"],
+                    owner=request.user,
+                    duplicates=form.cleaned_data["duplicates"],
                 )
-                return HttpResponseRedirect(reverse("dashboard-overview", args=[result.dataset.pk]))
+                return HttpResponseRedirect(reverse("dashboard-overview", args=[imported.result.dataset.pk]))
         except (MappingError, RubricError) as exc:
             context["error"] = str(exc)
         except DatasetImportError as exc:

@@ -6,33 +6,30 @@ nested (a column holding one object of aspect scores per rater); preferences as 
 among K candidates, ties allowed; and judge scores. ``build_items`` groups the rows into items in the import format
 and remembers which row gave each part, so the import's own checks, run on the items, can name the row.
 
-This module reads tables and writes nothing; ``annotations.datasets.mapped_import`` hands its items to the JSONL import.
+This module writes nothing; ``annotations.datasets.tables`` reads the tables and ``annotations.datasets.mapped_import``
+hands the items to the JSONL import.
 
-Why one module of this size: the mapping file's schema, the table readers and the row grouping share the row-number
-bookkeeping that lets every later error name the row it came from.
+Why one module of this size: the mapping file's schema and the row grouping share the row-number bookkeeping that lets
+every later error name the row it came from.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 import math
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from annotations.datasets.importing import iter_items
+from annotations.datasets.tables import FORMATS
 from annotations.errors import DatasetImportError, RubricError
 from annotations.rubrics import RubricSpec, parse_rubric, preset_rubric
 
-FORMATS = ("csv", "tsv", "jsonl", "parquet")
 READY_MADE_DIR = Path(__file__).resolve().parent / "mappings"
 MAPPING_MAX_BYTES = 64 * 1024
-PARQUET_BATCH_ROWS = 10_000
 
 _TOP_KEYS = {
     "format",
@@ -330,85 +327,6 @@ def load_mapping(name_or_path: str) -> Mapping:
     return load_mapping_bytes(raw, name=Path(name_or_path).name)
 
 
-# --- reading tables ---------------------------------------------------------------------------------------------
-
-
-def format_of(filename: str, mapping: Mapping) -> str:
-    if mapping.format:
-        return mapping.format
-    suffix = Path(filename).suffix.lower().lstrip(".")
-    if suffix in ("jsonl", "ndjson", "json"):
-        return "jsonl"
-    if suffix in FORMATS:
-        return suffix
-    raise DatasetImportError(
-        "unknown file type",
-        expected="a .csv, .tsv, .jsonl or .parquet file (or 'format' in the mapping)",
-        found=filename,
-    )
-
-
-def _csv_rows(stream: IO[bytes], delimiter: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-    reader = csv.reader(text, delimiter=delimiter)
-    try:
-        header = next(reader, None)
-        if header is None:
-            return
-        if len(set(header)) != len(header):
-            duplicate = next(h for h in header if header.count(h) > 1)
-            raise DatasetImportError("duplicate column", line=1, expected="distinct column names", found=duplicate)
-        for number, cells in enumerate(reader, start=1):
-            if not cells:
-                continue
-            if len(cells) != len(header):
-                raise DatasetImportError(
-                    "wrong number of cells", expected=f"{len(header)} cells", found=f"{len(cells)}"
-                ).at_row(number)
-            yield number, dict(zip(header, cells, strict=True))
-    except UnicodeDecodeError as exc:
-        raise DatasetImportError("not valid UTF-8", expected="UTF-8 text", found=str(exc.reason)) from None
-    except csv.Error as exc:
-        raise DatasetImportError("unreadable CSV", expected="CSV text", found=str(exc)).at_row(
-            reader.line_num
-        ) from None
-    finally:
-        if not stream.closed:
-            text.detach()  # the caller's stream stays open
-
-
-def _jsonl_rows(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
-    yield from iter_items(stream)
-
-
-def _parquet_rows(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
-    import pyarrow as pa  # noqa: PLC0415 - pyarrow.parquet takes about 1.1 s to import; only Parquet needs it
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    try:
-        parquet = pq.ParquetFile(stream)
-    except (pa.ArrowException, OSError) as exc:
-        raise DatasetImportError("not a readable Parquet file", expected="a Parquet file", found=str(exc)) from None
-    number = 0
-    for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-        for row in batch.to_pylist():
-            number += 1
-            yield number, row
-
-
-def iter_rows(stream: IO[bytes], fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(row number from 1, {column: value}) per data row; a CSV header is not counted, a JSONL row is its line."""
-    if fmt == "csv":
-        return _csv_rows(stream, ",")
-    if fmt == "tsv":
-        return _csv_rows(stream, "\t")
-    if fmt == "jsonl":
-        return _jsonl_rows(stream)
-    if fmt == "parquet":
-        return _parquet_rows(stream)
-    raise DatasetImportError("unknown format", expected=", ".join(FORMATS), found=fmt)
-
-
 # --- rows to items ----------------------------------------------------------------------------------------------
 
 
@@ -484,7 +402,7 @@ def _score(value: Any) -> Any:
 class _Builder:
     def __init__(self, mapping: Mapping, unit: str) -> None:
         self.mapping = mapping
-        self.unit = unit  # "row" or "line"
+        self.unit = unit  # "data row" or "line"
         self.items: dict[str, _Item] = {}
         self.by_prompt: dict[str, str] = {}
         self.rows = 0
@@ -899,12 +817,13 @@ class _Builder:
         return BuiltItems(items=items, provenance=provenance, rows=self.rows, preferences=self.preferences)
 
 
-def build_items(tables: list[tuple[str, Iterator[tuple[int, dict[str, Any]]]]], mapping: Mapping) -> BuiltItems:
-    """Groups the rows of one or more tables (label, rows) into items. Every error names the table and row."""
+def build_items(tables: list[tuple[str, str, Iterator[tuple[int, dict[str, Any]]]]], mapping: Mapping) -> BuiltItems:
+    """Groups the rows of one or more tables (label, unit of its row numbers, rows) into items. Every error names the
+    table and row."""
     builder: _Builder | None = None
     seen_columns: set[str] = set()
-    for label, rows in tables:
-        builder_for_table = _Builder(mapping, "line" if label.endswith(".jsonl") else "row")
+    for label, unit, rows in tables:
+        builder_for_table = _Builder(mapping, unit)
         if builder is not None:
             # Later tables extend the items of earlier ones (an answers table, then ratings, then preferences).
             builder_for_table.items = builder.items

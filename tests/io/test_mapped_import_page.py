@@ -3,16 +3,18 @@ is shown with its number and nothing is written."""
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from annotations.models import Dataset
 from tests.conftest import CAST_PASSWORD
 from tests.io.helpers import row_counts
+from tests.io.test_mapped_tables import long_header, zstd_bomb
 
 URL = "/datasets/import-mapped/"
 
@@ -75,3 +77,38 @@ def test_wrong_method_and_no_access(client: Client, researcher: User, annotator1
     assert client.put(URL).status_code == 405
     assert client.delete(URL).status_code == 405
     assert Dataset.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_preview_shows_how_the_table_was_read_and_the_duplicates_choice(client: Client, researcher: User) -> None:
+    login(client, researcher)
+    upload = SimpleUploadedFile("train.csv", helpsteer_csv().read().replace(b",", b";"), content_type="text/csv")
+    preview = client.post(URL, {"file": upload, "mapping": "helpsteer2", "duplicates": "drop", "preview": "1"})
+    assert preview.status_code == 200
+    text = preview.content.decode()
+    assert "train.csv: CSV, UTF-8, delimiter &#x27;;&#x27;, 2 rows" in text
+    assert "duplicates: drop (kept the first of each; 0 exactly repeated rows dropped)" in text
+
+
+@pytest.mark.django_db
+@override_settings(IMPORT_MAX_TABLE_BYTES=2 * 1024 * 1024)
+def test_hostile_uploads_are_a_400_with_the_limit_named(client: Client, researcher: User, tmp_path: Path) -> None:
+    login(client, researcher)
+    before = row_counts()
+    wide = SimpleUploadedFile("wide.csv", long_header(20_000).encode(), content_type="text/csv")
+    for action in ("preview", "import"):
+        response = client.post(URL, {"file": wide, "mapping": "helpsteer2", "name": "w", action: "1"})
+        wide.seek(0)
+        assert response.status_code == 400
+        assert "too many columns: expected at most 1000 columns (limit IMPORT_MAX_COLUMNS), found at least" in (
+            response.content.decode()
+        )
+    bomb = zstd_bomb(tmp_path / "bomb.parquet", rows=400, cell=20_000)
+    for action in ("preview", "import"):
+        upload = SimpleUploadedFile("bomb.parquet", bomb.read_bytes(), content_type="application/octet-stream")
+        response = client.post(URL, {"file": upload, "mapping": "helpsteer2", "name": "b", action: "1"})
+        assert response.status_code == 400
+        text = response.content.decode()
+        assert "table too large" in text and "IMPORT_MAX_TABLE_BYTES" in text
+        assert "declared by the file&#x27;s metadata" in text
+    assert row_counts() == before

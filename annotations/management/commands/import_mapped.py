@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.datasets.mapped_import import MappedTable, mapped_import, mapped_preview
 from annotations.datasets.mapping import MappingError, load_mapping, ready_made_mappings
+from annotations.datasets.tables import DEFAULT_DUPLICATES, DUPLICATE_POLICIES
 from annotations.errors import DatasetImportError, RubricError
 from annotations.rubrics import PRESETS, load_rubric_file, preset_rubric
 
@@ -30,6 +31,13 @@ class Command(BaseCommand):
         group.add_argument("--preset", choices=sorted(PRESETS), help="built-in rubric, instead of the mapping's")
         parser.add_argument("--owner", help="username of the researcher who owns the dataset")
         parser.add_argument(
+            "--duplicates",
+            choices=DUPLICATE_POLICIES,
+            default=DEFAULT_DUPLICATES,
+            help="exactly repeated rows of a table: refuse them (the default; the error names both rows), drop them "
+            "(keep the first) or keep them all",
+        )
+        parser.add_argument(
             "--preview", action="store_true", help="check everything and print the first items and the rubric"
         )
 
@@ -51,7 +59,7 @@ class Command(BaseCommand):
             with ExitStack() as stack:
                 tables = [MappedTable(path, stack.enter_context(open(path, "rb"))) for path in paths]
                 if options["preview"]:
-                    preview = mapped_preview(tables=tables, mapping=mapping)
+                    preview = mapped_preview(tables=tables, mapping=mapping, duplicates=str(options["duplicates"]))
                     self.stdout.write(
                         json.dumps(
                             {
@@ -61,6 +69,8 @@ class Command(BaseCommand):
                                 "ratings": preview.n_ratings,
                                 "preferences": preview.n_preferences,
                                 "judge_scores": preview.n_judge_scores,
+                                "tables": preview.read.tables,
+                                "duplicates": {"choice": preview.read.duplicates, "repeated": preview.read.repeated},
                                 "rubric": preview.rubric.source if preview.rubric.source != "inferred" else "inferred",
                                 "aspects": [
                                     {"name": a.name, "min": a.min_value, "max": a.max_value, "level": a.level}
@@ -74,7 +84,13 @@ class Command(BaseCommand):
                         )
                     )
                     return
-                result = mapped_import(tables=tables, mapping=mapping, name=str(options["name"]), owner=owner)
+                imported = mapped_import(
+                    tables=tables,
+                    mapping=mapping,
+                    name=str(options["name"]),
+                    owner=owner,
+                    duplicates=str(options["duplicates"]),
+                )
         except OSError as exc:
             raise CommandError(f"cannot read {exc.filename}: {exc.strerror}") from None
         except (MappingError, RubricError) as exc:
@@ -82,6 +98,10 @@ class Command(BaseCommand):
         except DatasetImportError as exc:
             where = paths[0] if len(paths) == 1 else ", ".join(paths)
             raise CommandError(f"{where}: {exc} (nothing was imported)") from None
+        result = imported.result
+        for table in imported.read.tables:
+            self.stdout.write(f"read {table}")
+        self.stdout.write(imported.read.duplicates_summary())
         if result.notice:
             self.stderr.write(self.style.WARNING(f"notice: {result.notice}"))
         self.stdout.write(
