@@ -137,6 +137,52 @@ def _chunks(dataset: Dataset) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         yield [(item_id, source) for item_id, source, _ in rows]
 
 
+# --- excluded raters --------------------------------------------------------------------------------------------
+
+# On an answer of the JSONL format: one boolean per entry of its "raters" list, written when any of them is excluded;
+# on a preference entry: true when its rater is. The flat layout's column of the same name says the same per row.
+RATER_EXCLUDED_KEY = "rater_excluded"
+
+
+@dataclass(frozen=True)
+class ExcludedRaters:
+    """The raters of a dataset excluded from the statistics now (an exclusion in force), by the id every export
+    writes for them: the pseudonym, which is the file's own id for an imported rater. Every export marks rows and
+    entries through `marks`, so all of them agree on who is excluded."""
+
+    ids: frozenset[str]
+
+    @classmethod
+    def of(cls, dataset: Dataset) -> "ExcludedRaters":
+        return cls(
+            frozenset(
+                RaterExclusion.objects.filter(rater__dataset=dataset, revoked_at__isnull=True).values_list(
+                    "rater__pseudonym", flat=True
+                )
+            )
+        )
+
+    def marks(self, rater: Any) -> bool:
+        # An imported file may name a rater with an integer: the stored pseudonym is its text.
+        return rater is not None and not isinstance(rater, bool) and str(rater) in self.ids
+
+    def mark_answer(self, answer: dict[str, Any]) -> None:
+        """Marks the answer's raters in place: the mark is derived from the exclusions, never copied from a source."""
+        answer.pop(RATER_EXCLUDED_KEY, None)
+        flags = [self.marks(rater) for rater in answer.get("raters") or []]
+        if any(flags):
+            answer[RATER_EXCLUDED_KEY] = flags
+
+    def mark_preference(self, entry: Any) -> Any:
+        """The entry with its rater's mark; anything but an object, which an import kept as it was, unchanged."""
+        if not isinstance(entry, dict):
+            return entry
+        marked = {key: value for key, value in entry.items() if key != RATER_EXCLUDED_KEY}
+        if self.marks(entry.get("rater")):
+            marked[RATER_EXCLUDED_KEY] = True
+        return marked
+
+
 def _app_rater_order(ratings: list[dict[str, Any]]) -> list[int]:
     first_seen: dict[int, tuple[Any, int]] = {}
     for rating in ratings:
@@ -303,6 +349,7 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
     aspect_order = {name: position for name, position in dataset.aspects.values_list("name", "position")}
     pseudonyms = dict(dataset.raters.values_list("id", "pseudonym"))
     raters_by_user = _app_raters_by_user(dataset)
+    excluded = ExcludedRaters.of(dataset)
     for chunk in _chunks(dataset):
         item_ids = [item_id for item_id, _ in chunk]
         turns_by_item: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
@@ -375,12 +422,15 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
                     }
                     for a in answers:
                         answer_out = turn["responses"][a["system__key"]]
+                        excluded.mark_answer(answer_out)
                         if a["id"] in judge_filled:
                             answer_out[JUDGE_FILLED_KEY] = judge_filled[a["id"]]
                         judged_by = sorted(run_scores.get(a["id"], {}))
                         if judged_by:
                             answer_out[JUDGE_CERTIFICATION_KEY] = {name: standings.get(name) for name in judged_by}
                 preferences = _turn_preferences(turn_source, preferences_by_turn.get(turn_id, []))
+                if isinstance(preferences, list):
+                    preferences = [excluded.mark_preference(entry) for entry in preferences]
                 if preferences is not None:
                     turn[PREFERENCES_KEY] = preferences
                 if consensus_preferences.get(turn_id):
@@ -664,11 +714,7 @@ def iter_flat_rows(*, dataset: Dataset, history: bool = False, with_ties: bool =
     Rows carry the current answers; with `history`, the earlier versions of corrected answers follow them, and
     every row has the version and replaced_at columns. `with_ties` adds to preference rows whether the entry was
     a tie (an imported preference with "tie": true), which the Parquet export keeps as a column."""
-    excluded = set(
-        RaterExclusion.objects.filter(rater__dataset=dataset, revoked_at__isnull=True).values_list(
-            "rater__pseudonym", flat=True
-        )
-    )
+    excluded = ExcludedRaters.of(dataset)
     merged = heapq.merge(
         _flat_rating_rows(dataset),
         _flat_imported_preference_rows(dataset),
@@ -683,13 +729,13 @@ def iter_flat_rows(*, dataset: Dataset, history: bool = False, with_ties: bool =
         if history:
             row["version"] = version
             row["replaced_at"] = None
-        row["rater_excluded"] = row["rater"] in excluded
+        row["rater_excluded"] = excluded.marks(row["rater"])
         row[CONSENSUS_KEY] = row.pop(CONSENSUS_KEY, None)  # in the CSV header's order
         row.update(_FILLED_BY_HUMAN)
         yield row
     if history:
         for row in _flat_history_rows(dataset):
-            row["rater_excluded"] = row["rater"] in excluded
+            row["rater_excluded"] = excluded.marks(row["rater"])
             row[CONSENSUS_KEY] = row.pop(CONSENSUS_KEY, None)
             row.update(_FILLED_BY_HUMAN)
             yield row

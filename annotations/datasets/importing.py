@@ -23,6 +23,7 @@ from django.db.models import JSONField, Model
 from django.utils import timezone
 
 from annotations.datasets import judge_scores
+from annotations.datasets.exporting import PREFERENCES_KEY, RATER_EXCLUDED_KEY
 from annotations.errors import DatasetImportError
 from annotations.gold.rules import GOLD_KEY, gold_problem, gold_spec
 from annotations.models import (
@@ -31,6 +32,7 @@ from annotations.models import (
     GoldItem,
     Item,
     Rater,
+    RaterExclusion,
     Rating,
     RatingOrigin,
     Response,
@@ -51,6 +53,8 @@ from annotations.rubrics import (
 from annotations.storable import NUL, unstorable_character
 
 UTF8_BOM = b"\xef\xbb\xbf"
+# The reason recorded on the exclusions an import makes from the file's marks; the file carries no reason.
+IMPORTED_EXCLUSION_REASON = "Marked rater_excluded in the imported file."
 NAME_MAX_CHARS = 200  # Aspect.name, Judge.name and JudgeScore.aspect_name columns
 
 
@@ -77,6 +81,26 @@ class _ValidationState:
     items: int = 0
     # (line, gold field, systems of the item) for every item with a gold field, checked once the rubric is known.
     gold_fields: list[tuple[int, Any, set[str]]] = field(default_factory=list)
+    # Each rater the file marks ("rater_excluded"), with the mark and the first line that gave it.
+    exclusion_marks: dict[str, tuple[bool, int]] = field(default_factory=dict)
+
+    def mark_excluded(self, line: int, where: str, rater: Any, excluded: bool) -> None:
+        """One mark per rater: an exclusion holds for the whole dataset, so every line must agree."""
+        key = str(rater)
+        earlier = self.exclusion_marks.setdefault(key, (excluded, line))
+        if earlier[0] != excluded:
+            raise DatasetImportError(
+                "rater marked both excluded and not excluded",
+                line=line,
+                field=where,
+                expected=f"the same mark for rater {_show(key)} as on line {earlier[1]}",
+                found=json.dumps(excluded),
+            )
+        if excluded and key.startswith("#"):
+            self.hash_rater_ids.add(key)
+
+    def excluded_raters(self) -> list[str]:
+        return [rater for rater, (excluded, _line) in self.exclusion_marks.items() if excluded]
 
 
 def _show(value: Any) -> str:
@@ -356,7 +380,7 @@ def _validate_item(line: int, obj: dict[str, Any], state: _ValidationState) -> N
         for system_key, answer in responses.items():
             _validate_answer(line, f"{where}.responses.{system_key}", system_key, answer, state)
         if "preferences" in turn:
-            _validate_preferences(line, f"{where}.preferences", turn["preferences"])
+            _validate_preferences(line, f"{where}.preferences", turn["preferences"], state)
     if GOLD_KEY in obj:
         systems = {key for turn in turns for key in turn.get("responses", {})}
         state.gold_fields.append((line, obj[GOLD_KEY], systems))
@@ -382,6 +406,7 @@ PREFERENCE_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "none_appropriate": ("true or false", lambda v: isinstance(v, bool)),
     "reason": ("a string", lambda v: isinstance(v, str)),
     "comment": ("a string", lambda v: isinstance(v, str)),
+    RATER_EXCLUDED_KEY: ("true or false", lambda v: isinstance(v, bool)),
 }
 
 
@@ -389,7 +414,7 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
-def _validate_preferences(line: int, where: str, preferences: Any) -> None:
+def _validate_preferences(line: int, where: str, preferences: Any, state: _ValidationState) -> None:
     if not isinstance(preferences, list):
         raise _fail(line, where, "a list of preferences (objects)", preferences)
     for index, entry in enumerate(preferences):
@@ -398,6 +423,13 @@ def _validate_preferences(line: int, where: str, preferences: Any) -> None:
         for key, (expected, accepts) in PREFERENCE_FIELDS.items():
             if key in entry and not accepts(entry[key]):
                 raise _fail(line, f"{where}[{index}].{key}", expected, entry[key])
+        if RATER_EXCLUDED_KEY in entry:
+            here = f"{where}[{index}].{RATER_EXCLUDED_KEY}"
+            if entry.get("rater") is None or entry["rater"] == "":
+                raise _fail(line, here, "a mark only on a preference that names its rater", entry[RATER_EXCLUDED_KEY])
+            if len(str(entry["rater"])) > 200:
+                raise _fail(line, f"{where}[{index}].rater", "a rater id of at most 200 characters", entry["rater"])
+            state.mark_excluded(line, here, entry["rater"], entry[RATER_EXCLUDED_KEY])
 
 
 def _validate_answer(line: int, here: str, system_key: str, answer: Any, state: _ValidationState) -> None:
@@ -429,10 +461,31 @@ def _validate_answer(line: int, here: str, system_key: str, answer: Any, state: 
     elif isinstance(answer.get("human_evals"), dict):
         widths = [len(v) for v in answer["human_evals"].values() if isinstance(v, list)]
         state.positional_width = max([state.positional_width, *widths])
+    if RATER_EXCLUDED_KEY in answer:
+        _validate_exclusion_marks(line, f"{here}.{RATER_EXCLUDED_KEY}", answer[RATER_EXCLUDED_KEY], raters, state)
     if "human_evals" in answer:
         _validate_scores(line, f"{here}.human_evals", answer["human_evals"], raters, state)
     if "auto_evals" in answer:
         _validate_auto_evals(line, f"{here}.auto_evals", answer["auto_evals"])
+
+
+def _validate_exclusion_marks(
+    line: int, where: str, marks: Any, raters: list[Any] | None, state: _ValidationState
+) -> None:
+    if raters is None:
+        raise _fail(line, where, "marks beside a 'raters' list (positional raters cannot be excluded)", marks)
+    if not isinstance(marks, list) or not all(isinstance(mark, bool) for mark in marks):
+        raise _fail(line, where, "a list of true or false, one per entry of 'raters'", marks)
+    if len(marks) != len(raters):
+        raise DatasetImportError(
+            "marks and raters differ in length",
+            line=line,
+            field=where,
+            expected=f"{len(raters)} marks, one per entry of 'raters'",
+            found=f"{len(marks)}",
+        )
+    for index, (rater, mark) in enumerate(zip(raters, marks, strict=True)):
+        state.mark_excluded(line, f"{where}[{index}]", rater, mark)
 
 
 def _seekable_copy(stream: IO[bytes]) -> IO[bytes]:
@@ -503,6 +556,19 @@ def _insert_rows(model: type[Model], rows: list[dict[str, Any]], *, returning_id
     return ids
 
 
+def _stored_turn_value(key: str, value: Any) -> Any:
+    """A turn's value as stored. An empty "responses" stays as a marker that the key was present (answers live in
+    Response); the exclusion marks of preferences become exclusions, and the export marks from those."""
+    if key == "responses":
+        return {}
+    if key == PREFERENCES_KEY and isinstance(value, list):
+        return [
+            {k: v for k, v in entry.items() if k != RATER_EXCLUDED_KEY} if isinstance(entry, dict) else entry
+            for entry in value
+        ]
+    return value
+
+
 class _Writer:
     """Second pass: turns validated items into rows, chunk by chunk."""
 
@@ -561,6 +627,19 @@ class _Writer:
             self.judges[name] = judge_id
         return judge_id
 
+    def write_exclusions(self, raters: list[str]) -> None:
+        """Excludes the raters the file marked, as a researcher would have: named raters only, which the marks'
+        checks ensure; a rater who only gave preferences gets a rater record to hold the exclusion."""
+        self._raters_for([(rater, False) for rater in raters])
+        RaterExclusion.objects.bulk_create(
+            RaterExclusion(
+                rater=self.raters[(rater, False)],
+                reason=IMPORTED_EXCLUSION_REASON,
+                excluded_by=self.dataset.owner,
+            )
+            for rater in raters
+        )
+
     def write_chunk(self, chunk: list[dict[str, Any]], result: ImportResult) -> None:
         # Items and turns go in by COPY like the rest: bulk_create quotes every JSON source into a text array
         # client-side, which took most of the import time for turns carrying many preferences.
@@ -604,8 +683,7 @@ class _Writer:
                         "prompt": turn["prompt"],
                         "reference": turn.get("reference"),
                         "context": turn.get("context"),
-                        # An empty "responses" stays as a marker that the key was present; answers live in Response.
-                        "source": {k: ({} if k == "responses" else v) for k, v in turn.items()},
+                        "source": {k: _stored_turn_value(k, v) for k, v in turn.items()},
                     }
                 )
                 turn_sources.append(turn)
@@ -621,7 +699,7 @@ class _Writer:
                         "system_id": self._system(system_key).pk,
                         "position": position,
                         "text": answer["response"],
-                        "source": {k: v for k, v in answer.items() if k != "human_evals"},
+                        "source": {k: v for k, v in answer.items() if k not in ("human_evals", RATER_EXCLUDED_KEY)},
                         "eval_aspects": list(human_evals) if isinstance(human_evals, dict) else [],
                         "has_human_evals": "human_evals" in answer,
                     }
@@ -757,6 +835,7 @@ def dataset_import(
                     chunk = []
             if chunk:
                 writer.write_chunk(chunk, result)
+            writer.write_exclusions(state.excluded_raters())
     except IntegrityError as exc:
         raise DatasetImportError(f"the database refused the data: {exc}") from None
     return result

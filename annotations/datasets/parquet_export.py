@@ -62,6 +62,7 @@ def _schemas() -> dict[str, pa.Schema]:
                 ("seconds_spent", pa.float64()),
                 ("created_at", timestamp),
                 ("campaign", pa.string()),
+                ("rater_excluded", pa.bool_()),
                 ("consensus", pa.float64()),
                 ("filled_by", pa.string()),
                 ("judge_version", pa.string()),
@@ -82,6 +83,7 @@ def _schemas() -> dict[str, pa.Schema]:
                 ("comment", pa.string()),
                 ("seconds_spent", pa.float64()),
                 ("created_at", timestamp),
+                ("rater_excluded", pa.bool_()),
             ]
         ),
     }
@@ -139,6 +141,7 @@ def _preference_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
             "comment": row["comment"],
             "seconds_spent": row["seconds_spent"],
             "created_at": _time(row["created_at"]),
+            "rater_excluded": row["rater_excluded"],
         }
 
 
