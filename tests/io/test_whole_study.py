@@ -238,11 +238,6 @@ def test_the_flat_exports_mark_the_excluded_rater(study: Study, exports) -> None
         assert sum(row["rater"] == study.excluded_pseudonym for row in app_rating_rows(rows)) == ANSWERS, name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="excluded raters missing from JSONL/Parquet exports: the JSONL export and the Parquet and HF tables carry "
-    "the excluded rater's ratings and preferences without a rater_excluded mark",
-)
 def test_the_jsonl_parquet_and_hf_exports_mark_the_excluded_rater(study: Study, exports) -> None:  # type: ignore[no-untyped-def]
     pseudonym = study.excluded_pseudonym
     for item, system, answer in answers_of(exports["jsonl"]):
@@ -373,8 +368,7 @@ def test_the_parquet_tables_import_back_to_the_same_human_ratings(study: Study, 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="excluded raters missing from JSONL/Parquet exports: nothing in the tables marks the excluded rater, so "
-    "the copy excludes no one",
+    reason="the evalsite-parquet import does not turn the rater_excluded marks back into exclusions",
 )
 def test_the_parquet_copy_leaves_out_the_same_rater(study: Study, parquet_copy: str) -> None:
     excluded = RaterExclusion.objects.filter(rater__dataset__name=parquet_copy, revoked_at__isnull=True)
