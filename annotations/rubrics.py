@@ -399,8 +399,9 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
         raise RubricError("rubric: expected a JSON object with an 'aspects' list")
     _check_storable(data)
     raw_aspects = data.get("aspects")
-    if not isinstance(raw_aspects, list) or not raw_aspects:
-        raise RubricError("rubric: 'aspects' must be a non-empty list")
+    # An empty list is a rubric too: a dataset of preferences alone has no aspects, and its rubric file must import.
+    if not isinstance(raw_aspects, list):
+        raise RubricError("rubric: 'aspects' must be a list")
     aspects: list[AspectSpec] = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_aspects):

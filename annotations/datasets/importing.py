@@ -265,7 +265,7 @@ def _validate_scores(
                     "unknown aspect",
                     line=line,
                     field=here,
-                    expected=f"one of the rubric's aspects ({known})",
+                    expected=f"one of the rubric's aspects ({known})" if known else "no ratings (the rubric has none)",
                     found=_show(aspect_name),
                 )
             for index, token in enumerate(scores):

@@ -72,7 +72,18 @@ _PREFERENCE_KEYS = {
         "rater_name",
         "reason",
     },
-    "choice": {"layout", "candidates", "preferred", "ties", "none_appropriate", "tie", "rater", "rater_name", "reason"},
+    "choice": {
+        "layout",
+        "candidates",
+        "preferred",
+        "ties",
+        "none_appropriate",
+        "tie",
+        "rater",
+        "rater_name",
+        "reason",
+        "campaign",
+    },
 }
 
 
@@ -113,6 +124,7 @@ class PreferenceBlock:
     rater: str = ""
     rater_name: str = ""
     reason: str = ""
+    campaign: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,7 +154,7 @@ class Mapping:
         if self.preferences is not None:
             p = self.preferences
             names |= {p.system_a, p.system_b, p.winner, p.answer_a, p.answer_b, p.conversation_a, p.conversation_b}
-            names |= {p.candidates, p.preferred, p.none_appropriate, p.tie, p.rater, p.reason}
+            names |= {p.candidates, p.preferred, p.none_appropriate, p.tie, p.rater, p.reason, p.campaign}
         for by_aspect in self.judges.values():
             names |= set(by_aspect.values())
         names.discard("")
@@ -675,8 +687,9 @@ class _Builder:
             if block.candidates not in present or _is_blank(values[block.candidates]):
                 return  # a row that only rates
             entry.update(self.choice_entry(row, values, present))
-        if block.reason and block.reason in present and isinstance(values[block.reason], str) and values[block.reason]:
-            entry["reason"] = values[block.reason]
+        for key, column in (("reason", block.reason), ("campaign", block.campaign)):
+            if column and column in present and isinstance(values[column], str) and values[column]:
+                entry[key] = values[column]
         turn = item.turns[turn_index]
         for system in entry["candidates"]:
             if system not in turn.answers:

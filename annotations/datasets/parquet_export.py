@@ -171,14 +171,28 @@ def write_parquet(rows: Iterable[dict[str, Any]], schema: pa.Schema, target: Any
                 count += size
                 batch = {name: [] for name in names}
                 size = 0
-        if size or count == 0:
+        # No rows: the file holds the schema and no row group. A row group of zero rows is a layout some readers
+        # refuse (Hugging Face datasets reads its batch size from the first row group).
+        if size:
             writer.write_table(pa.Table.from_pydict(batch, schema=schema))
             count += size
     return count
 
 
-def export_parquet_table(*, dataset: Dataset, table: str, target: Any) -> int:
-    return write_parquet(ROWS[table](dataset), _schemas()[table], target)
+def export_parquet_table(*, dataset: Dataset, table: str, target: Any, raters: set[str] | None = None) -> int:
+    """Writes one table; with `raters`, adds to it the id of every person who gave one of its rows (not the judges
+    who filled ratings in hybrid campaigns)."""
+    rows = ROWS[table](dataset)
+    if raters is not None:
+        rows = _noting_raters(rows, raters)
+    return write_parquet(rows, _schemas()[table], target)
+
+
+def _noting_raters(rows: Iterator[dict[str, Any]], raters: set[str]) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        if row.get("rater") is not None and row.get("filled_by") != "judge":
+            raters.add(row["rater"])
+        yield row
 
 
 def parquet_bytes(*, dataset: Dataset, table: str) -> bytes:
@@ -210,25 +224,41 @@ def _value(stat: Any) -> str:
     return ""
 
 
-def dataset_card(dataset: Dataset, counts: dict[str, int], agreement: dict[str, Any] | None) -> str:
-    """README.md of the folder: the configs ``datasets`` reads, the schema, the rubric, the raters and the
-    agreement summary (Krippendorff's alpha at the aspect's level with its bootstrap 95% interval)."""
+def dataset_card(
+    dataset: Dataset, counts: dict[str, int], agreement: dict[str, Any] | None, raters: set[str] | None = None
+) -> str:
+    """README.md of the folder: the configs ``datasets`` reads (the tables with rows, the only ones written), the
+    schema, the rubric, the raters (``raters``: the ids of the people who gave the rows; every rater of the dataset
+    when not given) and the agreement summary (Krippendorff's alpha at the aspect's level with its bootstrap 95%
+    interval)."""
     schemas = _schemas()
-    lines = ["---", "configs:"]
-    for table in TABLES:
+    written = [table for table in TABLES if counts.get(table, 0)]
+    lines = ["---", "configs:"] if written else ["---"]
+    for table in written:
         lines += [f"- config_name: {table}", f"  data_files: data/{table}.parquet"]
     lines += ["---", "", f"# {dataset.name}", "", "Exported from evalsite. Load one table with:", ""]
+    example = "ratings" if "ratings" in written else (written or ["answers"])[0]
     lines += [
         "```python",
         "from datasets import load_dataset",
-        'ratings = load_dataset("parquet", data_files="data/ratings.parquet")["train"]',
+        f'{example} = load_dataset("parquet", data_files="data/{example}.parquet")["train"]',
         "```",
         "",
         "## Schema",
         "",
     ]
     for table in TABLES:
-        lines += [f"### {table} ({counts.get(table, 0)} rows)", "", "| column | type |", "|---|---|"]
+        if table in written:
+            lines += [f"### {table} ({counts[table]} rows)", "", "| column | type |", "|---|---|"]
+        else:
+            lines += [
+                f"### {table} (0 rows)",
+                "",
+                "No file: `datasets` cannot load a table without rows. Its columns would be:",
+                "",
+                "| column | type |",
+                "|---|---|",
+            ]
         lines += [f"| `{field.name}` | {field.type} |" for field in schemas[table]]
         lines.append("")
     rubric = dataset_rubric(dataset)
@@ -239,11 +269,14 @@ def dataset_card(dataset: Dataset, counts: dict[str, int], agreement: dict[str, 
             f"| {_cell(json.dumps(aspect['missing'], ensure_ascii=False))} |"
         )
     lines += ["", "`rubric.json` is the rubric file: import the tables with it to get the same aspects.", ""]
-    raters = Rater.objects.filter(dataset=dataset)
+    known = Rater.objects.filter(dataset=dataset)
+    if raters is None:
+        raters = set(known.values_list("pseudonym", flat=True))
+    annotators = known.filter(user__isnull=False, pseudonym__in=raters).count()
     lines += [
         "## Raters",
         "",
-        f"{raters.count()} raters ({raters.filter(user__isnull=False).count()} of them annotators in evalsite "
+        f"{len(raters)} raters, who gave the ratings and preferences ({annotators} of them annotators in evalsite "
         "campaigns, identified by pseudonyms).",
         "",
         "## Agreement",
@@ -278,19 +311,25 @@ def dataset_card(dataset: Dataset, counts: dict[str, int], agreement: dict[str, 
 
 def write_hf_folder(*, dataset: Dataset, path: str | os.PathLike[str], agreement: dict[str, Any] | None) -> Path:
     """Writes README.md, rubric.json and data/{answers,ratings,preferences}.parquet into ``path`` (created), each
-    file beside its target first and renamed, so a failed export leaves no truncated file."""
+    file beside its target first and renamed, so a failed export leaves no truncated file. A table without rows
+    gets no file (and one an earlier export left there goes): ``datasets`` refuses to load an empty table."""
     folder = Path(path)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     counts = {}
+    raters: set[str] = set()
     for table in TABLES:
         target = folder / "data" / f"{table}.parquet"
         partial = target.with_suffix(".parquet.partial")
-        counts[table] = export_parquet_table(dataset=dataset, table=table, target=str(partial))
-        os.replace(partial, target)
+        counts[table] = export_parquet_table(dataset=dataset, table=table, target=str(partial), raters=raters)
+        if counts[table]:
+            os.replace(partial, target)
+        else:
+            partial.unlink()
+            target.unlink(missing_ok=True)
     (folder / "rubric.json").write_text(
         json.dumps(dataset_rubric(dataset), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
-    (folder / "README.md").write_text(dataset_card(dataset, counts, agreement), encoding="utf-8")
+    (folder / "README.md").write_text(dataset_card(dataset, counts, agreement, raters), encoding="utf-8")
     return folder
 
 

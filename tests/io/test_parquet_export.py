@@ -21,9 +21,14 @@ from django.urls import reverse
 
 from annotations.datasets.exporting import iter_export_objects
 from annotations.datasets.importing import dataset_import
+from annotations.datasets.parquet_export import TABLES
+from annotations.errors import DatasetImportError
 from annotations.models import Dataset
 from annotations.rubrics import parse_rubric
 from tests.conftest import CAST_PASSWORD, PROJECT_ROOT
+from tests.io.helpers import write_lines
+from tests.io.test_mapped_import import ARENA_SCHEMA, arena_rows
+from tests.io.test_mapped_import import write_parquet as write_table
 
 RUBRIC = {
     "aspects": [
@@ -231,3 +236,146 @@ def test_downloads_refuse_wrong_method_and_no_access(
     login(client, researcher)
     assert client.post(url).status_code == 405
     assert client.get(f"/api/datasets/{dataset.pk}/export/?parquet=everything").status_code == 400
+
+
+# --- the three shapes of data: ratings only, preferences only, both ----------------------------------------------
+
+
+def import_mapped(*args: str) -> None:
+    call_command("import_mapped", *args, stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def summeval_ratings_only(tmp_path: Path) -> Dataset:
+    """Ratings and no preferences, as the SummEval mapping gives them (three experts, four aspects)."""
+    marks = [{"coherence": c, "consistency": c, "fluency": 5 - c, "relevance": 3} for c in (1, 2, 4)]
+    lines = [
+        {
+            "id": "dm-1",
+            "decoded": f"summary by {model}",
+            "expert_annotations": marks,
+            "references": ["the reference summary"],
+            "model_id": model,
+        }
+        for model in ("M11", "M13")
+    ]
+    import_mapped(str(write_lines(tmp_path / "summeval.jsonl", lines)), "--mapping", "summeval", "--dataset", "ratings")
+    return Dataset.objects.get(name="ratings")
+
+
+def arena_preferences_only(tmp_path: Path) -> Dataset:
+    """Preferences and no ratings, as the Chatbot Arena mapping gives them: four battles by four voters."""
+    path = write_table(tmp_path / "arena.parquet", arena_rows(), ARENA_SCHEMA)
+    import_mapped(str(path), "--mapping", "chatbot-arena", "--dataset", "preferences")
+    return Dataset.objects.get(name="preferences")
+
+
+def ratings_and_preferences(tmp_path: Path) -> Dataset:
+    """Both, each preference naming its campaign."""
+    lines = json.loads(json.dumps(LINES))
+    for entry in lines[0]["turns"][0]["preferences"]:
+        entry["campaign"] = "round 1"
+    body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+    rubric = parse_rubric(RUBRIC, source="test")
+    return dataset_import(stream=io.BytesIO(body), name="both", rubric=rubric).dataset
+
+
+SHAPES = {
+    "ratings only": summeval_ratings_only,
+    "preferences only": arena_preferences_only,
+    "ratings and preferences": ratings_and_preferences,
+}
+
+
+def hf_folder(dataset: Dataset, folder: Path) -> dict[str, pa.Table]:
+    """Exports the folder; its tables by name, without created_at (an imported rating's is when it was stored)."""
+    call_command("export_dataset", dataset.name, "--hf-folder", str(folder), stdout=io.StringIO())
+    tables = {}
+    for path in sorted((folder / "data").glob("*.parquet")):
+        table = pq.read_table(path)
+        tables[path.stem] = table.drop_columns(["created_at"]) if "created_at" in table.column_names else table
+    return tables
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_parquet_round_trip_of_every_shape(tmp_path: Path, shape: str) -> None:
+    dataset = SHAPES[shape](tmp_path)
+    first = hf_folder(dataset, tmp_path / "first")
+    files = [str(tmp_path / "first" / "data" / f"{table}.parquet") for table in TABLES if table in first]
+    rubric = str(tmp_path / "first" / "rubric.json")
+    import_mapped(*files, "--mapping", "evalsite-parquet", "--rubric", rubric, "--dataset", "copy")
+    copy = Dataset.objects.get(name="copy")
+    second = hf_folder(copy, tmp_path / "second")
+    assert list(second) == list(first)
+    for name, table in first.items():
+        assert second[name].equals(table), name
+    assert list(iter_export_objects(dataset=copy)) == list(iter_export_objects(dataset=dataset))
+    if shape == "ratings and preferences":
+        (item, _second_item) = iter_export_objects(dataset=copy)
+        assert {entry["campaign"] for entry in item["turns"][0]["preferences"]} == {"round 1"}
+
+
+LOAD_EVERY_CONFIG = """
+import json, sys
+from pathlib import Path
+from datasets import load_dataset
+out = {}
+for folder in sys.argv[1:-1]:
+    card = (Path(folder) / "README.md").read_text()
+    files = [line.split(": ", 1)[1] for line in card.splitlines() if line.startswith("  data_files: ")]
+    for name in files:
+        ds = load_dataset("parquet", data_files=str(Path(folder) / name), cache_dir=sys.argv[-1])["train"]
+        out[f"{Path(folder).name}/{name}"] = ds.num_rows
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.django_db
+def test_datasets_loads_every_table_of_one_kind_datasets(tmp_path: Path) -> None:
+    folders = []
+    for shape in ("ratings only", "preferences only"):
+        dataset = SHAPES[shape](tmp_path)
+        folder = tmp_path / dataset.name
+        hf_folder(dataset, folder)
+        folders.append(str(folder))
+    # A table without rows has no file, and the card's configs name only the files there are.
+    assert sorted(p.name for p in (tmp_path / "ratings" / "data").iterdir()) == ["answers.parquet", "ratings.parquet"]
+    assert sorted(p.name for p in (tmp_path / "preferences" / "data").iterdir()) == [
+        "answers.parquet",
+        "preferences.parquet",
+    ]
+    card = (tmp_path / "preferences" / "README.md").read_text()
+    assert "config_name: ratings" not in card and "### ratings (0 rows)" in card
+    # The four battles of the Arena sample have four voters, who gave preferences and no ratings.
+    assert "\n4 raters, who gave the ratings and preferences (0 of them annotators" in card
+    assert "\n3 raters, who gave" in (tmp_path / "ratings" / "README.md").read_text()
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"))
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_EVERY_CONFIG, *folders, str(tmp_path / "cache")],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded == {
+        "ratings/data/answers.parquet": 2,
+        "ratings/data/ratings.parquet": 24,
+        "preferences/data/answers.parquet": 10,
+        "preferences/data/preferences.parquet": 4,
+    }
+
+
+@pytest.mark.django_db
+def test_a_rubric_without_aspects_imports_preferences_and_refuses_ratings() -> None:
+    rubric = parse_rubric({"aspects": []}, source="test")
+    answers = {"a": {"response": "A"}, "b": {"response": "B"}}
+    preferences = [{"rater": "v", "preferred": "a"}]
+    votes = {"id": 1, "turns": [{"prompt": "p", "responses": answers, "preferences": preferences}]}
+    body = (json.dumps(votes) + "\n").encode()
+    assert dataset_import(stream=io.BytesIO(body), name="votes", rubric=rubric).dataset.aspects.count() == 0
+    rated = {"id": 1, "turns": [{"prompt": "p", "responses": {"a": {"response": "A", "human_evals": {"q": [1]}}}}]}
+    with pytest.raises(DatasetImportError, match=r"unknown aspect: expected no ratings \(the rubric has none\)"):
+        dataset_import(stream=io.BytesIO((json.dumps(rated) + "\n").encode()), name="rated", rubric=rubric)
