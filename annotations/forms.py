@@ -2,7 +2,6 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
-from annotations.datasets.tables import DEFAULT_DUPLICATES
 from annotations.rubrics import PRESETS
 
 
@@ -45,8 +44,7 @@ class MappedImportForm(forms.Form):
             ("drop", _("drop them (keep the first)")),
             ("keep", _("keep them all")),
         ],
-        initial=DEFAULT_DUPLICATES,
-        required=False,
+        required=False,  # the first choice is the import's default
     )
 
     def __init__(self, *args: object, ready_made: list[str], **kwargs: object) -> None:
@@ -60,9 +58,6 @@ class MappedImportForm(forms.Form):
                 _("the file is larger than %(n)s bytes") % {"n": settings.IMPORT_MAX_UPLOAD_BYTES}
             )
         return upload
-
-    def clean_duplicates(self) -> str:
-        return self.cleaned_data["duplicates"] or DEFAULT_DUPLICATES  # a form posted without the field
 
     def clean(self) -> dict:
         cleaned = super().clean() or {}

@@ -18,6 +18,7 @@ from annotations.datasets.mapping import (
     ready_made_mapping,
     ready_made_mappings,
 )
+from annotations.datasets.tables import DEFAULT_DUPLICATES
 from annotations.errors import DatasetImportError, RubricError
 from annotations.forms import MappedImportForm
 
@@ -42,11 +43,12 @@ def mapped_import_page(request: HttpRequest) -> HttpResponse:
     previewing = "preview" in request.POST
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
+        duplicates = form.cleaned_data["duplicates"] or DEFAULT_DUPLICATES
         try:
             mapping = _mapping(form)
             tables = [MappedTable(upload.name, upload)]
             if previewing:
-                preview = mapped_preview(tables=tables, mapping=mapping, duplicates=form.cleaned_data["duplicates"])
+                preview = mapped_preview(tables=tables, mapping=mapping, duplicates=duplicates)
                 context["preview"] = preview
                 context["preview_json"] = [_pretty(item) for item in preview.items]
             elif not form.cleaned_data["name"]:
@@ -57,7 +59,7 @@ def mapped_import_page(request: HttpRequest) -> HttpResponse:
                     mapping=mapping,
                     name=form.cleaned_data["name"],
                     owner=request.user,
-                    duplicates=form.cleaned_data["duplicates"],
+                    duplicates=duplicates,
                 )
                 return HttpResponseRedirect(reverse("dashboard-overview", args=[imported.result.dataset.pk]))
         except (MappingError, RubricError) as exc:

@@ -319,7 +319,9 @@ class TableReader:
                 raise self.limits.too_many_columns(str(len(header)))
             repeated = first_repeated(header)
             if repeated is not None:
-                raise DatasetImportError("duplicate column", line=1, expected="distinct column names", found=repeated)
+                raise DatasetImportError(
+                    "duplicate column", line=1, expected="distinct column names", found=str(repeated)
+                )
             shift = 1  # a one-line header, then one line per row
             start = reader.line_num + 1
             for cells in reader:
@@ -389,9 +391,9 @@ class TableReader:
                     self._check_cells(number, values)
                     yield number, values
         except pa.ArrowException as exc:
-            raise DatasetImportError(
-                "not a readable Parquet file", expected="a Parquet file", found=str(exc)
-            ).at_row(number + 1, unit=self.unit) from None
+            raise DatasetImportError("not a readable Parquet file", expected="a Parquet file", found=str(exc)).at_row(
+                number + 1, unit=self.unit
+            ) from None
 
     def check_parquet_metadata(self, metadata: Any, columns: int) -> None:
         """Refuses a file whose footer already declares more columns, rows or uncompressed bytes than the limits,

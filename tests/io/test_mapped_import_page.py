@@ -87,7 +87,7 @@ def test_preview_shows_how_the_table_was_read_and_the_duplicates_choice(client: 
     assert preview.status_code == 200
     text = preview.content.decode()
     assert "train.csv: CSV, UTF-8, delimiter &#x27;;&#x27;, 2 rows" in text
-    assert "duplicates: drop (kept the first of each; 0 exactly repeated rows dropped)" in text
+    assert "Exactly repeated rows: dropped, the first of each kept (0 dropped)." in text
 
 
 @pytest.mark.django_db

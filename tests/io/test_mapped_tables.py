@@ -302,3 +302,16 @@ def test_a_cell_over_the_limit_is_named(tmp_path: Path) -> None:
 def test_limits_come_from_the_settings() -> None:
     with override_settings(IMPORT_MAX_COLUMNS=3, IMPORT_MAX_ROWS=4, IMPORT_MAX_TABLE_BYTES=5, IMPORT_MAX_CELL_CHARS=6):
         assert TableLimits.from_settings() == TableLimits(columns=3, rows=4, bytes=5, cell_chars=6)
+
+
+@pytest.mark.django_db
+def test_a_step_that_does_not_divide_the_scale_is_refused(tmp_path: Path) -> None:
+    mapping = tmp_path / "m.toml"
+    mapping.write_text(
+        'prompt = "prompt"\nanswer = "response"\nsystem_by_position = "r"\n'
+        '[[ratings]]\nlayout = "wide"\naspects = ["helpfulness"]\nrater_name = "x"\n'
+        '[rubric]\naspects = [{ name = "helpfulness", min = 0, max = 4, step = 3 }]\n'
+    )
+    path = write_csv(tmp_path / "train.csv", HELPSTEER_HEADER, HELPSTEER_ROWS)
+    code, message = run(str(path), "--mapping", str(mapping), "--preview")
+    assert code == 1 and "'step' must be a positive number that divides the scale [0, 4] evenly, found 3" in message
