@@ -7,12 +7,75 @@ from collections.abc import Iterable, Iterator
 
 from annotations.datasets.judge_scores import JudgeScoreStore
 from annotations.models import Dataset
-from judging.models import Judge, JudgeKind, JudgeScore, Judgment, JudgmentStatus
+from judging.models import Judge, JudgeKind, JudgeRun, JudgeScore, Judgment, JudgmentStatus, RunStatus
+
+# What an imported pairwise judge's run holds in place of a launched config: it was never run here.
+IMPORTED_PAIRWISE_SNAPSHOT = {"method": "pairwise", "imported": True}
 
 
 def judge_imported_create(*, dataset: Dataset, name: str) -> int:
     """A judge for the scores a file brought with it (kind imported); its id."""
     return int(Judge.objects.create(dataset=dataset, name=name, kind=JudgeKind.IMPORTED).pk)
+
+
+def judge_imported_verdicts_create(
+    *, dataset: Dataset, name: str, aspect: str, verdicts: list[tuple[int, int, float]]
+) -> int:
+    """A pairwise judge whose verdicts came with the file (kind imported): a finished pairwise run marked imported,
+    one finished judgment per verdict (shown in the file's order; repeated verdicts on one pair are its samples) and
+    its scores, the win rates a pairwise run's scores are; its id."""
+    from django.utils import timezone  # noqa: PLC0415 - only an import with judge verdicts needs it
+
+    from judging.methods.flows import pairwise_scores  # noqa: PLC0415 - only an import with judge verdicts needs it
+
+    judge = Judge.objects.create(
+        dataset=dataset, name=name, kind=JudgeKind.IMPORTED, params={"pairwise": True, "aspect": aspect}
+    )
+    now = timezone.now()
+    run = JudgeRun.objects.create(
+        judge=judge,
+        dataset=dataset,
+        config_snapshot=IMPORTED_PAIRWISE_SNAPSHOT,
+        method="pairwise",
+        status=RunStatus.SUCCEEDED,
+        total=len(verdicts),
+        done=len(verdicts),
+        notes="imported verdicts: never run here",
+        started_at=now,
+        finished_at=now,
+    )
+    samples: dict[tuple[int, int], int] = {}
+    judgments = []
+    for response_id, other_id, outcome in verdicts:
+        sample = samples.get((response_id, other_id), 0)
+        samples[(response_id, other_id)] = sample + 1
+        judgments.append(
+            Judgment(
+                run=run,
+                response_id=response_id,
+                other_response_id=other_id,
+                aspect_name=aspect,
+                sample=sample,
+                pair_order=0,
+                status=JudgmentStatus.DONE,
+                score=outcome,
+                verdict={1.0: "A", 0.0: "B"}.get(outcome, "tie"),
+                finished_at=now,
+            )
+        )
+    Judgment.objects.bulk_create(judgments, batch_size=2000)
+    summary = pairwise_scores(
+        (response_id, other_id, aspect, judgment.sample, 0, outcome)
+        for (response_id, other_id, outcome), judgment in zip(verdicts, judgments, strict=True)
+    )
+    JudgeScore.objects.bulk_create(
+        [
+            JudgeScore(judge=judge, response_id=response_id, aspect_name=score_aspect, value=value)
+            for (response_id, score_aspect), value in summary.scores.items()
+        ],
+        batch_size=2000,
+    )
+    return int(judge.pk)
 
 
 def run_scores(response_ids: Iterable[int]) -> Iterator[tuple[int, str, str, float]]:
@@ -52,4 +115,5 @@ STORE = JudgeScoreStore(
     run_scores=run_scores,
     run_rationales=run_rationales,
     judge_standings=judge_standings,
+    imported_verdicts_create=judge_imported_verdicts_create,
 )
