@@ -9,8 +9,8 @@ from annotations.datasets.judge_scores import JudgeScoreStore
 from annotations.models import Dataset
 from judging.models import Judge, JudgeKind, JudgeRun, JudgeScore, Judgment, JudgmentStatus, RunStatus
 
-# What an imported pairwise judge's run holds in place of a launched config: it was never run here.
-IMPORTED_PAIRWISE_SNAPSHOT = {"method": "pairwise", "imported": True}
+# Marks a run that was never run here: its judge's verdicts came with a file.
+IMPORTED_RUN_NOTE = "imported verdicts: never run here"
 
 
 def judge_imported_create(*, dataset: Dataset, name: str) -> int:
@@ -29,18 +29,19 @@ def judge_imported_verdicts_create(
     from judging.methods.flows import pairwise_scores  # noqa: PLC0415 - only an import with judge verdicts needs it
 
     judge = Judge.objects.create(
-        dataset=dataset, name=name, kind=JudgeKind.IMPORTED, params={"pairwise": True, "aspect": aspect}
+        dataset=dataset, name=name, kind=JudgeKind.IMPORTED, params={"imported_verdicts": True, "aspect": aspect}
     )
     now = timezone.now()
     run = JudgeRun.objects.create(
         judge=judge,
         dataset=dataset,
-        config_snapshot=IMPORTED_PAIRWISE_SNAPSHOT,
+        # A stored config as every run has (pages read its method and model), naming no model: none was called.
+        config_snapshot={"name": name, "method": "pairwise", "aspects": [aspect]},
         method="pairwise",
         status=RunStatus.SUCCEEDED,
         total=len(verdicts),
         done=len(verdicts),
-        notes="imported verdicts: never run here",
+        notes=IMPORTED_RUN_NOTE,
         started_at=now,
         finished_at=now,
     )

@@ -97,7 +97,8 @@ def test_judge_votes_become_an_imported_judge_not_a_rater(tmp_path: Path) -> Non
     assert preference_raters == {"author_0", "expert_1", "expert_2", "author_2", "expert_5"}
     judge = Judge.objects.get(dataset=dataset, name="gpt4_pair")
     assert judge.kind == JudgeKind.IMPORTED
-    assert judge.run.method == "pairwise" and judge.run.config_snapshot["imported"] is True
+    assert judge.params["imported_verdicts"] is True and judge.run.notes == "imported verdicts: never run here"
+    assert judge.run.method == "pairwise" and judge.run.judge_settings.model is None
     judgments = list(
         Judgment.objects.filter(run=judge.run)
         .order_by("id")
@@ -175,3 +176,24 @@ def test_a_judge_verdict_on_more_than_two_answers_is_refused_by_row(tmp_path: Pa
     with pytest.raises(CommandError, match="row 3: judge verdict on more than two answers"):
         call_command("import_mapped", str(path), "--mapping", str(mapping), "--dataset", "k", stdout=io.StringIO())
     assert not Dataset.objects.filter(name="k").exists()
+
+
+@pytest.mark.django_db
+def test_the_imported_judge_opens_on_every_page(tmp_path: Path, researcher) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import User
+    from django.test import Client
+    from django.urls import reverse
+
+    dataset = _import(tmp_path, "mtbench", HUMAN_VOTES + JUDGE_VOTES)
+    dataset.owner = researcher
+    dataset.save(update_fields=["owner"])
+    client = Client()
+    client.force_login(researcher)
+    for name in ("dashboard-dataset", "dashboard-overview", "dashboard-judges", "dashboard-rankings"):
+        page = client.get(reverse(name, args=[dataset.pk]), {"judge": "gpt4_pair"})
+        assert page.status_code == 200, name
+    admin = User.objects.create_superuser("root", "root@example.org", "pw-for-the-test-only")
+    client.force_login(admin)
+    run = Judge.objects.get(dataset=dataset, name="gpt4_pair").run
+    assert client.get(reverse("admin:judging_judgerun_change", args=[run.pk])).status_code == 200
+    assert client.get(reverse("admin:judging_judgerun_changelist")).status_code == 200
