@@ -34,6 +34,9 @@ class JudgeScoreStore:
     run_rationales: Callable[[Iterable[int]], Iterable[tuple[int, str, str, float | None, str]]] | None = None
     # Judge name → the standing of its version (certified, uncertified or suspended) for these judges of a dataset.
     judge_standings: Callable[[Dataset, Iterable[str]], dict[str, str]] | None = None
+    # A new imported pairwise judge with its verdicts (response id, other response id, outcome for the first: 1, 0
+    # or 0.5) on one aspect; returns its id.
+    imported_verdicts_create: Callable[..., int] | None = None
 
 
 _store: JudgeScoreStore | None = None
@@ -52,6 +55,15 @@ def judge_score_store() -> JudgeScoreStore:
 
 def imported_judge_create(*, dataset: Dataset, name: str) -> int:
     return int(judge_score_store().imported_judge_create(dataset=dataset, name=name))
+
+
+def imported_verdicts_create(
+    *, dataset: Dataset, name: str, aspect: str, verdicts: list[tuple[int, int, float]]
+) -> int:
+    store = judge_score_store()
+    if store.imported_verdicts_create is None:
+        raise ImproperlyConfigured("the judging app stores no imported pairwise verdicts")
+    return int(store.imported_verdicts_create(dataset=dataset, name=name, aspect=aspect, verdicts=verdicts))
 
 
 def run_scores(response_ids: Iterable[int]) -> Iterable[tuple[int, str, str, float]]:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from django.contrib.auth.models import User
+from django.db import transaction
 
+from annotations.datasets import judge_scores
 from annotations.datasets.importing import ImportResult, dataset_import, dataset_validate
 from annotations.datasets.mapping import BuiltItems, Mapping, build_items
 from annotations.datasets.tables import DEFAULT_DUPLICATES, TableReader
@@ -41,6 +43,7 @@ class MappedPreview:
     n_preferences: int
     n_judge_scores: int
     read: TablesRead
+    n_judge_verdicts: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,7 @@ def mapped_preview(
         n_rows=built.rows,
         n_preferences=built.preferences,
         read=_tables_read(readers, duplicates),
+        n_judge_verdicts=len(built.judge_verdicts),
         **_counts(built),
     )
 
@@ -174,11 +178,49 @@ def mapped_import(
     owner: User | None = None,
     duplicates: str = DEFAULT_DUPLICATES,
 ) -> MappedImportResult:
-    """All rows or nothing, as the JSONL import: the same checks, the same writes, in one transaction."""
+    """All rows or nothing, as the JSONL import: the same checks, the same writes, in one transaction. Pairwise
+    judges' verdicts become imported judges with their judgments, never preferences of a rater."""
     readers = _readers(tables, mapping, duplicates)
     built = _build(readers, mapping)
-    try:
-        result = dataset_import(stream=_as_jsonl(built), name=name, rubric=mapping.rubric, owner=owner)
-    except DatasetImportError as exc:
-        raise _with_source_line(_located(exc, built, _unit(readers)), readers) from None
+    with transaction.atomic():
+        try:
+            result = dataset_import(stream=_as_jsonl(built), name=name, rubric=mapping.rubric, owner=owner)
+        except DatasetImportError as exc:
+            raise _with_source_line(_located(exc, built, _unit(readers)), readers) from None
+        if built.judge_verdicts:
+            _store_judge_verdicts(result, built, mapping)
     return MappedImportResult(result=result, read=_tables_read(readers, duplicates))
+
+
+def _store_judge_verdicts(result: ImportResult, built: BuiltItems, mapping: Mapping) -> None:
+    """Each judge's verdicts on the answers the import just wrote, on the mapping's judge aspect."""
+    from annotations.models import Response  # noqa: PLC0415 - only an import with judge verdicts needs it
+
+    assert mapping.preferences is not None
+    answers = {
+        (external_id, index, key): pk
+        for pk, external_id, index, key in Response.objects.filter(turn__item__dataset=result.dataset).values_list(
+            "pk", "turn__item__external_id", "turn__index", "system__key"
+        )
+    }
+    scoring = {
+        name
+        for item in built.items
+        for turn in item["turns"]
+        for body in turn["responses"].values()
+        for name in body.get("auto_evals", {})
+    }
+    by_judge: dict[str, list[tuple[int, int, float]]] = {}
+    for item_index, turn, judge, first, second, outcome, _row in built.judge_verdicts:
+        external_id = built.items[item_index]["id"]
+        by_judge.setdefault(judge, []).append(
+            (answers[(external_id, turn, first)], answers[(external_id, turn, second)], outcome)
+        )
+    for judge, verdicts in by_judge.items():
+        if judge in scoring:
+            raise DatasetImportError(
+                "judge named twice", expected=f"judge {judge!r} either scoring answers or giving verdicts", found="both"
+            )
+        judge_scores.imported_verdicts_create(
+            dataset=result.dataset, name=judge, aspect=mapping.preferences.judge_aspect, verdicts=verdicts
+        )

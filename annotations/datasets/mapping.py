@@ -85,6 +85,11 @@ _PREFERENCE_KEYS = {
         "campaign",
     },
 }
+# Either layout may name the rater values that are pairwise judges, and the aspect of their verdicts.
+for _layout_keys in _PREFERENCE_KEYS.values():
+    _layout_keys |= {"judges", "judge_aspect"}
+# The aspect a pairwise judge's imported verdicts are about when the mapping names none.
+DEFAULT_JUDGE_ASPECT = "overall"
 
 
 class MappingError(ValueError):
@@ -125,6 +130,10 @@ class PreferenceBlock:
     rater_name: str = ""
     reason: str = ""
     campaign: str = ""
+    # Values of the rater column (or the rater name) that are a pairwise judge, not a person: their votes become the
+    # judge's verdicts on ``judge_aspect``, never preferences of a rater.
+    judges: tuple[str, ...] = ()
+    judge_aspect: str = DEFAULT_JUDGE_ASPECT
 
 
 @dataclass(frozen=True)
@@ -229,7 +238,7 @@ def _preference_block(raw: Any) -> PreferenceBlock:
     texts = {
         key: _text(raw, key, f"{where}.")
         for key in _PREFERENCE_KEYS[layout]
-        if key not in ("layout", "a_wins", "b_wins", "ties", "both_bad")
+        if key not in ("layout", "a_wins", "b_wins", "ties", "both_bad", "judges", "judge_aspect")
     }
     block = PreferenceBlock(
         layout=layout,
@@ -237,8 +246,12 @@ def _preference_block(raw: Any) -> PreferenceBlock:
         b_wins=_values(raw, "b_wins", PreferenceBlock.b_wins, f"{where}."),
         ties=_values(raw, "ties", PreferenceBlock.ties if layout == "pair" else (), f"{where}."),
         both_bad=_values(raw, "both_bad", (), f"{where}."),
+        judges=_values(raw, "judges", (), f"{where}."),
+        judge_aspect=_text(raw, "judge_aspect", f"{where}.") or DEFAULT_JUDGE_ASPECT,
         **texts,
     )
+    if block.judges and not (block.rater or block.rater_name):
+        raise MappingError(f"{where}.judges: judges are values of the rater column; give 'rater' too")
     if layout == "pair" and not (block.system_a and block.system_b and block.winner):
         raise MappingError(f"{where}: a pair layout needs 'system_a', 'system_b' and 'winner' columns")
     if layout == "choice" and not (block.candidates and block.preferred):
@@ -375,6 +388,9 @@ class BuiltItems:
     provenance: list[dict[str, int]]  # per item: field path -> row
     rows: int = 0
     preferences: int = 0
+    # Pairwise judges' verdicts (never preferences): item index, turn index, judge, system a, system b, outcome for
+    # a (1 a wins, 0 b wins, 0.5 a tie), row.
+    judge_verdicts: list[tuple[int, int, str, str, str, float, int]] = field(default_factory=list)
 
     def row_of(self, line: int, field_path: str | None) -> int | None:
         if not 1 <= line <= len(self.provenance):
@@ -420,6 +436,7 @@ class _Builder:
         self.rows = 0
         self.preferences = 0
         self.header_checked = False
+        self.judge_verdicts: list[tuple[_Item, int, str, str, str, float, int]] = []
 
     def fail(self, row: int, message: str, *, expected: str | None = None, found: Any = None) -> DatasetImportError:
         shown = None if found is None else (found if isinstance(found, str) else json.dumps(found, default=str))
@@ -699,8 +716,29 @@ class _Builder:
                     expected=f"an answer of system {system!r} on turn {turn_index + 1} of item {item.external_id!r}",
                     found="none",
                 )
+        if entry.get("rater") in block.judges:
+            self.judge_verdicts.append(self.judge_verdict(row, entry, item, turn_index))
+            return
         turn.preferences.append((entry, row))
         self.preferences += 1
+
+    def judge_verdict(
+        self, row: int, entry: dict[str, Any], item: _Item, turn_index: int
+    ) -> tuple[_Item, int, str, str, str, float, int]:
+        """A judge's vote on two answers, as its outcome for the first."""
+        if len(entry["candidates"]) != 2:
+            raise self.fail(
+                row, "judge verdict on more than two answers", expected="two candidates", found=entry["candidates"]
+            )
+        first, second = entry["candidates"]
+        preferred = entry.get("preferred")
+        if entry.get("tie"):
+            outcome = 0.5
+        elif preferred in (first, second):
+            outcome = 1.0 if preferred == first else 0.0
+        else:
+            raise self.fail(row, "judge verdict without a choice", expected="a winner or a tie", found=preferred)
+        return item, turn_index, str(entry["rater"]), first, second, outcome, row
 
     def pair_entry(
         self,
@@ -827,7 +865,14 @@ class _Builder:
                 turns.append(out)
             items.append({"id": item.external_id, "turns": turns})
             provenance.append(paths)
-        return BuiltItems(items=items, provenance=provenance, rows=self.rows, preferences=self.preferences)
+        index_of = {id(item): index for index, item in enumerate(self.items.values())}
+        verdicts = [
+            (index_of[id(item)], turn, judge, first, second, outcome, row)
+            for item, turn, judge, first, second, outcome, row in self.judge_verdicts
+        ]
+        return BuiltItems(
+            items=items, provenance=provenance, rows=self.rows, preferences=self.preferences, judge_verdicts=verdicts
+        )
 
 
 def build_items(tables: list[tuple[str, str, Iterator[tuple[int, dict[str, Any]]]]], mapping: Mapping) -> BuiltItems:
@@ -843,6 +888,7 @@ def build_items(tables: list[tuple[str, str, Iterator[tuple[int, dict[str, Any]]
             builder_for_table.by_prompt = builder.by_prompt
             builder_for_table.rows = builder.rows
             builder_for_table.preferences = builder.preferences
+            builder_for_table.judge_verdicts = builder.judge_verdicts
         builder = builder_for_table
         multiple = len(tables) > 1
         builder.header_checked = multiple  # several tables: each holds some of the mapped columns

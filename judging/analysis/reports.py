@@ -65,7 +65,7 @@ from judging.statistics.correlation import (
     position_consistency,
     self_preference,
 )
-from judging.statistics.preference import pair_outcomes, preference_data, preference_summary
+from judging.statistics.preference import human_pair_votes, pair_outcomes, preference_data, preference_summary
 from judging.statistics.ranking import (
     DEFAULT_TIES,
     TIE_CONVENTIONS,
@@ -258,7 +258,8 @@ def compute_preferences(
     rows = stats_preferences(dataset, scope)
     data = preference_data(rows.turn_ids, rows.candidates, rows.preferred, rows.none_appropriate)
     judges = {name: pair_outcomes(judgments) for name, judgments in pairwise_judgments(dataset).items()}
-    return preference_summary(data, judges, n_resamples=n_resamples, seed=seed)
+    votes = human_pair_votes(rows.turn_ids, rows.candidates, rows.preferred, rows.tie) if judges else None
+    return preference_summary(data, judges, n_resamples=n_resamples, seed=seed, human_votes=votes)
 
 
 @single_threaded_blas

@@ -113,12 +113,14 @@ def preference_judges_table(report: dict[str, Any]) -> dict[str, Any]:
             row["agreement_ci95"],
             row["human_ties"],
             row["judge_ties"],
+            row.get("vote_agreement", {}).get("with_ties", {}).get("agreement"),
+            row.get("vote_agreement", {}).get("without_ties", {}).get("agreement"),
         ]
         for judge, by_aspect in report["preferences"]["judges"].items()
         for aspect, row in by_aspect.items()
     ]
     columns = ["judge", "aspect", "shared pairs", "decided pairs", "same preference", "agreement", "agreement 95% CI"]
-    columns += ["human ties", "judge ties"]
+    columns += ["human ties", "judge ties", "vote agreement with ties", "vote agreement without ties"]
     return make_table("preference-judges", _("Pairwise judges versus human preferences"), columns, rows)
 
 

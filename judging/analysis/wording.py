@@ -83,6 +83,8 @@ COLUMN_LABELS = {
     "losses": gettext_lazy("losses"),
     "ties": gettext_lazy("ties"),
     "tie convention": gettext_lazy("tie convention"),
+    "vote agreement with ties": gettext_lazy("vote agreement with ties"),
+    "vote agreement without ties": gettext_lazy("vote agreement without ties"),
     "human mean": gettext_lazy("human mean"),
     "human rank": gettext_lazy("human rank"),
     "judge mean": gettext_lazy("judge mean"),

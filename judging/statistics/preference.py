@@ -270,16 +270,68 @@ def judge_human_agreement(
     return {**base, "n_agree": int(agree.sum()), "agreement": defined(float(agree.mean())), "agreement_ci95": ci}
 
 
+def human_pair_votes(
+    prompts: Sequence[Hashable],
+    candidates: Sequence[Sequence[str]],
+    chosen: Sequence[str | None],
+    tie: Sequence[bool],
+) -> dict[tuple[Hashable, str, str], list[float]]:
+    """Every human vote on a pair of systems shown together, one per preference: per (prompt, a, b) with a < b, the
+    outcome for a (1 a chosen, 0 b chosen, 0.5 a tie). A choice of a third candidate says nothing about the pair."""
+    votes: dict[tuple[Hashable, str, str], list[float]] = defaultdict(list)
+    for prompt, shown, choice, is_tie in zip(prompts, candidates, chosen, tie, strict=True):
+        systems = sorted(set(shown))
+        for position, first in enumerate(systems):
+            for second in systems[position + 1 :]:
+                if choice == first:
+                    votes[(prompt, first, second)].append(1.0)
+                elif choice == second:
+                    votes[(prompt, first, second)].append(0.0)
+                elif choice is None and is_tie:
+                    votes[(prompt, first, second)].append(0.5)
+    return votes
+
+
+def _verdict(outcome: float) -> int:
+    """A pair's outcome as a verdict: 1 the first system, −1 the second, 0 a tie (a judge's samples averaged to
+    exactly one half, or disagreeing orders, are a tie)."""
+    return _sign(outcome - 0.5)
+
+
+def vote_agreement(judge: dict[Any, float], human_votes: dict[Any, list[float]]) -> dict[str, Any]:
+    """Zheng et al. (2023, "Judging LLM-as-a-judge with MT-Bench and Chatbot Arena", section 4.2) agreement between a
+    judge and the humans: the probability that the judge's verdict and a randomly drawn human vote on the same
+    question (prompt and pair of systems) agree, counted over every (judge verdict, human vote) pair. With ties a tie
+    is a third verdict that agrees only with a tie; without ties every pair in which either side is a tie is left
+    out."""
+    out: dict[str, Any] = {}
+    for setting, keep_ties in (("with_ties", True), ("without_ties", False)):
+        n = agree = 0
+        for pair, outcome in judge.items():
+            verdict = _verdict(outcome)
+            for vote in human_votes.get(pair, ()):
+                human = _verdict(vote)
+                if not keep_ties and (verdict == 0 or human == 0):
+                    continue
+                n += 1
+                agree += int(verdict == human)
+        value = defined(agree / n) if n else undefined("no vote pair of the judge and a human on the same question")
+        out[setting] = {"n_vote_pairs": n, "n_agree": agree, "agreement": value}
+    return out
+
+
 def preference_summary(
     data: PreferenceData,
     judges: dict[str, dict[str, dict[Any, float]]] | None = None,
     *,
     n_resamples: int = 1000,
     seed: int = 0,
+    human_votes: dict[Any, list[float]] | None = None,
 ) -> dict[str, Any]:
     """Everything the preference panel and the ``preferences`` section of the agreement report show.
 
-    ``judges`` maps each pairwise judge to ``pair_outcomes`` of its judgments."""
+    ``judges`` maps each pairwise judge to ``pair_outcomes`` of its judgments; with ``human_votes``
+    (``human_pair_votes``) each judge also gets Zheng et al.'s vote agreement with and without ties."""
     return {
         "n_preferences": data.n,
         "n_prompts": len(data.prompt_keys),
@@ -289,7 +341,10 @@ def preference_summary(
         "agreement": preference_alpha(data, n_resamples=n_resamples, seed=seed),
         "judges": {
             name: {
-                aspect: judge_human_agreement(data, pairs, n_resamples=n_resamples, seed=seed)
+                aspect: {
+                    **judge_human_agreement(data, pairs, n_resamples=n_resamples, seed=seed),
+                    **({"vote_agreement": vote_agreement(pairs, human_votes)} if human_votes is not None else {}),
+                }
                 for aspect, pairs in sorted(by_aspect.items())
             }
             for name, by_aspect in sorted((judges or {}).items())

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from annotations.datasets.exporting import iter_export_objects
 from annotations.models import Dataset, Rating
 from judging.analysis.reports import compute_preferences
-from judging.models import JudgeScore
+from judging.models import JudgeScore, Judgment
 from tests.io.helpers import row_counts, write_lines
 
 
@@ -117,10 +117,12 @@ def test_mt_bench_human_judgments(tmp_path: Path) -> None:
     assert second["preferences"] == [
         {"rater": "author_0", "candidates": ["gpt-4", "claude-v1"], "preferred": None, "tie": True}
     ]
-    assert items[1]["turns"][0]["preferences"][0]["tie"] is True
+    # The gpt4_pair vote is the verdict of an imported judge, not a rater's preference.
+    assert "preferences" not in items[1]["turns"][0]
+    assert Judgment.objects.get(run__judge__name="gpt4_pair").score == 0.5
     summary = compute_preferences(Dataset.objects.get(name="mtbench"), n_resamples=50)
-    # Three decided votes (gpt-4 twice, gpt-3.5-turbo once); the two ties have no preferred system.
-    assert summary["n_preferences"] == 3 and summary["n_skipped"] == 2
+    # Three decided votes (gpt-4 twice, gpt-3.5-turbo once); the human tie has no preferred system.
+    assert summary["n_preferences"] == 3 and summary["n_skipped"] == 1
     gpt4 = next(row for row in summary["systems"] if row["system"] == "gpt-4")
     assert (gpt4["shown"], gpt4["chosen"]) == (2, 2)
 

@@ -187,3 +187,15 @@ class Command(BaseCommand):
                     f"  {judge} / {aspect}: same preference as the humans {shown}{why} on "
                     f"{entry['n_decided']} of {entry['n_pairs']} shared pairs"
                 )
+                votes = entry.get("vote_agreement")
+                if votes:
+                    self.stdout.write(
+                        f"  {judge} / {aspect}: vote agreement with the humans (Zheng et al. 2023): "
+                        f"{_vote_share(votes['with_ties'])} with ties, {_vote_share(votes['without_ties'])} without"
+                    )
+
+
+def _vote_share(setting: dict[str, Any]) -> str:
+    value = setting["agreement"]["value"]
+    shown = "-" if value is None else f"{value:.3f}"
+    return f"{shown} ({setting['n_agree']} of {setting['n_vote_pairs']} vote pairs)"
