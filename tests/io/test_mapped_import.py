@@ -145,7 +145,7 @@ ARENA_SCHEMA = pa.schema(
 
 
 def arena_rows() -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for qid, a, b, winner, turns in [
         ("58210e39b3fd4441a2bd4a518bb44c2d", "chatglm-6b", "koala-13b", "model_b", 1),
         ("2564acd09e3942fd97657d05282d4389", "oasst-pythia-12b", "alpaca-13b", "tie", 1),
