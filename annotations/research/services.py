@@ -65,7 +65,7 @@ def invite_accept(*, token: str, password: str) -> User:
     with transaction.atomic():
         invite = (
             AnnotatorInvite.objects.select_for_update()
-            .filter(token_hash=invite_token_hash(token), used_at__isnull=True, expires_at__gt=now)
+            .filter(token_hash=invite_token_hash(token), used_at__isnull=True, expires_at__gt=now, user__is_active=True)
             .select_related("user")
             .first()
         )
@@ -80,8 +80,7 @@ def invite_accept(*, token: str, password: str) -> User:
             raise InviteError(_("This invitation link was used already or has expired."))
         user = invite.user
         user.set_password(password)
-        user.is_active = True
-        user.save(update_fields=["password", "is_active"])
+        user.save(update_fields=["password"])
     return user
 
 
@@ -93,13 +92,21 @@ def annotator_pool_add(*, campaign: Campaign, user: User) -> None:
     campaign.annotators.add(user)
 
 
-def annotator_deactivate(*, user: User, campaigns: list[Campaign]) -> None:
+def annotator_deactivate(*, user: User, campaigns: list[Campaign]) -> int:
     """The account can no longer sign in; it leaves the pools of the given campaigns, which releases any task it
-    holds there. Its submitted ratings stay."""
+    holds there. Its submitted ratings stay. Returns how many pending invitation links it spent.
+
+    Every way back in is closed with it: its pending invitation links are spent (accepting one would set a password
+    on the account), and its password becomes unusable, which ends every signed-in session (Django checks each
+    session against the password hash on every request) and revokes its API token (tokens.py)."""
     if user.is_staff or user.is_superuser:
         raise InviteError(_("Only annotator accounts can be deactivated here."))
+    now = timezone.now()
     with transaction.atomic():
+        spent = AnnotatorInvite.objects.filter(user=user, used_at__isnull=True).update(used_at=now)
         user.is_active = False
-        user.save(update_fields=["is_active"])
+        user.set_unusable_password()
+        user.save(update_fields=["is_active", "password"])
         for campaign in campaigns:
             campaign_annotator_remove(campaign=campaign, user=user)
+    return spent
