@@ -12,7 +12,6 @@ signing in keeps working through a Redis outage.
 """
 
 import hashlib
-import unicodedata
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -48,6 +47,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from annotations.attempt_counters import attempt_count, attempt_count_up, attempt_counters
 from annotations.recruitment.selectors import is_crowd_worker
 from annotations.tokens import token_expires_at, token_issue, token_revoke
+from annotations.usernames import username_key
 
 View = Callable[..., HttpResponseBase]
 
@@ -70,13 +70,6 @@ def _rate(scope: str) -> tuple[int, int]:
     """(allowed failures, window in seconds) from a DRF rate string such as "10/min"."""
     count, _, period = str(api_settings.DEFAULT_THROTTLE_RATES[scope]).partition("/")
     return int(count), {"s": 1, "m": 60, "h": 3600, "d": 86400}[period[0]]
-
-
-def username_key(username: str) -> str:
-    """The username as the login form authenticates it (NFKC, stripped) and case-folded; folding can leave text
-    that NFKC changes again, hence the second pass."""
-    folded = unicodedata.normalize("NFKC", username).strip().casefold()
-    return unicodedata.normalize("NFKC", folded)
 
 
 def _address_key(scope: str, request: HttpRequest) -> str:
