@@ -10,6 +10,13 @@ from collections.abc import Mapping
 from typing import Any
 
 MAX_GOLD_RATE = 0.5
+# A reserved task longer than a week holds its rater slot from everyone else for no purpose.
+MAX_LEASE_MINUTES = 7 * 24 * 60
+# How a campaign is cut into tasks. A task shows at most MAX_CANDIDATES_PER_TASK answers (the task form numbers
+# them in three digits, the column is a smallint); MAX_RATERS_PER_ITEM distinct raters is already far beyond
+# any agreement study.
+MAX_RATERS_PER_ITEM = 100
+MAX_CANDIDATES_PER_TASK = 100
 # The settings' annotations are strings (postponed evaluation); each names the Python types a value may have.
 _KINDS: dict[str, tuple[type, ...]] = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float)}
 
@@ -42,8 +49,8 @@ class CampaignSettings:
         # Postgres text cannot hold U+0000; the importer refuses it in every string for the same reason.
         if "\x00" in self.guidelines:
             raise CampaignSettingsError("text with a NUL character cannot be stored")
-        if self.lease_minutes < 1:
-            raise CampaignSettingsError("the lease must be at least one minute")
+        if not 1 <= self.lease_minutes <= MAX_LEASE_MINUTES:
+            raise CampaignSettingsError(f"the minutes to finish a task must be between 1 and {MAX_LEASE_MINUTES}")
         if not (math.isfinite(self.gold_rate) and 0 <= self.gold_rate <= MAX_GOLD_RATE):
             raise CampaignSettingsError("the gold rate must be between 0 and 0.5")
 

@@ -7,10 +7,11 @@ the login form reads it (NFKC, then case-folded, so look-alikes share it), stops
 addresses: once it is used up, only addresses with no recent failure may still try that account, so a spray costs
 a fresh address per guess while the owner, signing in from a clean address, is never locked out by an attacker.
 The token endpoint is additionally throttled per address on every request.
+The counters live in annotations.attempt_counters: the shared cache, or this process's memory while it is away, so
+signing in keeps working through a Redis outage.
 """
 
 import hashlib
-import unicodedata
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -19,7 +20,6 @@ from django.contrib import admin, messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import render
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -44,8 +44,10 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from annotations.attempt_counters import attempt_count, attempt_count_up, attempt_counters
 from annotations.recruitment.selectors import is_crowd_worker
 from annotations.tokens import token_expires_at, token_issue, token_revoke
+from annotations.usernames import username_key
 
 View = Callable[..., HttpResponseBase]
 
@@ -70,13 +72,6 @@ def _rate(scope: str) -> tuple[int, int]:
     return int(count), {"s": 1, "m": 60, "h": 3600, "d": 86400}[period[0]]
 
 
-def username_key(username: str) -> str:
-    """The username as the login form authenticates it (NFKC, stripped) and case-folded; folding can leave text
-    that NFKC changes again, hence the second pass."""
-    folded = unicodedata.normalize("NFKC", username).strip().casefold()
-    return unicodedata.normalize("NFKC", folded)
-
-
 def _address_key(scope: str, request: HttpRequest) -> str:
     return f"auth-failures:{scope}:addr:{client_address(request)}"
 
@@ -95,12 +90,12 @@ def _counter_keys(scope: str, request: HttpRequest, username: str) -> list[str]:
 
 def attempts_blocked(scope: str, request: HttpRequest, username: str) -> bool:
     limit, _ = _rate(scope)
-    address_failures = cache.get(_address_key(scope, request)) or 0
+    address_failures = attempt_count(_address_key(scope, request))
     if address_failures >= limit:
         return True
     if not username_key(username):
         return False
-    if (cache.get(_username_key(scope, username)) or 0) < limit:
+    if attempt_count(_username_key(scope, username)) < limit:
         return False
     # A used-up account holds back only addresses that failed recently: blocking every address would let anyone
     # lock the owner out by spraying wrong passwords.
@@ -110,19 +105,14 @@ def attempts_blocked(scope: str, request: HttpRequest, username: str) -> bool:
 def record_failed_attempt(scope: str, request: HttpRequest, username: str) -> None:
     _, window = _rate(scope)
     for key in _counter_keys(scope, request, username):
-        # add() starts the window only for the first failure, so later failures do not extend it.
-        cache.add(key, 0, timeout=window)
-        try:
-            cache.incr(key)
-        except ValueError:
-            cache.set(key, 1, timeout=window)
+        attempt_count_up(key, window_seconds=window)
 
 
 def forget_failed_attempts(scope: str, request: HttpRequest, username: str) -> None:
     # Only the username counter is cleared: a success must not reset the counter of an address that sprays.
     keys = _counter_keys(scope, request, username)[1:]
     if keys:
-        cache.delete_many(keys)
+        attempt_counters.delete_many(keys)
 
 
 def limit_login_attempts(view: View) -> View:
@@ -175,6 +165,8 @@ class TokenAddressThrottle(SimpleRateThrottle):
     """Every request to api/token/ counts, per client address (never per claimed X-Forwarded-For)."""
 
     scope = "token"
+    # Like the failure counters, the throttle keeps counting in this process while the shared cache is away.
+    cache = attempt_counters
 
     def get_cache_key(self, request: Request, view: Any) -> str:
         return self.cache_format % {"scope": self.scope, "ident": client_address(request)}

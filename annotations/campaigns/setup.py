@@ -15,7 +15,12 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotations.campaign_selectors import CAMPAIGN_SLOTS
-from annotations.campaign_settings import CampaignSettings, CampaignSettingsError
+from annotations.campaign_settings import (
+    MAX_CANDIDATES_PER_TASK,
+    MAX_RATERS_PER_ITEM,
+    CampaignSettings,
+    CampaignSettingsError,
+)
 from annotations.campaigns.errors import CampaignError
 from annotations.models import Aspect, AssignmentDraft, Campaign, Dataset, Response, Task, Turn
 from annotations.slots import hand_out_order, seeded_random, slots_build, slots_release_outside_pool
@@ -72,10 +77,10 @@ def campaign_create(
     options: any of the settings of annotations.campaign_settings.CampaignSettings; the others keep their
     defaults."""
     _check_settings(name, options)
-    if not 1 <= raters_per_item <= 100:
-        raise CampaignError("raters per item must be between 1 and 100")
-    if candidates_per_task is not None and candidates_per_task < 1:
-        raise CampaignError("candidates per task must be at least 1")
+    if not 1 <= raters_per_item <= MAX_RATERS_PER_ITEM:
+        raise CampaignError(f"raters per item must be between 1 and {MAX_RATERS_PER_ITEM}")
+    if candidates_per_task is not None and not 1 <= candidates_per_task <= MAX_CANDIDATES_PER_TASK:
+        raise CampaignError(f"candidates per task must be between 1 and {MAX_CANDIDATES_PER_TASK}, or empty for all")
     if Campaign.objects.filter(dataset=dataset, name=name).exists():
         raise CampaignError(f"this dataset already has a campaign named {name!r}")
     chosen_aspects = _resolve_aspects(dataset, aspects)

@@ -8,6 +8,8 @@ from django import forms
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from annotations.recruitment.models import MAX_QUOTA
+
 MAX_INVITES = 1000
 DEFAULT_MIN_TASKS = 1
 DEFAULT_SKIPS = 5
@@ -23,14 +25,20 @@ def _first_problem(form: forms.Form) -> str:
 
 
 class LinkSettingsForm(forms.Form):
-    tasks_per_session = forms.IntegerField(required=False, min_value=1, label=gettext_lazy("Tasks per session"))
-    tasks_per_worker = forms.IntegerField(required=False, min_value=1, label=gettext_lazy("Tasks per worker"))
+    tasks_per_session = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_QUOTA, label=gettext_lazy("Tasks per session")
+    )
+    tasks_per_worker = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_QUOTA, label=gettext_lazy("Tasks per worker")
+    )
     completion_code = forms.CharField(required=False, max_length=100, label=gettext_lazy("Completion code"))
     completion_url = forms.CharField(required=False, max_length=500, label=gettext_lazy("Completion URL"))
     min_tasks_to_complete = forms.IntegerField(
-        required=False, min_value=1, label=gettext_lazy("Tasks needed for the completion code")
+        required=False, min_value=1, max_value=MAX_QUOTA, label=gettext_lazy("Tasks needed for the completion code")
     )
-    skips_per_session = forms.IntegerField(required=False, min_value=0, label=gettext_lazy("Skips per session"))
+    skips_per_session = forms.IntegerField(
+        required=False, min_value=0, max_value=MAX_QUOTA, label=gettext_lazy("Skips per session")
+    )
     no_tasks_code = forms.CharField(required=False, max_length=100, label=gettext_lazy("No-more-tasks code"))
 
     def problem(self) -> str:

@@ -18,6 +18,11 @@ class Platform(models.TextChoices):
     INVITE = "invite", _("Signed invite link")
 
 
+# The largest quota a link sets (tasks per session or per worker, tasks for the code, skips): the forms offer it
+# and the services refuse more.
+MAX_QUOTA = 100_000
+
+
 class RecruitmentLink(models.Model):
     """External recruitment for one campaign on one platform: an unguessable entry token, quotas and the way a
     worker is sent back when done."""

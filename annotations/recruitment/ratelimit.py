@@ -1,11 +1,13 @@
-"""Joins counted per client address in fixed windows, in the cache: the same pattern as the login limits, which
-live above this app. The address is the socket's peer, or the last trusted proxy's view of it."""
+"""Joins counted per client address in fixed windows, in the attempt counters' store (the shared cache, or this
+process's memory while it is away): the same pattern as the login limits, which live above this app. The address
+is the socket's peer, or the last trusted proxy's view of it."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest
+
+from annotations.attempt_counters import attempt_count, attempt_count_up
 
 JOIN_LIMIT = 30
 JOIN_WINDOW_SECONDS = 60
@@ -28,20 +30,13 @@ def _key(request: HttpRequest) -> str:
 
 def joins_blocked(request: HttpRequest) -> bool:
     """Whether the address used up its joins in this window; a read, for pages that only show the start form."""
-    return int(cache.get(_key(request)) or 0) >= JOIN_LIMIT
+    return attempt_count(_key(request)) >= JOIN_LIMIT
 
 
 def join_attempt_record(request: HttpRequest) -> int:
     """Counts one attempt and returns the window's count including it. The increment is the check: one atomic
     step, so concurrent attempts each see a different count and at most JOIN_LIMIT of them get a count within it."""
-    key = _key(request)
-    # add() starts the window with the first attempt only, so later attempts do not extend it.
-    cache.add(key, 0, timeout=JOIN_WINDOW_SECONDS)
-    try:
-        return int(cache.incr(key))
-    except ValueError:  # the window ended between the two calls
-        cache.add(key, 0, timeout=JOIN_WINDOW_SECONDS)
-        return int(cache.incr(key))
+    return attempt_count_up(_key(request), window_seconds=JOIN_WINDOW_SECONDS)
 
 
 def join_attempt_allowed(request: HttpRequest) -> bool:

@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from annotations.models import Campaign
 from annotations.recruitment.models import (
+    MAX_QUOTA,
     CrowdSession,
     CrowdWorker,
     LinkScreening,
@@ -32,7 +33,6 @@ from annotations.recruitment.selectors import (
 )
 
 MAX_COMPLETION_CODE = 100
-MAX_QUOTA = 100_000
 
 
 class RecruitmentError(ValueError):

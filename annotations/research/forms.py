@@ -6,9 +6,14 @@ from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils.translation import gettext_lazy as _
 
-from annotations.campaign_settings import SETTING_NAMES
+from annotations.campaign_settings import (
+    MAX_CANDIDATES_PER_TASK,
+    MAX_LEASE_MINUTES,
+    MAX_RATERS_PER_ITEM,
+    SETTING_NAMES,
+)
 from annotations.models import Aspect, Campaign, Dataset, GoldKind
-from annotations.recruitment.models import Platform
+from annotations.recruitment.models import MAX_QUOTA, Platform
 from annotations.research.selectors import pool_accounts
 
 AnyUser = AbstractBaseUser | AnonymousUser
@@ -22,11 +27,16 @@ class CampaignBuilderForm(forms.Form):
         label=_("Aspects to rate"), queryset=Aspect.objects.none(), widget=forms.CheckboxSelectMultiple
     )
     raters_per_item = forms.IntegerField(
-        label=_("Raters per task"), min_value=1, max_value=100, initial=3, help_text=_("Distinct annotators per task.")
+        label=_("Raters per task"),
+        min_value=1,
+        max_value=MAX_RATERS_PER_ITEM,
+        initial=3,
+        help_text=_("Distinct annotators per task."),
     )
     candidates_per_task = forms.IntegerField(
         label=_("Answers per task"),
         min_value=1,
+        max_value=MAX_CANDIDATES_PER_TASK,
         required=False,
         help_text=_("Empty: every answer of a question in one task."),
     )
@@ -37,7 +47,13 @@ class CampaignBuilderForm(forms.Form):
         initial=0,
         help_text=_("Share of each annotator's tasks drawn from gold items and attention checks (0 to 0.5)."),
     )
-    lease_minutes = forms.IntegerField(label=_("Minutes to finish a task"), min_value=1, initial=30)
+    lease_minutes = forms.IntegerField(
+        label=_("Minutes to finish a task"),
+        min_value=1,
+        max_value=MAX_LEASE_MINUTES,
+        initial=30,
+        help_text=_("1 to 10080 (a week)."),
+    )
     guidelines = forms.CharField(
         label=_("Guidelines (Markdown)"), required=False, widget=forms.Textarea(attrs={"rows": 4})
     )
@@ -56,8 +72,12 @@ class CampaignBuilderForm(forms.Form):
         choices=[("", _("(no crowd link)")), *Platform.choices],
         help_text=_("A link that admits crowd workers from this platform."),
     )
-    tasks_per_session = forms.IntegerField(label=_("Tasks per crowd session"), min_value=1, required=False)
-    tasks_per_worker = forms.IntegerField(label=_("Tasks per crowd worker"), min_value=1, required=False)
+    tasks_per_session = forms.IntegerField(
+        label=_("Tasks per crowd session"), min_value=1, max_value=MAX_QUOTA, required=False
+    )
+    tasks_per_worker = forms.IntegerField(
+        label=_("Tasks per crowd worker"), min_value=1, max_value=MAX_QUOTA, required=False
+    )
 
     def __init__(self, *args: Any, dataset: Dataset, user: AnyUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

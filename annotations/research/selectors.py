@@ -42,10 +42,14 @@ def invite_token_hash(token: str) -> str:
 
 
 def invite_for_token(token: str) -> AnnotatorInvite | None:
-    """The invitation the link names while it can still be used: not used yet and not expired."""
+    """The invitation the link names while it can still be used: not used yet, not expired, and for an account that
+    was not deactivated."""
     return (
         AnnotatorInvite.objects.filter(
-            token_hash=invite_token_hash(token), used_at__isnull=True, expires_at__gt=timezone.now()
+            token_hash=invite_token_hash(token),
+            used_at__isnull=True,
+            expires_at__gt=timezone.now(),
+            user__is_active=True,
         )
         .select_related("user")
         .first()

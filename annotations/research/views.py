@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations.ascii_numbers import ascii_decimal, ascii_int
@@ -293,8 +294,18 @@ def annotator_pool_add_view(request: HttpRequest) -> HttpResponse:
 def annotator_deactivate_view(request: HttpRequest, user_id: int) -> HttpResponse:
     user = selectors.annotator_manageable(request.user, user_id)
     campaigns = list(selectors.researcher_campaigns(request.user).filter(annotators=user))
-    annotator_deactivate(user=user, campaigns=campaigns)
-    messages.success(request, _("%(user)s was deactivated and can no longer sign in.") % {"user": user.username})
+    spent = annotator_deactivate(user=user, campaigns=campaigns)
+    messages.success(
+        request,
+        ngettext(
+            "%(user)s was deactivated and can no longer sign in: their signed-in sessions are ended and "
+            "%(count)d pending invitation link no longer works.",
+            "%(user)s was deactivated and can no longer sign in: their signed-in sessions are ended and "
+            "%(count)d pending invitation links no longer work.",
+            spent,
+        )
+        % {"user": user.username, "count": spent},
+    )
     return HttpResponseRedirect(reverse("research-annotators"))
 
 

@@ -54,8 +54,6 @@ class Command(BaseCommand):
                 guidelines = options["guidelines"].read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 raise CommandError(f"cannot read the guidelines file: {exc}") from None
-        if options["lease_minutes"] < 1:
-            raise CommandError("--lease-minutes must be at least 1")
         try:
             campaign = campaign_create(
                 name=options["name"],
