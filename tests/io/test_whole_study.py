@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -68,6 +69,7 @@ def study(django_db_setup: None, django_db_blocker, tmp_path_factory: pytest.Tem
             yield build_study(tmp_path_factory.mktemp("whole-study"))
         finally:
             call_command("flush", interactive=False, verbosity=0)
+            cache.clear()  # the statistics cached for these datasets' ids must not outlive them
 
 
 @pytest.fixture(scope="module")
@@ -208,10 +210,10 @@ def test_a_gate_that_fails_exits_one(study: Study) -> None:
 
 
 def test_every_export_holds_the_same_ratings(study: Study, exports) -> None:  # type: ignore[no-untyped-def]
-    values = Counter()
-    for _item, _system, answer in answers_of(exports["jsonl"]):
-        values[len(answer.get("human_evals", {}).get(ASPECT, []))] += 1
-    assert sum(n * count for n, count in values.items()) == IMPORTED + COLLECTED
+    in_jsonl = sum(
+        len(answer.get("human_evals", {}).get(ASPECT, [])) for _i, _s, answer in answers_of(exports["jsonl"])
+    )
+    assert in_jsonl == IMPORTED + COLLECTED
     for name, rows in (
         ("flat csv", exports["flat_csv"]),
         ("flat jsonl", exports["flat_jsonl"]),
@@ -306,10 +308,7 @@ def test_the_reason_with_its_line_break_is_the_same_in_every_export(study: Study
 def test_the_hf_folder_card_states_the_agreement_reports_alpha(study: Study, exports) -> None:  # type: ignore[no-untyped-def]
     alpha = cli_json("agreement", NAME)["aspects"][ASPECT]["alpha"]["ordinal"]["value"]
     assert f"{alpha:.3f}" in exports["hf"]["card"]
-    assert (
-        exports["hf"]["features"]["ratings"]["value"].startswith("Value('float64'")
-        or "float64" in (exports["hf"]["features"]["ratings"]["value"])
-    )
+    assert "float64" in exports["hf"]["features"]["ratings"]["value"]
 
 
 # ---------------------------------------------------------------- certificate and hybrid campaign
@@ -398,26 +397,44 @@ def test_the_parquet_copy_leaves_out_the_same_rater(study: Study, parquet_copy: 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="HF folder empty tables / Parquet round trip for ratings-only: a dataset without preferences gives an "
-    "HF folder whose empty table `datasets` cannot load, or tables that do not import back",
+    reason="HF folder empty tables: the preferences table of a dataset without preferences is a Parquet file that "
+    "`datasets` cannot load (ArrowInvalid: BatchSize must be greater than 0)",
 )
-def test_a_ratings_only_dataset_goes_through_the_hf_folder_and_back(study: Study) -> None:
+def test_the_hf_folder_of_a_ratings_only_dataset_loads_with_datasets(study: Study) -> None:
     folder = export_file(MAPPED_NAME, study.work / "mapped-hf", "--hf-folder")
     loaded = load_hf_folder(folder, study.work / "mapped-hf-cache")
     assert (len(loaded["answers"]), len(loaded["ratings"]), len(loaded["preferences"])) == (3, 36, 0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Parquet round trip for ratings-only: the answers and ratings tables of a dataset without preferences do "
+    "not import back through the evalsite-parquet mapping",
+)
+def test_the_tables_of_a_ratings_only_dataset_import_back(study: Study) -> None:
+    folder = study.work / "mapped-tables"
+    folder.mkdir()
+    tables = [
+        export_file(MAPPED_NAME, folder / f"{table}.parquet", "--parquet", table) for table in ("answers", "ratings")
+    ]
+    rubric = export_file(MAPPED_NAME, folder / "rubric.json", "--rubric")
+    copy_name = f"{MAPPED_NAME} copy"
     command(
         "import_mapped",
-        *(str(folder / "data" / f"{table}.parquet") for table in ("answers", "ratings", "preferences")),
+        *map(str, tables),
         "--mapping",
         "evalsite-parquet",
         "--rubric",
-        str(folder / "rubric.json"),
+        str(rubric),
         "--dataset",
-        f"{MAPPED_NAME} copy",
+        copy_name,
     )
-    original = read_jsonl(export_file(MAPPED_NAME, study.work / "mapped-original.jsonl"))
-    copy = read_jsonl(export_file(f"{MAPPED_NAME} copy", study.work / "mapped-copy.jsonl"))
-    assert [list(answers_of([line])) for line in copy] == [list(answers_of([line])) for line in original]
+
+    def rated(name: str) -> list[tuple[str, str, Any, Any]]:
+        lines = read_jsonl(export_file(name, study.work / f"{name}.jsonl"))
+        return [(item, system, a.get("raters"), a.get("human_evals")) for item, system, a in answers_of(lines)]
+
+    assert rated(copy_name) == rated(MAPPED_NAME)
 
 
 def test_the_mapped_import_reads_the_public_format_and_every_output_agrees(study: Study) -> None:
