@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -38,6 +39,7 @@ from tests.io.whole_study import (
     SETTLED_ITEM,
     SYSTEMS,
     Study,
+    api_client,
     build_study,
     cli_json,
     command,
@@ -67,6 +69,7 @@ def study(django_db_setup: None, django_db_blocker, tmp_path_factory: pytest.Tem
             yield build_study(tmp_path_factory.mktemp("whole-study"))
         finally:
             call_command("flush", interactive=False, verbosity=0)
+            cache.clear()  # the statistics cached for these datasets' ids must not outlive them
 
 
 @pytest.fixture(scope="module")
@@ -207,10 +210,10 @@ def test_a_gate_that_fails_exits_one(study: Study) -> None:
 
 
 def test_every_export_holds_the_same_ratings(study: Study, exports) -> None:  # type: ignore[no-untyped-def]
-    values = Counter()
-    for _item, _system, answer in answers_of(exports["jsonl"]):
-        values[len(answer.get("human_evals", {}).get(ASPECT, []))] += 1
-    assert sum(n * count for n, count in values.items()) == IMPORTED + COLLECTED
+    in_jsonl = sum(
+        len(answer.get("human_evals", {}).get(ASPECT, [])) for _i, _s, answer in answers_of(exports["jsonl"])
+    )
+    assert in_jsonl == IMPORTED + COLLECTED
     for name, rows in (
         ("flat csv", exports["flat_csv"]),
         ("flat jsonl", exports["flat_jsonl"]),
@@ -300,10 +303,7 @@ def test_the_reason_with_its_line_break_is_the_same_in_every_export(study: Study
 def test_the_hf_folder_card_states_the_agreement_reports_alpha(study: Study, exports) -> None:  # type: ignore[no-untyped-def]
     alpha = cli_json("agreement", NAME)["aspects"][ASPECT]["alpha"]["ordinal"]["value"]
     assert f"{alpha:.3f}" in exports["hf"]["card"]
-    assert (
-        exports["hf"]["features"]["ratings"]["value"].startswith("Value('float64'")
-        or "float64" in (exports["hf"]["features"]["ratings"]["value"])
-    )
+    assert "float64" in exports["hf"]["features"]["ratings"]["value"]
 
 
 # ---------------------------------------------------------------- certificate and hybrid campaign
@@ -323,6 +323,20 @@ def test_judge_filled_ratings_are_marked_in_every_export_and_leave_the_human_fig
     ):
         assert sum(row.get("filled_by") == "judge" for row in rows) == judged, name
     assert cli_json("agreement", NAME)["aspects"][ASPECT]["n_ratings"] == COUNTED
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="claim across two campaigns: the hybrid campaign hands an annotator a task whose answer they already "
+    "rated in the other campaign of the dataset, which the submit then cannot store",
+)
+def test_an_annotator_of_both_campaigns_is_never_handed_an_answer_they_rated(study: Study) -> None:
+    annotator = study.annotators["annotator1"]
+    study.hybrid_campaign.annotators.add(annotator)  # undone with the test's transaction
+    client = api_client(annotator)
+    assert study.calibration.human_tasks > 0  # tasks left to humans, every answer of them rated in the first campaign
+    claimed = client.post(reverse("api-annotate-next", args=[study.hybrid_campaign.pk]))
+    assert claimed.status_code == 204, claimed.content[:300]
 
 
 # ---------------------------------------------------------------- round trips and the mapped import
@@ -373,6 +387,48 @@ def test_the_parquet_tables_import_back_to_the_same_human_ratings(study: Study, 
 def test_the_parquet_copy_leaves_out_the_same_rater(study: Study, parquet_copy: str) -> None:
     excluded = RaterExclusion.objects.filter(rater__dataset__name=parquet_copy, revoked_at__isnull=True)
     assert [exclusion.rater.external_id for exclusion in excluded] == [study.excluded_pseudonym]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HF folder empty tables: the preferences table of a dataset without preferences is a Parquet file that "
+    "`datasets` cannot load (ArrowInvalid: BatchSize must be greater than 0)",
+)
+def test_the_hf_folder_of_a_ratings_only_dataset_loads_with_datasets(study: Study) -> None:
+    folder = export_file(MAPPED_NAME, study.work / "mapped-hf", "--hf-folder")
+    loaded = load_hf_folder(folder, study.work / "mapped-hf-cache")
+    assert (len(loaded["answers"]), len(loaded["ratings"]), len(loaded["preferences"])) == (3, 36, 0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Parquet round trip for ratings-only: the answers and ratings tables of a dataset without preferences do "
+    "not import back through the evalsite-parquet mapping",
+)
+def test_the_tables_of_a_ratings_only_dataset_import_back(study: Study) -> None:
+    folder = study.work / "mapped-tables"
+    folder.mkdir()
+    tables = [
+        export_file(MAPPED_NAME, folder / f"{table}.parquet", "--parquet", table) for table in ("answers", "ratings")
+    ]
+    rubric = export_file(MAPPED_NAME, folder / "rubric.json", "--rubric")
+    copy_name = f"{MAPPED_NAME} copy"
+    command(
+        "import_mapped",
+        *map(str, tables),
+        "--mapping",
+        "evalsite-parquet",
+        "--rubric",
+        str(rubric),
+        "--dataset",
+        copy_name,
+    )
+
+    def rated(name: str) -> list[tuple[str, str, Any, Any]]:
+        lines = read_jsonl(export_file(name, study.work / f"{name}.jsonl"))
+        return [(item, system, a.get("raters"), a.get("human_evals")) for item, system, a in answers_of(lines)]
+
+    assert rated(copy_name) == rated(MAPPED_NAME)
 
 
 def test_the_mapped_import_reads_the_public_format_and_every_output_agrees(study: Study) -> None:

@@ -23,6 +23,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,7 +213,7 @@ class Study:
     calibration: HybridCalibration = field(init=False)
 
 
-def _api_client(user: User) -> APIClient:
+def api_client(user: User) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
     return client
@@ -220,7 +222,7 @@ def _api_client(user: User) -> APIClient:
 def rate_every_task(user: User, campaign: Campaign) -> int:
     """Rates, through the annotator API, every task the campaign hands this annotator, reading each candidate's
     system, item and stated quality from its text; prefers the answer it rates highest. Returns the tasks rated."""
-    client = _api_client(user)
+    client = api_client(user)
     rated = 0
     while True:
         claimed = client.post(reverse("api-annotate-next", args=[campaign.pk]))
@@ -319,6 +321,27 @@ def first_look_at_the_end(run: JudgeRun, held: ScoreWritesHeld) -> int:
 
 def build_study(work: Path) -> Study:
     """Builds the study through the product's own entry points, committed (a Celery worker reads it)."""
+    with judge_backend() as fake:  # started first: the worker gets ready while the annotators rate
+        return _build(work, fake)
+
+
+@contextmanager
+def judge_backend() -> Iterator[FakeProvider]:
+    """The fake provider on a real socket, scripted as the study's judge, and a real Celery worker."""
+    fake = FakeProvider().start()
+    worker = None
+    try:
+        script_judge(fake)
+        _empty_broker(settings.CELERY_BROKER_URL)
+        worker = WorkerProcess(settings.CELERY_BROKER_URL, WORKER_ENV).start()
+        yield fake
+    finally:
+        if worker is not None:
+            worker.stop()
+        fake.stop()
+
+
+def _build(work: Path, fake: FakeProvider) -> Study:
     cache.clear()
     researcher = User.objects.create_user("researcher", password=CAST_PASSWORD, is_staff=True)
     adjudicator = User.objects.create_user("adjudicator1", password=CAST_PASSWORD)
@@ -355,7 +378,7 @@ def build_study(work: Path) -> Study:
         tasks_rated=tasks_rated,
         work=work,
     )
-    judge_certify_and_fill_a_hybrid_campaign(study)
+    judge_certify_and_fill_a_hybrid_campaign(study, fake)
     return study
 
 
@@ -390,44 +413,34 @@ def settle_the_dispute_of(campaign: Campaign, item: str, adjudicator: User) -> D
     return dispute_resolve(dispute=dispute, adjudicator=adjudicator, values=values, reason="the stated quality")
 
 
-def judge_certify_and_fill_a_hybrid_campaign(study: Study) -> None:
+def judge_certify_and_fill_a_hybrid_campaign(study: Study, fake: FakeProvider) -> None:
     """The judge on a real worker against the fake provider; certified on the experts' ratings; then a hybrid
     campaign whose confident tasks it fills."""
-    fake = FakeProvider().start()
-    worker = None
-    try:
-        script_judge(fake)
-        _empty_broker(settings.CELERY_BROKER_URL)
-        worker = WorkerProcess(settings.CELERY_BROKER_URL, WORKER_ENV).start()
-        with override_settings(JUDGE_API_BASE_ALLOWLIST=["127.0.0.1"]):
-            config = judge_config(fake, name=JUDGE)
-            with ScoreWritesHeld() as held:
-                run = judging_services.judge_run_launch(dataset=study.dataset, config=config, launched_by=None)
-                study.scores_when_succeeded = first_look_at_the_end(run, held)
-            # Whatever the first look saw, the later seams need the scores and the version: wait for them (bounded).
-            wait_for(lambda: JudgeScore.objects.filter(judge=run.judge).count() == run.total, timeout=60)
-            wait_for(lambda: _run_versioned(run), timeout=60, message="the run's version")
-            assert run.version is not None, run.version_problem
-            study.run, study.run_units = run, run.total
-            experts = certification.reference_set_create(
-                dataset=study.dataset, name="experts", owner=study.researcher, origin="import"
-            )
-            study.certificate = certification.certificate_request(
-                version=run.version, reference_set=experts, requested_by=study.researcher
-            )
-            wait_for(lambda: _certificate_status(study.certificate) not in PENDING, timeout=240, message="certificate")
-            study.hybrid_campaign = campaign_create(
-                name=HYBRID_CAMPAIGN, dataset=study.dataset, raters_per_item=1, candidates_per_task=1
-            )
-            calibration = hybrid.hybrid_calibrate(
-                campaign=study.hybrid_campaign, version=run.version, target=0.8, delta=0.1, min_kept=10, user=None
-            )
-            study.calibration = hybrid.hybrid_apply(calibration=calibration, user=None)
-            wait_for(lambda: _apply_status(study.calibration) == HybridApplyStatus.DONE, timeout=240, message="hybrid")
-    finally:
-        if worker is not None:
-            worker.stop()
-        fake.stop()
+    with override_settings(JUDGE_API_BASE_ALLOWLIST=["127.0.0.1"]):
+        config = judge_config(fake, name=JUDGE)
+        with ScoreWritesHeld() as held:
+            run = judging_services.judge_run_launch(dataset=study.dataset, config=config, launched_by=None)
+            study.scores_when_succeeded = first_look_at_the_end(run, held)
+        # Whatever the first look saw, the later seams need the scores and the version: wait for them (bounded).
+        wait_for(lambda: JudgeScore.objects.filter(judge=run.judge).count() == run.total, timeout=60)
+        wait_for(lambda: _run_versioned(run), timeout=60, message="the run's version")
+        assert run.version is not None, run.version_problem
+        study.run, study.run_units = run, run.total
+        experts = certification.reference_set_create(
+            dataset=study.dataset, name="experts", owner=study.researcher, origin="import"
+        )
+        study.certificate = certification.certificate_request(
+            version=run.version, reference_set=experts, requested_by=study.researcher
+        )
+        wait_for(lambda: _certificate_status(study.certificate) not in PENDING, timeout=240, message="certificate")
+        study.hybrid_campaign = campaign_create(
+            name=HYBRID_CAMPAIGN, dataset=study.dataset, raters_per_item=1, candidates_per_task=1
+        )
+        calibration = hybrid.hybrid_calibrate(
+            campaign=study.hybrid_campaign, version=run.version, target=0.8, delta=0.1, min_kept=10, user=None
+        )
+        study.calibration = hybrid.hybrid_apply(calibration=calibration, user=None)
+        wait_for(lambda: _apply_status(study.calibration) == HybridApplyStatus.DONE, timeout=240, message="hybrid")
 
 
 PENDING = (CertificateStatus.PENDING, CertificateStatus.EVALUATING)
