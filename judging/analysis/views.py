@@ -82,6 +82,7 @@ JUDGE_TABLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 REPORT_TABLES = ("agreement", "preferences", "preference-judges")
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 
+
 def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Anonymous users go to the login page; logged-in non-staff users get 403."""
 
