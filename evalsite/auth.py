@@ -166,7 +166,7 @@ class TokenAddressThrottle(SimpleRateThrottle):
 
     scope = "token"
     # Like the failure counters, the throttle keeps counting in this process while the shared cache is away.
-    cache = attempt_counters
+    cache = attempt_counters  # type: ignore[assignment]  # the get/set the throttle uses, not a whole BaseCache
 
     def get_cache_key(self, request: Request, view: Any) -> str:
         return self.cache_format % {"scope": self.scope, "ident": client_address(request)}
