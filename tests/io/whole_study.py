@@ -290,7 +290,8 @@ class ScoreWritesHeld:
             return False
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT count(*) FROM pg_locks WHERE relation = %s::regclass AND NOT granted",
+                "SELECT count(*) FROM pg_locks WHERE relation = %s::regclass AND NOT granted"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 [JudgeScore._meta.db_table],
             )
             return bool(cursor.fetchone()[0])
