@@ -128,7 +128,8 @@ ENDED_RUN_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED
 def settled_runs_q() -> models.Q:
     """Ended runs whose scores are written and whose version is fixed (a version, or the reason they have none):
     both are written in the transaction that ends a run, so only a run stopped at its budget while calls were in
-    flight waits for them, until its slices stop or the periodic upkeep settles it."""
+    flight (until its slices stop), or one that ended before the end was one transaction, waits for the periodic
+    upkeep to settle it."""
     return models.Q(status__in=ENDED_RUN_STATUSES) & (models.Q(version__isnull=False) | ~models.Q(version_problem=""))
 
 
