@@ -860,8 +860,7 @@ def _insert_scores(judge_id: int, scores: dict[tuple[int, str], float]) -> None:
 
 
 def _insert_scores_postgres(judge_id: int, scores: dict[tuple[int, str], float]) -> None:
-    """The same rows as `_insert_scores` in one statement: building a model object per score cost most of a large
-    run's score write."""
+    """The same rows as `_insert_scores` in one statement, without a model object and a parameter row per score."""
     if not scores:
         return
     keys = list(scores)
