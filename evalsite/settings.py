@@ -166,6 +166,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "judging.judge_runs_nudge_stalled",
         "schedule": float(env_int("JUDGE_NUDGE_EVERY_S", 60, minimum=5)),
     },
+    # An ended run without its scores and version (its slices stopped at a budget, or it ended before both were
+    # written with its status) gets them.
+    "judge-runs-settle-ended": {
+        "task": "judging.judge_runs_settle_ended",
+        "schedule": float(env_int("JUDGE_NUDGE_EVERY_S", 60, minimum=5)),
+    },
     "factscore-results-project-pending": {
         "task": "judging.factscore_results_project_pending",
         "schedule": float(env_int("FACTSCORE_PROJECT_EVERY_S", 300, minimum=5)),

@@ -122,6 +122,16 @@ class RunStatus(models.TextChoices):
 
 
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
+ENDED_RUN_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.STOPPED_BUDGET)
+
+
+def settled_runs_q() -> models.Q:
+    """Ended runs whose scores are written and whose version is fixed (a version, or the reason they have none):
+    both are written in the transaction that ends a run, so only a run stopped at its budget while calls were in
+    flight (until its slices stop), or one that ended before the end was one transaction, waits for the periodic
+    upkeep to settle it."""
+    return models.Q(status__in=ENDED_RUN_STATUSES) & (models.Q(version__isnull=False) | ~models.Q(version_problem=""))
+
 
 # The words pages show for a status. Kept beside the choices rather than in them: the stored values and the
 # migrations stay as they are, and the pages still read the reader's language.
@@ -249,6 +259,11 @@ class JudgeRun(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in ACTIVE_RUN_STATUSES
+
+    @property
+    def is_settled(self) -> bool:
+        """Ended, with its scores written and its version fixed (the rule of `settled_runs_q`)."""
+        return self.status in ENDED_RUN_STATUSES and (self.version_id is not None or bool(self.version_problem))
 
 
 class JudgmentStatus(models.TextChoices):

@@ -168,6 +168,8 @@ class RunProgress:
     tokens: int
     errors_by_kind: dict[str, int]
     is_active: bool
+    # Ended with its scores written and its version fixed: what the run reports can be read.
+    is_settled: bool
     notes: str
     position_consistency: float | None
     logprob_fallbacks: int
@@ -229,6 +231,7 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
         tokens=run.prompt_tokens + run.completion_tokens,
         errors_by_kind={str(k): int(v) for k, v in sorted(errors.items())},
         is_active=run.is_active,
+        is_settled=run.is_settled,
         notes=_notes_for_reader(run),
         position_consistency=run.position_consistency,
         logprob_fallbacks=run.logprob_fallbacks,

@@ -17,8 +17,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, Q, Sum
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Exists, Max, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone, translation
 from kombu.exceptions import OperationalError as BrokerUnavailable
@@ -36,6 +36,8 @@ from judging.methods.flows import NO_REFERENCE, mean_scores, pairwise_scores
 from judging.methods.geval import SAMPLED
 from judging.methods.prompts import detect_language
 from judging.models import (
+    ACTIVE_RUN_STATUSES,
+    ENDED_RUN_STATUSES,
     CachedCompletion,
     Judge,
     JudgeConfig,
@@ -45,6 +47,7 @@ from judging.models import (
     Judgment,
     JudgmentStatus,
     RunStatus,
+    settled_runs_q,
 )
 from judging.selectors import judge_run_logprob_fallback_note
 from judging.versions import judge_run_ended
@@ -526,12 +529,15 @@ def judge_run_start(*, run_id: int) -> int:
 
 def judge_run_cancel(*, run: JudgeRun) -> bool:
     """Stop a run: workers see it within about half a second and send no new calls."""
-    updated = JudgeRun.objects.filter(pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).update(
-        status=RunStatus.CANCELLED, finished_at=timezone.now()
-    )
+    with transaction.atomic():
+        updated = JudgeRun.objects.filter(pk=run.pk, status__in=ACTIVE_RUN_STATUSES).update(
+            status=RunStatus.CANCELLED, finished_at=timezone.now()
+        )
+        if updated:
+            # In the transaction that ends it, so no reader sees the run cancelled without its scores and version.
+            _settle(JudgeRun.objects.select_for_update().select_related("judge").get(pk=run.pk))
     if updated:
-        judge_run_write_scores(run_id=run.pk)
-        judge_run_ended(run_id=run.pk)
+        _project_results(run)
     return bool(updated)
 
 
@@ -571,12 +577,15 @@ def judge_run_work(*, run_id: int) -> str:
     if run is None:
         return "gone"
     if run.status != RunStatus.RUNNING:
-        if run.status not in (RunStatus.QUEUED,):
-            judge_run_write_scores(run_id=run_id)
+        # A leftover task of an ended run stored nothing, so a settled run has nothing for it to do.
+        if not run.is_active and not run.is_settled:
+            judge_run_settle(run_id=run_id)
         return "stopped"
     report: SliceReport = SliceExecutor(run).execute()
     if report.state == "stopped":
-        judge_run_write_scores(run_id=run_id)
+        # Results this slice stored while the run was being stopped (its calls in flight at a cancel or a budget
+        # stop) may have landed after the run's scores were written.
+        judge_run_settle(run_id=run_id, rewrite=report.finished > 0)
         return "stopped"
     if report.state == "more":
         run_task_enqueue(JUDGE_RUN_WORK, run_id)
@@ -706,9 +715,13 @@ def _recount(run: JudgeRun) -> None:
 
 
 def judge_run_finalize(*, run_id: int) -> bool:
-    """running -> succeeded/failed once no unit is pending or claimed. True when this call finished it."""
+    """running -> succeeded/failed once no unit is pending or claimed. True when this call finished it.
+
+    One transaction: the counters, the scores, the version and, last, the status. A reader never sees the run ended
+    without its scores and version, and a worker stopped half-way leaves it running, for the periodic nudge to
+    finish again."""
     with transaction.atomic():
-        run = JudgeRun.objects.select_for_update().filter(pk=run_id).first()
+        run = JudgeRun.objects.select_for_update().select_related("judge").filter(pk=run_id).first()
         if run is None or run.status != RunStatus.RUNNING:
             return False
         if Judgment.objects.filter(run=run, status__in=[JudgmentStatus.PENDING, JudgmentStatus.CLAIMED]).exists():
@@ -719,8 +732,6 @@ def judge_run_finalize(*, run_id: int) -> bool:
         ).count()
         # A run that read no score at all has produced nothing, however cleanly each call returned.
         nothing_parsed = run.total > 0 and unparsed == run.total
-        run.status = RunStatus.FAILED if run.failed or nothing_parsed else RunStatus.SUCCEEDED
-        run.finished_at = timezone.now()
         notes = []
         if nothing_parsed:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.error_summary.items()) if k.startswith("parse:"))
@@ -748,10 +759,61 @@ def judge_run_finalize(*, run_id: int) -> bool:
                 "the reference method to grade against."
             )
         run.notes = "\n".join(notes)
-        run.save(update_fields=[*_COUNTERS, "status", "finished_at", "notes", "error_summary"])
-    judge_run_write_scores(run_id=run_id)
-    judge_run_ended(run_id=run_id)
+        run.save(update_fields=[*_COUNTERS, "notes", "error_summary"])
+        _settle(run)
+        run.status = RunStatus.FAILED if run.failed or nothing_parsed else RunStatus.SUCCEEDED
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "finished_at"])
+    _project_results(run)
     return True
+
+
+def judge_run_settle(*, run_id: int, rewrite: bool = False) -> bool:
+    """Write an ended run's scores and fix its version, in one transaction. A settled run is left as it is unless
+    `rewrite` (a slice stored results after the run ended). True when this call wrote them; safe to call twice."""
+    with transaction.atomic():
+        run = (
+            JudgeRun.objects.select_for_update()
+            .select_related("judge")
+            .filter(pk=run_id)
+            .exclude(status__in=ACTIVE_RUN_STATUSES)
+            .first()
+        )
+        if run is None or (run.is_settled and not rewrite):
+            return False
+        _settle(run)
+    _project_results(run)
+    return True
+
+
+def judge_runs_settle_ended() -> int:
+    """Periodically: an ended run without its scores and version gets them (a run ended by a budget stop whose
+    slices all stopped, or one whose worker stopped between its end and these writes before they were one
+    transaction). A run whose units are still held by a live slice is left to that slice, which settles it when it
+    stops. Returns how many runs were settled."""
+    held = Judgment.objects.filter(
+        run_id=OuterRef("pk"), status=JudgmentStatus.CLAIMED, lease_until__gte=timezone.now()
+    )
+    unsettled = (
+        JudgeRun.objects.filter(status__in=ENDED_RUN_STATUSES)
+        .exclude(settled_runs_q())
+        .exclude(Exists(held))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    return sum(judge_run_settle(run_id=run_id) for run_id in unsettled)
+
+
+def _settle(run: JudgeRun) -> None:
+    """The scores and the version of an ended (or ending) run whose row the caller holds locked."""
+    _write_scores(run)
+    judge_run_ended(run_id=run.pk)
+
+
+def _project_results(run: JudgeRun) -> None:
+    if run.method == "factscore":
+        # After the scores are committed, so a failed projection loses neither judgments nor scores.
+        factscore_results_project(run_id=run.pk)
 
 
 def judge_run_write_scores(*, run_id: int) -> int:
@@ -760,26 +822,56 @@ def judge_run_write_scores(*, run_id: int) -> int:
         # Slices ending together may both write: the row lock makes them take turns, and each
         # reads the judgments only once it holds it.
         run = JudgeRun.objects.select_for_update().select_related("judge").get(pk=run_id)
-        done = Judgment.objects.filter(run=run, status=JudgmentStatus.DONE, score__isnull=False)
-        consistency = None
-        if run.method == "pairwise":
-            summary = pairwise_scores(
-                done.values_list("response_id", "other_response_id", "aspect_name", "sample", "pair_order", "score")
-            )
-            scores = summary.scores
-            consistency = summary.consistency_rate
-        else:
-            scores = mean_scores(done.values_list("response_id", "aspect_name", "score"))
-        JudgeScore.objects.filter(judge=run.judge).delete()
-        JudgeScore.objects.bulk_create(
-            [
-                JudgeScore(judge=run.judge, response_id=response_id, aspect_name=aspect, value=value)
-                for (response_id, aspect), value in scores.items()
-            ],
-            batch_size=2000,
+        written = _write_scores(run)
+    _project_results(run)
+    return written
+
+
+def _write_scores(run: JudgeRun) -> int:
+    """The run's scores from its finished judgments, replacing any it had; the caller holds the run's row lock."""
+    done = Judgment.objects.filter(run=run, status=JudgmentStatus.DONE, score__isnull=False)
+    consistency = None
+    if run.method == "pairwise":
+        summary = pairwise_scores(
+            done.values_list("response_id", "other_response_id", "aspect_name", "sample", "pair_order", "score")
         )
-        JudgeRun.objects.filter(pk=run_id).update(position_consistency=consistency)
-    if run.method == "factscore":
-        # After the scores are committed, so a failed projection loses neither judgments nor scores.
-        factscore_results_project(run_id=run_id)
+        scores = summary.scores
+        consistency = summary.consistency_rate
+    else:
+        scores = mean_scores(done.values_list("response_id", "aspect_name", "score"))
+    JudgeScore.objects.filter(judge=run.judge).delete()
+    if connection.vendor == "postgresql":
+        _insert_scores_postgres(run.judge_id, scores)
+    else:
+        _insert_scores(run.judge_id, scores)
+    JudgeRun.objects.filter(pk=run.pk).update(position_consistency=consistency)
+    run.position_consistency = consistency
     return len(scores)
+
+
+def _insert_scores(judge_id: int, scores: dict[tuple[int, str], float]) -> None:
+    JudgeScore.objects.bulk_create(
+        [
+            JudgeScore(judge_id=judge_id, response_id=response_id, aspect_name=aspect, value=value)
+            for (response_id, aspect), value in scores.items()
+        ],
+        batch_size=2000,
+    )
+
+
+def _insert_scores_postgres(judge_id: int, scores: dict[tuple[int, str], float]) -> None:
+    """The same rows as `_insert_scores` in one statement, without a model object and a parameter row per score."""
+    if not scores:
+        return
+    keys = list(scores)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _INSERT_SCORES_POSTGRES,
+            [judge_id, [key[0] for key in keys], [key[1] for key in keys], [scores[key] for key in keys]],
+        )
+
+
+_INSERT_SCORES_POSTGRES = (
+    "INSERT INTO judging_judgescore (judge_id, response_id, aspect_name, value) "
+    "SELECT %s, * FROM unnest(%s::bigint[], %s::varchar[], %s::double precision[])"
+)

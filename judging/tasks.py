@@ -70,6 +70,11 @@ def judge_runs_nudge_stalled() -> int:
     return services.judge_runs_nudge_stalled()
 
 
+@shared_task(name="judging.judge_runs_settle_ended", ignore_result=True, **RETRY_OUTAGES)
+def judge_runs_settle_ended() -> int:
+    return services.judge_runs_settle_ended()
+
+
 @shared_task(name=CERTIFICATE_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
 def certificate_evaluate(certificate_id: int) -> str:
     return certification.certificate_evaluate(certificate_id=certificate_id)

@@ -22,6 +22,7 @@ from annotations.models import Aspect, Campaign, Dataset, Rating, RatingOrigin, 
 from judging.certification.selectors import reference_ratings_for
 from judging.enqueue import CERTIFICATE_EVALUATE, DRIFT_CHECK_EVALUATE, TEACHING_EVALUATE, run_task_enqueue
 from judging.models import (
+    ENDED_RUN_STATUSES,
     Certificate,
     CertificateStatus,
     DriftCheck,
@@ -35,6 +36,7 @@ from judging.models import (
     RunStatus,
     TeachingDecision,
     TeachingStatus,
+    settled_runs_q,
 )
 from judging.versions import provider_models_of_run
 
@@ -440,7 +442,6 @@ DEFAULT_PER_LEVEL = 2
 DEFAULT_TEACH_SEED = 0
 DEFAULT_TEACH_ALPHA = 0.05
 MAX_PER_LEVEL = 10
-ENDED_RUN_STATUSES = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.STOPPED_BUDGET]
 
 
 def _scale_levels(dataset: Dataset, aspect: str) -> list[float]:
@@ -580,15 +581,10 @@ def judge_version_teach(
         )
 
 
-def _run_settled() -> Q:
-    """A run that has ended and been given its version, or been told why it has none."""
-    return Q(status__in=ENDED_RUN_STATUSES) & (Q(version__isnull=False) | ~Q(version_problem=""))
-
-
 def judge_teaching_evaluate(*, teaching_id: int) -> str:
     """Compare the taught version with the old one on the held-out answers and keep it only when it is better.
     Safe twice: the first call claims the teaching (running → evaluating); another finds nothing to claim."""
-    settled = JudgeRun.objects.filter(_run_settled())
+    settled = JudgeRun.objects.filter(settled_runs_q())
     claimed = JudgeTeaching.objects.filter(
         pk=teaching_id,
         status=TeachingStatus.RUNNING,

@@ -76,6 +76,7 @@ def test_the_worker_schedules_the_upkeep() -> None:
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert scheduled == {
         "judging.judge_runs_nudge_stalled",
+        "judging.judge_runs_settle_ended",
         "judging.factscore_results_project_pending",
         "judging.drift_checks_start",
         "judging.evaluations_reclaim_stale",

@@ -5,6 +5,8 @@ import pytest
 from django.db import DatabaseError, transaction
 
 from annotations.models import Response
+from judging import services
+from judging.methods.flows import mean_scores
 from judging.models import Judge, JudgeKind, JudgeRun, JudgeScore, Judgment, JudgmentStatus
 from judging.services import judge_run_write_scores
 from tests.judging.factories import make_dataset
@@ -79,3 +81,28 @@ def test_scores_of_judges_without_a_run_are_not_checked() -> None:
     _judged(run, answer, 2.0)
     imported = Judge.objects.create(dataset=run.dataset, name="imported", kind=JudgeKind.IMPORTED)
     assert not _refused(judge=imported, response=answer, aspect_name="overall", value=40.0)
+
+
+def test_the_set_based_score_write_stores_what_the_portable_one_does() -> None:
+    """On Postgres the scores go in with one statement; the rows are those the portable path writes (on SQLite the
+    service takes the portable path, so both sides are it)."""
+    run, answers = _run("single")
+    for n, answer in enumerate(answers):
+        _judged(run, answer, 0.1 * (n + 1), 0.2, 1 / 3)
+        Judgment.objects.create(run=run, response=answer, aspect_name="fluency", sample=0, status="done", score=n)
+
+    def written() -> list[tuple[int, str, float]]:
+        return list(
+            JudgeScore.objects.filter(judge=run.judge)
+            .order_by("response_id", "aspect_name")
+            .values_list("response_id", "aspect_name", "value")
+        )
+
+    assert judge_run_write_scores(run_id=run.pk) == 6
+    by_the_service = written()
+    JudgeScore.objects.filter(judge=run.judge).delete()
+    done = Judgment.objects.filter(run=run, status=JudgmentStatus.DONE)
+    services._insert_scores(run.judge_id, mean_scores(done.values_list("response_id", "aspect_name", "score")))
+    assert written() == by_the_service
+    assert by_the_service[0] == (answers[0].pk, "fluency", 0.0)
+    assert by_the_service[1] == (answers[0].pk, "overall", (0.1 + 0.2 + 1 / 3) / 3)

@@ -171,11 +171,15 @@ class Command(BaseCommand):
             outages.up("database")
             self.stdout.write("\r" + progress_line(progress), ending="")
             self.stdout.flush()
-            if not progress.is_active:
+            # Only once its scores and version are written is what the run reports readable by the next command.
+            if progress.is_settled:
                 break
-            # The same periodic rule the worker's scheduler applies, for a worker started without --beat.
+            # The same periodic rules the worker's scheduler applies, for a worker started without --beat.
             try:
-                services.judge_runs_nudge_stalled(patient=False)
+                if progress.is_active:
+                    services.judge_runs_nudge_stalled(patient=False)
+                else:
+                    services.judge_runs_settle_ended()
             except services.BROKER_OUTAGES as exc:
                 outages.down("broker", exc)
             except DATABASE_OUTAGES as exc:
