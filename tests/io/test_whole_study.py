@@ -122,12 +122,6 @@ def app_rating_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- the judge run on the worker
 
 
-@pytest.mark.xfail(
-    condition=POSTGRES,
-    strict=True,
-    reason="judge run status before scores: a run reads as succeeded before its scores are written (and before it "
-    "has its version)",
-)
 def test_judge_scores_are_there_when_the_run_reports_success(study: Study) -> None:
     """On Postgres the build holds score writes still at the end of the run (whole_study.ScoreWritesHeld), so this
     sees what a reader sees the moment the run reads as succeeded; SQLite cannot hold one table, and only the stored
@@ -400,22 +394,12 @@ def test_the_parquet_copy_leaves_out_the_same_rater(study: Study, parquet_copy: 
     assert [exclusion.rater.external_id for exclusion in excluded] == [study.excluded_pseudonym]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HF folder empty tables: the preferences table of a dataset without preferences is a Parquet file that "
-    "`datasets` cannot load (ArrowInvalid: BatchSize must be greater than 0)",
-)
 def test_the_hf_folder_of_a_ratings_only_dataset_loads_with_datasets(study: Study) -> None:
     folder = export_file(MAPPED_NAME, study.work / "mapped-hf", "--hf-folder")
     loaded = load_hf_folder(folder, study.work / "mapped-hf-cache")
     assert (len(loaded["answers"]), len(loaded["ratings"]), len(loaded["preferences"])) == (3, 36, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Parquet round trip for ratings-only: the answers and ratings tables of a dataset without preferences do "
-    "not import back through the evalsite-parquet mapping",
-)
 def test_the_tables_of_a_ratings_only_dataset_import_back(study: Study) -> None:
     folder = study.work / "mapped-tables"
     folder.mkdir()

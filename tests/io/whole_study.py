@@ -490,7 +490,12 @@ HF_PROGRAM = """
 import json, sys
 from datasets import load_dataset
 out = {"features": {}}
+card = open(f"{sys.argv[1]}/README.md", encoding="utf-8").read()
 for table in ("answers", "ratings", "preferences"):
+    # The card's configs name the tables written; a table without rows has no file, since datasets cannot load one.
+    if f"data_files: data/{table}.parquet" not in card:
+        out[table] = []
+        continue
     ds = load_dataset("parquet", data_files=f"{sys.argv[1]}/data/{table}.parquet", cache_dir=sys.argv[2])["train"]
     out[table] = ds.to_list()
     out["features"][table] = {k: str(v) for k, v in ds.features.items()}
