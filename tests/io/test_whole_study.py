@@ -391,11 +391,6 @@ def test_the_hf_folder_of_a_ratings_only_dataset_loads_with_datasets(study: Stud
     assert (len(loaded["answers"]), len(loaded["ratings"]), len(loaded["preferences"])) == (3, 36, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Parquet round trip for ratings-only: the answers and ratings tables of a dataset without preferences do "
-    "not import back through the evalsite-parquet mapping",
-)
 def test_the_tables_of_a_ratings_only_dataset_import_back(study: Study) -> None:
     folder = study.work / "mapped-tables"
     folder.mkdir()
