@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotations.datasets.exporting import JUDGE_FILLED_KEY, RATER_EXCLUDED_KEY
 from annotations.datasets.tables import FORMATS
 from annotations.errors import DatasetImportError, RubricError
 from annotations.rubrics import RubricSpec, parse_rubric, preset_rubric
@@ -50,10 +51,23 @@ _TOP_KEYS = {
     "judges",
 }
 _RATING_KEYS = {
-    "wide": {"layout", "aspects", "rater", "rater_name"},
-    "long": {"layout", "aspect", "score", "rater", "rater_name"},
+    "wide": {"layout", "aspects", "rater", "rater_name", "rater_excluded", "filled_by", "judge_version", "campaign"},
+    "long": {
+        "layout",
+        "aspect",
+        "score",
+        "rater",
+        "rater_name",
+        "rater_excluded",
+        "filled_by",
+        "judge_version",
+        "campaign",
+    },
     "nested": {"layout", "column", "rater_prefix", "aspects"},
 }
+# The value of a rating block's filled_by column that marks a rating a judge gave in a hybrid campaign in place of
+# the task's raters, as evalsite's flat and Parquet exports write it.
+JUDGE_FILLED = "judge"
 _PREFERENCE_KEYS = {
     "pair": {
         "layout",
@@ -85,6 +99,9 @@ _PREFERENCE_KEYS = {
         "campaign",
     },
 }
+# Either layout may name the column of the rater_excluded marks.
+for _layout_keys in _PREFERENCE_KEYS.values():
+    _layout_keys.add("rater_excluded")
 # Either layout may name the rater values that are pairwise judges, and the aspect of their verdicts.
 for _layout_keys in _PREFERENCE_KEYS.values():
     _layout_keys |= {"judges", "judge_aspect"}
@@ -106,6 +123,14 @@ class RatingBlock:
     rater_name: str = ""
     column: str = ""
     rater_prefix: str = ""
+    # The column marking each row's rater excluded from the statistics (true or false), as the exports write it.
+    rater_excluded: str = ""
+    # A row whose filled_by column says "judge" is a judge's rating in a hybrid campaign, named by the rater column:
+    # it becomes an entry of the answer's judge_filled list (with the judge_version and campaign columns), as the
+    # JSONL format carries it, never a rating of a person.
+    filled_by: str = ""
+    judge_version: str = ""
+    campaign: str = ""
 
 
 @dataclass(frozen=True)
@@ -130,6 +155,7 @@ class PreferenceBlock:
     rater_name: str = ""
     reason: str = ""
     campaign: str = ""
+    rater_excluded: str = ""
     # Values of the rater column (or the rater name) that are a pairwise judge, not a person: their votes become the
     # judge's verdicts on ``judge_aspect``, never preferences of a rater.
     judges: tuple[str, ...] = ()
@@ -159,11 +185,13 @@ class Mapping:
         names = {self.item, self.prompt, self.turn, self.system, self.answer, self.reference}
         for block in self.ratings:
             names |= set(block.aspects.values()) if block.layout == "wide" else set()
-            names |= {block.aspect, block.score, block.rater, block.column}
+            names |= {block.aspect, block.score, block.rater, block.column, block.rater_excluded}
+            names |= {block.filled_by, block.judge_version, block.campaign}
         if self.preferences is not None:
             p = self.preferences
             names |= {p.system_a, p.system_b, p.winner, p.answer_a, p.answer_b, p.conversation_a, p.conversation_b}
             names |= {p.candidates, p.preferred, p.none_appropriate, p.tie, p.rater, p.reason, p.campaign}
+            names.add(p.rater_excluded)
         for by_aspect in self.judges.values():
             names |= set(by_aspect.values())
         names.discard("")
@@ -215,7 +243,13 @@ def _rating_block(raw: Any, where: str) -> RatingBlock:
         rater_name=_text(raw, "rater_name", f"{where}."),
         column=_text(raw, "column", f"{where}."),
         rater_prefix=_text(raw, "rater_prefix", f"{where}."),
+        rater_excluded=_text(raw, "rater_excluded", f"{where}."),
+        filled_by=_text(raw, "filled_by", f"{where}."),
+        judge_version=_text(raw, "judge_version", f"{where}."),
+        campaign=_text(raw, "campaign", f"{where}."),
     )
+    if (block.judge_version or block.campaign) and not block.filled_by:
+        raise MappingError(f"{where}: 'judge_version' and 'campaign' describe judge-filled rows; give 'filled_by' too")
     if layout == "wide" and not aspects:
         raise MappingError(f"{where}.aspects: a wide layout needs at least one aspect column")
     if layout == "long" and not (block.aspect and block.score):
@@ -362,6 +396,8 @@ class _Answer:
     raters: list[str] = field(default_factory=list)
     scores: dict[str, dict[str, tuple[Any, int]]] = field(default_factory=dict)  # aspect -> rater -> (score, row)
     judges: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
+    exclusion_marks: dict[str, tuple[Any, int]] = field(default_factory=dict)  # rater -> (mark, row)
+    judge_filled: list[tuple[dict[str, Any], int]] = field(default_factory=list)
 
 
 @dataclass
@@ -404,10 +440,23 @@ class BuiltItems:
 
 
 _TRUE = (True, "true", "True", "1", 1)
+_FALSE = (False, "false", "False", "0", 0)
 
 
 def _is_blank(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
+def _mark(value: Any) -> Any:
+    """A cell as a rater_excluded mark: true or false, None for an empty cell; anything else is kept as it is, for
+    the JSONL import to refuse."""
+    if _is_blank(value):
+        return None
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    return value
 
 
 def _score(value: Any) -> Any:
@@ -662,6 +711,11 @@ class _Builder:
                 rater = self.text(row, values, block.rater, "rater")
             else:
                 rater = block.rater_name
+            if block.filled_by and block.filled_by in present and values[block.filled_by] == JUDGE_FILLED:
+                self.add_judge_filled(row, values, present, block, answer, rater)
+                continue
+            if block.rater_excluded and block.rater_excluded in present:
+                self.mark_excluded(row, answer, rater, values[block.rater_excluded])
             if block.layout == "wide":
                 for aspect, column in block.aspects.items():
                     if column in present:
@@ -669,6 +723,42 @@ class _Builder:
             elif block.aspect in present and block.score in present:
                 aspect = self.text(row, values, block.aspect, "aspect")
                 self.rate(row, answer, aspect, rater, _score(self.cell(values, block.score)), item, system)
+
+    def mark_excluded(self, row: int, answer: _Answer, rater: str, value: Any) -> None:
+        """The answer's JSONL carries one mark per rater, so every row of the rater on this answer must agree; the
+        JSONL import then checks the marks across the whole dataset."""
+        mark = _mark(value)
+        if mark is None:
+            return
+        earlier = answer.exclusion_marks.setdefault(rater, (mark, row))
+        if earlier[0] != mark:
+            raise self.fail(
+                row,
+                "rater marked both excluded and not excluded",
+                expected=f"the same mark for rater {rater!r} as in {self.unit} {earlier[1]}",
+                found=value,
+            )
+
+    def add_judge_filled(
+        self, row: int, values: dict[str, Any], present: set[str], block: RatingBlock, answer: _Answer, judge: str
+    ) -> None:
+        """A judge's ratings in a hybrid campaign, as the JSONL export lists them under the answer's judge_filled."""
+        if block.layout == "wide":
+            scores = [
+                (aspect, self.cell(values, column)) for aspect, column in block.aspects.items() if column in present
+            ]
+        elif block.aspect in present and block.score in present:
+            scores = [(self.text(row, values, block.aspect, "aspect"), self.cell(values, block.score))]
+        else:
+            scores = []
+        described = {
+            key: self.cell(values, column) if column in present else None
+            for key, column in (("judge_version", block.judge_version), ("campaign", block.campaign))
+            if column
+        }
+        for aspect, score in scores:
+            entry = {"aspect": aspect, "value": _score(score), "filled_by": JUDGE_FILLED, "judge": judge}
+            answer.judge_filled.append((entry | described, row))
 
     def add_judges(self, row: int, values: dict[str, Any], present: set[str], answer: _Answer) -> None:
         for judge, by_aspect in self.mapping.judges.items():
@@ -696,6 +786,11 @@ class _Builder:
             entry["rater"] = self.text(row, values, block.rater, "rater")
         elif block.rater_name:
             entry["rater"] = block.rater_name
+        mark = _mark(values[block.rater_excluded]) if block.rater_excluded and block.rater_excluded in present else None
+        # An entry without a rater excludes no one: its false mark is dropped, any other is left for the import to
+        # refuse.
+        if mark is not None and (mark is not False or entry.get("rater") is not None):
+            entry[RATER_EXCLUDED_KEY] = mark
         if block.layout == "pair":
             if block.winner not in present:
                 return
@@ -812,6 +907,42 @@ class _Builder:
             entry["none_appropriate"] = True  # a table cannot tell false from absent: only true is written
         return entry
 
+    @staticmethod
+    def answer_body(answer: _Answer, where: str, paths: dict[str, int]) -> dict[str, Any]:
+        """One answer in the import format, noting in paths the row behind each of its parts."""
+        body: dict[str, Any] = {"response": answer.text}
+        if answer.scores:
+            body["human_evals"] = {}
+            for aspect, by_rater in answer.scores.items():
+                scores = []
+                for position, rater in enumerate(answer.raters):
+                    score, score_row = by_rater.get(rater, (None, answer.row))
+                    paths[f"{where}.human_evals.{aspect}[{position}]"] = score_row
+                    scores.append(score)
+                body["human_evals"][aspect] = scores
+            body["raters"] = list(answer.raters)
+            if answer.exclusion_marks:
+                # A rater without a mark on this answer is not excluded here, as an unmarked JSONL rater.
+                marks = []
+                for position, rater in enumerate(answer.raters):
+                    mark, mark_row = answer.exclusion_marks.get(rater, (False, answer.row))
+                    paths[f"{where}.{RATER_EXCLUDED_KEY}[{position}]"] = mark_row
+                    marks.append(mark)
+                body[RATER_EXCLUDED_KEY] = marks
+        if answer.judge_filled:
+            body[JUDGE_FILLED_KEY] = []
+            for position, (entry, entry_row) in enumerate(answer.judge_filled):
+                paths[f"{where}.{JUDGE_FILLED_KEY}[{position}]"] = entry_row
+                body[JUDGE_FILLED_KEY].append(entry)
+        if answer.judges:
+            body["auto_evals"] = {}
+            for judge, by_aspect in answer.judges.items():
+                body["auto_evals"][judge] = {}
+                for aspect, (score, score_row) in by_aspect.items():
+                    paths[f"{where}.auto_evals.{judge}"] = score_row
+                    body["auto_evals"][judge][aspect] = score
+        return body
+
     def finish(self) -> BuiltItems:
         items: list[dict[str, Any]] = []
         provenance: list[dict[str, int]] = []
@@ -837,25 +968,7 @@ class _Builder:
                 for system, answer in turn.answers.items():
                     where = f"{here}.responses.{system}"
                     paths[where] = answer.row
-                    body: dict[str, Any] = {"response": answer.text}
-                    if answer.scores:
-                        body["human_evals"] = {}
-                        for aspect, by_rater in answer.scores.items():
-                            scores = []
-                            for position, rater in enumerate(answer.raters):
-                                score, score_row = by_rater.get(rater, (None, answer.row))
-                                paths[f"{where}.human_evals.{aspect}[{position}]"] = score_row
-                                scores.append(score)
-                            body["human_evals"][aspect] = scores
-                        body["raters"] = list(answer.raters)
-                    if answer.judges:
-                        body["auto_evals"] = {}
-                        for judge, by_aspect in answer.judges.items():
-                            body["auto_evals"][judge] = {}
-                            for aspect, (score, score_row) in by_aspect.items():
-                                paths[f"{where}.auto_evals.{judge}"] = score_row
-                                body["auto_evals"][judge][aspect] = score
-                    responses[system] = body
+                    responses[system] = self.answer_body(answer, where, paths)
                 out["responses"] = responses
                 if turn.preferences:
                     out["preferences"] = []

@@ -4,11 +4,14 @@ exclusions, so export, import and export again give the same lines."""
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from django.contrib.auth.models import User
+from django.core.management.base import CommandError
 
 from annotations.datasets.exporting import dataset_rubric, iter_export_lines, iter_export_objects, iter_flat_rows
 from annotations.datasets.importing import IMPORTED_EXCLUSION_REASON, dataset_import
@@ -20,7 +23,7 @@ from annotations.rubrics import parse_rubric
 from tests.annotate.factories import make_campaign
 from tests.annotate.test_exclusions import rate_all
 from tests.io.helpers import row_counts
-from tests.io.test_parquet_export import make_dataset
+from tests.io.test_parquet_export import hf_folder, import_mapped, make_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -113,6 +116,42 @@ def test_the_jsonl_round_trip_keeps_the_exclusions(researcher: User, annotator1:
     assert {e.rater.pseudonym for e in in_force} == excluded
     assert {e.reason for e in in_force} == {IMPORTED_EXCLUSION_REASON}
     assert flat_marks(copy) == flat_marks(dataset)
+
+
+def test_the_parquet_round_trip_keeps_the_exclusions(researcher: User, tmp_path: Path) -> None:
+    """The evalsite-parquet mapping reads the tables' rater_excluded columns into the marks the JSONL import reads:
+    w2 rated and gave a preference, and is excluded; w1 and w3 are not."""
+    dataset = make_dataset(researcher)
+    rater_exclude(rater=Rater.objects.get(dataset=dataset, external_id="w2"), reason="straight-lining", by=researcher)
+    excluded = {"w2"}
+    folder = tmp_path / "hf"
+    hf_folder(dataset, folder)
+    tables = [str(folder / "data" / f"{table}.parquet") for table in ("answers", "ratings", "preferences")]
+    import_mapped(
+        *tables, "--mapping", "evalsite-parquet", "--rubric", str(folder / "rubric.json"), "--dataset", "copy"
+    )
+    copy = Dataset.objects.get(name="copy")
+    in_force = RaterExclusion.objects.filter(rater__dataset=copy, revoked_at__isnull=True)
+    assert {e.rater.pseudonym for e in in_force} == excluded
+    assert {e.reason for e in in_force} == {IMPORTED_EXCLUSION_REASON}
+    assert flat_marks(copy) == flat_marks(dataset)
+    assert jsonl_marks(list(iter_export_objects(dataset=copy))) == jsonl_marks(
+        list(iter_export_objects(dataset=dataset))
+    )
+
+
+def test_a_parquet_rater_marked_both_ways_on_one_answer_is_refused(researcher: User, tmp_path: Path) -> None:
+    folder = tmp_path / "hf"
+    tables = hf_folder(make_dataset(researcher), folder)
+    ratings = tables["ratings"].to_pylist()
+    marked = [row | {"rater_excluded": row["rater"] == "w2" and row["aspect"] == "fluency"} for row in ratings]
+    pq.write_table(pa.Table.from_pylist(marked, schema=tables["ratings"].schema), folder / "data" / "ratings.parquet")
+    files = [str(folder / "data" / f"{table}.parquet") for table in ("answers", "ratings")]
+    with pytest.raises(CommandError, match="rater marked both excluded and not excluded"):
+        import_mapped(
+            *files, "--mapping", "evalsite-parquet", "--rubric", str(folder / "rubric.json"), "--dataset", "c"
+        )
+    assert not Dataset.objects.filter(name="c").exists()
 
 
 def test_a_rater_who_only_gave_preferences_can_be_marked(researcher: User) -> None:

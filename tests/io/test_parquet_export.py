@@ -23,7 +23,7 @@ from annotations.datasets.exporting import iter_export_objects
 from annotations.datasets.importing import dataset_import
 from annotations.datasets.parquet_export import TABLES
 from annotations.errors import DatasetImportError
-from annotations.models import Dataset
+from annotations.models import Dataset, Rater
 from annotations.rubrics import parse_rubric
 from tests.conftest import CAST_PASSWORD, PROJECT_ROOT
 from tests.io.helpers import write_lines
@@ -379,3 +379,47 @@ def test_a_rubric_without_aspects_imports_preferences_and_refuses_ratings() -> N
     rated = {"id": 1, "turns": [{"prompt": "p", "responses": {"a": {"response": "A", "human_evals": {"q": [1]}}}}]}
     with pytest.raises(DatasetImportError, match=r"unknown aspect: expected no ratings \(the rubric has none\)"):
         dataset_import(stream=io.BytesIO((json.dumps(rated) + "\n").encode()), name="rated", rubric=rubric)
+
+
+@pytest.mark.django_db
+def test_judge_filled_rows_come_back_as_judge_filled_entries_not_ratings(tmp_path: Path) -> None:
+    """A hybrid campaign's judge-filled row of the ratings table is what the JSONL format lists under the answer's
+    judge_filled: the mapped import keeps it there, as the JSONL import does, and never makes the judge a rater."""
+    dataset = make_dataset()
+    folder = tmp_path / "hf"
+    ratings = hf_folder(dataset, folder)["ratings"]
+    judge_row = dict.fromkeys(ratings.column_names) | {
+        "item_id": "q1",
+        "turn": 1,
+        "system": "c",
+        "aspect": "fluency",
+        "rater": "judge run 1",
+        "origin": "judge",
+        "raw": "4.0",
+        "value": 4.0,
+        "is_missing": False,
+        "campaign": "hybrid",
+        "rater_excluded": False,
+        "filled_by": "judge",
+        "judge_version": "v-1234",
+    }
+    pq.write_table(
+        pa.Table.from_pylist([*ratings.to_pylist(), judge_row], schema=ratings.schema),
+        folder / "data" / "ratings.parquet",
+    )
+    files = [str(folder / "data" / f"{table}.parquet") for table in TABLES]
+    import_mapped(*files, "--mapping", "evalsite-parquet", "--rubric", str(folder / "rubric.json"), "--dataset", "copy")
+    copy = Dataset.objects.get(name="copy")
+    assert not Rater.objects.filter(dataset=copy, external_id="judge run 1").exists()
+    expected = list(iter_export_objects(dataset=dataset))
+    expected[0]["turns"][0]["responses"]["c"]["judge_filled"] = [
+        {
+            "aspect": "fluency",
+            "value": 4.0,
+            "filled_by": "judge",
+            "judge": "judge run 1",
+            "judge_version": "v-1234",
+            "campaign": "hybrid",
+        }
+    ]
+    assert list(iter_export_objects(dataset=copy)) == expected

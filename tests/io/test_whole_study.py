@@ -363,11 +363,6 @@ def parquet_copy(study: Study, exports: dict[str, Any]) -> str:
     return copy
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a hybrid campaign's judge-filled rows of the ratings table come back from the evalsite-parquet import as "
-    "the ratings of a human rater named after the judge run",
-)
 def test_the_parquet_tables_import_back_to_the_same_human_ratings(
     study: Study, exports: dict[str, Any], parquet_copy: str
 ) -> None:
@@ -385,10 +380,6 @@ def test_the_parquet_tables_import_back_to_the_same_human_ratings(
     assert (copied["n_ratings"], copied["alpha"]) == (original["n_ratings"], original["alpha"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the evalsite-parquet import does not turn the rater_excluded marks back into exclusions",
-)
 def test_the_parquet_copy_leaves_out_the_same_rater(study: Study, parquet_copy: str) -> None:
     excluded = RaterExclusion.objects.filter(rater__dataset__name=parquet_copy, revoked_at__isnull=True)
     assert [exclusion.rater.external_id for exclusion in excluded] == [study.excluded_pseudonym]
