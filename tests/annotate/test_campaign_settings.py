@@ -26,7 +26,8 @@ def test_every_setting_is_a_campaign_column_with_the_same_default() -> None:
     ("options", "message"),
     [
         ({"colour": "red"}, "unknown campaign options: colour"),
-        ({"lease_minutes": 0}, "the lease must be at least one minute"),
+        ({"lease_minutes": 0}, "the minutes to finish a task must be between 1 and 10080"),
+        ({"lease_minutes": 10081}, "the minutes to finish a task must be between 1 and 10080"),
         ({"lease_minutes": True}, "lease_minutes must be a int, not True"),
         ({"lease_minutes": "30"}, "lease_minutes must be a int, not '30'"),
         ({"gold_rate": 0.6}, "the gold rate must be between 0 and 0.5"),

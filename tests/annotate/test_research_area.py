@@ -285,8 +285,9 @@ def test_an_expired_or_unknown_invitation_is_refused(researcher):
 
 
 def test_a_taken_user_name_is_refused(researcher, annotator1):
+    # annotator1 is none of this researcher's annotators, so the refusal does not say the name exists.
     response = signed_in(researcher).post(reverse("research-annotator-invite"), {"username": annotator1.username})
-    assert response.status_code == 400 and "taken" in response.content.decode()
+    assert response.status_code == 400 and "cannot be used" in response.content.decode()
     assert not AnnotatorInvite.objects.exists()
 
 

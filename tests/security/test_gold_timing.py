@@ -2,8 +2,10 @@
 
 Counting time in CI is at the mercy of the machine's load (a neighbour's burst once failed a whole run), so this
 test compares what decides the time instead: the SQL each claim sends, with its values taken out. A gold claim and a
-regular claim must send the same statements, in the same order and number. The time itself is measured by
-bench/gold_timing.py, which prints the ratio of the medians.
+regular claim must send the same statements, in the same order and number, the hand-out itself compared by the
+stages of its one statement (statement_skeleton says why). A gold path that sent one statement more than the regular
+path (a round trip a clock could see) fails here. The time itself is measured by bench/gold_timing.py, which
+prints the ratio of the medians.
 
 This holds for the one-statement hand-outs of the deployed database (Postgres). The embedded SQLite default keeps the
 portable gold path (docs/crowd.md says how it differs), so this test lives with the Postgres-only suites rather than
