@@ -9,6 +9,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from annotations.storable import NUL, unstorable_character
+
 MAX_GOLD_RATE = 0.5
 # A reserved task longer than a week holds its rater slot from everyone else for no purpose.
 MAX_LEASE_MINUTES = 7 * 24 * 60
@@ -46,9 +48,11 @@ class CampaignSettings:
             # bool is an int to Python; a tick box's True is not a number of minutes.
             if not isinstance(value, _KINDS[kind]) or (kind in ("int", "float") and isinstance(value, bool)):
                 raise CampaignSettingsError(f"{field.name} must be a {field.type}, not {value!r}")
-        # Postgres text cannot hold U+0000; the importer refuses it in every string for the same reason.
-        if "\x00" in self.guidelines:
+        bad = unstorable_character(self.guidelines)
+        if bad == NUL:
             raise CampaignSettingsError("text with a NUL character cannot be stored")
+        if bad:
+            raise CampaignSettingsError("text with an unpaired surrogate cannot be stored")
         if not 1 <= self.lease_minutes <= MAX_LEASE_MINUTES:
             raise CampaignSettingsError(f"the minutes to finish a task must be between 1 and {MAX_LEASE_MINUTES}")
         if not (math.isfinite(self.gold_rate) and 0 <= self.gold_rate <= MAX_GOLD_RATE):

@@ -22,6 +22,7 @@ from annotations.errors import RatingOutOfRange
 from annotations.models import Adjudication, AdjudicationRule, Campaign, Dispute, Task
 from annotations.roles import adjudicator_grant
 from annotations.services import rating_value_from_token
+from annotations.storable import is_storable
 
 MAX_REASON_CHARS = 10_000
 
@@ -117,7 +118,7 @@ def dispute_resolve(
     reason = reason.strip()
     if not reason:
         raise AdjudicationError(_("Reason: say why these are the final values."))
-    if len(reason) > MAX_REASON_CHARS or "\x00" in reason:
+    if len(reason) > MAX_REASON_CHARS or not is_storable(reason):
         raise AdjudicationError(_("Reason: keep it under 10,000 characters of plain text."))
     with transaction.atomic():
         locked = Dispute.objects.select_for_update().select_related("task", "campaign").get(pk=dispute.pk)

@@ -132,7 +132,7 @@ def answer_form_values(answer: TaskAnswer) -> dict[str, str]:
         values["none_appropriate"] = "1"
     values["rationale"] = answer.rationale[:MAX_TEXT_CHARS]
     values["comment"] = answer.comment[:MAX_TEXT_CHARS]
-    return {name: value for name, value in values.items() if value and "\x00" not in value}
+    return {name: value for name, value in values.items() if value and is_storable(value)}
 
 
 @dataclass(frozen=True)

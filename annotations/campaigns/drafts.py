@@ -25,6 +25,7 @@ from annotations.campaigns.errors import DraftInvalid
 from annotations.models import Assignment, AssignmentDraft, Campaign, Task
 from annotations.slots import NotInPool, slot_pool_sql
 from annotations.statements import statement_rows
+from annotations.storable import is_storable
 
 DRAFT_TEXT_FIELDS = ("rationale", "comment")
 
@@ -37,7 +38,7 @@ def _draft_problem(*, values: Mapping[str, Any], known_fields: set[str]) -> str 
     if unknown:
         return _("The draft names fields that are not on this form.")
     for name, value in values.items():
-        if not isinstance(value, str) or "\x00" in value:
+        if not isinstance(value, str) or not is_storable(value):
             return _("The draft holds a value that is not text.")
         limit = MAX_TEXT_CHARS if name in DRAFT_TEXT_FIELDS else MAX_VALUE_CHARS
         if len(value) > limit:

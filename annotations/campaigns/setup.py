@@ -24,6 +24,7 @@ from annotations.campaign_settings import (
 from annotations.campaigns.errors import CampaignError
 from annotations.models import Aspect, AssignmentDraft, Campaign, Dataset, Response, Task, Turn
 from annotations.slots import hand_out_order, seeded_random, slots_build, slots_release_outside_pool
+from annotations.storable import NUL, unstorable_character
 
 
 def _resolve_aspects(dataset: Dataset, aspects: Iterable[Aspect | str] | None) -> list[Aspect]:
@@ -104,9 +105,11 @@ def campaign_create(
 def _check_settings(name: str, options: Mapping[str, Any]) -> None:
     if not name.strip() or len(name) > 200:
         raise CampaignError("a campaign needs a name of 1 to 200 characters")
-    # Postgres text cannot hold U+0000; the importer refuses it in every string for the same reason.
-    if "\x00" in name:
+    bad = unstorable_character(name)
+    if bad == NUL:
         raise CampaignError("text with a NUL character cannot be stored")
+    if bad:
+        raise CampaignError("text with an unpaired surrogate cannot be stored")
     try:
         CampaignSettings.from_options(options)
     except CampaignSettingsError as exc:

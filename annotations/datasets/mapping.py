@@ -28,6 +28,7 @@ from annotations.datasets.exporting import JUDGE_FILLED_KEY, RATER_EXCLUDED_KEY
 from annotations.datasets.tables import FORMATS
 from annotations.errors import DatasetImportError, RubricError
 from annotations.rubrics import RubricSpec, parse_rubric, preset_rubric
+from annotations.storable import NUL, unstorable_character
 
 READY_MADE_DIR = Path(__file__).resolve().parent / "mappings"
 MAPPING_MAX_BYTES = 64 * 1024
@@ -610,9 +611,17 @@ class _Builder:
         present = {c for c in mapping.columns() if c in values}
         for column in present:
             value = values[column]
-            if isinstance(value, str) and "\x00" in value:
+            bad = unstorable_character(value) if isinstance(value, str) else None
+            if bad == NUL:
                 raise self.fail(
                     row, f"NUL character in column {column!r}", expected="text without U+0000", found="U+0000"
+                )
+            if bad:
+                raise self.fail(
+                    row,
+                    f"unpaired surrogate in column {column!r}",
+                    expected="text without unpaired surrogates",
+                    found=bad,
                 )
         prompt = self.text(row, values, mapping.prompt, "prompt") if mapping.prompt in present else None
         turn_number = 1

@@ -32,6 +32,7 @@ from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.setup import campaign_annotator_remove
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion, Task
 from annotations.slots import slots_replace, slots_unreplace
+from annotations.storable import NUL, unstorable_character
 
 MAX_REASON_CHARS = 2000
 
@@ -49,8 +50,11 @@ def _clean_reason(reason: str) -> str:
             _("The reason is %(n)d characters long; at most %(max)d are allowed.")
             % {"n": len(cleaned), "max": MAX_REASON_CHARS}
         )
-    if "\x00" in cleaned:
+    bad = unstorable_character(cleaned)
+    if bad == NUL:
         raise ExclusionError(_("The reason contains a NUL character."))
+    if bad:
+        raise ExclusionError(_("The reason contains an unpaired surrogate."))
     return cleaned
 
 

@@ -12,6 +12,7 @@ from django.core import signing
 from django.utils.translation import gettext as _
 
 from annotations.recruitment.models import Platform, RecruitmentLink
+from annotations.storable import is_storable
 
 MAX_PARAM_CHARS = 200
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -36,8 +37,10 @@ def platform_param(query: Mapping[str, str], name: str) -> str:
     value = query.get(name)
     if value is None:
         raise BadParameter(name, _("missing from the link"))
-    if "\x00" in value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise BadParameter(name, _("contains a control character"))
+    if not is_storable(value):
+        raise BadParameter(name, _("contains an unpaired surrogate"))
     value = value.strip()
     if not value:
         raise BadParameter(name, _("is empty"))

@@ -16,6 +16,7 @@ from annotations.slots import ClaimDetails, hand_out_order, slot_claim, slot_com
 from annotations.slots import NotInPool as NotInReviewPool  # noqa: F401 - the views catch it under this name
 from annotations.slots import NotLeased as ReviewNotLeased
 from annotations.slots import slots_release_outside_pool as _slots_release_outside_pool
+from annotations.storable import NUL, unstorable_character
 from judging.factscore import corpus as corpus_lib
 
 # The corpus upload builds the index; the admin and the tests clear the cache through the services.
@@ -128,6 +129,14 @@ class ReviewError(ValueError):
     pass
 
 
+def _check_review_text(name: str, guidelines: str) -> None:
+    bad = unstorable_character(name) or unstorable_character(guidelines)
+    if bad == NUL:
+        raise ReviewError("text with a NUL character cannot be stored")
+    if bad:
+        raise ReviewError("text with an unpaired surrogate cannot be stored")
+
+
 def fact_review_campaign_create(
     *,
     name: str,
@@ -149,6 +158,7 @@ def fact_review_campaign_create(
         raise ReviewError("raters per answer must be between 1 and 100")
     if lease_minutes < 1:
         raise ReviewError("the lease must be at least one minute")
+    _check_review_text(name, guidelines)
     if FactReviewCampaign.objects.filter(run=run, name=name).exists():
         raise ReviewError(f"this run already has a review campaign named {name!r}")
     factscore_project(run=run)
@@ -197,9 +207,7 @@ def fact_review_campaign_update(
         raise ReviewError("a review campaign needs a name of 1 to 200 characters")
     if lease_minutes < 1:
         raise ReviewError("the lease must be at least one minute")
-    # Postgres text cannot hold U+0000.
-    if "\x00" in name or "\x00" in guidelines:
-        raise ReviewError("text with a NUL character cannot be stored")
+    _check_review_text(name, guidelines)
     if FactReviewCampaign.objects.filter(run_id=campaign.run_id, name=name).exclude(pk=campaign.pk).exists():
         raise ReviewError(f"this run already has a review campaign named {name!r}")
     users = list(annotators)
@@ -247,8 +255,11 @@ def _clean_fact_text(text: str) -> str:
         raise ReviewError("a fact cannot be empty")
     if len(text) > MAX_FACT_TEXT:
         raise ReviewError(f"a fact has at most {MAX_FACT_TEXT} characters")
-    if "\x00" in text:  # Postgres text cannot hold it
+    bad = unstorable_character(text)
+    if bad == NUL:
         raise ReviewError("a fact cannot contain a NUL character")
+    if bad:
+        raise ReviewError("a fact cannot contain an unpaired surrogate")
     return text
 
 
@@ -367,8 +378,11 @@ def fact_review_submit(
         raise ReviewError("a label must be supported, not_supported or irrelevant")
     if len(comment) > 10_000:
         raise ReviewError("the comment is too long")
-    if "\x00" in comment:  # Postgres text cannot hold it
+    bad = unstorable_character(comment)
+    if bad == NUL:
         raise ReviewError("the comment cannot contain a NUL character")
+    if bad:
+        raise ReviewError("the comment cannot contain an unpaired surrogate")
     spent = max(0.0, float(seconds_spent)) if seconds_spent is not None else None
     with transaction.atomic():
         if not slot_complete(

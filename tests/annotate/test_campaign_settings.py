@@ -33,6 +33,7 @@ def test_every_setting_is_a_campaign_column_with_the_same_default() -> None:
         ({"gold_rate": 0.6}, "the gold rate must be between 0 and 0.5"),
         ({"gold_rate": math.nan}, "the gold rate must be between 0 and 0.5"),
         ({"guidelines": "a\x00b"}, "text with a NUL character cannot be stored"),
+        ({"guidelines": "a\ud800b"}, "text with an unpaired surrogate cannot be stored"),
         ({"show_reference": "yes"}, "show_reference must be a bool, not 'yes'"),
     ],
 )
@@ -53,6 +54,21 @@ def test_services_refuse_through_the_type_and_write_nothing(researcher) -> None:
         campaign_update(campaign=campaign, name="c", annotators=[], lease_minutes=1.5)
     campaign.refresh_from_db()
     assert (campaign.gold_rate, campaign.lease_minutes) == (0.25, 45)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field", ["name", "guidelines"])
+def test_a_lone_surrogate_in_a_campaign_is_refused_and_nothing_is_written(researcher, field) -> None:  # type: ignore[no-untyped-def]
+    dataset = make_dataset(owner=researcher, items=1, systems=2)
+    texts = {"name": "c", "guidelines": "read me", field: "guide \udfff"}
+    with pytest.raises(CampaignError, match=r"^text with an unpaired surrogate cannot be stored$"):
+        campaign_create(dataset=dataset, **texts)
+    assert not Campaign.objects.exists()
+    campaign = campaign_create(name="c", dataset=dataset, guidelines="read me")
+    with pytest.raises(CampaignError, match=r"^text with an unpaired surrogate cannot be stored$"):
+        campaign_update(campaign=campaign, annotators=[], **texts)
+    campaign.refresh_from_db()
+    assert (campaign.name, campaign.guidelines) == ("c", "read me")
 
 
 @pytest.mark.django_db

@@ -84,6 +84,7 @@ def test_save_overwrites_the_earlier_draft(campaign, leased, annotator1):
         {"preference": "2" * (MAX_VALUE_CHARS + 1)},
         {"r-1-1": 3},
         {"rationale": "a\x00b"},
+        {"comment": "a\ud800b"},
     ],
 )
 def test_bad_drafts_are_refused_and_nothing_is_stored(campaign, leased, annotator1, values):

@@ -68,10 +68,16 @@ def test_exclude_records_reason_and_refuses_a_second_one(rated, researcher, anno
     assert rated.annotators.filter(pk=annotator1.pk).exists()
 
 
-@pytest.mark.parametrize("reason", ["", "   ", "x" * 2001, "nul\x00"])
+@pytest.mark.parametrize("reason", ["", "   ", "x" * 2001, "nul\x00", "lone \ud800 surrogate"])
 def test_exclude_refuses_a_bad_reason_and_writes_nothing(rated, researcher, annotator1, reason):  # type: ignore[no-untyped-def]
     with pytest.raises(ExclusionError):
         rater_exclude(rater=rater_of(rated, annotator1), reason=reason, by=researcher, campaign=rated)
+    assert not RaterExclusion.objects.exists()
+
+
+def test_exclude_names_an_unpaired_surrogate_in_the_reason(rated, researcher, annotator1):  # type: ignore[no-untyped-def]
+    with pytest.raises(ExclusionError, match=r"^The reason contains an unpaired surrogate\.$"):
+        rater_exclude(rater=rater_of(rated, annotator1), reason="speeding \udc00", by=researcher, campaign=rated)
     assert not RaterExclusion.objects.exists()
 
 

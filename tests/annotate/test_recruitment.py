@@ -21,7 +21,7 @@ from annotations.campaigns.setup import campaign_annotator_remove
 from annotations.gold.models import GoldItem
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater
 from annotations.recruitment import ratelimit
-from annotations.recruitment.entry import invite_signature
+from annotations.recruitment.entry import BadParameter, invite_signature, platform_param
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, RecruitmentLink
 from annotations.recruitment.selectors import worker_tasks_left
 from annotations.recruitment.services import crowd_worker_join, link_create
@@ -187,6 +187,13 @@ def test_bad_prolific_parameters_get_a_page_naming_them(prolific, query, name, c
     assert name in response.content.decode()
     assert row_counts() == before
     assert caplog.records and PID not in caplog.text  # the refusal is logged, the platform id is not
+
+
+def test_a_lone_surrogate_in_a_platform_parameter_is_named():
+    # The request middleware refuses it in a real link; the reader refuses it for any other caller too.
+    with pytest.raises(BadParameter) as refused:
+        platform_param({"SESSION_ID": "a\ud800b"}, "SESSION_ID")
+    assert (refused.value.name, str(refused.value.problem)) == ("SESSION_ID", "contains an unpaired surrogate")
 
 
 def test_an_altered_start_form_is_refused(prolific):

@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 
 from judging import services as engine
 from judging.factscore import services
-from judging.factscore.models import AtomicFact, FactLabel, FactOrigin, FactReviewAssignment
+from judging.factscore.models import AtomicFact, FactLabel, FactOrigin, FactReviewAssignment, FactReviewCampaign
 from judging.factscore.selectors import factscore_report
 from judging.models import JudgeRun
 from tests.factscore.factories import ENGLISH_ANSWERS, factscore_config, make_fact_dataset, script_world
@@ -118,6 +118,36 @@ def test_a_nul_character_in_a_fact_or_comment_is_refused(run, annotator1) -> Non
     labels = {f.pk: "supported" for f in services.reviewer_facts(assignment)}
     with pytest.raises(services.ReviewError, match="NUL"):
         services.fact_review_submit(assignment=assignment, user=annotator1, labels=labels, comment="ok\x00")
+    assert AtomicFact.objects.count() == facts_before and not FactLabel.objects.exists()
+
+
+def test_a_lone_surrogate_in_a_review_is_refused_and_nothing_is_written(run, annotator1) -> None:  # type: ignore[no-untyped-def]
+    lone = "\ud800"
+    for name, guidelines in ((f"review {lone}", ""), ("review", f"read {lone}")):
+        with pytest.raises(services.ReviewError, match="unpaired surrogate cannot be stored"):
+            services.fact_review_campaign_create(
+                name=name, run=run, raters_per_answer=1, annotators=[annotator1], guidelines=guidelines
+            )
+    assert not FactReviewCampaign.objects.exists()
+    campaign = services.fact_review_campaign_create(name="ok", run=run, raters_per_answer=1, annotators=[annotator1])
+    with pytest.raises(services.ReviewError, match="unpaired surrogate cannot be stored"):
+        services.fact_review_campaign_update(
+            campaign=campaign,
+            name="ok",
+            lease_minutes=30,
+            show_evidence=True,
+            annotators=[annotator1],
+            guidelines=lone,
+        )
+    campaign.refresh_from_db()
+    assert campaign.guidelines == ""
+    assignment = services.fact_review_claim(campaign=campaign, user=annotator1)
+    facts_before = AtomicFact.objects.count()
+    with pytest.raises(services.ReviewError, match=r"^a fact cannot contain an unpaired surrogate$"):
+        services.fact_review_edit(assignment=assignment, user=annotator1, operation="add", text=f"A fact {lone}.")
+    labels = {f.pk: "supported" for f in services.reviewer_facts(assignment)}
+    with pytest.raises(services.ReviewError, match=r"^the comment cannot contain an unpaired surrogate$"):
+        services.fact_review_submit(assignment=assignment, user=annotator1, labels=labels, comment=f"ok {lone}")
     assert AtomicFact.objects.count() == facts_before and not FactLabel.objects.exists()
 
 

@@ -1,5 +1,5 @@
 """Our own static rules for Django code, run in pytest (an AST checker in place of semgrep, which
-is too heavy for this machine). Five rules, each proven on a bad snippet, then applied to all of our code:
+is too heavy for this machine). Six rules, each proven on a bad snippet, then applied to all of our code:
 
   mass-assignment   Meta.fields = "__all__" (serializers, model forms), or **request.data / POST / GET / query_params
                     spread into a call (create(**...), filter(**...): over-posting and filter injection)
@@ -8,6 +8,8 @@ is too heavy for this machine). Five rules, each proven on a bad snippet, then a
   user-url          a module that makes HTTP requests (httpx, requests, urllib, aiohttp, litellm) without
                     judging.llm.netguard, which validates the address and turns redirects off
   raw-redirect      redirect()/HttpResponseRedirect() whose target comes from request data or headers
+  inline-nul        a NUL literal tested with in / not in: whether text can be stored is annotations.storable's rule
+                    (it also refuses unpaired surrogates, which an inline NUL test lets through to the database)
 """
 
 import ast
@@ -30,6 +32,8 @@ REDIRECTS = {
 }
 # Modules allowed to talk HTTP on their own: the guard itself.
 NETGUARD_MODULES = {"judging/llm/netguard.py"}
+# The one place that tests text for NUL: the storable-text rule itself.
+STORABLE_MODULES = {"annotations/storable.py"}
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,15 @@ def _parameter_fed_only_constants(tree: ast.Module, call: ast.Call, pattern: ast
     return False
 
 
+def _tests_for_nul(node: ast.Compare) -> bool:
+    """A NUL literal on the left of in / not in, anywhere in a comparison chain."""
+    lefts = [node.left, *node.comparators[:-1]]
+    return any(
+        isinstance(op, (ast.In, ast.NotIn)) and isinstance(left, ast.Constant) and left.value == "\x00"
+        for op, left in zip(node.ops, lefts, strict=True)
+    )
+
+
 def check_source(source: str, path: str) -> list[Violation]:
     tree = ast.parse(source)
     found: list[Violation] = []
@@ -141,11 +154,11 @@ def check_source(source: str, path: str) -> list[Violation]:
     imports_netguard = False
     module_constants: set[str] = set()
 
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            module_constants.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            module_constants.add(node.target.id)
+    for top in tree.body:
+        if isinstance(top, ast.Assign):
+            module_constants.update(t.id for t in top.targets if isinstance(t, ast.Name))
+        elif isinstance(top, ast.AnnAssign) and isinstance(top.target, ast.Name):
+            module_constants.add(top.target.id)
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -180,6 +193,11 @@ def check_source(source: str, path: str) -> list[Violation]:
 
         if isinstance(node, ast.Name) and node.id == "csrf_exempt":
             found.append(Violation("csrf-exempt", path, node.lineno, "uses csrf_exempt"))
+
+        if isinstance(node, ast.Compare) and path not in STORABLE_MODULES and _tests_for_nul(node):
+            found.append(
+                Violation("inline-nul", path, node.lineno, "tests for NUL inline; ask annotations.storable instead")
+            )
 
         if not isinstance(node, ast.Call):
             continue
@@ -227,6 +245,9 @@ def check_tree(directories: list[str]) -> list[Violation]:
 ALLOWED = {
     # bench/ measures our gateway against a bare httpx client on the local test endpoint; it is not app code.
     ("user-url", "bench/"),
+    # The table reader guesses the encoding of raw bytes: many NULs in a decoded head mean UTF-16 read as UTF-8. It
+    # sniffs an encoding; it does not decide whether text can be stored.
+    ("inline-nul", "annotations/datasets/tables.py"),
 }
 
 
@@ -267,6 +288,11 @@ BAD_SNIPPETS = {
         "def v(request):\n    return HttpResponseRedirect(request.META.get('HTTP_REFERER', '/'))\n",
         "def v(request):\n    return HttpResponseClientRedirect(request.POST.get('to'))\n",
     ],
+    "inline-nul": [
+        "def f(name):\n    if '\\x00' in name:\n        raise ValueError(name)\n",
+        'def f(values):\n    return [v for v in values if "\\x00" not in v]\n',
+        "def f(a, b):\n    return '\\0' in a or b\n",
+    ],
 }
 
 GOOD_SNIPPETS = [
@@ -279,6 +305,8 @@ GOOD_SNIPPETS = [
     "def v(request):\n    return redirect('home')\n",
     "class S(serializers.ModelSerializer):\n    class Meta:\n        fields = ['id', 'name']\n",
     "def v(request):\n    form = Form(data=request.POST)\n",
+    "from annotations.storable import is_storable\ndef f(name):\n    return is_storable(name)\n",
+    "def f(raw):\n    return raw.count('\\x00') > len(raw) // 4\n",
 ]
 
 
