@@ -2,6 +2,7 @@
 the research builder and the admin use, its defaults are the model's, and it refuses what cannot be stored."""
 
 import math
+from typing import Any
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_services_refuse_through_the_type_and_write_nothing(researcher) -> None:
 @pytest.mark.parametrize("field", ["name", "guidelines"])
 def test_a_lone_surrogate_in_a_campaign_is_refused_and_nothing_is_written(researcher, field) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(owner=researcher, items=1, systems=2)
-    texts = {"name": "c", "guidelines": "read me", field: "guide \udfff"}
+    texts: dict[str, Any] = {"name": "c", "guidelines": "read me", field: "guide \udfff"}
     with pytest.raises(CampaignError, match=r"^text with an unpaired surrogate cannot be stored$"):
         campaign_create(dataset=dataset, **texts)
     assert not Campaign.objects.exists()
