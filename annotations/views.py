@@ -47,6 +47,7 @@ from annotations.campaigns.answers import MAX_VALUE_CHARS, MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
 from annotations.campaigns.errors import (
+    AlreadyRated,
     CampaignError,
     DraftInvalid,
     FieldProblem,
@@ -367,6 +368,15 @@ def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> Htt
         if not campaign.tasks.filter(pk=task_id).exists():
             raise Http404("no such task") from None
         raise PermissionDenied("this task is not leased to you") from None
+    except AlreadyRated:
+        messages.error(
+            request,
+            _(
+                "You have already rated one of these answers in another campaign, so this task cannot take your "
+                "answer and was not saved. It goes back to the others."
+            ),
+        )
+        return _next_or_done(request, campaign)
     except SubmissionInvalid as invalid:
         try:
             assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)

@@ -27,6 +27,7 @@ from annotations.campaign_selectors import (
     candidate_order,
     task_candidates,
 )
+from annotations.campaign_slots import rated_before_sql, task_rated_before
 from annotations.campaigns.answers import (
     IDEMPOTENCY_KEY_RE,
     SubmitResult,
@@ -207,6 +208,8 @@ def _submission_insert(
     problems = answer_problems(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
     if problems:
         raise SubmissionInvalid(problems)
+    if task_rated_before(campaign=campaign, task_id=assignment.task_id, user_id=user.pk):
+        raise already_rated()
     spent = max(0.0, (moment - assignment.leased_at).total_seconds()) if assignment.leased_at else 0.0
     by_number = {c.number: c.response_id for c in candidates}
     entered = rating_values(candidates=candidates, scales=scales, answer=answer)
@@ -260,7 +263,8 @@ SELECT {slot_pool_sql(CAMPAIGN_SLOTS)},
        (SELECT used.answer_digest FROM annotations_submission used WHERE used.idempotency_key = %(key)s),
        (SELECT rater.id FROM annotations_rater rater WHERE rater.dataset_id = %(dataset)s AND rater.user_id = %(user)s),
        slot.id, slot.status, slot.leased_at,
-       ARRAY(SELECT shown.response_id FROM annotations_task_responses shown WHERE shown.task_id = slot.task_id)
+       ARRAY(SELECT shown.response_id FROM annotations_task_responses shown WHERE shown.task_id = slot.task_id),
+       {rated_before_sql("%(task)s")}
 FROM (SELECT 1) AS one
 LEFT JOIN annotations_assignment slot
        ON slot.campaign_id = %(campaign)s AND slot.task_id = %(task)s AND slot.annotator_id = %(user)s
@@ -318,6 +322,7 @@ class _SubmitState:
     status: str | None
     leased_at: datetime | None
     response_ids: list[int]
+    rated_before: bool  # the rule the claim applies too: one of the task's answers already rated by this rater
 
 
 def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_key: str) -> _SubmitState:
@@ -331,7 +336,7 @@ def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_k
     with statement_cursor() as cursor:
         cursor.execute(_SUBMIT_STATE_SQL, params)
         row = cursor.fetchone()
-    in_pool, key_used_by, key_digest, rater_id, assignment_id, status, leased_at, response_ids = row
+    in_pool, key_used_by, key_digest, rater_id, assignment_id, status, leased_at, response_ids, rated_before = row
     return _SubmitState(
         in_pool=bool(in_pool),
         key_used_by=key_used_by,
@@ -341,6 +346,7 @@ def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_k
         status=status,
         leased_at=leased_at,
         response_ids=list(response_ids or []),
+        rated_before=bool(rated_before),
     )
 
 
@@ -378,6 +384,8 @@ def _submit_in_one_statement(
     if state.status != AssignmentStatus.LEASED or state.key_used_by is not None:
         # A correction or a stale page: rare, and decided under row locks.
         return None
+    if state.rated_before:
+        raise already_rated()
     rater_id = state.rater_id or rater_for_user(dataset=campaign.dataset, user=user).pk
     moment = now or timezone.now()
     spent = max(0.0, (moment - state.leased_at).total_seconds()) if state.leased_at else 0.0
