@@ -28,6 +28,7 @@ from annotations.annotator_progress import annotator_progress
 from annotations.campaign_selectors import (
     NA_TOKEN,
     assignment_draft_values,
+    campaign_answer_format,
     campaign_for_annotator,
     campaign_for_researcher,
     campaign_progress,
@@ -195,6 +196,7 @@ def _task_context(
         "lease_token": signing.dumps(opaque_ref("slot", assignment.pk), salt=_lease_salt(request)),
         "skip_reasons": SkipReason.choices,
         "na_token": NA_TOKEN,
+        "answer_format": campaign_answer_format(campaign),
     }
 
 

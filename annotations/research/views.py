@@ -24,12 +24,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, aspect_scale
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_create
+from annotations.datasets.editing import dataset_answer_format_set
 from annotations.datasets.importing import dataset_import, dataset_validate, iter_items
-from annotations.errors import DatasetImportError, RubricError
+from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
 from annotations.gold.selectors import gold_for_item
 from annotations.gold.services import GoldError, gold_item_remove, gold_item_set, item_systems
-from annotations.models import Campaign, GoldItem, Item, Response
+from annotations.models import AnswerFormat, Campaign, GoldItem, Item, Response
 from annotations.recruitment.services import RecruitmentError, link_create
 from annotations.research import selectors
 from annotations.research.forms import (
@@ -153,6 +154,7 @@ def _preview_html(request: HttpRequest, form: CampaignBuilderForm) -> str:
         "lease_token": "",
         "na_token": NA_TOKEN,
         "editing": False,
+        "answer_format": form.dataset.answer_format,
     }
     return render_to_string(
         "research/_task_preview.html",
@@ -351,8 +353,25 @@ def items_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         "systems": selectors.dataset_systems(dataset),
         "aspects": selectors.dataset_aspects(dataset),
         "query": query.urlencode(),
+        "answer_formats": AnswerFormat.choices,
     }
     return render(request, "research/items.html", context)
+
+
+@require_POST
+@researcher_required
+def dataset_answer_format(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_user_or_404(request.user, dataset_id)
+    try:
+        dataset_answer_format_set(dataset=dataset, answer_format=str(request.POST.get("answer_format", "")))
+    except DatasetEditError as exc:
+        messages.error(request, _("%(error)s (nothing was changed)") % {"error": exc})
+    else:
+        messages.success(
+            request,
+            _("Answers are now shown as: %(format)s.") % {"format": dataset.get_answer_format_display()},
+        )
+    return HttpResponseRedirect(reverse("research-items", args=[dataset.pk]) + "#answer-format")
 
 
 @dataclasses.dataclass(frozen=True)
