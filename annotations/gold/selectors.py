@@ -11,7 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
 from annotations.campaign_slots import tasks_open_to
-from annotations.models import Campaign, GoldItem, GoldKind, Item, Response, Task
+from annotations.models import Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
 from annotations.slots import seeded_random
 
 AnyUser = AbstractBaseUser | AnonymousUser
@@ -79,6 +79,12 @@ def gold_task_next(*, campaign: Campaign, user: AnyUser) -> Task | None:
 
 def gold_items_of_dataset(dataset_id: int) -> QuerySet[GoldItem]:
     return GoldItem.objects.filter(item__dataset_id=dataset_id).select_related("item").order_by("item__position")
+
+
+def item_rating_count(item: Item) -> int:
+    """The ratings of the item's answers, imported and collected: the statistics leave them all out while the item
+    is gold (they measure raters then), and count them again once it is unmarked."""
+    return Rating.objects.filter(response__turn__item=item).count()
 
 
 def gold_for_item(item: Item) -> GoldItem | None:

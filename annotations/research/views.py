@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, aspect_scale
@@ -28,7 +29,7 @@ from annotations.datasets.editing import dataset_answer_format_set
 from annotations.datasets.importing import dataset_import, dataset_validate, iter_items
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
-from annotations.gold.selectors import gold_for_item
+from annotations.gold.selectors import gold_for_item, item_rating_count
 from annotations.gold.services import GoldError, gold_item_remove, gold_item_set, item_systems
 from annotations.models import AnswerFormat, Campaign, GoldItem, Item, Response
 from annotations.recruitment.services import RecruitmentError, link_create
@@ -406,6 +407,7 @@ def _item_context(request: HttpRequest, item: Item, **extra: Any) -> dict[str, A
         "turns": selectors.item_turns(item),
         "history": selectors.item_history(item),
         "gold": gold,
+        "item_ratings": item_rating_count(item),
         "gold_grid": _gold_grid(item, extra.pop("expected", None) or (gold.expected if gold else {})),
         "gold_form": extra.pop("gold_form", None)
         or GoldSettingsForm(
@@ -451,6 +453,7 @@ def item_gold_set(request: HttpRequest, dataset_id: int, item_id: int) -> HttpRe
         if not expected:
             problems.append(_("Choose at least one expected value."))
         else:
+            ratings = item_rating_count(item)
             try:
                 gold_item_set(
                     item=item,
@@ -463,7 +466,17 @@ def item_gold_set(request: HttpRequest, dataset_id: int, item_id: int) -> HttpRe
             except GoldError as exc:
                 problems.append(str(exc))
             else:
-                messages.success(request, _("The item is marked as gold."))
+                messages.success(
+                    request,
+                    ngettext(
+                        "The item is marked as gold. %(n)d rating of its answers no longer counts in the dataset's "
+                        "statistics.",
+                        "The item is marked as gold. %(n)d ratings of its answers no longer count in the dataset's "
+                        "statistics.",
+                        ratings,
+                    )
+                    % {"n": ratings},
+                )
                 return HttpResponseRedirect(reverse("research-item", args=[item.dataset_id, item.pk]) + "#gold")
     context = _item_context(request, item, gold_form=form, expected=expected, gold_problems=problems)
     return render(request, "research/item.html", context, status=400)
@@ -478,5 +491,14 @@ def item_gold_remove(request: HttpRequest, dataset_id: int, item_id: int) -> Htt
         gold_item_remove(item=item, by=request.user)  # type: ignore[arg-type]
     except GoldError as exc:
         return render(request, "research/item.html", _item_context(request, item, gold_problems=[str(exc)]), status=400)
-    messages.success(request, _("The item is no longer gold."))
+    ratings = item_rating_count(item)
+    messages.success(
+        request,
+        ngettext(
+            "The item is no longer gold. %(n)d rating of its answers counts in the dataset's statistics again.",
+            "The item is no longer gold. %(n)d ratings of its answers count in the dataset's statistics again.",
+            ratings,
+        )
+        % {"n": ratings},
+    )
     return HttpResponseRedirect(reverse("research-item", args=[item.dataset_id, item.pk]) + "#gold")
