@@ -14,7 +14,6 @@ from django.db.models.expressions import RawSQL
 
 from annotations.models import Assignment, Campaign, Rater, Rating, Skip, Task
 from annotations.slots import SlotPool
-from annotations.statements import statement_cursor
 
 
 @functools.cache
@@ -39,14 +38,11 @@ def rated_before_sql(task: str, *, user: str = "%(user)s", campaign: str = "%(ca
     return _rated_before_template().format(task=task, user=user, campaign=campaign)
 
 
-def task_rated_before(*, campaign: Campaign, task_id: int, user_id: int) -> bool:
-    """The rule above for one task, for the portable submit."""
-    with statement_cursor() as cursor:
-        cursor.execute(
-            f"SELECT {rated_before_sql('%(task)s')}",
-            {"task": task_id, "user": user_id, "campaign": campaign.pk},
-        )
-        return bool(cursor.fetchone()[0])
+def rated_before_expression(*, campaign: Campaign, user_id: int, task_column: str) -> RawSQL:
+    """The rule above as an ORM expression, for a queryset whose table has the task id in `task_column` (a
+    "table.column" read from model metadata), so a read the caller makes anyway answers it too."""
+    rule = rated_before_sql(task_column, user="%s", campaign="%s")
+    return RawSQL(rule, (user_id, campaign.pk), output_field=BooleanField())  # noqa: S611 - metadata names, bound values
 
 
 def tasks_open_to(*, campaign: Campaign, user_id: int) -> RawSQL:

@@ -27,7 +27,7 @@ from annotations.campaign_selectors import (
     candidate_order,
     task_candidates,
 )
-from annotations.campaign_slots import rated_before_sql, task_rated_before
+from annotations.campaign_slots import rated_before_expression, rated_before_sql
 from annotations.campaigns.answers import (
     IDEMPOTENCY_KEY_RE,
     SubmitResult,
@@ -157,10 +157,11 @@ def _submission_create_locked(
     with transaction.atomic():
         # The worker's row first (crowd accounts only): their quota is counted and their answer stored under it.
         tasks_left = worker_tasks_left(campaign, user, lock=True)
-        assignment = (
+        assignment: Assignment | None = (
             Assignment.objects.select_for_update()
             .select_related("task__turn", "campaign")
             .filter(campaign=campaign, task_id=task_id, annotator=user)
+            .annotate(rated_before=_slot_rated_before(campaign=campaign, user_id=user.pk))
             .first()
         )
         # Read under the lock: a correction that waited for another one must be stamped after it, or its history
@@ -186,11 +187,20 @@ def _submission_create_locked(
             submission = _submission_insert(
                 campaign=campaign, assignment=assignment, user=user, idempotency_key=idempotency_key, answer=answer,
                 moment=moment,
+                # A reclaimed slot was taken by the claim rule, which already leaves such tasks out.
+                rated_before=former is None and bool(getattr(assignment, "rated_before", False)),
             )  # fmt: skip
             return SubmitResult(submission=submission, replayed=False, reclaimed=former is not None)
     assert former is not None  # only a lost lease leaves no slot to submit
     assignment_draft_keep_answer(slot=former, user=user, answer=answer)
     raise LeaseLost()
+
+
+def _slot_rated_before(*, campaign: Campaign, user_id: int) -> Any:
+    """The rated-before rule on an assignment query, so the locking read of the slot answers it too."""
+    return rated_before_expression(
+        campaign=campaign, user_id=user_id, task_column=f"{Assignment._meta.db_table}.task_id"
+    )
 
 
 def _submission_insert(
@@ -201,14 +211,16 @@ def _submission_insert(
     idempotency_key: str,
     answer: TaskAnswer,
     moment: datetime,
+    rated_before: bool,
 ) -> Submission:
-    """The portable submit of a slot leased to the user, inside the caller's transaction."""
+    """The portable submit of a slot leased to the user, inside the caller's transaction. `rated_before`: the rule
+    of annotations.campaign_slots, read with the slot."""
     candidates = task_candidates(assignment=assignment, user_id=user.pk)
     scales = campaign_scales(campaign)
     problems = answer_problems(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
     if problems:
         raise SubmissionInvalid(problems)
-    if task_rated_before(campaign=campaign, task_id=assignment.task_id, user_id=user.pk):
+    if rated_before:
         raise already_rated()
     spent = max(0.0, (moment - assignment.leased_at).total_seconds()) if assignment.leased_at else 0.0
     by_number = {c.number: c.response_id for c in candidates}
