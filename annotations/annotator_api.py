@@ -36,7 +36,14 @@ from annotations.campaign_selectors import (
 from annotations.campaigns.answers import IDEMPOTENCY_KEY_RE, MAX_TEXT_CHARS, MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
-from annotations.campaigns.errors import CampaignError, DraftInvalid, QuotaReached, RevisitRefused, SubmissionInvalid
+from annotations.campaigns.errors import (
+    AlreadyRated,
+    CampaignError,
+    DraftInvalid,
+    QuotaReached,
+    RevisitRefused,
+    SubmissionInvalid,
+)
 from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, Campaign, SkipReason
 from annotations.opaque import opaque_ref
@@ -401,6 +408,12 @@ def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
         if not campaign.tasks.filter(pk=task_id).exists():
             raise NotFound("no such task") from None
         raise ApiPermissionDenied("this task is not leased to you") from None
+    except AlreadyRated:
+        detail = (
+            "you already rated one of this task's answers in another campaign of the dataset, so this task cannot "
+            "take your answer; nothing was stored and the next task request gives it back"
+        )
+        return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
     except SubmissionInvalid as invalid:
         problems = [{"field": p.field, "message": p.message} for p in invalid.problems]
         return Response({"problems": problems}, status=status.HTTP_400_BAD_REQUEST)

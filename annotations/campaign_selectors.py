@@ -104,10 +104,12 @@ SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item
            WHERE member.campaign_id = campaign.id AND member.user_id = %(user)s
        ),
        EXISTS (SELECT 1 FROM annotations_adjudicationrule rule WHERE rule.campaign_id = campaign.id),
+       dataset.answer_format,
        aspect.id, aspect.dataset_id, aspect.name, aspect.label, aspect.description, aspect.min_value,
        aspect.max_value, aspect.ideal, aspect.level, aspect.labels, aspect.missing, aspect.position,
        aspect.translations
 FROM annotations_campaign campaign
+JOIN annotations_dataset dataset ON dataset.id = campaign.dataset_id
 LEFT JOIN annotations_campaign_aspects shown ON shown.campaign_id = campaign.id
 LEFT JOIN annotations_aspect aspect ON aspect.id = shown.aspect_id
 WHERE campaign.id = %(campaign)s
@@ -129,7 +131,8 @@ def campaign_for_annotator(user: AnyUser, pk: int) -> Campaign:
         # Outside the pool the campaign is outside the user's scope: 404, so its existence is not revealed.
         raise Http404("no such campaign")
     campaign._adjudicates = bool(first[width + 1])  # type: ignore[attr-defined]
-    aspect_rows = tuple(tuple(row[width + 2 :]) for row in rows if row[width + 2])
+    campaign._answer_format = first[width + 2]  # type: ignore[attr-defined]
+    aspect_rows = tuple(tuple(row[width + 3 :]) for row in rows if row[width + 3])
     campaign._scales_cache = list(  # type: ignore[attr-defined]
         _scales_of_rows(aspect_rows, connection.vendor, get_language() or "")
     )
@@ -162,6 +165,15 @@ def campaign_for_researcher(user: AnyUser, pk: int) -> Campaign:
     if campaign is None:
         raise Http404("no such campaign")
     return campaign
+
+
+def campaign_answer_format(campaign: Campaign) -> str:
+    """How the campaign's dataset shows its answers (annotations.models.AnswerFormat); read with the campaign on the
+    annotator's pages (campaign_for_annotator), else asked here."""
+    known: str | None = getattr(campaign, "_answer_format", None)
+    if known is None:
+        known = campaign.dataset.answer_format
+    return known
 
 
 def campaign_aspects(campaign: Campaign) -> list[Aspect]:

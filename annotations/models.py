@@ -23,6 +23,14 @@ class MeasurementLevel(models.TextChoices):
     RATIO = "ratio"
 
 
+class AnswerFormat(models.TextChoices):
+    """How the site shows a dataset's answers to raters and researchers. Plain text by default: a model's line
+    breaks are part of what raters judge (structure, fluency), and Markdown would join lines into one paragraph."""
+
+    PLAIN = "plain", _("Plain text, line breaks kept")
+    MARKDOWN = "markdown", _("Markdown, line breaks kept")
+
+
 class Dataset(models.Model):
     name = models.CharField(max_length=200)
     owner = models.ForeignKey(
@@ -30,6 +38,12 @@ class Dataset(models.Model):
     )
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_datasets")
     notice = models.TextField(blank=True, help_text="What the import inferred or assumed, shown to researchers.")
+    answer_format = models.CharField(
+        max_length=10,
+        choices=AnswerFormat.choices,
+        default=AnswerFormat.PLAIN,
+        help_text="How answers are shown: as plain text, or rendered as Markdown; line breaks are kept in both.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -43,6 +57,9 @@ class Dataset(models.Model):
             models.UniqueConstraint(fields=["owner", "name"], name="dataset_name_unique_per_owner"),
             models.UniqueConstraint(
                 fields=["name"], condition=Q(owner__isnull=True), name="dataset_name_unique_without_owner"
+            ),
+            models.CheckConstraint(
+                condition=Q(answer_format__in=AnswerFormat.values), name="dataset_answer_format_known"
             ),
         ]
 

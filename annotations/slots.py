@@ -13,10 +13,12 @@ The rules, each written once here
   reach N people who count.
 * The pool: only a member of an active campaign's pool takes, resumes or completes slots (`_IN_POOL`).
 * The claim rule (`_CLAIMABLE`): a slot of the campaign whose lease is open (free, or leased and expired) on a task
-  the user has never held and never skipped, and not a personal slot (one appended for somebody else, such as a
-  gold task handed to one annotator). "Next" first resumes the user's open lease (at most one per campaign,
-  a unique constraint), otherwise leases the claimable slot lowest in hand-out order. The same fragment is the
-  Postgres one-statement claim, the portable claim and the "available" count of the progress query.
+  the user has never held and never skipped, not barred to them (`SlotPool.barred`, such as a task whose answer
+  they already rated elsewhere), and not a personal slot (one appended for somebody else, such as a gold task
+  handed to one annotator). "Next" first resumes the user's open lease (at most one per campaign, a unique
+  constraint) unless its task became barred to them, which gives it back; otherwise it leases the claimable slot
+  lowest in hand-out order. The same fragment is the Postgres one-statement claim, the portable claim and the
+  "available" count of the progress query.
 * A claim locks the picked row (`FOR UPDATE SKIP LOCKED` where supported) and re-checks the open lease in the
   conditional UPDATE that takes it (which is also what keeps SQLite correct), so two requests never take one slot.
 * Releasing (skip, leaving the pool) and completing are conditional updates on the user's open lease.
@@ -78,6 +80,10 @@ class SlotPool(Generic[SlotT]):
     # A boolean slot column marking slots appended for one person (see "personal slots"); the claim rule never
     # hands such a slot to anyone else, even when its lease expired. Empty when the pool has none.
     personal: str = ""
+    # An SQL condition, true when the user may not take the task whose id is the expression `{task}` (params:
+    # campaign, user): a task they could not submit. The claim rule never hands such a task out and an open lease on
+    # one is given back instead of resumed. Empty when every task is open to everyone.
+    barred: str = ""
 
 
 @dataclass(frozen=True)
@@ -166,9 +172,23 @@ def _fragment(pool: SlotPool[Any], template: str, alias: str = "slot") -> str:
     return template.format(alias=alias, **_names(pool))
 
 
+def _barred(pool: SlotPool[Any], task: str) -> str:
+    """`SlotPool.barred` for the task id expression given, or a condition that is never true."""
+    return f"({pool.barred.format(task=task)})" if pool.barred else "(1 = 0)"
+
+
 def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
-    rule = _fragment(pool, _CLAIMABLE, alias)
+    rule = f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')}"
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
+
+
+def _no_open_lease(pool: SlotPool[Any]) -> str:
+    """None of the user's leases in the campaign is open: the claim takes a new slot only then (a lease that became
+    barred is given back first, see slot_claim)."""
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {_names(pool)['slots']} open_lease WHERE open_lease.campaign_id = %(campaign)s"
+        " AND open_lease.annotator_id = %(user)s AND open_lease.status = 'leased')"  # nosec B608 - model-metadata names, bound values
+    )
 
 
 def slot_pool_sql(pool: SlotPool[Any]) -> str:
@@ -193,12 +213,13 @@ WITH pool AS (SELECT 1 WHERE {slot_pool_sql(pool)}),
 resumed AS (
     UPDATE {names["slots"]} SET lease_expires_at = %(expires)s
     WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
+      AND NOT {_barred(pool, f"{names['slots']}.task_id")}
     RETURNING {columns}
 ),
 picked AS (
     SELECT slot.id FROM {names["slots"]} slot
     WHERE {_claimable(pool)}
-      AND EXISTS (SELECT 1 FROM pool) AND NOT EXISTS (SELECT 1 FROM resumed)
+      AND EXISTS (SELECT 1 FROM pool) AND {_no_open_lease(pool)}
     ORDER BY slot.task_position, slot.slot
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -340,6 +361,8 @@ def _claim_in_one_statement(
         if not rows:
             if not slot_pool_has(pool=pool, campaign=campaign, user=user):
                 raise NotInPool()
+            if slot_release_barred(pool=pool, campaign=campaign, user=user):
+                continue  # their open lease could not be submitted any more: given back, now the next task
             return None
         row, width = rows[0], len(SLOT_COLUMNS)
         slot = instance_from_row(pool.slot, SLOT_COLUMNS, row[:width])
@@ -364,10 +387,12 @@ def _claim_portable(
                     .filter(campaign=campaign, annotator=user, status=SlotStatus.LEASED)
                     .first()
                 )
-                if current is not None:
+                if current is not None and not _is_barred(pool=pool, slot=current, user=user):
                     current.lease_expires_at = moment + lease
                     current.save(update_fields=["lease_expires_at"])
                     return Claim(slot=current, resumed=True, details=())
+                if current is not None:
+                    slot_release(pool=pool, slot_id=current.pk, user=user)
                 params = {
                     "campaign": campaign.pk,
                     "user": user.pk,
@@ -387,6 +412,38 @@ def _claim_portable(
             # resumes what that request leased.
             continue
     return None
+
+
+@functools.cache
+def _barred_sql(pool: SlotPool[Any]) -> str:
+    return f"SELECT {_barred(pool, '%(task)s')}"
+
+
+def _is_barred(*, pool: SlotPool[Any], slot: SlotRow, user: Any) -> bool:
+    if not pool.barred:
+        return False
+    with statement_cursor() as cursor:
+        cursor.execute(_barred_sql(pool), {"task": slot.task_id, "campaign": slot.campaign_id, "user": user.pk})
+        return bool(cursor.fetchone()[0])
+
+
+@functools.cache
+def _release_barred_sql(pool: SlotPool[Any]) -> str:
+    slots = _names(pool)["slots"]
+    return (
+        f"UPDATE {slots} SET status = 'free', annotator_id = NULL, leased_at = NULL, lease_expires_at = NULL"
+        " WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased'"  # nosec B608 - model-metadata names, bound values
+        f" AND {_barred(pool, f'{slots}.task_id')}"
+    )
+
+
+def slot_release_barred(*, pool: SlotPool[Any], campaign: Model, user: Any) -> int:
+    """Gives back the user's open lease in the campaign if its task became barred to them meanwhile (for instance
+    they rated its answer in another campaign while holding it), so "next" moves on instead of resuming a task they
+    cannot submit. Returns how many leases were given back (0 or 1)."""
+    if not pool.barred:
+        return 0
+    return _execute(_release_barred_sql(pool), {"campaign": campaign.pk, "user": user.pk})
 
 
 @functools.cache
@@ -525,6 +582,7 @@ WITH pool AS (SELECT 1 WHERE {slot_pool_sql(pool)}),
 resumed AS (
     UPDATE {names["slots"]} SET lease_expires_at = %(expires)s
     WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
+      AND NOT {_barred(pool, f"{names['slots']}.task_id")}
     RETURNING {columns}
 ),
 picked AS (
@@ -532,7 +590,8 @@ picked AS (
     WHERE task.campaign_id = %(campaign)s AND task.{personal}
       AND NOT EXISTS (SELECT 1 FROM {names["slots"]} mine WHERE mine.task_id = task.id AND mine.annotator_id = %(user)s)
       AND NOT EXISTS (SELECT 1 FROM {names["skips"]} skip WHERE skip.task_id = task.id AND skip.annotator_id = %(user)s)
-      AND EXISTS (SELECT 1 FROM pool) AND NOT EXISTS (SELECT 1 FROM resumed)
+      AND NOT {_barred(pool, "task.id")}
+      AND EXISTS (SELECT 1 FROM pool) AND {_no_open_lease(pool)}
     ORDER BY task.position
     LIMIT 1
 ),
@@ -573,6 +632,8 @@ def slot_personal_claim(
         if not rows:
             if not slot_pool_has(pool=pool, campaign=campaign, user=user):
                 raise NotInPool()
+            if slot_release_barred(pool=pool, campaign=campaign, user=user):
+                continue  # their open lease could not be submitted any more: given back, now the next task
             return None
         row, width = rows[0], len(SLOT_COLUMNS)
         slot = instance_from_row(pool.slot, SLOT_COLUMNS, row[:width])

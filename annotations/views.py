@@ -29,6 +29,7 @@ from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.campaign_selectors import (
     NA_TOKEN,
     assignment_draft_values,
+    campaign_answer_format,
     campaign_for_annotator,
     campaign_for_researcher,
     campaign_progress,
@@ -48,6 +49,7 @@ from annotations.campaigns.answers import MAX_VALUE_CHARS, MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
 from annotations.campaigns.errors import (
+    AlreadyRated,
     CampaignError,
     DraftInvalid,
     FieldProblem,
@@ -191,6 +193,7 @@ def _task_context(
         "lease_token": signing.dumps(opaque_ref("slot", assignment.pk), salt=_lease_salt(request)),
         "skip_reasons": SkipReason.choices,
         "na_token": NA_TOKEN,
+        "answer_format": campaign_answer_format(campaign),
     }
 
 
@@ -364,6 +367,15 @@ def task_submit(request: HtmxHttpRequest, campaign_id: int, task_id: int) -> Htt
         if not campaign.tasks.filter(pk=task_id).exists():
             raise Http404("no such task") from None
         raise PermissionDenied("this task is not leased to you") from None
+    except AlreadyRated:
+        messages.error(
+            request,
+            _(
+                "You have already rated one of these answers in another campaign, so this task cannot take your "
+                "answer and was not saved. It goes back to the others."
+            ),
+        )
+        return _next_or_done(request, campaign)
     except SubmissionInvalid as invalid:
         try:
             assignment = leased_assignment(campaign=campaign, task_id=task_id, user=request.user)

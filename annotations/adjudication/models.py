@@ -121,3 +121,25 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"adjudicated {self.aspect_id} of {self.response_id} in {self.task}: {self.value}"
+
+
+class DisputeClosure(models.Model):
+    """An open dispute that an exclusion closed: the task lost one of its counting ratings, so its dispute row was
+    dropped until the task has all its ratings again. Kept under the dispute's former id, so an adjudicator who
+    opens that dispute learns why it is gone instead of finding nothing."""
+
+    dispute_number = models.PositiveBigIntegerField(unique=True, help_text="The id the closed dispute had.")
+    campaign = models.ForeignKey("annotations.Campaign", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey("annotations.Task", on_delete=models.CASCADE, related_name="+")
+    exclusion = models.ForeignKey(
+        "annotations.RaterExclusion", on_delete=models.CASCADE, related_name="closed_disputes"
+    )
+    closed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("dispute closed by an exclusion")
+        verbose_name_plural = _("disputes closed by an exclusion")
+        ordering = ["-closed_at"]
+
+    def __str__(self) -> str:
+        return f"dispute {self.dispute_number}, closed by {self.exclusion}"

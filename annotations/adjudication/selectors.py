@@ -21,6 +21,7 @@ from annotations.models import (
     AssignmentStatus,
     Campaign,
     Dispute,
+    DisputeClosure,
     Rater,
     RaterExclusion,
     Rating,
@@ -169,8 +170,24 @@ def dispute_for_adjudicator(user: AnyUser, pk: int) -> Dispute:
         .first()
     )
     if dispute is None:
+        closure = (
+            DisputeClosure.objects.filter(dispute_number=pk, campaign__in=_adjudicable_campaigns(user))
+            .exclude(task__assignments__annotator_id=user.pk)
+            .select_related("campaign", "exclusion__rater", "task__turn__item")
+            .first()
+        )
+        if closure is not None:
+            raise DisputeClosed(closure)
         raise Http404("no such dispute")
     return dispute
+
+
+class DisputeClosed(Http404):
+    """The dispute asked for was open once and an exclusion closed it; `closure` says which and when."""
+
+    def __init__(self, closure: DisputeClosure) -> None:
+        super().__init__("this dispute was closed when one of its raters was excluded")
+        self.closure = closure
 
 
 @dataclass(frozen=True)

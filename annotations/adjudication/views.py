@@ -4,6 +4,8 @@ role, 404 outside one's campaigns); writes are POST only."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.contrib import messages
@@ -17,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotations.adjudication.forms import AdjudicationRuleForm
 from annotations.adjudication.selectors import (
+    DisputeClosed,
     campaign_rule,
     dispute_for_adjudicator,
     dispute_queue,
@@ -40,6 +43,19 @@ def queue_page(request: HttpRequest) -> HttpResponse:
     return render(request, "adjudicate/queue.html", {"rows": rows, "show_settled": show_settled})
 
 
+def _closed_dispute_explained(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A dispute an exclusion closed answers with a page saying so (410 Gone), not a bare "not found"."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, dispute_id: int) -> HttpResponse:
+        try:
+            return view(request, dispute_id)
+        except DisputeClosed as closed:
+            return render(request, "adjudicate/dispute_closed.html", {"closure": closed.closure}, status=410)
+
+    return wrapper
+
+
 def _dispute_page(request: HttpRequest, dispute_id: int, *, entered: dict[str, str], status: int = 200) -> HttpResponse:
     dispute = dispute_for_adjudicator(request.user, dispute_id)
     view = dispute_view(dispute)
@@ -55,6 +71,7 @@ def _dispute_page(request: HttpRequest, dispute_id: int, *, entered: dict[str, s
 
 @require_GET
 @login_required
+@_closed_dispute_explained
 def dispute_page(request: HttpRequest, dispute_id: int) -> HttpResponse:
     return _dispute_page(request, dispute_id, entered={})
 
@@ -65,6 +82,7 @@ def cell_field(response_id: int, aspect_id: int) -> str:
 
 @require_POST
 @login_required
+@_closed_dispute_explained
 def dispute_resolve_view(request: HttpRequest, dispute_id: int) -> HttpResponse:
     dispute = dispute_for_adjudicator(request.user, dispute_id)
     assert isinstance(request.user, User)  # login_required

@@ -42,11 +42,16 @@ class SubmissionInvalid(Exception):
         self.problems = problems
 
 
+class AlreadyRated(SubmissionInvalid):
+    """The annotator's rater already holds a rating of one of the task's answers (from another campaign of the same
+    dataset), so this task cannot take their answer; nothing was stored. "Next" gives the task back."""
+
+
 def outdated_form() -> SubmissionInvalid:
     return SubmissionInvalid([FieldProblem("idempotency_key", _("The form is outdated; reload the page."))])
 
 
-def already_rated() -> SubmissionInvalid:
-    return SubmissionInvalid(
+def already_rated() -> AlreadyRated:
+    return AlreadyRated(
         [FieldProblem("ratings", _("You have already rated one of these answers in another campaign."))]
     )

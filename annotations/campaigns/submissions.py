@@ -27,6 +27,7 @@ from annotations.campaign_selectors import (
     candidate_order,
     task_candidates,
 )
+from annotations.campaign_slots import rated_before_expression, rated_before_sql
 from annotations.campaigns.answers import (
     IDEMPOTENCY_KEY_RE,
     SubmitResult,
@@ -156,10 +157,11 @@ def _submission_create_locked(
     with transaction.atomic():
         # The worker's row first (crowd accounts only): their quota is counted and their answer stored under it.
         tasks_left = worker_tasks_left(campaign, user, lock=True)
-        assignment = (
+        assignment: Assignment | None = (
             Assignment.objects.select_for_update()
             .select_related("task__turn", "campaign")
             .filter(campaign=campaign, task_id=task_id, annotator=user)
+            .annotate(rated_before=_slot_rated_before(campaign=campaign, user_id=user.pk))
             .first()
         )
         # Read under the lock: a correction that waited for another one must be stamped after it, or its history
@@ -185,11 +187,20 @@ def _submission_create_locked(
             submission = _submission_insert(
                 campaign=campaign, assignment=assignment, user=user, idempotency_key=idempotency_key, answer=answer,
                 moment=moment,
+                # A reclaimed slot was taken by the claim rule, which already leaves such tasks out.
+                rated_before=former is None and bool(getattr(assignment, "rated_before", False)),
             )  # fmt: skip
             return SubmitResult(submission=submission, replayed=False, reclaimed=former is not None)
     assert former is not None  # only a lost lease leaves no slot to submit
     assignment_draft_keep_answer(slot=former, user=user, answer=answer)
     raise LeaseLost()
+
+
+def _slot_rated_before(*, campaign: Campaign, user_id: int) -> Any:
+    """The rated-before rule on an assignment query, so the locking read of the slot answers it too."""
+    return rated_before_expression(
+        campaign=campaign, user_id=user_id, task_column=f"{Assignment._meta.db_table}.task_id"
+    )
 
 
 def _submission_insert(
@@ -200,13 +211,17 @@ def _submission_insert(
     idempotency_key: str,
     answer: TaskAnswer,
     moment: datetime,
+    rated_before: bool,
 ) -> Submission:
-    """The portable submit of a slot leased to the user, inside the caller's transaction."""
+    """The portable submit of a slot leased to the user, inside the caller's transaction. `rated_before`: the rule
+    of annotations.campaign_slots, read with the slot."""
     candidates = task_candidates(assignment=assignment, user_id=user.pk)
     scales = campaign_scales(campaign)
     problems = answer_problems(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
     if problems:
         raise SubmissionInvalid(problems)
+    if rated_before:
+        raise already_rated()
     spent = max(0.0, (moment - assignment.leased_at).total_seconds()) if assignment.leased_at else 0.0
     by_number = {c.number: c.response_id for c in candidates}
     entered = rating_values(candidates=candidates, scales=scales, answer=answer)
@@ -260,7 +275,8 @@ SELECT {slot_pool_sql(CAMPAIGN_SLOTS)},
        (SELECT used.answer_digest FROM annotations_submission used WHERE used.idempotency_key = %(key)s),
        (SELECT rater.id FROM annotations_rater rater WHERE rater.dataset_id = %(dataset)s AND rater.user_id = %(user)s),
        slot.id, slot.status, slot.leased_at,
-       ARRAY(SELECT shown.response_id FROM annotations_task_responses shown WHERE shown.task_id = slot.task_id)
+       ARRAY(SELECT shown.response_id FROM annotations_task_responses shown WHERE shown.task_id = slot.task_id),
+       {rated_before_sql("%(task)s")}
 FROM (SELECT 1) AS one
 LEFT JOIN annotations_assignment slot
        ON slot.campaign_id = %(campaign)s AND slot.task_id = %(task)s AND slot.annotator_id = %(user)s
@@ -318,6 +334,7 @@ class _SubmitState:
     status: str | None
     leased_at: datetime | None
     response_ids: list[int]
+    rated_before: bool  # the rule the claim applies too: one of the task's answers already rated by this rater
 
 
 def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_key: str) -> _SubmitState:
@@ -331,7 +348,7 @@ def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_k
     with statement_cursor() as cursor:
         cursor.execute(_SUBMIT_STATE_SQL, params)
         row = cursor.fetchone()
-    in_pool, key_used_by, key_digest, rater_id, assignment_id, status, leased_at, response_ids = row
+    in_pool, key_used_by, key_digest, rater_id, assignment_id, status, leased_at, response_ids, rated_before = row
     return _SubmitState(
         in_pool=bool(in_pool),
         key_used_by=key_used_by,
@@ -341,6 +358,7 @@ def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_k
         status=status,
         leased_at=leased_at,
         response_ids=list(response_ids or []),
+        rated_before=bool(rated_before),
     )
 
 
@@ -378,6 +396,8 @@ def _submit_in_one_statement(
     if state.status != AssignmentStatus.LEASED or state.key_used_by is not None:
         # A correction or a stale page: rare, and decided under row locks.
         return None
+    if state.rated_before:
+        raise already_rated()
     rater_id = state.rater_id or rater_for_user(dataset=campaign.dataset, user=user).pk
     moment = now or timezone.now()
     spent = max(0.0, (moment - state.leased_at).total_seconds()) if state.leased_at else 0.0

@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotations.errors import DatasetEditError
-from annotations.models import Dataset
+from annotations.models import AnswerFormat, Dataset
 from annotations.storable import NUL, unstorable_character
 
 
@@ -40,6 +40,18 @@ def dataset_update(*, dataset: Dataset, name: str, owner: User | None, members: 
         dataset.owner = owner
         dataset.save(update_fields=["name", "owner"])
         dataset.members.set(chosen)
+    return dataset
+
+
+def dataset_answer_format_set(*, dataset: Dataset, answer_format: str) -> Dataset:
+    """Chooses how the dataset's answers are shown on the task page, the campaign builder's preview and the item
+    page: plain text or Markdown, line breaks kept in both."""
+    if answer_format not in AnswerFormat.values:
+        raise DatasetEditError(
+            f"unknown answer format {answer_format!r}: expected one of {', '.join(AnswerFormat.values)}"
+        )
+    dataset.answer_format = answer_format
+    dataset.save(update_fields=["answer_format"])
     return dataset
 
 

@@ -10,7 +10,8 @@ campaign hands it out at the same places. When the annotator has had every gold 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from annotations.models import Campaign, GoldItem, GoldKind, Item, Response, Task
+from annotations.campaign_slots import tasks_open_to
+from annotations.models import Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
 from annotations.slots import seeded_random
 
 AnyUser = AbstractBaseUser | AnonymousUser
@@ -65,9 +66,10 @@ def gold_still_due(*, campaign: Campaign, user_id: int, handed_out: int, regular
 
 
 def gold_task_next(*, campaign: Campaign, user: AnyUser) -> Task | None:
-    """The first gold task in hand-out order that the annotator has never held or skipped."""
+    """The first gold task in hand-out order that the annotator has never held or skipped, and may still rate."""
     return (
         Task.objects.filter(campaign=campaign, is_gold=True)
+        .filter(tasks_open_to(campaign=campaign, user_id=int(user.pk or 0)))
         .exclude(assignments__annotator_id=user.pk)
         .exclude(skips__annotator_id=user.pk)
         .order_by("position")
@@ -77,6 +79,12 @@ def gold_task_next(*, campaign: Campaign, user: AnyUser) -> Task | None:
 
 def gold_items_of_dataset(dataset_id: int) -> QuerySet[GoldItem]:
     return GoldItem.objects.filter(item__dataset_id=dataset_id).select_related("item").order_by("item__position")
+
+
+def item_rating_count(item: Item) -> int:
+    """The ratings of the item's answers, imported and collected: the statistics leave them all out while the item
+    is gold (they measure raters then), and count them again once it is unmarked."""
+    return Rating.objects.filter(response__turn__item=item).count()
 
 
 def gold_for_item(item: Item) -> GoldItem | None:

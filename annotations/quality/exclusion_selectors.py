@@ -12,6 +12,11 @@ def rater_exclusion_in_force(rater: Rater) -> RaterExclusion | None:
     return RaterExclusion.objects.filter(rater=rater, revoked_at__isnull=True).select_related("rater").first()
 
 
+def exclusion_disputes_closed(exclusion: RaterExclusion) -> int:
+    """How many open disputes the exclusion closed when it was recorded."""
+    return exclusion.closed_disputes.count()
+
+
 def campaign_rater_or_404(campaign: Campaign, rater_id: int) -> Rater:
     """A rater of the campaign's dataset; any other id is not found, so a forged id reveals nothing."""
     rater = Rater.objects.select_related("user").filter(dataset_id=campaign.dataset_id, pk=rater_id).first()

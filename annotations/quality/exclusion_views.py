@@ -22,7 +22,11 @@ from django.views.decorators.http import require_POST
 
 from annotations.campaign_selectors import campaign_for_researcher
 from annotations.models import Campaign, Rater, RaterExclusion
-from annotations.quality.exclusion_selectors import campaign_rater_or_404, rater_exclusion_in_force
+from annotations.quality.exclusion_selectors import (
+    campaign_rater_or_404,
+    exclusion_disputes_closed,
+    rater_exclusion_in_force,
+)
 from annotations.quality.selectors import RATER_NAMES_PSEUDONYMS, quality_panel, rater_names_choice
 from annotations.quality.services import ExclusionError, rater_exclude, rater_exclusion_revoke, rater_slots_reopen
 
@@ -106,7 +110,9 @@ def rater_exclude_view(request: HttpRequest, campaign_id: int, rater_id: int) ->
     reason = str(request.POST.get("reason", ""))
     reopen = request.POST.get("reopen") == "on"
     try:
-        rater_exclude(rater=rater, reason=reason, by=_researcher(request), campaign=campaign, reopen_slots=reopen)
+        exclusion = rater_exclude(
+            rater=rater, reason=reason, by=_researcher(request), campaign=campaign, reopen_slots=reopen
+        )
     except ExclusionError as exc:
         return _answer(request, campaign, rater, problem=str(exc), reason=reason.strip())
     done = (
@@ -114,6 +120,13 @@ def rater_exclude_view(request: HttpRequest, campaign_id: int, rater_id: int) ->
         if reopen
         else _("%(rater)s is excluded from the statistics.")
     ) % {"rater": _shown_name(request, rater)}
+    closed = exclusion_disputes_closed(exclusion)
+    if closed:
+        done += " " + ngettext(
+            "%(n)d open dispute over their ratings is closed with it; its adjudicators are told why.",
+            "%(n)d open disputes over their ratings are closed with it; their adjudicators are told why.",
+            closed,
+        ) % {"n": closed}
     return _answer(request, campaign, rater, done=done)
 
 

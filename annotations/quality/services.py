@@ -30,7 +30,16 @@ from django.utils.translation import gettext as _
 from annotations.adjudication.services import dispute_find
 from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.setup import campaign_annotator_remove
-from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion, Task
+from annotations.models import (
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    Dispute,
+    DisputeClosure,
+    Rater,
+    RaterExclusion,
+    Task,
+)
 from annotations.slots import slots_replace, slots_unreplace
 from annotations.storable import NUL, unstorable_character
 
@@ -94,16 +103,18 @@ def rater_exclude(
             ) from None
         if reopen_slots:
             rater_slots_reopen(exclusion=exclusion)
-        _disputes_recheck(rater)
+        _disputes_recheck(rater, closed_by=exclusion)
     return exclusion
 
 
-def _disputes_recheck(rater: Rater) -> None:
+def _disputes_recheck(rater: Rater, *, closed_by: RaterExclusion | None = None) -> None:
     """An exclusion or its revocation changes which ratings count, so the disputes of the tasks the rater submitted
-    are decided again (a dispute that lost a counting rating is dropped; one that regains it comes back)."""
+    are decided again (a dispute that lost a counting rating is dropped; one that regains it comes back). The open
+    disputes an exclusion (`closed_by`) drops are recorded as closed by it, so the researcher is told how many and
+    an adjudicator opening one learns why it is gone."""
     if rater.user_id is None:
         return
-    task_ids = (
+    submitted = (
         Assignment.objects.filter(
             campaign__dataset_id=rater.dataset_id,
             campaign__adjudication_rule__isnull=False,
@@ -115,8 +126,25 @@ def _disputes_recheck(rater: Rater) -> None:
         .distinct()
         .order_by("task_id")
     )
-    for task_id in list(task_ids):
+    task_ids = list(submitted)
+    open_before = {
+        pk: (task_id, campaign_id)
+        for pk, task_id, campaign_id in Dispute.objects.filter(
+            task_id__in=task_ids, resolved_at__isnull=True
+        ).values_list("pk", "task_id", "campaign_id")
+    }
+    for task_id in task_ids:
         dispute_find(task_id=task_id)
+    if closed_by is None or not open_before:
+        return
+    remaining = set(Dispute.objects.filter(pk__in=list(open_before)).values_list("pk", flat=True))
+    DisputeClosure.objects.bulk_create(
+        [
+            DisputeClosure(dispute_number=pk, task_id=task_id, campaign_id=campaign_id, exclusion=closed_by)
+            for pk, (task_id, campaign_id) in sorted(open_before.items())
+            if pk not in remaining
+        ]
+    )
 
 
 def _excluded_users(dataset_id: int) -> set[int]:

@@ -12,6 +12,9 @@ urlpatterns = [
     path("annotators/<int:user_id>/deactivate/", views.annotator_deactivate_view, name="research-annotator-deactivate"),
     path("invite/<str:token>/", views.invite_accept_view, name="research-invite-accept"),
     path("datasets/<int:dataset_id>/items/", views.items_page, name="research-items"),
+    path(
+        "datasets/<int:dataset_id>/answer-format/", views.dataset_answer_format, name="research-dataset-answer-format"
+    ),
     path("datasets/<int:dataset_id>/items/<int:item_id>/", views.item_page, name="research-item"),
     path("datasets/<int:dataset_id>/items/<int:item_id>/gold/", views.item_gold_set, name="research-item-gold"),
     path(

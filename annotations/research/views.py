@@ -26,12 +26,13 @@ from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, aspect_scale
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_create
+from annotations.datasets.editing import dataset_answer_format_set
 from annotations.datasets.importing import dataset_import, dataset_validate, iter_items
-from annotations.errors import DatasetImportError, RubricError
+from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
-from annotations.gold.selectors import gold_for_item
+from annotations.gold.selectors import gold_for_item, item_rating_count
 from annotations.gold.services import GoldError, gold_item_remove, gold_item_set, item_systems
-from annotations.models import Campaign, GoldItem, Item, Response
+from annotations.models import AnswerFormat, Campaign, GoldItem, Item, Response
 from annotations.recruitment.services import RecruitmentError, link_create
 from annotations.research import selectors
 from annotations.research.forms import (
@@ -155,6 +156,7 @@ def _preview_html(request: HttpRequest, form: CampaignBuilderForm) -> str:
         "lease_token": "",
         "na_token": NA_TOKEN,
         "editing": False,
+        "answer_format": form.dataset.answer_format,
     }
     return render_to_string(
         "research/_task_preview.html",
@@ -360,8 +362,25 @@ def items_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         "systems": selectors.dataset_systems(dataset),
         "aspects": selectors.dataset_aspects(dataset),
         "query": query.urlencode(),
+        "answer_formats": AnswerFormat.choices,
     }
     return render(request, "research/items.html", context)
+
+
+@require_POST
+@researcher_required
+def dataset_answer_format(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = dataset_for_user_or_404(request.user, dataset_id)
+    try:
+        dataset_answer_format_set(dataset=dataset, answer_format=str(request.POST.get("answer_format", "")))
+    except DatasetEditError as exc:
+        messages.error(request, _("%(error)s (nothing was changed)") % {"error": exc})
+    else:
+        messages.success(
+            request,
+            _("Answers are now shown as: %(format)s.") % {"format": dataset.get_answer_format_display()},
+        )
+    return HttpResponseRedirect(reverse("research-items", args=[dataset.pk]) + "#answer-format")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -396,6 +415,7 @@ def _item_context(request: HttpRequest, item: Item, **extra: Any) -> dict[str, A
         "turns": selectors.item_turns(item),
         "history": selectors.item_history(item),
         "gold": gold,
+        "item_ratings": item_rating_count(item),
         "gold_grid": _gold_grid(item, extra.pop("expected", None) or (gold.expected if gold else {})),
         "gold_form": extra.pop("gold_form", None)
         or GoldSettingsForm(
@@ -441,6 +461,7 @@ def item_gold_set(request: HttpRequest, dataset_id: int, item_id: int) -> HttpRe
         if not expected:
             problems.append(_("Choose at least one expected value."))
         else:
+            ratings = item_rating_count(item)
             try:
                 gold_item_set(
                     item=item,
@@ -453,7 +474,17 @@ def item_gold_set(request: HttpRequest, dataset_id: int, item_id: int) -> HttpRe
             except GoldError as exc:
                 problems.append(str(exc))
             else:
-                messages.success(request, _("The item is marked as gold."))
+                messages.success(
+                    request,
+                    ngettext(
+                        "The item is marked as gold. %(n)d rating of its answers no longer counts in the dataset's "
+                        "statistics.",
+                        "The item is marked as gold. %(n)d ratings of its answers no longer count in the dataset's "
+                        "statistics.",
+                        ratings,
+                    )
+                    % {"n": ratings},
+                )
                 return HttpResponseRedirect(reverse("research-item", args=[item.dataset_id, item.pk]) + "#gold")
     context = _item_context(request, item, gold_form=form, expected=expected, gold_problems=problems)
     return render(request, "research/item.html", context, status=400)
@@ -468,5 +499,14 @@ def item_gold_remove(request: HttpRequest, dataset_id: int, item_id: int) -> Htt
         gold_item_remove(item=item, by=request.user)  # type: ignore[arg-type]
     except GoldError as exc:
         return render(request, "research/item.html", _item_context(request, item, gold_problems=[str(exc)]), status=400)
-    messages.success(request, _("The item is no longer gold."))
+    ratings = item_rating_count(item)
+    messages.success(
+        request,
+        ngettext(
+            "The item is no longer gold. %(n)d rating of its answers counts in the dataset's statistics again.",
+            "The item is no longer gold. %(n)d ratings of its answers count in the dataset's statistics again.",
+            ratings,
+        )
+        % {"n": ratings},
+    )
     return HttpResponseRedirect(reverse("research-item", args=[item.dataset_id, item.pk]) + "#gold")

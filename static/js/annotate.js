@@ -258,7 +258,13 @@
     // Every score filled (a revisit, a restored draft): what is left is the preference or the reason, else the
     // submit, so the keyboard never starts on the page itself.
     const start = firstMissing(theForm) || theForm.querySelector("button[type=submit].primary");
-    if (start) focusControl(start, { preventScroll: true });
+    if (!start || !focusControl(start, { preventScroll: true })) return;
+    // On a first task the open instructions can push the first score below the fold: a keyboard user would type
+    // into a control they cannot see. Bring the score with its label to the middle of the window; the instructions
+    // stay open above it.
+    const shown = start.closest(".rating") || start;
+    const box = shown.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) shown.scrollIntoView({ block: "center" });
   }
 
   // Drafts: the form's values go to the server shortly after each change and when the page is left, so a reload,

@@ -210,6 +210,21 @@ def a_lost_lease(form: str, world: World) -> list[Any]:
     return [submit(form, world, lost, first, world.answer(lost, first, 2), "lost01", former_slot_id=lost.pk)]
 
 
+def an_answer_rated_in_another_campaign(form: str, world: World) -> list[Any]:
+    """Both campaigns hold the same one task's answers; the rater rates them in the other campaign first."""
+    first = world.people[0]
+    held = world.claim(first)
+    other = make_campaign(world.campaign.dataset, world.people[:2], name=f"{world.tag}-other", raters_per_item=1)
+    elsewhere = assignment_claim(campaign=other, user=first)
+    assert elsewhere is not None and elsewhere.task.turn_id == held.task.turn_id
+    rated = SUBMIT_FORMS[form](
+        campaign=other, task_id=elsewhere.task_id, user=first, idempotency_key=world.key("other"),
+        answer=world.answer(elsewhere, first, 3), now=None, former_slot_id=None,
+    )  # fmt: skip
+    assert not rated.replayed
+    return [submit(form, world, held, first, world.answer(held, first, 2), "here01")]
+
+
 CASES: list[tuple[Callable[[str, World], list[Any]], dict[str, Any]]] = [
     (repeats_and_a_correction, {"raters": 1}),
     (a_correction_where_corrections_are_off, {"raters": 1, "revisit": False}),
@@ -217,6 +232,7 @@ CASES: list[tuple[Callable[[str, World], list[Any]], dict[str, Any]]] = [
     (an_expired_lease_still_held, {"raters": 1}),
     (a_lost_lease, {"raters": 1, "items": 1}),  # no slot left: refused, and the answer kept as a draft
     (a_lost_lease, {"raters": 2, "items": 1}),  # the lost answer takes the task's other open slot
+    (an_answer_rated_in_another_campaign, {"raters": 1, "items": 1}),  # refused by the rule the claim applies
 ]
 
 
