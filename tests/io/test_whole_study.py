@@ -326,11 +326,6 @@ def test_judge_filled_ratings_are_marked_in_every_export_and_leave_the_human_fig
     assert cli_json("agreement", NAME)["aspects"][ASPECT]["n_ratings"] == COUNTED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="claim across two campaigns: the hybrid campaign hands an annotator a task whose answer they already "
-    "rated in the other campaign of the dataset, which the submit then cannot store",
-)
 def test_an_annotator_of_both_campaigns_is_never_handed_an_answer_they_rated(study: Study) -> None:
     annotator = study.annotators["annotator1"]
     study.hybrid_campaign.annotators.add(annotator)  # undone with the test's transaction
