@@ -352,6 +352,7 @@ def _preview(request: HttpRequest, link: RecruitmentLink) -> HttpResponse:
         "errors": {},
         "problems": [],
         "editing": False,
+        "answer_format": campaign.dataset.answer_format,
     }
     return render(request, "recruit/preview.html", context)
 

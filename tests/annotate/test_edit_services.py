@@ -63,7 +63,7 @@ def test_dataset_delete_takes_everything_under_it(researcher: User, annotator1: 
         ({"name": ""}, "name"),
         ({"name": "a\x00b"}, "NUL"),
         ({"guidelines": "a\x00b"}, "NUL"),
-        ({"lease_minutes": 0}, "lease"),
+        ({"lease_minutes": 0}, "minutes to finish a task must be between 1 and 10080"),
         ({"name": "taken"}, "already has a campaign named"),
     ],
 )

@@ -64,7 +64,7 @@ def test_chunks_of_k_cover_every_answer_once(researcher, annotators):
     [
         ({"aspects": ["nope"]}, "no aspect 'nope'"),
         ({"raters_per_item": 0}, "between 1 and 100"),
-        ({"candidates_per_task": 0}, "at least 1"),
+        ({"candidates_per_task": 0}, "candidates per task must be between 1 and 100"),
         ({"colour": "red"}, "unknown campaign options: colour"),
         ({"annotators": ["ghost"]}, "no user named 'ghost'"),
     ],
