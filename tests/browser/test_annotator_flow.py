@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from annotations.campaigns.setup import campaign_create
-from annotations.models import AssignmentDraft, Submission
+from annotations.models import AnswerFormat, AssignmentDraft, Dataset, Submission
 from tests.annotate.factories import SYSTEM_NAMES, lfqa_lines, make_dataset
 from tests.conftest import CAST_PASSWORD
 
@@ -183,6 +183,8 @@ def test_keyboard_only_two_tasks_with_validation_and_japanese(page: Page, live_s
 
 
 def test_long_markdown_answer_at_200_percent_zoom_in_japanese(browser: Browser, live_server, campaign, annotator1):
+    # Answers show as plain text unless the researcher chooses Markdown for the dataset; this one does.
+    Dataset.objects.filter(pk=campaign.dataset_id).update(answer_format=AnswerFormat.MARKDOWN)
     # 200% zoom of a 1280x720 window = a 640x360 CSS-pixel viewport at device scale 2.
     context = browser.new_context(viewport={"width": 640, "height": 360}, device_scale_factor=2, locale="ja-JP")
     page = context.new_page()

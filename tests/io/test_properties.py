@@ -10,9 +10,10 @@ from django.db import transaction
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from annotations.datasets.exporting import iter_export_lines
+from annotations.datasets.exporting import RATER_EXCLUDED_KEY, iter_export_lines
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
+from annotations.gold.rules import GOLD_KEY
 from annotations.rubrics import parse_rubric
 from tests.io.helpers import assert_json_equal, row_counts
 
@@ -48,6 +49,8 @@ json_value = st.recursive(
 finite = st.floats(allow_nan=False, allow_infinity=False)
 
 
+# Hypothesis also draws the string constants of the code under test, so a free extra key can be a field the importer
+# gives a meaning to (a turn's "preferences", an answer's exclusion marks, an item's gold answers): those are reserved.
 def extras(reserved: set[str]) -> st.SearchStrategy[dict[str, Any]]:
     return st.dictionaries(text.filter(lambda k: k not in reserved), json_value, max_size=2)
 
@@ -62,7 +65,7 @@ def score_for(aspect: str | None) -> st.SearchStrategy[Any]:
 @st.composite
 def answers(draw: st.DrawFn, with_rubric: bool) -> dict[str, Any]:
     answer: dict[str, Any] = {"response": draw(text)}
-    answer.update(draw(extras({"response", "human_evals", "raters", "auto_evals"})))
+    answer.update(draw(extras({"response", "human_evals", "raters", "auto_evals", RATER_EXCLUDED_KEY, "judge_filled"})))
     if draw(st.booleans()):
         aspect_names = (
             draw(st.lists(st.sampled_from(sorted(RANGES)), unique=True, max_size=3))
@@ -105,7 +108,7 @@ def turns(draw: st.DrawFn, with_rubric: bool) -> dict[str, Any]:
         turn["reference"] = draw(st.one_of(st.none(), text))
     if draw(st.booleans()):
         turn["context"] = draw(st.one_of(text, st.lists(text, max_size=3)))
-    turn.update(draw(extras({"prompt", "reference", "context", "responses"})))
+    turn.update(draw(extras({"prompt", "reference", "context", "responses", "preferences"})))
     if draw(st.integers(0, 4)):
         turn["responses"] = draw(st.dictionaries(name, answers(with_rubric), max_size=3))
     return turn
@@ -119,7 +122,7 @@ def items(draw: st.DrawFn, with_rubric: bool) -> dict[str, Any]:
     }
     if draw(st.booleans()):
         item["meta"] = draw(json_value)
-    item.update(draw(extras({"id", "turns", "meta"})))
+    item.update(draw(extras({"id", "turns", "meta", GOLD_KEY})))
     return item
 
 
