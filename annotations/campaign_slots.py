@@ -21,13 +21,13 @@ def _rated_before_template() -> str:
     shown = Task._meta.get_field("responses")
     asked = Campaign._meta.get_field("aspects")
     return (
-        f"EXISTS (SELECT 1 FROM {shown.m2m_db_table()} shown"  # type: ignore[union-attr]
+        f"EXISTS (SELECT 1 FROM {shown.m2m_db_table()} shown"  # type: ignore[union-attr]  # nosec B608 - model-metadata names, bound values
         f" JOIN {Rating._meta.db_table} rated ON rated.response_id = shown.{shown.m2m_reverse_name()}"  # type: ignore[union-attr]
         f" JOIN {Rater._meta.db_table} rater ON rater.id = rated.rater_id"
         f" JOIN {asked.m2m_db_table()} asked ON asked.{asked.m2m_reverse_name()} = rated.aspect_id"  # type: ignore[union-attr]
         f" WHERE shown.{shown.m2m_column_name()} = {{task}} AND rater.user_id = {{user}}"  # type: ignore[union-attr]
         f" AND asked.{asked.m2m_column_name()} = {{campaign}})"  # type: ignore[union-attr]
-    )  # nosec B608 - model-metadata names, bound values
+    )
 
 
 def rated_before_sql(task: str, *, user: str = "%(user)s", campaign: str = "%(campaign)s") -> str:
@@ -42,13 +42,13 @@ def rated_before_expression(*, campaign: Campaign, user_id: int, task_column: st
     """The rule above as an ORM expression, for a queryset whose table has the task id in `task_column` (a
     "table.column" read from model metadata), so a read the caller makes anyway answers it too."""
     rule = rated_before_sql(task_column, user="%s", campaign="%s")
-    return RawSQL(rule, (user_id, campaign.pk), output_field=BooleanField())  # noqa: S611 - metadata names, bound values
+    return RawSQL(rule, (user_id, campaign.pk), output_field=BooleanField())  # noqa: S611  # nosec B611 - metadata names, bound values
 
 
 def tasks_open_to(*, campaign: Campaign, user_id: int) -> RawSQL:
     """The rule above as a filter on a Task queryset (true for the tasks the user may still rate)."""
     rule = rated_before_sql(f"{Task._meta.db_table}.id", user="%s", campaign="%s")
-    return RawSQL(f"NOT {rule}", (user_id, campaign.pk), output_field=BooleanField())  # noqa: S611 - metadata names, bound values
+    return RawSQL(f"NOT {rule}", (user_id, campaign.pk), output_field=BooleanField())  # noqa: S611  # nosec B611 - metadata names, bound values
 
 
 # Gold tasks get a personal slot per annotator they are handed to (annotations.gold.selectors decides when).

@@ -60,7 +60,7 @@ def render_answer(text: str | None, answer_format: str) -> SafeString:
     """Safe HTML for an answer as the model wrote it: plain text with its line breaks (a blank line starts a
     paragraph, a single one breaks the line), or Markdown with single line breaks kept, by the dataset's choice."""
     if not text:
-        return mark_safe("")
+        return SafeString("")
     as_markdown = answer_format == ANSWER_AS_MARKDOWN
     html = _answer_renderer.render(text) if as_markdown else linebreaks(text, autoescape=True)
     return _clean(html, _keep_only_absolute_links)
