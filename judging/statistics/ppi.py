@@ -25,9 +25,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 # Below this many human-rated items the CLT interval is not trusted, so every figure is undefined.
 MIN_HUMAN_ITEMS = 10
@@ -53,7 +57,7 @@ class PPIResult(TypedDict):
     undefined: str | None
 
 
-def _estimate(centre: float, se: float, z: float) -> Estimate:
+def clt_estimate(centre: float, se: float, z: float) -> Estimate:
     return {
         "estimate": defined(centre),
         "standard_error": defined(se),
@@ -61,7 +65,7 @@ def _estimate(centre: float, se: float, z: float) -> Estimate:
     }
 
 
-def _undefined_estimate(reason: str) -> Estimate:
+def undefined_estimate(reason: str) -> Estimate:
     return {"estimate": undefined(reason), "standard_error": undefined(reason), "interval": undefined_interval(reason)}
 
 
@@ -73,11 +77,29 @@ def human_only_mean(human: Sequence[float], *, confidence: float = 0.95) -> Esti
     y = np.asarray(human, dtype=np.float64)
     n = int(y.size)
     if n < MIN_HUMAN_ITEMS:
-        return _undefined_estimate(
+        return undefined_estimate(
             f"{n} items have human scores; at least {MIN_HUMAN_ITEMS} are needed for a CLT interval"
         )
     z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
-    return _estimate(float(y.mean()), float(y.std() / math.sqrt(n)), z)
+    return clt_estimate(float(y.mean()), float(y.std() / math.sqrt(n)), z)
+
+
+def ppi_point(
+    y: npt.NDArray[np.float64], f: npt.NDArray[np.float64], f_u: npt.NDArray[np.float64], *, tuning: str = "ppi++"
+) -> tuple[float, float, float]:
+    """(θ̂, SE, λ) of one PPI mean from checked arrays with n >= 2 and N_u >= 1: the arithmetic that the
+    stratified estimator repeats per stratum."""
+    import numpy as np  # noqa: PLC0415 - numpy is heavy; only the statistics that need it load it
+
+    n, n_u = int(y.size), int(f_u.size)
+    lam = 1.0
+    if tuning == "ppi++":
+        var_all = float(np.var(np.concatenate([f, f_u]), ddof=1))
+        cov = float(np.mean((y - y.mean()) * (f - f.mean())))
+        lam = 0.0 if var_all == 0.0 else min(1.0, max(0.0, cov / ((1.0 + n / n_u) * var_all)))
+    centre = float(lam * f_u.mean() + np.mean(y - lam * f))
+    se = math.sqrt(lam * lam * float(f_u.var()) / n_u + float(np.var(y - lam * f)) / n)
+    return centre, se, lam
 
 
 def ppi_mean(
@@ -104,8 +126,8 @@ def ppi_mean(
         raise ValueError("every score must be a finite number")
     n, n_u = int(y.size), int(f_u.size)
     base: PPIResult = {
-        "ppi": _undefined_estimate("undefined"),
-        "human_only": _undefined_estimate("undefined"),
+        "ppi": undefined_estimate("undefined"),
+        "human_only": undefined_estimate("undefined"),
         "effective_n": undefined("undefined"),
         "tuning_lambda": undefined("undefined"),
         "tuning": tuning,
@@ -123,8 +145,8 @@ def ppi_mean(
     if reason is not None:
         return {
             **base,
-            "ppi": _undefined_estimate(reason),
-            "human_only": _undefined_estimate(reason),
+            "ppi": undefined_estimate(reason),
+            "human_only": undefined_estimate(reason),
             "effective_n": undefined(reason),
             "tuning_lambda": undefined(reason),
             "undefined": reason,
@@ -133,20 +155,14 @@ def ppi_mean(
     human_only = human_only_mean(human, confidence=confidence)
     human_se = float(human_only["standard_error"]["value"] or 0.0)
 
-    lam = 1.0
-    if tuning == "ppi++":
-        var_all = float(np.var(np.concatenate([f, f_u]), ddof=1))
-        cov = float(np.mean((y - y.mean()) * (f - f.mean())))
-        lam = 0.0 if var_all == 0.0 else min(1.0, max(0.0, cov / ((1.0 + n / n_u) * var_all)))
-    centre = float(lam * f_u.mean() + np.mean(y - lam * f))
-    se = math.sqrt(lam * lam * float(f_u.var()) / n_u + float(np.var(y - lam * f)) / n)
+    centre, se, lam = ppi_point(y, f, f_u, tuning=tuning)
     if se == 0.0:
         effective: Stat = undefined("the prediction-powered estimate has zero estimated variance")
     else:
         effective = defined(n * human_se * human_se / (se * se))
     return {
         **base,
-        "ppi": _estimate(centre, se, z),
+        "ppi": clt_estimate(centre, se, z),
         "human_only": human_only,
         "effective_n": effective,
         "tuning_lambda": defined(lam),
