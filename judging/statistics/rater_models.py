@@ -11,7 +11,7 @@ Input is one (item, rater, value) triple per rating; not every rater needs to ra
 - **MACE** (Hovy, Berg-Kirkpatrick, Vaswani and Hovy, NAACL 2013), the EM variant (not the paper's variational Bayes
   one): rater j knows the true label with probability θ_j and then reports it, otherwise "spams" a label drawn from
   its own distribution ξ_j, so P(a | t) = θ_j 1[a = t] + (1 − θ_j) ξ_j(a); the true labels are uniform a priori. The
-  M-step adds 0.01 / K to the expected counts before normalising (the paper's smoothing). One deterministic start
+  M-step adds 0.01 / K to the expected counts before normalising (as crowd-kit's EM does). One deterministic start
   (θ = 1/2, ξ uniform) replaces the paper's random restarts. A rater's reliability is its competence θ_j.
 - **Severity** (ordinal or interval scores): x_ij = μ_i + b_j + e_ij with e_ij ~ N(0, σ_j²): an additive rater
   severity b_j (Σ_j b_j = 0) and a rater-specific error variance, the linear counterpart of a many-facet Rasch model
