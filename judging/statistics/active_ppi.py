@@ -89,6 +89,11 @@ def sampling_probabilities(
         if not over.any():
             break
         capped |= over
+    if np.any(pi <= 0.0):
+        raise ValueError(
+            "with uniform_share 0 an item of uncertainty 0 could never be rated, and active PPI needs every "
+            "probability above 0"
+        )
     return [float(p) for p in pi]
 
 

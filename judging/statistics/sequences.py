@@ -56,6 +56,9 @@ STITCHING_S = 1.4
 STITCHING_ETA = 2.0
 STITCHING_V_MIN = 1.0
 DEFAULT_OPTIMISE_AT = 100
+# The running intersection can only become empty when the values are not draws with one fixed mean, or in the event
+# of probability at most α in which the sequence misses; either way no interval is honest.
+EMPTY = "the running intersection is empty: the values are not consistent with one fixed mean"
 
 
 class Look(TypedDict):
@@ -184,7 +187,9 @@ def confidence_sequence(
         {
             "n": i + 1,
             "estimate": defined(lower + span * float(mean[i])),
-            "interval": interval(lower + span * float(low[i]), lower + span * float(high[i])),
+            "interval": interval(lower + span * float(low[i]), lower + span * float(high[i]))
+            if low[i] <= high[i]
+            else undefined_interval(EMPTY),
         }
         for i in range(x.size)
     ]

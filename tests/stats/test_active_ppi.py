@@ -85,6 +85,8 @@ def test_sampling_probabilities_follow_the_uncertainty_and_the_budget():
     assert sampling_probabilities([0, 0, 0, 0], 1.0) == [0.25] * 4
     with pytest.raises(ValueError, match="budget"):
         sampling_probabilities([1.0, 2.0], 3.0)
+    with pytest.raises(ValueError, match="could never be rated"):
+        sampling_probabilities([0.0, 2.0], 1.0, uniform_share=0.0)
 
 
 # ppi_py 0.2.3 (pip ppi-python) run on each stratum: ppi_mean_ci(Y, Yhat, Yu, alpha=0.05) and the PPI++ λ, the same

@@ -98,6 +98,14 @@ def test_intervals_only_shrink_and_hold_the_running_mean():
         assert looks[-1]["n"] == len(X)
 
 
+def test_an_empty_intersection_is_undefined_not_a_reversed_interval():
+    # A stream whose mean jumps from 0 to 1 is not one fixed mean: the early and late intervals cannot overlap.
+    looks = confidence_sequence([0.0] * 60 + [1.0] * 400, lower=0, upper=1, method="normal-mixture")
+    assert looks[30]["interval"]["undefined"] is None
+    assert "empty" in looks[-1]["interval"]["undefined"]
+    assert difference_decision(looks)["undefined"] == looks[-1]["interval"]["undefined"]
+
+
 def test_stopping_rules():
     rng = np.random.default_rng(2)
     a = np.clip(rng.normal(0.7, 0.1, 300), 0, 1)
