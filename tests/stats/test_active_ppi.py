@@ -159,6 +159,7 @@ def test_simulated_active_ppi_covers_and_beats_uniform_sampling():
     rng = np.random.default_rng(20261129)
     covered = 0
     active_widths, uniform_widths, uniform_covered = [], [], 0
+    counterfactual_widths, saved = [], []
     for _ in range(REPLICATIONS):
         y = rng.normal(TRUE_MEAN, 1.0, N_ITEMS)
         u = np.where(rng.random(N_ITEMS) < 0.8, 0.1, 2.0)
@@ -169,6 +170,8 @@ def test_simulated_active_ppi_covers_and_beats_uniform_sampling():
         low, high = result["active"]["interval"]["low"], result["active"]["interval"]["high"]
         covered += low <= TRUE_MEAN <= high
         active_widths.append(high - low)
+        counterfactual_widths.append(result["uniform"]["interval"]["high"] - result["uniform"]["interval"]["low"])
+        saved.append(result["ratings_saved"]["value"])
         flat = np.full(N_ITEMS, BUDGET / N_ITEMS)
         sent_u = rng.random(N_ITEMS) < flat
         uniform = active_ppi_mean(np.where(sent_u, y, np.nan), f, flat)["active"]["interval"]
@@ -177,11 +180,17 @@ def test_simulated_active_ppi_covers_and_beats_uniform_sampling():
     coverage = covered / REPLICATIONS
     message = (
         f"active PPI++ coverage {coverage:.3f} (uniform {uniform_covered / REPLICATIONS:.3f}) over {REPLICATIONS} "
-        f"replications; mean width {np.mean(active_widths):.4f} vs uniform {np.mean(uniform_widths):.4f}"
+        f"replications; mean width {np.mean(active_widths):.4f} vs uniform {np.mean(uniform_widths):.4f}; the "
+        f"uniform width estimated from the active ratings {np.mean(counterfactual_widths):.4f}; ratings saved "
+        f"{np.mean(saved):.0f} on average"
     )
     print(message)
     assert 0.93 <= coverage <= 0.97, message
     assert np.mean(active_widths) < 0.9 * np.mean(uniform_widths), message
+    # The progress page's "uniform sampling would give" is estimated from the active ratings alone; on average it is
+    # the width uniform sampling actually gives.
+    assert np.mean(counterfactual_widths) == pytest.approx(np.mean(uniform_widths), rel=0.05), message
+    assert min(saved) > 0, message
 
 
 def test_simulated_stratified_ppi_covers_and_beats_proportional_allocation():
