@@ -17,7 +17,9 @@ rated. With w_i = ξ_i / π_i,
   are the uniform ratings needed for the active SE, N·E / (N·SE² − Var(Y) + E) with E = E[(Y − λ_u f)²], less Σ π_i.
   The "uniform" interval is centred on the active estimate: only its width is the counterfactual.
 
-``sampling_probabilities`` gives the policy of the paper's experiments: π proportional to an uncertainty score, mixed
+``uncertainty_from_distribution`` and ``uncertainty_from_samples`` turn a judge's score distribution or its sampled
+scores into an uncertainty (their standard deviation). ``sampling_probabilities`` gives the policy of the paper's
+experiments: π proportional to an uncertainty score, mixed
 with the uniform rule so that no item is nearly impossible to pick (a tiny π makes one rating's weight huge), scaled to
 an expected budget and capped at 1.
 
@@ -27,7 +29,7 @@ Pure: numpy is imported by the functions that use it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 from judging.statistics.intervals import normal_quantile
@@ -55,6 +57,41 @@ class ActivePPIResult(TypedDict):
     expected_n: float
     n_total: int
     undefined: str | None
+
+
+def uncertainty_from_distribution(probabilities: Mapping[str, float]) -> float:
+    """The standard deviation of a judge's score distribution ({"1": p1, "2": p2, ...}, normalised over the scores it
+    lists): the judge's own spread around its expected score, a stand-in for the error sqrt(E[(Y − f)² | item]) to
+    which the paper's optimal sending probability is proportional."""
+    if not probabilities:
+        raise ValueError("the score distribution is empty")
+    scores, masses = [], []
+    for key, value in probabilities.items():
+        try:
+            score = float(key)
+        except ValueError:
+            raise ValueError(f"the score {key!r} of the distribution is not a number") from None
+        mass = float(value)
+        if not (math.isfinite(score) and math.isfinite(mass) and mass >= 0):
+            raise ValueError("scores and probabilities must be finite and probabilities non-negative")
+        scores.append(score)
+        masses.append(mass)
+    total = sum(masses)
+    if total <= 0:
+        raise ValueError("the score distribution has no mass")
+    mean = sum(s * m for s, m in zip(scores, masses, strict=True)) / total
+    return math.sqrt(sum(m * (s - mean) ** 2 for s, m in zip(scores, masses, strict=True)) / total)
+
+
+def uncertainty_from_samples(samples: Sequence[float]) -> float:
+    """The standard deviation (dividing by k) of k sampled judge scores of one item: their disagreement."""
+    if not samples:
+        raise ValueError("no samples")
+    values = [float(v) for v in samples]
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("every sample must be a finite number")
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
 def sampling_probabilities(

@@ -6,7 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from judging.statistics.active_ppi import active_ppi_mean, sampling_probabilities
+from judging.statistics.active_ppi import (
+    active_ppi_mean,
+    sampling_probabilities,
+    uncertainty_from_distribution,
+    uncertainty_from_samples,
+)
 from judging.statistics.ppi import ppi_mean
 from judging.statistics.stratified_ppi import optimal_allocation, rectifier_deviation, stratified_ppi_mean
 
@@ -74,6 +79,21 @@ def test_active_bad_input_and_too_little_data():
         active_ppi_mean(human, judge[:-1], pi)
     few = [*human[:9], *([None] * 23)]
     assert "at least 10" in active_ppi_mean(few, judge, pi)["undefined"]
+
+
+def test_uncertainty_from_a_distribution_or_samples():
+    # Scores 3 and 5 with masses 0.75 and 0.25 (listed as 0.6 and 0.2, normalised): mean 3.5, variance
+    # 0.75 * 0.25 + 0.25 * 2.25 = 0.75.
+    assert uncertainty_from_distribution({"3": 0.6, "5": 0.2}) == pytest.approx(math.sqrt(0.75))
+    assert uncertainty_from_distribution({"4": 1.0}) == 0.0
+    # Samples 2, 4, 4, 6: mean 4, variance (4 + 0 + 0 + 4) / 4 = 2.
+    assert uncertainty_from_samples([2, 4, 4, 6]) == pytest.approx(math.sqrt(2.0))
+    with pytest.raises(ValueError, match="not a number"):
+        uncertainty_from_distribution({"good": 1.0})
+    with pytest.raises(ValueError, match="no mass"):
+        uncertainty_from_distribution({"1": 0.0})
+    with pytest.raises(ValueError, match="no samples"):
+        uncertainty_from_samples([])
 
 
 def test_sampling_probabilities_follow_the_uncertainty_and_the_budget():
