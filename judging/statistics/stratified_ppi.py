@@ -9,10 +9,11 @@ within stratum k the humans rate a uniform random n_k of its N_k items, and the 
 - Combined: θ̂ = Σ w_k θ̂_k and SE = sqrt(Σ w_k² SE_k²), with w_k = N_k / N the stratum's share of the items (or the
   population shares the caller gives); interval θ̂ ± z · SE. The human-only comparison is Σ w_k mean(Y_k) with
   SE² = Σ w_k² σ²(Y_k) / n_k.
-- Allocation: with a budget of n ratings, the variance Σ w_k² σ_k² / n_k (σ_k the standard deviation of one rating's
-  rectifier Y − λ_k f in stratum k, from a pilot or a previous campaign) is smallest at n_k ∝ w_k σ_k (Neyman's
-  allocation, which the paper uses for its optimal allocation), here kept between a minimum and N_k and rounded to
-  integers by largest remainders. ``rectifier_deviation`` estimates σ_k from a pilot. At least ``ALLOCATION_MINIMUM``
+- Allocation: the paper chooses the n_k that minimise the combined variance for a budget of n ratings. That variance
+  is Σ w_k² (σ_k² / n_k + λ_k² var(f_k) / (N_k − n_k)), σ_k the standard deviation of one rating's rectifier
+  Y − λ_k f in stratum k (from a pilot or a previous campaign); leaving out the judge-only term, which is small while
+  n_k is a small part of N_k, the minimum is at n_k ∝ w_k σ_k (Neyman's allocation), used here in that closed form,
+  kept between a minimum and N_k and rounded to integers by largest remainders. ``rectifier_deviation`` estimates σ_k from a pilot. At least ``ALLOCATION_MINIMUM``
   ratings go to each stratum: a stratum given a handful of ratings has a poorly estimated λ_k and SE_k, and the
   combined interval then covers less than it says.
 
