@@ -13,9 +13,9 @@ within stratum k the humans rate a uniform random n_k of its N_k items, and the 
   is Σ w_k² (σ_k² / n_k + λ_k² var(f_k) / (N_k − n_k)), σ_k the standard deviation of one rating's rectifier
   Y − λ_k f in stratum k (from a pilot or a previous campaign); leaving out the judge-only term, which is small while
   n_k is a small part of N_k, the minimum is at n_k ∝ w_k σ_k (Neyman's allocation), used here in that closed form,
-  kept between a minimum and N_k and rounded to integers by largest remainders. ``rectifier_deviation`` estimates σ_k from a pilot. At least ``ALLOCATION_MINIMUM``
-  ratings go to each stratum: a stratum given a handful of ratings has a poorly estimated λ_k and SE_k, and the
-  combined interval then covers less than it says.
+  kept between a minimum and N_k and rounded to integers by largest remainders. ``rectifier_deviation`` estimates
+  σ_k from a pilot. At least ``ALLOCATION_MINIMUM`` ratings go to each stratum: a stratum given a handful of ratings
+  has a poorly estimated λ_k and SE_k, and the combined interval then covers less than it says.
 
 Pure: numpy is imported by the functions that use it.
 """
