@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 METHODS = ("betting", "empirical-bernstein", "normal-mixture")
 GRID = 2000
 BET_TRUNCATION = 0.5
+BLOCK = 256
 STITCHING_S = 1.4
 STITCHING_ETA = 2.0
 STITCHING_V_MIN = 1.0
@@ -102,23 +103,32 @@ def betting_limits(x: Array, *, confidence: float = 0.95, grid: int = GRID) -> t
     sigma2_before = np.concatenate([[0.25], sigma2[:-1]])
     bet = np.sqrt(2.0 * math.log(2.0 / alpha) / (sigma2_before * t * np.log1p(t)))
     m = (np.arange(grid) + 0.5) / grid
-    up = np.minimum(bet[:, None], BET_TRUNCATION / m[None, :])
-    down = np.minimum(bet[:, None], BET_TRUNCATION / (1.0 - m[None, :]))
-    centred = x[:, None] - m[None, :]
-    log_up = np.cumsum(np.log1p(up * centred), axis=0)
-    log_down = np.cumsum(np.log1p(-down * centred), axis=0)
-    hedged = np.maximum(log_up, log_down) - math.log(2.0)
-    accepted = hedged < math.log(1.0 / alpha)
-    # The limits move out to the last rejected grid point (or the range's end), so that the true mean, which lies
-    # between grid points, is never cut off by the grid.
-    any_accepted = accepted.any(axis=1)
-    first = np.argmax(accepted, axis=1)
-    last = grid - 1 - np.argmax(accepted[:, ::-1], axis=1)
-    low = np.where(first > 0, m[np.maximum(first - 1, 0)], 0.0)
-    high = np.where(last < grid - 1, m[np.minimum(last + 1, grid - 1)], 1.0)
-    # With nothing accepted the sequence has missed (probability at most α); it shows the running mean as a point.
-    low = np.where(any_accepted, low, mu)
-    high = np.where(any_accepted, high, mu)
+    low = np.empty(x.size)
+    high = np.empty(x.size)
+    carry_up = np.zeros(grid)
+    carry_down = np.zeros(grid)
+    threshold = math.log(1.0 / alpha) + math.log(2.0)  # max(K⁺, K⁻) / 2 < 1/α
+    # Blocks of looks keep the memory at BLOCK × grid numbers however long the stream is.
+    for start in range(0, x.size, BLOCK):
+        stop = min(start + BLOCK, x.size)
+        centred = x[start:stop, None] - m[None, :]
+        up = np.minimum(bet[start:stop, None], BET_TRUNCATION / m[None, :])
+        down = np.minimum(bet[start:stop, None], BET_TRUNCATION / (1.0 - m[None, :]))
+        log_up = carry_up + np.cumsum(np.log1p(up * centred), axis=0)
+        log_down = carry_down + np.cumsum(np.log1p(-down * centred), axis=0)
+        carry_up, carry_down = log_up[-1], log_down[-1]
+        accepted = np.maximum(log_up, log_down) < threshold
+        # The limits move out to the last rejected grid point (or the range's end), so that the true mean, which
+        # lies between grid points, is never cut off by the grid.
+        first = np.argmax(accepted, axis=1)
+        last = grid - 1 - np.argmax(accepted[:, ::-1], axis=1)
+        block_low = np.where(first > 0, m[np.maximum(first - 1, 0)], 0.0)
+        block_high = np.where(last < grid - 1, m[np.minimum(last + 1, grid - 1)], 1.0)
+        # Nothing accepted: the sequence has missed (probability at most α). A reversed pair makes the running
+        # intersection empty, which the caller reports as undefined.
+        none = ~accepted.any(axis=1)
+        low[start:stop] = np.where(none, 1.0, block_low)
+        high[start:stop] = np.where(none, 0.0, block_high)
     return low, high
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from judging.statistics.sequences import (
+    BLOCK,
     GRID,
     betting_limits,
     confidence_sequence,
@@ -41,6 +42,20 @@ def test_betting_limits_invert_the_hand_written_capital_process():
             assert hedged_log_capital_by_hand(X, high[t], alpha)[t] >= threshold
             assert hedged_log_capital_by_hand(X, high[t] - step, alpha)[t] < threshold
     assert low[-1] > 0 and high[-1] < 1  # 20 values are enough to leave the trivial interval
+
+
+def test_betting_limits_across_blocks_of_looks():
+    """Long streams are processed in blocks of looks; the capital carries over from one block to the next."""
+    alpha = 0.05
+    x = np.random.default_rng(4).beta(2, 5, 600)
+    low, high = betting_limits(x, confidence=0.95)
+    threshold = math.log(1 / alpha)
+    for t in (BLOCK - 1, BLOCK, BLOCK + 1, 599):
+        capital = hedged_log_capital_by_hand(list(x[: t + 1]), low[t], alpha)[t]
+        assert capital >= threshold
+        assert hedged_log_capital_by_hand(list(x[: t + 1]), low[t] + 1.0 / GRID, alpha)[t] < threshold
+        assert hedged_log_capital_by_hand(list(x[: t + 1]), high[t], alpha)[t] >= threshold
+        assert hedged_log_capital_by_hand(list(x[: t + 1]), high[t] - 1.0 / GRID, alpha)[t] < threshold
 
 
 def test_normal_mixture_boundary_is_where_the_mixture_reaches_one_over_alpha():
