@@ -1,14 +1,13 @@
 from __future__ import annotations
 
-import csv
 import math
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
 from judging.management.argument_types import open_unit_interval, whole_number_at_least
 from judging.management.commands.agreement import as_json, interval_text, number, text_table
+from judging.management.csv_columns import column_cells, numbers, read_rows
 from judging.statistics.sequences import (
     METHODS,
     WIN_VALUES,
@@ -22,8 +21,6 @@ from judging.statistics.sequences import (
     win_rate_sequence,
 )
 
-MAX_ROWS = 1_000_000
-
 
 def _positive_width(text: str) -> float:
     value = float(text)
@@ -35,47 +32,12 @@ def _positive_width(text: str) -> float:
 _positive_width.__name__ = "width (a positive number)"
 
 
-def _read_rows(path: str) -> tuple[list[str], list[dict[str, str]]]:
-    try:
-        with Path(path).open(encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            rows = []
-            for row in reader:
-                rows.append(row)
-                if len(rows) > MAX_ROWS:
-                    raise CommandError(f"{path} has more than {MAX_ROWS} rows")
-            return list(reader.fieldnames or []), rows
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise CommandError(f"{path} is not a UTF-8 CSV file: {exc}") from None
-
-
-def _column(rows: list[dict[str, str]], name: str, columns: list[str]) -> list[str]:
-    if name not in columns:
-        raise CommandError(f"the file has no column {name!r}; its columns are: {', '.join(columns) or 'none'}")
-    return [(row.get(name) or "").strip() for row in rows]
-
-
-def _numbers(cells: list[str], name: str) -> list[float]:
-    values = []
-    for line, cell in enumerate(cells, start=2):
-        try:
-            value = float(cell)
-        except ValueError:
-            raise CommandError(f"row {line}, column {name!r}: {cell!r} is not a number") from None
-        if not math.isfinite(value):
-            raise CommandError(f"row {line}, column {name!r}: {cell!r} is not a finite number")
-        values.append(value)
-    return values
-
-
 def monitor_report(options: dict[str, Any]) -> dict[str, Any]:
     """The running confidence sequence of the file's stream, its stopping rule and the fixed-n intervals."""
-    columns, rows = _read_rows(str(options["values"]))
+    columns, rows = read_rows(str(options["values"]))
     column = str(options["column"])
     method, confidence = str(options["method"]), float(options["confidence"])
-    cells = _column(rows, column, columns)
+    cells = column_cells(rows, column, columns)
     fixed: list[Look] = []
     try:
         if options["outcomes"]:
@@ -88,9 +50,9 @@ def monitor_report(options: dict[str, Any]) -> dict[str, Any]:
             if options["lower"] is None or options["upper"] is None:
                 raise CommandError("--lower and --upper (the scale's ends) are needed for scores")
             lower, upper = float(options["lower"]), float(options["upper"])
-            values = _numbers(cells, column)
+            values = numbers(cells, column)
             if options["versus"]:
-                second = _numbers(_column(rows, str(options["versus"]), columns), str(options["versus"]))
+                second = numbers(column_cells(rows, str(options["versus"]), columns), str(options["versus"]))
                 what = f"mean of {column} - {options['versus']}"
                 looks = paired_difference_sequence(
                     values, second, lower=lower, upper=upper, confidence=confidence, method=method
