@@ -90,22 +90,6 @@ def test_limits_hold_across_two_workers(fake_provider: FakeProvider, celery_work
     assert fake_provider.snapshot()["max_in_flight"] == 5
 
 
-def test_rpm_is_never_exceeded_across_workers(
-    fake_provider: FakeProvider, celery_worker_factory, redis_broker: str
-) -> None:  # type: ignore[no-untyped-def]
-    dataset = make_dataset(items=15, systems=2)
-    env = {**WORKER_ENV, "JUDGE_TASKS_PER_RUN": "4"}
-    celery_worker_factory(extra_env=env, concurrency=2)
-    celery_worker_factory(extra_env=env, concurrency=2)
-    run = services.judge_run_launch(
-        dataset=dataset, config=cfg(fake_provider, max_concurrency=10, rpm=12), launched_by=None
-    )
-    wait_for(lambda: fake_provider.snapshot()["calls"] >= 12, timeout=60, message="12 calls")
-    time.sleep(4)
-    assert fake_provider.snapshot()["calls"] == 12  # the 13th must wait for the minute to pass
-    services.judge_run_cancel(run=run)
-
-
 def test_worker_killed_mid_run_loses_nothing_and_repeats_no_finished_call(
     fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
 ) -> None:  # type: ignore[no-untyped-def]
