@@ -128,7 +128,13 @@ def test_cancel_stops_new_calls_within_seconds(
     run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider, max_concurrency=4), launched_by=None)
     wait_for(lambda: fake_provider.snapshot()["calls"] >= 8, timeout=60, message="calls to start")
     assert services.judge_run_cancel(run=run)
-    time.sleep(2)
+    # A unit is claimed before its call is sent and released after its reply is written, and a cancelled run's units
+    # can no longer be claimed: once none is claimed, nothing is in flight and nothing new may start.
+    wait_for(
+        lambda: not Judgment.objects.filter(run=run, status=JudgmentStatus.CLAIMED).exists(),
+        timeout=120,
+        message="the calls in flight to end",
+    )
     calls_after = fake_provider.snapshot()["calls"]
     time.sleep(3)
     assert fake_provider.snapshot()["calls"] == calls_after
