@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from annotations.error_spans import Span
-from judging.statistics.results import Stat, defined, undefined
+from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
 
 WHOLE = "error"
 
@@ -167,3 +167,37 @@ def _expected(segments: Mapping[str, list[Segment]], raters: int, length: int) -
     if denominator <= 0:
         return 0.0
     return 2 / length * numerator / denominator
+
+
+def unitizing_alpha_bootstrap_ci(
+    items: Sequence[UnitizedItem],
+    *,
+    with_category: bool = True,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Interval:
+    """Percentile bootstrap interval of the overall u-alpha, resampling answers with replacement.
+
+    Resample r lays out the answers ``rng.integers(0, n, n)`` (numpy's default generator seeded with ``seed``, one
+    draw per resample in order), repeats included. Resamples whose u-alpha is undefined are left out.
+    """
+    import numpy as np  # noqa: PLC0415 - numpy is heavy; only the statistics that need it load it
+
+    point = unitizing_alpha(items, with_category=with_category)["alpha"]
+    if point["value"] is None:
+        return undefined_interval(point["undefined"] or "u-alpha is undefined")
+    if len(items) < 2:
+        return undefined_interval("fewer than two answers to resample")
+    rng = np.random.default_rng(seed)
+    alphas = []
+    for _ in range(n_resamples):
+        drawn = rng.integers(0, len(items), len(items))
+        value = unitizing_alpha([items[int(i)] for i in drawn], with_category=with_category)["alpha"]["value"]
+        if value is not None:
+            alphas.append(value)
+    if not alphas:
+        return undefined_interval("no bootstrap resample had a defined u-alpha")
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(np.asarray(alphas), [tail, 1.0 - tail])
+    return interval(low, high)

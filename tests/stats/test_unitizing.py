@@ -1,9 +1,10 @@
 """Krippendorff's alpha for unitizing (judging.statistics.unitizing) on Krippendorff's published examples."""
 
+import numpy as np
 import pytest
 
 from annotations.error_spans import Span
-from judging.statistics.unitizing import UnitizedItem, unitizing_alpha
+from judging.statistics.unitizing import UnitizedItem, unitizing_alpha, unitizing_alpha_bootstrap_ci
 
 
 def _unit(begin, length, category, shift=0):
@@ -110,3 +111,49 @@ def test_too_little_or_unfit_data_is_undefined_with_a_reason(items, reason):
     result = unitizing_alpha(items)
     assert result["alpha"]["value"] is None
     assert result["alpha"]["undefined"].startswith(reason)
+
+
+def _seeded_items(seed, answers=30):
+    # Two raters who mostly mark the same stretches, with jittered edges and some misses.
+    rng = np.random.default_rng(seed)
+    items = []
+    for _ in range(answers):
+        length = int(rng.integers(20, 60))
+        first, second = [], []
+        position = 0
+        while position + 8 < length:
+            start = int(rng.integers(position, length - 6))
+            end = start + int(rng.integers(2, 6))
+            category = str(rng.choice(["Accuracy", "Fluency"]))
+            first.append(Span(start, end, category, "minor"))
+            if rng.random() < 0.8:
+                jitter_start = max(position, start + int(rng.integers(-1, 2)))
+                jitter_end = max(jitter_start + 1, end + int(rng.integers(-1, 2)))
+                second.append(Span(jitter_start, min(jitter_end, length), category, "minor"))
+            position = end + 2
+        items.append(UnitizedItem(length, {"a": first, "b": second}))
+    return items
+
+
+def test_bootstrap_interval_resamples_answers_as_documented():
+    items = _seeded_items(38)
+    point = unitizing_alpha(items)["alpha"]["value"]
+    ci = unitizing_alpha_bootstrap_ci(items, n_resamples=200, seed=0)
+    # The documented convention, written out: one rng.integers(0, n, n) per resample, percentile interval.
+    rng = np.random.default_rng(0)
+    alphas = []
+    for _ in range(200):
+        drawn = rng.integers(0, len(items), len(items))
+        alphas.append(unitizing_alpha([items[int(i)] for i in drawn])["alpha"]["value"])
+    low, high = np.quantile(alphas, [0.025, 0.975])
+    assert (ci["low"], ci["high"]) == pytest.approx((low, high))
+    assert ci["low"] < point < ci["high"]
+    assert 0.3 < point < 0.95
+    assert ci == unitizing_alpha_bootstrap_ci(items, n_resamples=200, seed=0)
+
+
+def test_bootstrap_interval_is_undefined_when_alpha_is():
+    ci = unitizing_alpha_bootstrap_ci([UnitizedItem(10, {"a": [], "b": []})])
+    assert ci == {"low": None, "high": None, "undefined": "no rater marked any span"}
+    one = unitizing_alpha_bootstrap_ci([_krippendorff_2004()])
+    assert one["undefined"] == "fewer than two answers to resample"
