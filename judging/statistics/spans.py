@@ -71,6 +71,20 @@ def _f1(precision: Stat, recall: Stat) -> Stat:
     return defined(2 * p * r / (p + r))
 
 
+def _precision_recall(
+    candidate_matched: int, candidate_total: int, reference_matched: int, reference_total: int, units: str
+) -> PrecisionRecall:
+    precision = _ratio(candidate_matched, candidate_total, f"{units} marked by the candidate")
+    recall = _ratio(reference_matched, reference_total, f"{units} marked by the reference")
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": _f1(precision, recall),
+        "candidate_units": candidate_total,
+        "reference_units": reference_total,
+    }
+
+
 def character_agreement(items: Sequence[SpanPair], *, with_category: bool = False) -> PrecisionRecall:
     """Character-level precision, recall and F1, pooled over items (micro-averaged).
 
@@ -85,15 +99,7 @@ def character_agreement(items: Sequence[SpanPair], *, with_category: bool = Fals
         matched += len(candidate & reference)
         candidate_total += len(candidate)
         reference_total += len(reference)
-    precision = _ratio(matched, candidate_total, "characters marked by the candidate")
-    recall = _ratio(matched, reference_total, "characters marked by the reference")
-    return {
-        "precision": precision,
-        "recall": recall,
-        "f1": _f1(precision, recall),
-        "candidate_units": candidate_total,
-        "reference_units": reference_total,
-    }
+    return _precision_recall(matched, candidate_total, matched, reference_total, "characters")
 
 
 def _characters(spans: Iterable[Span], with_category: bool) -> set[tuple[int, str]]:
@@ -135,12 +141,4 @@ def span_agreement(
         reference_total += len(reference)
         candidate_matched += sum(any(_matches(c, r, matching, with_category) for r in reference) for c in candidate)
         reference_matched += sum(any(_matches(c, r, matching, with_category) for c in candidate) for r in reference)
-    precision = _ratio(candidate_matched, candidate_total, "spans marked by the candidate")
-    recall = _ratio(reference_matched, reference_total, "spans marked by the reference")
-    return {
-        "precision": precision,
-        "recall": recall,
-        "f1": _f1(precision, recall),
-        "candidate_units": candidate_total,
-        "reference_units": reference_total,
-    }
+    return _precision_recall(candidate_matched, candidate_total, reference_matched, reference_total, "spans")

@@ -72,3 +72,14 @@ def test_a_match_never_splits_a_letter_from_its_combining_marks():
 def test_every_found_quote_reads_back_as_itself(quote):
     text = "ab  c"
     assert " ".join(_found(text, quote).split()) == quote
+
+
+def test_text_that_composes_across_characters_is_compared_as_stored():
+    # Oriya vowel signs U+0B47 and U+0B3E are separate characters that NFC composes into U+0B4B. Offsets cut at such
+    # a place could fall inside the composed letter, so the answer is compared unnormalised: the stored sequence is
+    # found, the composed one is reported missing rather than guessed.
+    text = "ab\u0b47\u0b3ecd"
+    match = locate_quote(text, "\u0b47\u0b3e")
+    assert (match.start, match.end) == (2, 4)
+    assert locate_quote(text, "\u0b4b").reason == "not found"
+    assert _found(text, "cd") == "cd"
