@@ -3,7 +3,9 @@
 One row is one error (or a "No-error" confirmation) that one rater found in one system's translation of one segment.
 Columns, by header name: system, doc, doc_id, seg_id, rater, source, target, category, severity; any others (the
 files' comment column) are ignored. The erroneous stretch is wrapped in ``<v>…</v>`` in the target, or in the source
-for an omission. The reader removes the marks and turns them into code-point offsets into the text without marks.
+for an omission. The reader removes the marks and turns them into code-point offsets into the text without marks; a
+mark left without its pair (a few rows of the public files) is removed too, and that error keeps no offsets and says
+why in ``problem``.
 Rows of the same system, segment and rater become one `MqmRating`; their texts without marks must agree.
 
 Fields are split on tabs with no quoting, as the files are written (a target may hold a double quote of its own).
@@ -30,6 +32,8 @@ class MqmError:
 
     span: Span
     source_offsets: tuple[int, int] | None
+    problem: str | None = None  # why a mark in the row gave no offsets
+    line: int = 0
 
 
 @dataclass
@@ -50,10 +54,16 @@ class MqmRating:
         return [error.span for error in self.errors]
 
 
-def _unmark(text: str, line: int, column: str) -> tuple[str, tuple[int, int] | None]:
+def _unmark(text: str, line: int, column: str) -> tuple[str, tuple[int, int] | None, str | None]:
+    """The text without marks, the marked offsets, and why a mark gives no offsets."""
     opens, closes = text.count(OPEN), text.count(CLOSE)
     if opens == 0 and closes == 0:
-        return text, None
+        return text, None, None
+    if opens + closes == 1:
+        # The public files hold a few marks left open (or only closed); where the stretch ends is not known, so the
+        # error keeps no offsets rather than a guessed end.
+        lone = OPEN if opens else CLOSE
+        return text.replace(lone, "", 1), None, f"the {column} has {lone} without its pair"
     if opens != 1 or closes != 1 or text.index(OPEN) > text.index(CLOSE):
         raise DatasetImportError(
             f"the {column} must hold at most one {OPEN}…{CLOSE} pair, in that order",
@@ -63,7 +73,7 @@ def _unmark(text: str, line: int, column: str) -> tuple[str, tuple[int, int] | N
         )
     start = text.index(OPEN)
     end = text.index(CLOSE) - len(OPEN)
-    return text.replace(OPEN, "", 1).replace(CLOSE, "", 1), (start, end)
+    return text.replace(OPEN, "", 1).replace(CLOSE, "", 1), (start, end), None
 
 
 def read_mqm_tsv(lines: Iterable[str]) -> list[MqmRating]:
@@ -88,8 +98,8 @@ def read_mqm_tsv(lines: Iterable[str]) -> list[MqmRating]:
                 found=str(len(row)),
             )
         value = {name: row[index] for name, index in where.items()}
-        target, target_offsets = _unmark(value["target"], line, "target")
-        source, source_offsets = _unmark(value["source"], line, "source")
+        target, target_offsets, target_problem = _unmark(value["target"], line, "target")
+        source, source_offsets, source_problem = _unmark(value["source"], line, "source")
         key = (value["system"], value["seg_id"], value["rater"])
         rating = ratings.get(key)
         if rating is None:
@@ -122,7 +132,14 @@ def read_mqm_tsv(lines: Iterable[str]) -> list[MqmRating]:
                 found=value["severity"],
             )
         start, end = target_offsets if target_offsets is not None else (None, None)
-        rating.errors.append(MqmError(Span(start, end, value["category"], severity), source_offsets))
+        rating.errors.append(
+            MqmError(
+                Span(start, end, value["category"], severity),
+                source_offsets,
+                "; ".join(problem for problem in (target_problem, source_problem) if problem) or None,
+                line,
+            )
+        )
     return list(ratings.values())
 
 

@@ -76,7 +76,7 @@ def test_non_translation_weighs_25_and_critical_needs_a_scheme_that_has_it():
     [
         ("sys\td\t1\t1\tr1\tsrc\t<v>a</v> <v>b</v>\tOther\tMinor\t", "at most one"),
         ("sys\td\t1\t1\tr1\tsrc\t</v>a<v>\tOther\tMinor\t", "at most one"),
-        ("sys\td\t1\t1\tr1\tsrc\t<v>a\tOther\tMinor\t", "at most one"),
+        ("sys\td\t1\t1\tr1\tsrc\t<v>a <v>b</v>\tOther\tMinor\t", "at most one"),
         ("sys\td\t1\t1\tr1\tsrc\ta\tOther\tSevere\t", "unknown severity"),
         ("sys\td\t1\t1\tr1\tsrc\ta\tOther\tMinor", "fields but the header has"),
     ],
@@ -103,3 +103,13 @@ def test_missing_columns_and_empty_files_are_named():
         read_mqm_tsv(["system\tdoc\tdoc_id\tseg_id\trater\tsource\ttarget\tcategory"])
     with pytest.raises(DatasetImportError, match="empty"):
         read_mqm_tsv([])
+
+
+def test_a_mark_without_its_pair_keeps_the_error_without_offsets():
+    # As in ted/ende/mqm_ted_ende.tsv line 6444 (commit 7fadea2), whose target ends in "<v>?" with no closing mark.
+    ratings = read_mqm_tsv(_lines("sys\td\t1\t1\tr1\tsrc\tEin Satz. <v>?\tFluency/Punctuation\tMinor\t"))
+    (error,) = ratings[0].errors
+    assert ratings[0].target == "Ein Satz. ?"
+    assert error.span == Span(None, None, "Fluency/Punctuation", "minor")
+    assert (error.problem, error.line) == ("the target has <v> without its pair", 2)
+    assert segment_scores(ratings) == {("sys", "1"): pytest.approx(0.1)}
