@@ -68,20 +68,25 @@ class MqmWeights:
         return self.severity[span.severity]
 
 
-# Freitag et al. (TACL 2021), as used for the public WMT MQM data: Major 5, Minor 1, Neutral 0; Non-translation 25
-# (raters give it Major); Minor Fluency/Punctuation 0.1. The scheme has no Critical severity.
+# The public files spell the category "Non-translation!" (the rating tool's label); the paper writes it without "!".
+NON_TRANSLATION = ("Non-translation", "Non-translation!")
+
+# Freitag et al. (TACL 2021), as used for the public WMT MQM data and by Google's own scorer: Major 5, Minor 1,
+# Neutral 0; Major Non-translation 25; Minor Fluency/Punctuation 0.1. The scheme has no Critical severity.
 WMT2020 = MqmWeights(
     name="WMT 2020",
     severity={"neutral": 0.0, "minor": 1.0, "major": 5.0},
-    category={"Non-translation": 25.0},
-    category_severity={("Fluency/Punctuation", "minor"): 0.1},
+    category_severity={
+        ("Fluency/Punctuation", "minor"): 0.1,
+        **{(category, "major"): 25.0 for category in NON_TRANSLATION},
+    },
 )
 
-# The MQM core weights with a Critical level: minor 1, major 5, critical 10; Non-translation 25.
+# The MQM core weights with a Critical level: minor 1, major 5, critical 10; Non-translation 25 whatever its severity.
 MQM_CORE = MqmWeights(
     name="MQM core",
     severity={"neutral": 0.0, "minor": 1.0, "major": 5.0, "critical": 10.0},
-    category={"Non-translation": 25.0},
+    category=dict.fromkeys(NON_TRANSLATION, 25.0),
 )
 
 

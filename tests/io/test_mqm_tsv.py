@@ -63,9 +63,12 @@ def test_non_translation_weighs_25_and_critical_needs_a_scheme_that_has_it():
         _lines(
             "sys\td\t1\t1\tr1\tsrc\ttgt\tNon-translation\tMajor\t",
             "sys\td\t1\t2\tr1\tsrc\t<v>tgt</v>\tAccuracy/Mistranslation\tCritical\t",
+            "sys\td\t1\t3\tr1\tsrc\ttgt\tNon-translation!\tMajor\t",
+            "sys\td\t1\t4\tr1\tsrc\ttgt\tNon-translation!\tMinor\t",
         )
     )
-    assert segment_scores(ratings[:1]) == {("sys", "1"): 25.0}
+    assert segment_scores([ratings[0], *ratings[2:]]) == {("sys", "1"): 25.0, ("sys", "3"): 25.0, ("sys", "4"): 1.0}
+    assert segment_scores(ratings[3:], MQM_CORE) == {("sys", "4"): 25.0}
     with pytest.raises(ValueError, match="no weight to severity 'critical'"):
         segment_scores(ratings)
     assert segment_scores(ratings, MQM_CORE)[("sys", "2")] == 10.0
