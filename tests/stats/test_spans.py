@@ -1,0 +1,139 @@
+"""MQM scores and span precision, recall and F1 (judging.statistics.spans)."""
+
+import random
+
+import numpy as np
+import pytest
+from sklearn.metrics import precision_recall_fscore_support
+
+from annotations.error_spans import MQM_CORE, WMT2020, Span
+from judging.statistics.spans import SpanPair, character_agreement, mqm_score, span_agreement
+
+
+def _span(start, end, category="Accuracy/Mistranslation", severity="minor"):
+    return Span(start, end, category, severity)
+
+
+def test_mqm_score_follows_the_wmt_2020_weights_and_normalises():
+    spans = [
+        _span(0, 3, severity="major"),
+        _span(4, 5, "Fluency/Punctuation", "minor"),
+        _span(6, 8, "Fluency/Punctuation", "major"),
+        _span(None, None, "Non-translation", "major"),
+        _span(9, 10, "Style/Awkward", "neutral"),
+        _span(10, 12, "Style/Awkward", "minor"),
+    ]
+    text = "eins zwei drei vier"  # 4 words, 19 characters
+    assert mqm_score(spans, text, WMT2020)["value"] == pytest.approx(5 + 0.1 + 5 + 25 + 0 + 1)
+    assert mqm_score(spans, text, WMT2020, per="100 words")["value"] == pytest.approx(100 * 36.1 / 4)
+    assert mqm_score(spans, text, WMT2020, per="100 characters")["value"] == pytest.approx(100 * 36.1 / 19)
+    assert mqm_score([], text, WMT2020) == {"value": 0.0, "undefined": None}
+    assert mqm_score([_span(0, 1, severity="critical")], "x", MQM_CORE)["value"] == 10.0
+    # Minor punctuation keeps the full minor weight in the core scheme.
+    assert mqm_score([_span(0, 1, "Fluency/Punctuation")], "x", MQM_CORE)["value"] == 1.0
+
+
+def test_mqm_score_per_word_of_an_empty_text_is_undefined():
+    result = mqm_score([], "   ", WMT2020, per="100 words")
+    assert result["value"] is None and "no words" in result["undefined"]
+    assert mqm_score([], "", WMT2020, per="100 characters")["undefined"] == "the text has no characters to normalise by"
+
+
+def test_spans_refuse_impossible_offsets_and_severities():
+    for bad in [(-1, 2), (3, 2), (1, None), (True, 2)]:
+        with pytest.raises(ValueError):
+            Span(bad[0], bad[1], "Other", "minor")
+    with pytest.raises(ValueError, match="unknown severity"):
+        Span(0, 1, "Other", "Major")
+    with pytest.raises(ValueError, match="runs past the end"):
+        character_agreement([SpanPair(3, [_span(0, 4)], [])])
+
+
+def test_character_agreement_matches_scikit_learn_on_pooled_characters():
+    # Reference: scikit-learn 1.9.1 precision_recall_fscore_support (binary, and micro over categories) on the same
+    # characters laid end to end. Seeded random spans; each side's spans of one category are disjoint so a
+    # character has one label per side.
+    rng = random.Random(38)
+    categories = ["Accuracy", "Fluency", "Style"]
+    items = []
+    for _ in range(40):
+        length = rng.randint(0, 30)
+        sides = []
+        for _side in range(2):
+            spans = []
+            position = 0
+            while position < length:
+                start = rng.randint(position, length)
+                end = rng.randint(start, min(length, start + 6))
+                if end > start and rng.random() < 0.6:
+                    spans.append(_span(start, end, rng.choice(categories)))
+                position = end + 1
+            sides.append(spans)
+        items.append(SpanPair(length, sides[0], sides[1]))
+    candidate, reference, candidate_label, reference_label = [], [], [], []
+    for item in items:
+        for side, flags, labels in (
+            (item.candidate, candidate, candidate_label),
+            (item.reference, reference, reference_label),
+        ):
+            marks = [""] * item.text_length
+            for span in side:
+                for position in range(span.start, span.end):
+                    marks[position] = span.category
+            flags.extend(1 if mark else 0 for mark in marks)
+            labels.extend(mark or "none" for mark in marks)
+    # scikit-learn takes the truth first, so its precision is over the candidate's marks.
+    p, r, f, _ = precision_recall_fscore_support(reference, candidate, average="binary", zero_division=np.nan)
+    ours = character_agreement(items)
+    assert (ours["precision"]["value"], ours["recall"]["value"], ours["f1"]["value"]) == pytest.approx((p, r, f))
+    p, r, f, _ = precision_recall_fscore_support(
+        reference_label, candidate_label, labels=categories, average="micro", zero_division=np.nan
+    )
+    ours = character_agreement(items, with_category=True)
+    assert (ours["precision"]["value"], ours["recall"]["value"], ours["f1"]["value"]) == pytest.approx((p, r, f))
+
+
+def test_character_agreement_counts_a_character_once_and_is_undefined_without_marks():
+    # Two overlapping candidate spans cover characters 0-5; the reference marks 3-8.
+    pair = SpanPair(10, [_span(0, 4), _span(2, 6)], [_span(3, 9)])
+    result = character_agreement([pair])
+    assert result["precision"]["value"] == pytest.approx(3 / 6)
+    assert result["recall"]["value"] == pytest.approx(3 / 6)
+    empty = character_agreement([SpanPair(5, [], [_span(0, 2)])])
+    assert empty["precision"]["undefined"] == "no characters marked by the candidate"
+    assert empty["recall"]["value"] == 0.0
+    assert empty["f1"]["undefined"] == "precision or recall is undefined"
+
+
+def test_span_agreement_exact_and_overlap_with_and_without_category():
+    # Worked by hand. Item 1: candidate A=[0,4) Acc, B=[10,12) Flu, C=[20,20) point; reference X=[0,4) Flu,
+    # Y=[11,15) Flu, Z=[20,20) point Acc. Item 2: candidate D=[0,2) Acc; reference none.
+    items = [
+        SpanPair(
+            30,
+            [_span(0, 4, "Acc"), _span(10, 12, "Flu"), _span(20, 20, "Acc")],
+            [_span(0, 4, "Flu"), _span(11, 15, "Flu"), _span(20, 20, "Acc")],
+        ),
+        SpanPair(5, [_span(0, 2, "Acc")], []),
+    ]
+    exact = span_agreement(items, matching="exact")  # A-X, C-Z match: 2 of 4 candidate, 2 of 3 reference
+    assert exact["precision"]["value"] == pytest.approx(2 / 4)
+    assert exact["recall"]["value"] == pytest.approx(2 / 3)
+    assert exact["f1"]["value"] == pytest.approx(2 * (1 / 2) * (2 / 3) / (1 / 2 + 2 / 3))
+    overlap = span_agreement(items, matching="overlap")  # A-X, B-Y, C-Z
+    assert overlap["precision"]["value"] == pytest.approx(3 / 4)
+    assert overlap["recall"]["value"] == pytest.approx(3 / 3)
+    typed = span_agreement(items, matching="overlap", with_category=True)  # B-Y, C-Z
+    assert typed["precision"]["value"] == pytest.approx(2 / 4)
+    assert typed["recall"]["value"] == pytest.approx(2 / 3)
+    typed_exact = span_agreement(items, matching="exact", with_category=True)  # C-Z
+    assert typed_exact["precision"]["value"] == pytest.approx(1 / 4)
+    assert typed_exact["recall"]["value"] == pytest.approx(1 / 3)
+
+
+def test_span_agreement_ignores_unlocated_errors_and_touching_spans_do_not_overlap():
+    items = [SpanPair(10, [_span(0, 3), _span(None, None, "Non-translation", "major")], [_span(3, 6)])]
+    result = span_agreement(items)
+    assert result["candidate_units"] == 1
+    assert result["precision"]["value"] == 0.0 and result["f1"]["value"] == 0.0
+    assert span_agreement([SpanPair(4, [], [])])["f1"]["undefined"] == "precision or recall is undefined"
