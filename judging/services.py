@@ -571,6 +571,11 @@ def judge_run_retry_failed(*, run: JudgeRun) -> int:
 # -- execution --------------------------------------------------------------------------------------
 
 
+# A watcher's next task may start a little before its countdown ends by the database's clock; it must still find the
+# watch free. Another task in that margin may watch too, which is harmless (claims are conditional).
+WATCH_MARGIN_S = 0.5
+
+
 def judge_run_work(*, run_id: int) -> str:
     """One slice of work for a run; decides what comes next. Returns the slice's end state."""
     run = JudgeRun.objects.filter(pk=run_id).first()
@@ -602,16 +607,17 @@ def judge_run_work(*, run_id: int) -> str:
     if Judgment.objects.filter(run_id=run_id).filter(claimable_q()).exists():
         run_task_enqueue(JUDGE_RUN_WORK, run_id)
         return "more"
-    # One watcher per run waits for the other claims to finish or expire (a killed worker's do).
+    # One watcher per run waits for the other claims to finish or expire (a killed worker's do). The watch is held
+    # until the watcher's own next task is due, not until the last lease ends: a lease may outlast the longest wait,
+    # and the watcher's next task must then be free to watch again, or the run would stall with nobody watching.
     now = timezone.now()
-    until = (lease_end or now) + timedelta(seconds=1)
+    wait = max(1.0, min(((lease_end or now) - now).total_seconds() + 1.0, settings.JUDGE_WATCH_MAX_S))
     won = (
         JudgeRun.objects.filter(pk=run_id, status=RunStatus.RUNNING)
-        .filter(Q(watch_until__isnull=True) | Q(watch_until__lt=now))
-        .update(watch_until=until)
+        .filter(Q(watch_until__isnull=True) | Q(watch_until__lte=now))
+        .update(watch_until=now + timedelta(seconds=wait - WATCH_MARGIN_S))
     )
     if won:
-        wait = max(1.0, min((until - now).total_seconds(), settings.JUDGE_WATCH_MAX_S))
         run_task_enqueue(JUDGE_RUN_WORK, run_id, countdown=wait)
         return "watching"
     return "idle"
