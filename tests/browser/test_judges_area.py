@@ -165,15 +165,21 @@ def test_the_judge_half_of_a_study(  # type: ignore[no-untyped-def]
     page.locator("#id_reference-name").fill("experts")
     page.locator("#id_reference-source").select_option("import")
     go(page, "form[action$='/reference-sets/'] button[type=submit]")
-    page.locator("form[action$='/certify/'] select[name=version]").select_option(str(run.version_id))
+    page.locator("form[action$='/certify/'] select[name=version]").select_option(run.version.fingerprint)
     go(page, "form[action$='/certify/'] button[type=submit]")
     wait_for(
-        lambda: Certificate.objects.filter(version=run.version).exclude(status=CertificateStatus.PENDING).exists(),
+        lambda: Certificate.objects.filter(
+            version=run.version,
+            status__in=[CertificateStatus.PASSED, CertificateStatus.FAILED, CertificateStatus.UNDEFINED],
+        ).exists(),
         timeout=90,
         message="the certificate's evaluation",
     )
+    certificate = Certificate.objects.get(version=run.version)
+    assert certificate.status == CertificateStatus.PASSED, (certificate.status, certificate.reason, certificate.results)
     page.reload()
     expect(page.locator(".badge.certified")).to_have_count(1)
+    check_layout(page, f"certification-{tag}")
 
     # The campaign's settings, from the research home.
     go(page, "header a[href='/research/']")
