@@ -101,6 +101,7 @@ def test_the_judge_half_of_a_study(  # type: ignore[no-untyped-def]
     # The menu leads to the judges area and never to the admin.
     assert page.locator("header a[href^='/admin/']").count() == 0
     go(page, "header a[href='/research/judges/']")
+    expect(page.locator("h1")).to_have_text({"en": "Judges", "ja": "ジャッジ"}[tag])
     check_layout(page, f"home-{tag}")
 
     # A G-Eval config from its template: the fields follow the JSON, only this dataset's aspects are offered.
@@ -129,6 +130,9 @@ def test_the_judge_half_of_a_study(  # type: ignore[no-untyped-def]
     expect(page.locator("table.judging-estimate")).to_be_visible()
     check_layout(page, f"launch-{tag}")
     assert not JudgeRun.objects.exists()
+    expect(page.locator("button[name=action][value=pilot]")).to_have_text(
+        {"en": "Pilot on a few items", "ja": "少数の項目で試行"}[tag]
+    )
     go(page, "button[name=action][value=pilot]")
     pilot = JudgeRun.objects.get()
     assert 5 <= pilot.total < ITEMS
