@@ -9,12 +9,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
-from django.utils.translation import gettext as _
 
 from annotations.models import Dataset
 from judging import selectors
 from judging.llm.calls import SUPPORTED_PROVIDERS
-from judging.llm.gateway import KeyNotAllowed, check_key_destination
+from judging.llm.gateway import KeyNotAllowed, api_base_for, check_key_destination
 from judging.models import JudgeRun
 
 # What each supported provider needs from the config when the researcher has not typed it yet: an example model,
@@ -39,12 +38,22 @@ PROVIDER_NEEDS: dict[str, dict[str, Any]] = {
 
 
 @dataclass(frozen=True)
+class Missing:
+    """One thing a provider lacks: `kind` is what (the page words it), `variable` the key variable it concerns and
+    `destination` where the requests would go."""
+
+    kind: str  # "no_key_variable", "needs_base", "not_set" or "not_allowed"
+    variable: str = ""
+    destination: str = ""
+
+
+@dataclass(frozen=True)
 class ProviderStatus:
     provider: str
     model: str
     variables: tuple[str, ...]
-    # What is missing, each in a plain sentence naming the variable or setting; empty when the provider is ready.
-    missing: tuple[str, ...]
+    # What is missing, each naming the variable or setting; empty when the provider is ready.
+    missing: tuple[Missing, ...]
     # The config being edited uses this provider, so its own variables and URL were checked.
     chosen: bool
 
@@ -75,20 +84,21 @@ def provider_statuses(config: dict[str, Any] | None) -> list[ProviderStatus]:
         api_base = config.get("api_base") if chosen and isinstance(config.get("api_base"), str) else None
         region = config.get("aws_region") if chosen else needs.get("region")
         location = config.get("vertex_location") if chosen else needs.get("location")
-        missing: list[str] = []
+        destination = api_base_for(model, api_base, region, location) or ""
+        missing: list[Missing] = []
         if chosen and provider not in ("bedrock", "vertex_ai") and not config.get("api_key_env"):
-            missing.append(_("The config names no key variable (api_key_env), so no key is sent."))
+            missing.append(Missing("no_key_variable"))
         if needs.get("needs_base") and not api_base:
-            missing.append(_("It needs the resource's URL as api_base, and api_version."))
+            missing.append(Missing("needs_base"))
         for variable in keys.values():
             if not os.environ.get(variable):
-                missing.append(_("%(variable)s is not set on this server.") % {"variable": variable})
-            if needs.get("needs_base") and not api_base:
+                missing.append(Missing("not_set", variable))
+            if not destination:
                 continue
             try:
                 check_key_destination(variable, api_base, model, region=region, location=location)
-            except KeyNotAllowed as exc:
-                missing.append(str(exc))
+            except KeyNotAllowed:
+                missing.append(Missing("not_allowed", variable, destination))
         statuses.append(
             ProviderStatus(
                 provider=provider, model=model, variables=tuple(keys.values()), missing=tuple(missing), chosen=chosen

@@ -14,7 +14,7 @@ from judging import services
 from judging.llm.calls import SUPPORTED_PROVIDERS
 from judging.models import JudgeConfig, JudgeRun, RunStatus
 from judging.research.forms import TEMPLATE_LABELS, research_template
-from judging.research.selectors import PROVIDER_NEEDS, provider_statuses
+from judging.research.selectors import PROVIDER_NEEDS, Missing, provider_statuses
 from tests.factories import UserFactory
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
@@ -153,16 +153,29 @@ def test_provider_statuses_name_what_is_missing(settings, monkeypatch) -> None: 
     assert set(PROVIDER_NEEDS) == set(SUPPORTED_PROVIDERS)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     settings.JUDGE_API_KEY_HOSTS = {}
-    by_name = {s.provider: s for s in provider_statuses(None)}
-    assert [s.provider for s in provider_statuses(None)] == list(SUPPORTED_PROVIDERS)
-    assert "OPENAI_API_KEY is not set on this server." in by_name["openai"].missing
-    assert any("JUDGE_API_KEY_HOSTS" in m for m in by_name["bedrock"].missing)
-    assert any("api_base" in m for m in by_name["azure"].missing)
+    statuses = provider_statuses(None)
+    assert [s.provider for s in statuses] == list(SUPPORTED_PROVIDERS)
+    by_name = {s.provider: s for s in statuses}
+    assert Missing("not_set", "OPENAI_API_KEY") in by_name["openai"].missing
+    assert not any(m.kind == "not_allowed" for m in by_name["openai"].missing)  # its own host needs no binding
+    bedrock = "https://bedrock-runtime.us-east-1.amazonaws.com"
+    assert Missing("not_allowed", "AWS_SECRET_KEY", bedrock) in by_name["bedrock"].missing
+    assert Missing("needs_base") in by_name["azure"].missing
     monkeypatch.setenv("OPENAI_API_KEY", "set-for-the-test")
     ready = {s.provider: s for s in provider_statuses({"model": "openai/gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"})}
     assert ready["openai"].ready and ready["openai"].chosen
     unnamed = {s.provider: s for s in provider_statuses({"model": "openai/gpt-4o-mini"})}
-    assert any("api_key_env" in m for m in unnamed["openai"].missing)
+    assert unnamed["openai"].missing == (Missing("no_key_variable"),)
+    # A key sent to a URL the operator bound it to is allowed; elsewhere it is named as not allowed.
+    settings.JUDGE_API_KEY_HOSTS = {"LAB_AZURE_API_KEY": ["https://lab.openai.azure.com"]}
+    monkeypatch.setenv("LAB_AZURE_API_KEY", "set-for-the-test")
+    azure = {"model": "azure/gpt-4o-mini", "api_key_env": "LAB_AZURE_API_KEY"}
+    bound = {s.provider: s for s in provider_statuses({**azure, "api_base": "https://lab.openai.azure.com"})}
+    assert bound["azure"].ready
+    elsewhere = {s.provider: s for s in provider_statuses({**azure, "api_base": "https://other.openai.azure.com"})}
+    assert elsewhere["azure"].missing == (
+        Missing("not_allowed", "LAB_AZURE_API_KEY", "https://other.openai.azure.com"),
+    )
 
 
 def test_launch_estimates_pilots_and_launches(
