@@ -30,5 +30,6 @@ urlpatterns = [
     path("join/", include("annotations.recruitment.urls")),
     path("research/", include("annotations.research.urls")),
     path("research/", include("judging.hybrid.urls")),
+    path("research/", include("judging.research.urls")),
     path("", include("annotations.urls")),
 ]

@@ -6,6 +6,7 @@ urlpatterns = [
     path("", views.research_home, name="research-home"),
     path("import/", views.research_import, name="research-import"),
     path("campaigns/new/", views.campaign_builder, name="research-campaign-new"),
+    path("campaigns/<int:campaign_id>/settings/", views.campaign_settings_page, name="research-campaign-settings"),
     path("annotators/", views.annotators_page, name="research-annotators"),
     path("annotators/invite/", views.annotator_invite_view, name="research-annotator-invite"),
     path("annotators/pool/", views.annotator_pool_add_view, name="research-annotator-pool-add"),

@@ -510,3 +510,43 @@ def item_gold_remove(request: HttpRequest, dataset_id: int, item_id: int) -> Htt
         % {"n": ratings},
     )
     return HttpResponseRedirect(reverse("research-item", args=[item.dataset_id, item.pk]) + "#gold")
+
+
+# --- campaign settings --------------------------------------------------------------------------------------------
+
+# What a campaign's settings page may change; the rest was fixed when its tasks and rater slots were built.
+CAMPAIGN_EDITABLE = (
+    "name", "is_active", "aspects", "guidelines", "show_reference", "show_context", "scale_dropdowns",
+    "ask_preference", "rationale_required", "lease_minutes", "allow_revisit", "gold_rate", "annotators",
+)  # fmt: skip
+
+
+@require_http_methods(["GET", "POST"])
+@researcher_required
+def campaign_settings_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """The settings the admin's campaign form may change, through the same form and service (campaign_update);
+    the dataset and the task shape are shown fixed, with the reason."""
+    from django import forms  # noqa: PLC0415 - the form class is built for this page only
+
+    from annotations.campaign_admin import CampaignForm  # noqa: PLC0415 - the admin's form, shared, not its admin
+
+    campaign = get_object_or_404(selectors.researcher_campaigns(request.user), pk=campaign_id)
+    form_class = forms.modelform_factory(
+        Campaign,
+        form=CampaignForm,
+        fields=CAMPAIGN_EDITABLE,
+        widgets={"aspects": forms.CheckboxSelectMultiple, "annotators": forms.CheckboxSelectMultiple},
+    )
+    form = form_class(request.POST or None, instance=campaign, user=request.user)  # type: ignore[call-arg]
+    form.fields["aspects"].queryset = campaign.dataset.aspects.order_by("position")  # type: ignore[attr-defined]
+    if request.method == "POST" and form.is_valid():
+        # The form's clean() stored the change through campaign_update, all or nothing.
+        messages.success(request, _("Saved the settings of %(name)s.") % {"name": campaign.name})
+        return HttpResponseRedirect(reverse("research-campaign-settings", args=[campaign.pk]))
+    context = {
+        "section": "campaign",
+        "campaign": campaign,
+        "form": form,
+        "has_ratings": campaign.assignments.filter(submitted_at__isnull=False).exists(),
+    }
+    return render(request, "research/campaign_settings.html", context, status=400 if form.is_bound else 200)

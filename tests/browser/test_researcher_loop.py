@@ -56,9 +56,12 @@ def fake(settings) -> Iterator[FakeProvider]:  # type: ignore[no-untyped-def]
 @pytest.fixture
 def importing_researcher(researcher: User, annotators: list[User]) -> User:
     """A researcher as a site operator makes one: staff in the Researchers group, and in a lab group with the
-    annotators, which puts them in the researcher's pool (the admin offers no one else)."""
+    annotators, which puts them in the researcher's pool (the admin offers no one else). This one also operates the
+    site (a superuser), which is who the menu offers the admin to."""
     lab = Group.objects.create(name="lab")
     lab.user_set.add(researcher, *annotators)
+    researcher.is_superuser = True
+    researcher.save(update_fields=["is_superuser"])
     return researcher_grant(user=researcher)
 
 
@@ -164,7 +167,7 @@ def launch_from_overview(session: Session, config_label: str, *, units: int, cal
     assert not JudgeRun.objects.filter(config_snapshot__name=config_label.rsplit(" v", 1)[0]).exists()
     with page.expect_navigation():
         page.get_by_role("button", name="Confirm and launch").click()
-    expect(page.locator(".messagelist")).to_contain_text(f"({units} units)")
+    expect(page.locator("ul.messages")).to_contain_text(f"({units} units)")
     run = JudgeRun.objects.get(config_snapshot__name=config_label.rsplit(" v", 1)[0])
     watch_run_finish(session, run, step)
     return run
@@ -331,16 +334,15 @@ def test_a_researcher_walks_the_whole_loop_through_the_ui(
         click(page, "Dataset overview", within="#content-main")
         expect(page.get_by_role("heading", name=DATASET, level=1)).to_be_visible()
         expect(page.locator("#main")).to_contain_text("No campaign yet.")
-        click(page, "Open a campaign in the admin", within="#main")
-        expect(page.locator("#id_dataset")).to_have_value(str(dataset.pk))
-        page.locator("#id_name").fill(CAMPAIGN)
-        page.locator("#id_raters_per_item").fill("3")
-        page.locator("#id_annotators_from").select_option(label=[user.username for user in annotators])
-        page.locator("#id_annotators_add").click()
-        expect(page.locator("#id_annotators_to option")).to_have_count(3)
+        click(page, "New campaign", within="#main")
+        page.get_by_label("Campaign name").fill(CAMPAIGN)
+        page.get_by_label("Raters per task").fill("3")
+        for user in annotators:
+            page.locator("#main").get_by_label(user.username, exact=True).check()
         me.shot("04-campaign-form")
-        admin_save(page)
-        expect(page.locator(".messagelist")).to_contain_text("Built 2 tasks with 3 rater slots each.")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Create the campaign").click()
+        expect(page.locator("ul.messages")).to_contain_text("Built 2 tasks with 3 rater slots each.")
         campaign = Campaign.objects.get(name=CAMPAIGN)
         assert campaign.dataset_id == dataset.pk and campaign.ask_preference
 
@@ -352,7 +354,9 @@ def test_a_researcher_walks_the_whole_loop_through_the_ui(
             annotate_all_tasks(session, CAMPAIGN, index)
         assert Submission.objects.filter(assignment__campaign=campaign).count() == 6
 
-        # two judge configs, then each run launched from the overview after reading its estimate
+        # two judge configs in the admin, then each run launched from the overview after reading its estimate
+        click(page, "Admin", within="header")
+        click(page, "Judge configs", within="#content-main")
         create_judge_config_in_admin(page, {"name": METRIC_JUDGE, "method": "metric", "metric": "rougeL"})
         create_judge_config_in_admin(
             page,
@@ -371,12 +375,12 @@ def test_a_researcher_walks_the_whole_loop_through_the_ui(
         expect(page.locator("section[aria-labelledby='overview-campaigns']")).to_contain_text("6 / 6 (100.0%)")
         me.shot("05-overview-campaign-done")
         metric_run = launch_from_overview(me, f"{METRIC_JUDGE} v1", units=32, calls=0, step="06-metric")
-        click(page, "Dataset overview", within="#content-main")
+        click(page, "Dataset overview", within="#main")
         llm_run = launch_from_overview(me, f"{LLM_JUDGE} v1", units=8, calls=8, step="07-llm")
         assert len(fake.successes_per_request()) == 8  # one provider call per unit
 
         # the overview lists both runs; agreement scoped to the campaign, then the judges page
-        click(page, "Dataset overview", within="#content-main")
+        click(page, "Dataset overview", within="#main")
         runs = page.locator("section[aria-labelledby='overview-runs']")
         for run in (metric_run, llm_run):
             expect(runs.locator("tr", has_text=run.judge.name)).to_contain_text("Succeeded")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -56,20 +56,28 @@ def test_owner_sees_the_whole_loop_of_the_dataset(researcher: User, world: dict)
     assert "pilot Ξ" in html and "0 / 4 (0.0%)" in html
     assert f"{reverse('dashboard-dataset', args=[dataset.pk])}?campaign={world['campaign'].pk}" in html
     # judge run: status, counts, cost, a link to its run page and to its comparison with the humans
-    assert reverse("admin:judging_judgerun_change", args=[world["run"].pk]) in html
+    assert reverse("research-judge-run", args=[world["run"].pk]) in html
     assert "geval &lt;mini&gt;" in html and "geval <mini>" not in html
     assert "1 / 4" in html and "2 parse errors" in html and "0.0123" in html
     assert "?judge=geval%20%3Cmini%3E" in html
     # onward links
-    for name in ("dashboard-dataset", "dashboard-judges", "dashboard-calibrate", "admin:judging_dataset_launch"):
+    for name in (
+        "dashboard-dataset",
+        "dashboard-judges",
+        "dashboard-calibrate",
+        "research-judge-launch",
+        "research-judge-runs",
+    ):
         assert reverse(name, args=[dataset.pk]) in html
 
 
 def test_the_menu_and_the_dataset_list_lead_to_the_overview(researcher: User, world: dict) -> None:
     html = client_for(researcher).get(reverse("dashboard-index")).content.decode()
     assert reverse("dashboard-overview", args=[world["dataset"].pk]) in html
-    for name in ("dashboard-index", "admin:annotations_campaign_changelist", "admin:judging_judgerun_changelist"):
-        assert f'href="{reverse(name)}"' in html
+    for name in ("dashboard-index", "research-home", "research-judges"):
+        assert f'href="{reverse(name)}' in html
+    # the admin is for the operators who run the site, not for researchers
+    assert 'href="/admin/' not in html
 
 
 def test_overview_access(researcher: User, annotator1: User, outsider: User, world: dict) -> None:
@@ -105,18 +113,13 @@ def test_overview_counts_ratings_of_the_app(researcher: User, annotator1: User, 
     assert "imported and 1 app raters" in after and "1 / 4 (25.0%)" in after
 
 
-def test_the_campaign_link_opens_the_add_form_on_this_dataset(researcher: User, world: dict) -> None:
+def test_the_campaign_link_opens_the_campaign_builder_on_this_dataset(researcher: User, world: dict) -> None:
     dataset = world["dataset"]
     html = client_for(researcher).get(reverse("dashboard-overview", args=[dataset.pk])).content.decode()
-    add = f"{reverse('admin:annotations_campaign_add')}?dataset={dataset.pk}"
-    assert f'href="{add}"' in html
-    researcher.user_permissions.add(
-        *Permission.objects.filter(
-            content_type__app_label="annotations", codename__in=["add_campaign", "view_campaign"]
-        )
-    )
-    form = client_for(User.objects.get(pk=researcher.pk)).get(add).content.decode()
-    assert f'<option value="{dataset.pk}" selected>' in form
+    builder = f"{reverse('research-campaign-new')}?dataset={dataset.pk}"
+    assert f'href="{builder}"' in html
+    form = client_for(researcher).get(builder)
+    assert form.status_code == 200 and form.context["dataset"] == dataset
 
 
 def test_overview_offers_the_four_downloads(researcher: User, world: dict) -> None:

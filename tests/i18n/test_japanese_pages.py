@@ -151,8 +151,34 @@ def japanese_pages(world: FullWorld) -> list[tuple[str, str, Any]]:
     return pages
 
 
+def judge_config_vocabulary() -> set[str]:
+    """The judge config form shows the config's own keys and values as they are written in its JSON (method and
+    metric names, scoring modes, the provider settings' names and examples), in every language."""
+    from judging.admin_forms import EDITOR_FIELDS
+    from judging.config import METHODS
+    from judging.methods.judge_settings import LOGPROB_SCORING_MODES, OUTPUT_FORMATS
+    from judging.methods.metrics import BLEU_TOKENIZERS, METRICS
+
+    names = [*METHODS, *METRICS, *BLEU_TOKENIZERS, *LOGPROB_SCORING_MODES, *OUTPUT_FORMATS, "per_item", "baseline"]
+    names += [key for _field, (key, _kind) in EDITOR_FIELDS.items()]
+    # Provider names, the api-version parameter, region and location examples, and the {summary} placeholder.
+    names += [
+        "Azure",
+        "Bedrock",
+        "Google",
+        "Cloud",
+        "litellm",
+        "api-version",
+        "us-east-1",
+        "us-central1",
+        "global",
+        "summary",
+    ]
+    return {word.casefold() for name in names for word in LATIN_WORD.findall(name.replace("_", " "))}
+
+
 def test_no_english_left_on_japanese_pages(full_world: FullWorld) -> None:
-    allowed = KEPT_LATIN | data_words()
+    allowed = KEPT_LATIN | data_words() | judge_config_vocabulary()
     problems = []
     seen = 0
     for role, target, client, query in japanese_pages(full_world):

@@ -1,0 +1,194 @@
+"""The judge half of a study in real Chromium, without the admin, in English and in Japanese: from the menu, a
+G-Eval config from its template with the local fake provider's URL typed into its field, the prompt previewed, the
+estimate read, a pilot and then the whole run launched and followed on the live page to the end (a real Celery
+worker), the two judges compared on the judges page, one version certified against a named reference set, and the
+campaign's settings page. Every new page passes axe-core (no serious or critical finding) and scrolls no page
+sideways at 390 px or 1,280 px.
+
+Screenshots go to tests/artifacts/ (gitignored)."""
+
+import os
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from annotations.campaigns.setup import campaign_create
+from judging.models import Certificate, CertificateStatus, JudgeConfig, JudgeRun, RunStatus
+from tests.browser.test_annotator_flow import ARTIFACTS
+from tests.browser.test_task_layout import axe_violations
+from tests.conftest import CAST_PASSWORD, wait_for
+from tests.fakeprovider import FakeProvider
+from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDTHS = (390, 1280)
+# The worker runs in its own process: the fake provider on loopback is allowed there through the operator's
+# allowlist, as the live server's settings allow it below.
+WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "20", "JUDGE_RETRY_CAP_S": "1"}
+ITEMS = 40
+
+
+@pytest.fixture
+def fake(settings) -> Iterator[FakeProvider]:  # type: ignore[no-untyped-def]
+    provider = FakeProvider().start()
+    provider.script(default={"served_model": SNAPSHOT})
+    provider.content_fn = answer_with_truth()
+    settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1"]
+    yield provider
+    provider.stop()
+
+
+def check_layout(page: Page, name: str) -> None:
+    """No serious axe finding and no sideways scrolling at either width; a full-page screenshot at each."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert scroll <= inner, f"{name} scrolls sideways at {width} px: {scroll} > {inner}"
+        assert axe_violations(page) == [], name
+        page.screenshot(path=str(ARTIFACTS / f"judges-{name}-{width}.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def go(page: Page, selector: str) -> None:
+    with page.expect_navigation():
+        page.locator(selector).first.click()
+
+
+def follow_to_the_end(page: Page, run: JudgeRun) -> None:
+    """The live part polls until the run ends; the final partial no longer asks to be polled."""
+    expect(page.locator("#run-progress")).not_to_have_attribute("hx-get", re.compile(".*"), timeout=90_000)
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED and run.done == run.total and run.failed == 0
+    expect(page.locator("#run-progress .judging-percent")).to_contain_text(f"100.0% · {run.total} / {run.total}")
+    expect(page.locator("#run-progress [data-estimate]")).to_be_visible()
+
+
+@pytest.mark.parametrize("locale", ["en-US", "ja-JP"])
+def test_the_judge_half_of_a_study(  # type: ignore[no-untyped-def]
+    live_server,
+    browser: Browser,
+    researcher,
+    annotators,
+    fake: FakeProvider,
+    celery_worker_factory,
+    clean_broker,
+    locale: str,
+) -> None:
+    celery_worker_factory(extra_env=WORKER_ENV)
+    dataset = rated_dataset(items=ITEMS)
+    dataset.owner = researcher
+    dataset.save(update_fields=["owner"])
+    campaign = campaign_create(name="round one", dataset=dataset, raters_per_item=2, annotators=annotators)
+    tag = locale[:2]
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=locale)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
+    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+    base = live_server.url
+    page.goto(f"{base}/accounts/login/")
+    page.locator("#id_username").fill(researcher.username)
+    page.locator("#id_password").fill(CAST_PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    expect(page.locator("html")).to_have_attribute("lang", tag)
+    # The menu leads to the judges area and never to the admin.
+    assert page.locator("header a[href^='/admin/']").count() == 0
+    go(page, "header a[href='/research/judges/']")
+    expect(page.locator("h1")).to_have_text({"en": "Judges", "ja": "ジャッジ"}[tag])
+    check_layout(page, f"home-{tag}")
+
+    # A G-Eval config from its template: the fields follow the JSON, only this dataset's aspects are offered.
+    go(page, "a[href$='?template=geval']")
+    expect(page.locator("#id_method")).to_have_value("single")
+    expect(page.locator("#id_logprobs")).to_be_checked()
+    page.locator("#id_dataset").select_option(str(dataset.pk))
+    expect(page.locator("#id_aspects input[type=checkbox]")).to_have_count(1)
+    page.locator("#id_name").fill(f"geval-{tag}")
+    page.locator("#id_api_base").fill(fake.base_url)
+    expect(page.locator("#id_config_json")).to_have_value(re.compile(re.escape(fake.base_url)))
+    expect(page.locator("tr[data-provider]")).to_have_count(7)
+    page.locator("#judge-config-preview-button").click()
+    prompt = page.locator("#judge-config-preview .judge-config-prompt").last
+    expect(prompt).to_contain_text("true quality")
+    check_layout(page, f"config-{tag}")
+    with page.expect_navigation():
+        page.locator("#judgeconfig_form button.primary").click()
+    config = JudgeConfig.objects.get(name=f"geval-{tag}")
+    assert config.config["api_base"] == fake.base_url and config.config["logprobs"] is True
+    assert config.config["logprob_scoring"] == "weighted"
+
+    # The estimate first, then a pilot on a few items, followed to its end.
+    expect(page.locator("#id_config")).to_have_value(str(config.pk))
+    go(page, "button[name=action][value=estimate]")
+    expect(page.locator("table.judging-estimate")).to_be_visible()
+    check_layout(page, f"launch-{tag}")
+    assert not JudgeRun.objects.exists()
+    expect(page.locator("button[name=action][value=pilot]")).to_have_text(
+        {"en": "Pilot on a few items", "ja": "少数の項目で試行"}[tag]
+    )
+    go(page, "button[name=action][value=pilot]")
+    pilot = JudgeRun.objects.get()
+    assert 5 <= pilot.total < ITEMS
+    follow_to_the_end(page, pilot)
+    check_layout(page, f"pilot-{tag}")
+
+    # The whole dataset, launched again from the run page, followed to its end.
+    go(page, "nav.judge-run-links a[href*='/launch/']")
+    go(page, "button[name=action][value=estimate]")
+    go(page, "button[name=action][value=launch]")
+    run = JudgeRun.objects.exclude(pk=pilot.pk).get()
+    assert run.total == ITEMS
+    follow_to_the_end(page, run)
+    page.reload()
+    run.refresh_from_db()
+    expect(page.locator("[data-version]")).to_contain_text(run.version.short)
+    check_layout(page, f"run-{tag}")
+
+    # The dataset's runs.
+    go(page, f"a[href='/research/judges/datasets/{dataset.pk}/runs/']")
+    expect(page.locator("table.judge-runs tbody tr")).to_have_count(2)
+    check_layout(page, f"runs-{tag}")
+
+    # Two judges compared on the judges page (Williams's test between them), reached from the run page.
+    go(page, "table.judge-runs tbody a >> nth=0")
+    go(page, "nav.judge-run-links a[href*='/judges/?judge=']")
+    expect(page.locator("#judge-matrix")).to_contain_text(pilot.judge.name)
+    expect(page.locator("#judge-matrix")).to_contain_text(run.judge.name)
+    expect(page.locator("#judge-panels")).to_be_visible()
+
+    # One version certified against a reference set named here.
+    page.go_back()
+    go(page, "nav.judge-run-links a[href$='/certification/']")
+    page.locator("#id_reference-name").fill("experts")
+    page.locator("#id_reference-source").select_option("import")
+    go(page, "form[action$='/reference-sets/'] button[type=submit]")
+    page.locator("form[action$='/certify/'] select[name=version]").select_option(run.version.fingerprint)
+    go(page, "form[action$='/certify/'] button[type=submit]")
+    wait_for(
+        lambda: Certificate.objects.filter(
+            version=run.version,
+            status__in=[CertificateStatus.PASSED, CertificateStatus.FAILED, CertificateStatus.UNDEFINED],
+        ).exists(),
+        timeout=90,
+        message="the certificate's evaluation",
+    )
+    certificate = Certificate.objects.get(version=run.version)
+    assert certificate.status == CertificateStatus.PASSED, (certificate.status, certificate.reason, certificate.results)
+    page.reload()
+    expect(page.locator(".badge.certified")).to_have_count(1)
+    check_layout(page, f"certification-{tag}")
+
+    # The campaign's settings, from the research home.
+    go(page, "header a[href='/research/']")
+    go(page, f"a[href='/research/campaigns/{campaign.pk}/settings/']")
+    expect(page.locator("[data-fixed-reason]")).to_be_visible()
+    check_layout(page, f"campaign-settings-{tag}")
+    assert problems == []
+    context.close()
