@@ -18,12 +18,10 @@ from judging.analysis.forms import CertifyForm, ReferenceSetForm, TeachForm
 from judging.analysis.selectors import dataset_for_stats_or_404
 from judging.analysis.views import researcher_required
 from judging.certification import selectors
-from judging.certification.services import (
-    CertificationError,
-    certificate_request,
-    judge_version_teach,
-    reference_set_create,
-)
+from judging.certification.certificates import certificate_request
+from judging.certification.evaluations import CertificationError
+from judging.certification.reference_sets import reference_set_create
+from judging.certification.teaching import judge_version_teach
 from judging.models import JudgeVersion
 from judging.selectors import campaigns_of_dataset
 

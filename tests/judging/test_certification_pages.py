@@ -12,7 +12,8 @@ from django.test import Client
 from django.urls import reverse
 
 from judging import services
-from judging.certification import services as certification
+from judging.certification.certificates import certificate_suspend
+from judging.certification.reference_sets import reference_set_create
 from judging.models import Certificate, CertificateStatus, JudgeRun, ReferenceSet
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
@@ -127,7 +128,7 @@ def test_certifying_from_the_page_labels_the_judge_everywhere(
     assert run.version is not None
     judges_page = client_for(researcher).get(reverse("dashboard-judges", args=[dataset.pk]), {"judge": run.judge.name})
     assert judges_page.content.decode().count('class="badge uncertified"') >= 2  # the table and the panel heading
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=researcher)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=researcher)
     url = urls(dataset)["certify"]
     data = {"version": run.version.fingerprint, "reference_set": str(reference.pk), "epsilon": "0.2", "q": "0.05"}
     assert client_for(researcher).get(url).status_code == 405
@@ -167,7 +168,7 @@ def test_certifying_from_the_page_labels_the_judge_everywhere(
     assert {row["provider_model"] for row in listed} == {SNAPSHOT}
 
     # A suspension is told to the researcher who asked for the certificate, on the page, with its reason.
-    certification.certificate_suspend(certificate_id=certificate.pk, reason="the provider now reports model X")
+    certificate_suspend(certificate_id=certificate.pk, reason="the provider now reports model X")
     page = client_for(researcher).get(urls(dataset)["page"]).content.decode()
     assert 'role="alert"' in page and "the provider now reports model X" in page
     assert 'class="badge suspended"' in page

@@ -3,7 +3,9 @@
 import pytest
 
 from judging import services
-from judging.certification import services as certification
+from judging.certification.certificates import certificate_request
+from judging.certification.drift import drift_checks_start
+from judging.certification.reference_sets import reference_set_create
 from judging.models import Certificate, CertificateStatus, DriftCheck, DriftCheckStatus, JudgeRun, RunStatus
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
@@ -46,8 +48,8 @@ def test_certify_then_suspend_when_the_provider_switches_model_on_workers(
     assert run.status == RunStatus.SUCCEEDED, run.notes
     assert run.version is not None and run.version.provider_model == SNAPSHOT
 
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
-    certificate = certification.certificate_request(version=run.version, reference_set=reference, requested_by=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
+    certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
     wait_for(lambda: settled(certificate), timeout=120, message="the certificate to be evaluated by the worker")
     assert certificate.status == CertificateStatus.PASSED, certificate.reason
     assert certificate.run is not None and certificate.run.status == RunStatus.SUCCEEDED
@@ -55,7 +57,7 @@ def test_certify_then_suspend_when_the_provider_switches_model_on_workers(
     assert overall["n_answers"] == 40 and overall["omega"] >= 0.5 and overall["verdict"] == "passed"
 
     fake_provider.script(default={"served_model": SWITCHED})
-    assert certification.drift_checks_start(sample_size=8, seed=21) == 1
+    assert drift_checks_start(sample_size=8, seed=21) == 1
     check = DriftCheck.objects.get(certificate=certificate)
 
     def check_done() -> bool:

@@ -90,9 +90,9 @@ def test_calibrate_and_apply_through_the_pages(  # type: ignore[no-untyped-def]
 
 def test_refusal_is_shown_on_the_page(setup, researcher) -> None:  # type: ignore[no-untyped-def]
     campaign, certificate = setup
-    from judging.certification import services as certification
+    from judging.certification.certificates import certificate_suspend
 
-    certification.certificate_suspend(certificate_id=certificate.pk, reason="drifted on purpose")
+    certificate_suspend(certificate_id=certificate.pk, reason="drifted on purpose")
     response = client_for(researcher).post(
         reverse("research-campaign-hybrid-calibrate", args=[campaign.pk]), form_data(certificate)
     )

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from judging import services
-from judging.certification import services as certification
+from judging.certification.reference_sets import reference_set_create
 from judging.models import JudgeRun, JudgeTeaching, TeachingDecision
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT, rated_dataset
@@ -71,7 +71,7 @@ def test_teaching_from_the_page(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset, run = judged_dataset(researcher, fake_provider, django_capture_on_commit_callbacks)
     assert run.version is not None
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=researcher)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=researcher)
     url = reverse("dashboard-teach", args=[dataset.pk])
     data = {
         "teach-version": run.version.fingerprint,
@@ -108,7 +108,7 @@ def test_teach_judge_command(
     researcher: User, fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, capsys
 ) -> None:  # type: ignore[no-untyped-def]
     dataset, run = judged_dataset(researcher, fake_provider, django_capture_on_commit_callbacks)
-    certification.reference_set_create(dataset=dataset, name="cli gold", owner=None)
+    reference_set_create(dataset=dataset, name="cli gold", owner=None)
     with django_capture_on_commit_callbacks(execute=True):
         call_command(
             "teach_judge",

@@ -4,7 +4,8 @@ the two held-out runs and the comparison all run on the workers."""
 import pytest
 
 from judging import services
-from judging.certification import services as certification
+from judging.certification.reference_sets import reference_set_create
+from judging.certification.teaching import judge_version_teach
 from judging.models import JudgeExemplar, JudgeRun, JudgeScore, JudgeTeaching, RunStatus, TeachingDecision
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
@@ -40,10 +41,8 @@ def test_teach_compare_and_keep_on_workers(
 
     wait_for(run_versioned, timeout=120, message="the judge run to end with a version")
     assert run.version is not None
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
-    teaching = certification.judge_version_teach(
-        version=run.version, reference_set=reference, requested_by=None, per_level=2, seed=9
-    )
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
+    teaching = judge_version_teach(version=run.version, reference_set=reference, requested_by=None, per_level=2, seed=9)
 
     def decided() -> bool:
         teaching.refresh_from_db()

@@ -5,14 +5,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 from annotations.models import Campaign, Dataset
 from judging.certification import selectors
-from judging.certification.services import (
-    DEFAULT_EPSILON,
-    DEFAULT_Q,
-    CertificationError,
-    certificate_request,
-    drift_checks_start,
-    reference_set_create,
-)
+from judging.certification.certificates import DEFAULT_EPSILON, DEFAULT_Q, certificate_request
+from judging.certification.drift import drift_checks_start
+from judging.certification.evaluations import CertificationError
+from judging.certification.reference_sets import reference_set_create
 from judging.models import Certificate, CertificateStatus, JudgeRun, ReferenceSet
 
 

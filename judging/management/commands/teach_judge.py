@@ -3,11 +3,11 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.lookup import add_owner_argument, dataset_or_error
-from judging.certification.services import (
+from judging.certification.evaluations import CertificationError
+from judging.certification.teaching import (
     DEFAULT_PER_LEVEL,
     DEFAULT_TEACH_ALPHA,
     DEFAULT_TEACH_SEED,
-    CertificationError,
     judge_version_teach,
 )
 from judging.models import JudgeRun, JudgeTeaching, ReferenceSet, TeachingDecision, TeachingStatus
