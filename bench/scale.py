@@ -312,8 +312,9 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         from judging.models import Judge
         from judging.statistics.agreement import agreement_summary
         from judging.statistics.correlation import correlation_levels
+        from judging.statistics.pairwise import comparisons_from, preference_comparisons
         from judging.statistics.preference import pair_outcomes, preference_data, preference_summary
-        from judging.statistics.ranking import bradley_terry, comparisons_from, preference_comparisons, prompt_weights
+        from judging.statistics.ranking import bradley_terry, prompt_weights
 
         print(f"RSS after django.setup(): {psutil.Process().memory_info().rss / 2**20:.0f} MB")
         owner = User.objects.create_user(username="scale-bench", is_staff=True)

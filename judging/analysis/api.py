@@ -51,8 +51,9 @@ from judging.analysis.selectors import (
 from judging.certification.selectors import judge_certification
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q
 from judging.statistics.correlation import COEFFICIENTS
+from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
 from judging.statistics.ppi import TUNINGS
-from judging.statistics.ranking import DEFAULT_TIES, MIN_BOOTSTRAP, TIE_CONVENTIONS
+from judging.statistics.ranking import MIN_BOOTSTRAP
 
 # The largest id the database can hold; a larger number cannot name a campaign.
 CAMPAIGN_ID_MAX = 2**63 - 1

@@ -65,20 +65,16 @@ from judging.statistics.correlation import (
     position_consistency,
     self_preference,
 )
-from judging.statistics.preference import human_pair_votes, pair_outcomes, preference_data, preference_summary
-from judging.statistics.ranking import (
+from judging.statistics.pairwise import (
     DEFAULT_TIES,
     TIE_CONVENTIONS,
     Comparisons,
     RankingError,
-    bradley_terry,
     choice_comparisons_from,
     comparisons_from,
-    mean_rating,
-    prompt_weights,
-    ranking_agreement,
-    system_scores,
 )
+from judging.statistics.preference import human_pair_votes, pair_outcomes, preference_data, preference_summary
+from judging.statistics.ranking import bradley_terry, mean_rating, prompt_weights, ranking_agreement, system_scores
 from judging.statistics.results import defined
 
 # Bump when a statistic's definition changes so cached reports are not reused.

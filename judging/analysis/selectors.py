@@ -596,7 +596,7 @@ def _imported_ties(dataset: Dataset, in_database: bool) -> tuple[list[int], list
 
 
 def _choices_in_python(preferences: PreferenceRows) -> tuple[list[int], list[str], list[str]]:
-    from judging.statistics.ranking import preference_comparisons  # noqa: PLC0415 -- statistics load when used
+    from judging.statistics.pairwise import preference_comparisons  # noqa: PLC0415 -- statistics load when used
 
     rows = preference_comparisons(preferences.turn_ids, preferences.candidates, preferences.preferred)
     return [cast(int, row[0]) for row in rows], [row[1] for row in rows], [row[2] for row in rows]
@@ -628,7 +628,7 @@ def choice_comparisons(
         other += app_other
     tied: tuple[list[Any], list[str], list[str]] = ([], [], [])
     if scope.campaign_id is None and scope.origin in ("all", "imported"):
-        from judging.statistics.ranking import tie_comparisons  # noqa: PLC0415 -- statistics load when used
+        from judging.statistics.pairwise import tie_comparisons  # noqa: PLC0415 -- statistics load when used
 
         tied = tie_comparisons(*_imported_ties(dataset, in_database))
     return ChoiceComparisons(

@@ -61,7 +61,7 @@ from judging.analysis.services import CalibrationError, judge_calibrate
 from judging.certification.selectors import UNCERTIFIED
 from judging.factscore.selectors import factscore_report, factscore_runs_for_user
 from judging.models import JudgeKind, JudgeRun
-from judging.statistics.ranking import DEFAULT_TIES, TIE_CONVENTIONS
+from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
 
 DATASET_TABLES = {
     "agreement": lambda report, details: tables.agreement_table(report),

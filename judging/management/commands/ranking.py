@@ -23,7 +23,8 @@ from judging.management.commands.agreement import (
     text_table,
     write_scope,
 )
-from judging.statistics.ranking import DEFAULT_TIES, MIN_BOOTSTRAP, TIE_CONVENTIONS
+from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
+from judging.statistics.ranking import MIN_BOOTSTRAP
 
 _resamples = whole_number_at_least(MIN_BOOTSTRAP, "number of resamples")
 _seed = whole_number_at_least(0, "seed")
