@@ -53,14 +53,11 @@ from judging.models import Judge
 from judging.statistics.agreement import OUTLIER_RULE as RATER_OUTLIER_RULE
 from judging.statistics.agreement import Ratings, agreement_summary, rater_statistics
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q, Labels, alt_test, metric_for_level
-from judging.statistics.correlation import (
-    Paired,
-    RaterScores,
+from judging.statistics.correlation import Paired, correlation_levels, paired_scores
+from judging.statistics.human_ceiling import RaterScores, human_ceiling
+from judging.statistics.judge_tables import (
     confusion_matrix,
-    correlation_levels,
-    human_ceiling,
     length_bias,
-    paired_scores,
     per_system_table,
     position_consistency,
     self_preference,
