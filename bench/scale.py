@@ -307,8 +307,9 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         from annotations.datasets.parquet_export import _rating_rows, _schemas, export_parquet_table
         from annotations.models import Dataset
         from judging.analysis import reports
+        from judging.analysis.preference_selectors import stats_preferences
         from judging.analysis.reports import aspect_ratings, human_means, load_dataset_data
-        from judging.analysis.selectors import judge_scores, stats_preferences
+        from judging.analysis.selectors import judge_scores
         from judging.models import Judge
         from judging.statistics.agreement import agreement_summary
         from judging.statistics.correlation import correlation_levels

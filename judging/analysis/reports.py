@@ -29,6 +29,7 @@ from django.core.cache import cache
 from threadpoolctl import threadpool_limits
 
 from annotations.models import Dataset
+from judging.analysis.preference_selectors import choice_comparisons, pairwise_judgments, stats_preferences
 from judging.analysis.selectors import (
     ALL_RATINGS,
     Answers,
@@ -36,15 +37,12 @@ from judging.analysis.selectors import (
     RatingRows,
     RatingScope,
     answer_details,
-    choice_comparisons,
     exclusions_json,
     judge_by_name,
     judge_scores,
-    pairwise_judgments,
     stats_adjudicated,
     stats_answers,
     stats_aspects,
-    stats_preferences,
     stats_ratings,
     stats_version,
     system_models,

@@ -25,7 +25,8 @@ from statsmodels.tools.numdiff import approx_hess3
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
 from annotations.rubrics import parse_rubric
-from judging.analysis.selectors import ALL_RATINGS, choice_comparisons
+from judging.analysis.preference_selectors import choice_comparisons
+from judging.analysis.selectors import ALL_RATINGS
 from judging.statistics.pairwise import RankingError, comparisons_from, tie_comparisons
 from judging.statistics.ranking import bradley_terry, prompt_weights
 
