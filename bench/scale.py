@@ -307,7 +307,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         from annotations.datasets.parquet_export import _rating_rows, _schemas, export_parquet_table
         from annotations.models import Dataset
         from judging.analysis import reports
-        from judging.analysis.preference_selectors import stats_preferences
+        from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
         from judging.analysis.reports import aspect_ratings, human_means, load_dataset_data
         from judging.analysis.selectors import judge_scores
         from judging.models import Judge
@@ -369,7 +369,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         seconds, _, rss = results.step("preferences", lambda: reports.compute_preferences(votes_ds))
         votes = stats_preferences(votes_ds)
         prefs = preference_data(votes.turn_ids, votes.candidates, votes.preferred, votes.none_appropriate)
-        judges = {n: pair_outcomes(j) for n, j in reports.pairwise_judgments(votes_ds).items()}
+        judges = {n: pair_outcomes(j) for n, j in pairwise_judgments(votes_ds).items()}
         floor, _, _ = results.step("floor", lambda: preference_summary(prefs, judges))
         results.compare(f"preferences, {prefs.n:,} decided votes", seconds, floor, STATS_RATIO, rss)
 

@@ -24,11 +24,11 @@ from judging.analysis.decisions import (
     plan_study,
 )
 from judging.analysis.prediction_powered import ppi_report
+from judging.analysis.ranking_reports import HUMANS, ranking_report
 from judging.analysis.reports import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     DEFAULT_EPSILON,
-    HUMANS,
     METRIC_CHOICES,
     AltTestSettings,
     JudgeNotFound,
@@ -36,7 +36,6 @@ from judging.analysis.reports import (
     agreement_report,
     alt_test_report,
     correlation_report,
-    ranking_report,
 )
 from judging.analysis.selectors import (
     EXCLUDED_CHOICES,
