@@ -48,7 +48,7 @@ from typing import Any
 
 import psutil
 
-from bench.database import drop_database, recreate_database
+from bench.database import drop_database, recreate_database, set_up_django_on
 from bench.import_export import PeakRss
 
 BENCH_DB = "evalsite_bench_scale"
@@ -109,18 +109,6 @@ def generate_votes(path: Path, *, prompts: int, seed: int) -> int:
             turn = {"prompt": f"question {i}", "responses": responses, "preferences": preferences}
             handle.write(json.dumps({"id": f"v{i}", "turns": [turn]}) + "\n")
     return count
-
-
-def setup_django() -> None:
-    os.environ["DATABASE_URL"] = f"{SERVER_URL}/{BENCH_DB}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def floor_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -293,7 +281,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
     recreate_database(SERVER_URL, BENCH_DB)
     results = Results()
     try:
-        setup_django()
+        set_up_django_on(SERVER_URL, BENCH_DB)
         from django.contrib.auth.models import User
         from django.core.cache import cache
         from django.core.management import call_command

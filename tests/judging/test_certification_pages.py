@@ -15,32 +15,11 @@ from judging import services
 from judging.certification.certificates import certificate_suspend
 from judging.certification.reference_sets import reference_set_create
 from judging.models import Certificate, CertificateStatus, JudgeRun, ReferenceSet
+from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def researcher(db: None) -> User:
-    return User.objects.create_user(username="cert-researcher", is_staff=True)
-
-
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return User.objects.create_user(username="cert-researcher2", is_staff=True)
-
-
-@pytest.fixture
-def annotator(db: None) -> User:
-    return User.objects.create_user(username="cert-annotator")
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def owned_dataset(owner: User) -> Any:

@@ -8,18 +8,11 @@ from django.urls import reverse
 
 from annotations.models import Assignment, AssignmentStatus
 from judging.models import HybridApplyStatus, HybridCalibration
-from tests.conftest import CAST_PASSWORD
+from tests.conftest import CAST_PASSWORD, client_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.test_hybrid import DELTA, MIN_KEPT, TARGET, campaign_of, certified
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -5,39 +5,17 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.test import Client
 from django.urls import reverse
 
 from judging import services
 from judging.certification.reference_sets import reference_set_create
 from judging.models import JudgeRun, JudgeTeaching, TeachingDecision
+from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT, rated_dataset
 from tests.judging.teaching_data import learns_from_examples
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def researcher(db: None) -> User:
-    return User.objects.create_user(username="teach-researcher", is_staff=True)
-
-
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return User.objects.create_user(username="teach-researcher2", is_staff=True)
-
-
-@pytest.fixture
-def annotator(db: None) -> User:
-    return User.objects.create_user(username="teach-annotator")
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def judged_dataset(owner: User, fake: FakeProvider, capture: Any) -> tuple[Any, JudgeRun]:
