@@ -76,3 +76,25 @@ def versioned_run_on_workers(
 
     wait_for(run_versioned, timeout=120, message="the judge run to end with a version")
     return dataset, run
+
+
+def versioned_run_in_process(
+    dataset: Any, fake: FakeProvider, capture: Any, *, name: str, content_fn: Callable[..., Any]
+) -> JudgeRun:
+    """The dataset judged in this process (its tasks run on commit) by a single-score judge that the provider serves
+    as SNAPSHOT; the run has ended with a version."""
+    fake.script(default={"served_model": SNAPSHOT})
+    fake.content_fn = content_fn
+    config = {
+        "name": name,
+        "method": "single",
+        "model": "openai/gpt-4o-mini",
+        "api_base": fake.base_url,
+        "timeout_s": 5,
+        "max_retries": 2,
+    }
+    with capture(execute=True):
+        run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
+    run.refresh_from_db()
+    assert run.version is not None
+    return run

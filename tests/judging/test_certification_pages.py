@@ -11,13 +11,12 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from judging import services
 from judging.certification.certificates import certificate_suspend
 from judging.certification.reference_sets import reference_set_create
 from judging.models import Certificate, CertificateStatus, JudgeRun, ReferenceSet
 from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
+from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset, versioned_run_in_process
 
 pytestmark = pytest.mark.django_db
 
@@ -30,20 +29,7 @@ def owned_dataset(owner: User) -> Any:
 
 
 def judged(dataset: Any, fake: FakeProvider, capture: Any) -> JudgeRun:
-    fake.script(default={"served_model": SNAPSHOT})
-    fake.content_fn = answer_with_truth()
-    config = {
-        "name": "page-judge",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "timeout_s": 5,
-        "max_retries": 2,
-    }
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
-    run.refresh_from_db()
-    assert run.version is not None
+    run = versioned_run_in_process(dataset, fake, capture, name="page-judge", content_fn=answer_with_truth())
     return run
 
 

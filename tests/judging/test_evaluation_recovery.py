@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from judging import services
 from judging.certification import certificates
 from judging.certification.certificates import certificate_evaluate, certificate_request
 from judging.certification.evaluations import evaluations_reclaim_stale
@@ -22,27 +21,14 @@ from judging.models import (
     TeachingStatus,
 )
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, rated_dataset
+from tests.judging.certification_data import rated_dataset, versioned_run_in_process
 from tests.judging.teaching_data import learns_from_examples
 
 pytestmark = pytest.mark.django_db
 
 
 def versioned_run(dataset: Any, fake: FakeProvider, capture: Any) -> JudgeRun:
-    fake.script(default={"served_model": SNAPSHOT})
-    fake.content_fn = learns_from_examples()
-    config = {
-        "name": "recovered",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "timeout_s": 5,
-        "max_retries": 2,
-    }
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
-    run.refresh_from_db()
-    assert run.version is not None
+    run = versioned_run_in_process(dataset, fake, capture, name="recovered", content_fn=learns_from_examples())
     return run
 
 

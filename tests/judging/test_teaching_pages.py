@@ -7,12 +7,11 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judging import services
 from judging.certification.reference_sets import reference_set_create
 from judging.models import JudgeRun, JudgeTeaching, TeachingDecision
 from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, rated_dataset
+from tests.judging.certification_data import rated_dataset, versioned_run_in_process
 from tests.judging.teaching_data import learns_from_examples
 
 pytestmark = pytest.mark.django_db
@@ -22,20 +21,7 @@ def judged_dataset(owner: User, fake: FakeProvider, capture: Any) -> tuple[Any, 
     dataset = rated_dataset()
     dataset.owner = owner
     dataset.save(update_fields=["owner"])
-    fake.script(default={"served_model": SNAPSHOT})
-    fake.content_fn = learns_from_examples()
-    config = {
-        "name": "page-taught",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "timeout_s": 5,
-        "max_retries": 2,
-    }
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
-    run.refresh_from_db()
-    assert run.version is not None
+    run = versioned_run_in_process(dataset, fake, capture, name="page-taught", content_fn=learns_from_examples())
     return dataset, run
 
 
