@@ -53,3 +53,11 @@ def set_up_django_database() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def set_up_django_on(server_url: str, name: str) -> None:
+    """Django set up on the database `name` of a benchmark's Postgres server, with every migration applied."""
+    os.environ["DATABASE_URL"] = f"{server_url}/{name}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    set_up_django_database()

@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from bench.database import drop_database, recreate_database
+from bench.database import drop_database, recreate_database, set_up_django_on
 
 BENCH_DB = "evalsite_bench_io"
 SERVER_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
@@ -76,18 +76,6 @@ def timed(label: str, action: Callable[[], Any], results: dict[str, dict[str, fl
         seconds = time.perf_counter() - started
     results[label] = {"seconds": seconds, "rss": float(sampler.peak)}
     return value
-
-
-def setup_django() -> None:
-    os.environ["DATABASE_URL"] = f"{SERVER_URL}/{BENCH_DB}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def floor_rows(lines: list[dict[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
@@ -242,7 +230,7 @@ def main() -> int:
 
     recreate_database(SERVER_URL, BENCH_DB)
     try:
-        setup_django()
+        set_up_django_on(SERVER_URL, BENCH_DB)
         baseline_rss = psutil.Process().memory_info().rss
         from django.db import connection
 

@@ -26,7 +26,8 @@ import numpy as np  # noqa: E402
 from scipy import sparse  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from judging.statistics.ranking import Comparisons, bradley_terry, comparisons_from, prompt_weights  # noqa: E402
+from judging.statistics.pairwise import Comparisons, comparisons_from  # noqa: E402
+from judging.statistics.ranking import bradley_terry, prompt_weights  # noqa: E402
 
 BASELINE_ROUNDS = 3
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import psutil
 
-from bench.database import drop_database, recreate_database
+from bench.database import drop_database, recreate_database, set_up_django_on
 from bench.import_export import PeakRss
 
 BENCH_DB = "evalsite_bench_scale"
@@ -109,18 +109,6 @@ def generate_votes(path: Path, *, prompts: int, seed: int) -> int:
             turn = {"prompt": f"question {i}", "responses": responses, "preferences": preferences}
             handle.write(json.dumps({"id": f"v{i}", "turns": [turn]}) + "\n")
     return count
-
-
-def setup_django() -> None:
-    os.environ["DATABASE_URL"] = f"{SERVER_URL}/{BENCH_DB}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def floor_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -293,7 +281,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
     recreate_database(SERVER_URL, BENCH_DB)
     results = Results()
     try:
-        setup_django()
+        set_up_django_on(SERVER_URL, BENCH_DB)
         from django.contrib.auth.models import User
         from django.core.cache import cache
         from django.core.management import call_command
@@ -307,13 +295,15 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         from annotations.datasets.parquet_export import _rating_rows, _schemas, export_parquet_table
         from annotations.models import Dataset
         from judging.analysis import reports
+        from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
         from judging.analysis.reports import aspect_ratings, human_means, load_dataset_data
-        from judging.analysis.selectors import judge_scores, stats_preferences
+        from judging.analysis.selectors import judge_scores
         from judging.models import Judge
         from judging.statistics.agreement import agreement_summary
         from judging.statistics.correlation import correlation_levels
+        from judging.statistics.pairwise import comparisons_from, preference_comparisons
         from judging.statistics.preference import pair_outcomes, preference_data, preference_summary
-        from judging.statistics.ranking import bradley_terry, comparisons_from, preference_comparisons, prompt_weights
+        from judging.statistics.ranking import bradley_terry, prompt_weights
 
         print(f"RSS after django.setup(): {psutil.Process().memory_info().rss / 2**20:.0f} MB")
         owner = User.objects.create_user(username="scale-bench", is_staff=True)
@@ -367,7 +357,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         seconds, _, rss = results.step("preferences", lambda: reports.compute_preferences(votes_ds))
         votes = stats_preferences(votes_ds)
         prefs = preference_data(votes.turn_ids, votes.candidates, votes.preferred, votes.none_appropriate)
-        judges = {n: pair_outcomes(j) for n, j in reports.pairwise_judgments(votes_ds).items()}
+        judges = {n: pair_outcomes(j) for n, j in pairwise_judgments(votes_ds).items()}
         floor, _, _ = results.step("floor", lambda: preference_summary(prefs, judges))
         results.compare(f"preferences, {prefs.n:,} decided votes", seconds, floor, STATS_RATIO, rss)
 

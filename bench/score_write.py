@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.database import drop_database, recreate_database  # noqa: E402
+from bench.database import drop_database, recreate_database, set_up_django_on  # noqa: E402
 
 BENCH_DB = "evalsite_bench_scores"
 SERVER_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
@@ -41,18 +41,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=2, help="times each of write and floor is measured")
     parser.add_argument("--keep-db", action="store_true", help="keep the benchmark database")
     return parser.parse_args()
-
-
-def setup_django() -> None:
-    os.environ["DATABASE_URL"] = f"{SERVER_URL}/{BENCH_DB}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def build_run(answers: int, samples: int) -> int:
@@ -139,7 +127,7 @@ def main() -> int:
     answers = max(1, args.units // max(1, args.samples))
     recreate_database(SERVER_URL, BENCH_DB)
     try:
-        setup_django()
+        set_up_django_on(SERVER_URL, BENCH_DB)
         run_id = build_run(answers, args.samples)
         writes = [time_write(run_id) for _ in range(args.repeat)]
         floors = [time_floor(run_id) for _ in range(args.repeat)]

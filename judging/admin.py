@@ -178,7 +178,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:judging_judgeconfig_add"))
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        from judging import services  # noqa: PLC0415 - see the imports
+        from judging import run_plans, services  # noqa: PLC0415 - see the imports
         from judging.admin_forms import PreviewForm  # noqa: PLC0415 - see the imports
 
         form = PreviewForm(request.POST, user=request.user)
@@ -186,7 +186,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         if form.is_valid():
             dataset = form.cleaned_data["dataset"]
             try:
-                item, previews = services.prompt_preview(
+                item, previews = run_plans.prompt_preview(
                     dataset=dataset,
                     cfg=form.cleaned_data["config_json"],
                     item_number=form.cleaned_data["preview_item"] or 1,
@@ -320,7 +320,7 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
         dataset = datasets_for_user(request.user).filter(pk=pk).first()
         if dataset is None:
             raise Http404("no such dataset")
-        from judging import services  # noqa: PLC0415 - see the imports
+        from judging import run_plans, services  # noqa: PLC0415 - see the imports
         from judging.config import ConfigError, validate_config  # noqa: PLC0415 - see the imports
 
         form = LaunchForm(request.POST or None, request=request, dataset=dataset)
@@ -344,7 +344,7 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
                     if run.start_unsent_at is not None:
                         messages.warning(request, services.start_unsent_message(run))
                     return HttpResponseRedirect(reverse("admin:judging_judgerun_change", args=[run.pk]))
-                estimate = services.estimate_run(
+                estimate = run_plans.estimate_run(
                     dataset=dataset,
                     cfg=validate_config(config.config),
                     campaign=campaign,

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from annotations.permissions import IsResearcher
 from annotations.selectors import dataset_for_user_or_404
-from judging import selectors, services
+from judging import run_plans, selectors, services
 from judging.certification.selectors import version_standing
 from judging.config import ConfigError, validate_config
 from judging.models import JudgeRun
@@ -241,7 +241,7 @@ def run_estimate(request: Request) -> Response:
     config = arguments["config"]
     try:
         cfg = validate_config(config.config if hasattr(config, "config") else config)
-        estimate = services.estimate_run(
+        estimate = run_plans.estimate_run(
             dataset=arguments["dataset"],
             cfg=cfg,
             campaign=arguments["campaign"],

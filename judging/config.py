@@ -9,7 +9,8 @@ from typing import Any
 
 from annotations.storable import NUL, unstorable_character
 from judging.llm import netguard
-from judging.llm.gateway import KeyNotAllowed, check_key_destination, route_problem
+from judging.llm.gateway import route_problem
+from judging.llm.keys import KeyNotAllowed, check_key_destination
 from judging.methods.judge_settings import (
     CREDENTIAL_ENV_FIELDS,
     LLM_METHODS,

@@ -20,7 +20,7 @@ from redis.exceptions import ConnectionError as RedisUnavailable
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from judging import services
-from judging.certification import services as certification
+from judging.certification import certificates, drift, evaluations, teaching
 from judging.enqueue import (
     CERTIFICATE_EVALUATE,
     DRIFT_CHECK_EVALUATE,
@@ -77,29 +77,29 @@ def judge_runs_settle_ended() -> int:
 
 @shared_task(name=CERTIFICATE_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
 def certificate_evaluate(certificate_id: int) -> str:
-    return certification.certificate_evaluate(certificate_id=certificate_id)
+    return certificates.certificate_evaluate(certificate_id=certificate_id)
 
 
 @shared_task(name=DRIFT_CHECK_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
 def drift_check_evaluate(check_id: int) -> str:
-    return certification.drift_check_evaluate(check_id=check_id)
+    return drift.drift_check_evaluate(check_id=check_id)
 
 
 @shared_task(name=TEACHING_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
 def judge_teaching_evaluate(teaching_id: int) -> str:
-    return certification.judge_teaching_evaluate(teaching_id=teaching_id)
+    return teaching.judge_teaching_evaluate(teaching_id=teaching_id)
 
 
 @shared_task(name="judging.evaluations_reclaim_stale", ignore_result=True, **RETRY_OUTAGES)
 def evaluations_reclaim_stale() -> int:
-    return certification.evaluations_reclaim_stale()
+    return evaluations.evaluations_reclaim_stale()
 
 
 @shared_task(name="judging.drift_checks_start", ignore_result=True, **RETRY_OUTAGES)
 def drift_checks_start() -> int:
     from django.conf import settings  # noqa: PLC0415 - read at run time so tests and operators can change it
 
-    return certification.drift_checks_start(sample_size=settings.JUDGE_DRIFT_SAMPLE_SIZE)
+    return drift.drift_checks_start(sample_size=settings.JUDGE_DRIFT_SAMPLE_SIZE)
 
 
 @shared_task(name="judging.factscore_results_project_pending", ignore_result=True)

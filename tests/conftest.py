@@ -13,6 +13,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.test import Client
 from django.utils import translation
 
 from evalsite.celery import app
@@ -39,6 +40,14 @@ def _make_user(username: str, *, staff: bool = False) -> User:
     return User.objects.create_user(
         username=username, password=CAST_PASSWORD, is_staff=staff, email=f"{username}@example.test"
     )
+
+
+def client_for(user: User | None) -> Client:
+    """A test client logged in as `user`, or anonymous."""
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -24,11 +26,11 @@ from judging.analysis.decisions import (
     plan_study,
 )
 from judging.analysis.prediction_powered import ppi_report
+from judging.analysis.ranking_reports import HUMANS, ranking_report
 from judging.analysis.reports import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     DEFAULT_EPSILON,
-    HUMANS,
     METRIC_CHOICES,
     AltTestSettings,
     JudgeNotFound,
@@ -36,7 +38,6 @@ from judging.analysis.reports import (
     agreement_report,
     alt_test_report,
     correlation_report,
-    ranking_report,
 )
 from judging.analysis.selectors import (
     EXCLUDED_CHOICES,
@@ -51,8 +52,9 @@ from judging.analysis.selectors import (
 from judging.certification.selectors import judge_certification
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q
 from judging.statistics.correlation import COEFFICIENTS
+from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
 from judging.statistics.ppi import TUNINGS
-from judging.statistics.ranking import DEFAULT_TIES, MIN_BOOTSTRAP, TIE_CONVENTIONS
+from judging.statistics.ranking import MIN_BOOTSTRAP
 
 # The largest id the database can hold; a larger number cannot name a campaign.
 CAMPAIGN_ID_MAX = 2**63 - 1
@@ -157,6 +159,28 @@ def _scope(request: Request, dataset: Dataset, query: dict[str, Any]) -> RatingS
     return scope.with_adjudicated(query.get("human") == "adjudicated")
 
 
+def _scoped_query(
+    request: Request, pk: int, query_class: type[serializers.Serializer]
+) -> tuple[Dataset, dict[str, Any], RatingScope]:
+    """The researcher's dataset (404 otherwise), the query's validated parameters (400 on bad ones) and its scope."""
+    dataset = dataset_for_stats_or_404(request.user, pk)
+    query = query_class(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    data = dict(query.validated_data)
+    return dataset, data, _scope(request, dataset, data)
+
+
+@contextmanager
+def _report_errors(*refused: type[Exception]) -> Iterator[None]:
+    """A judge that is not there is a 404; a report's refusal (one of `refused`) a 400 naming the problem."""
+    try:
+        yield
+    except JudgeNotFound as exc:
+        raise NotFound(str(exc)) from None
+    except refused as exc:
+        raise ValidationError({"detail": [str(exc)]}) from None
+
+
 @extend_schema(
     parameters=SCOPE_PARAMETERS,
     responses={200: OpenApiTypes.OBJECT},
@@ -165,10 +189,8 @@ def _scope(request: Request, dataset: Dataset, query: dict[str, Any]) -> RatingS
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def agreement_view(request: Request, pk: int) -> Response:
-    dataset = dataset_for_stats_or_404(request.user, pk)
-    query = ScopeQuery(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    return Response(agreement_report(dataset, _scope(request, dataset, query.validated_data)))
+    dataset, _data, scope = _scoped_query(request, pk, ScopeQuery)
+    return Response(agreement_report(dataset, scope))
 
 
 @extend_schema(
@@ -179,15 +201,10 @@ def agreement_view(request: Request, pk: int) -> Response:
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def correlation_view(request: Request, pk: int) -> Response:
-    dataset = dataset_for_stats_or_404(request.user, pk)
-    query = CorrelationQuery(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    scope = _scope(request, dataset, query.validated_data)
-    try:
-        report = correlation_report(dataset, query.validated_data["judge"], scope)
-        return Response({**report, "certification": judge_certification(dataset, query.validated_data["judge"])})
-    except JudgeNotFound as exc:
-        raise NotFound(str(exc)) from None
+    dataset, data, scope = _scoped_query(request, pk, CorrelationQuery)
+    with _report_errors():
+        report = correlation_report(dataset, data["judge"], scope)
+    return Response({**report, "certification": judge_certification(dataset, data["judge"])})
 
 
 @extend_schema(
@@ -216,21 +233,13 @@ def correlation_view(request: Request, pk: int) -> Response:
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def alt_test_view(request: Request, pk: int) -> Response:
-    dataset = dataset_for_stats_or_404(request.user, pk)
-    query = AltTestQuery(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    data = query.validated_data
-    scope = _scope(request, dataset, data)
+    dataset, data, scope = _scoped_query(request, pk, AltTestQuery)
     settings = AltTestSettings(
         epsilon=data["epsilon"], q=data["q"], metric=data["metric"], min_instances=data["min_instances"]
     )
-    try:
+    with _report_errors(ReportError):
         report = alt_test_report(dataset, data["judge"], data.get("aspect"), settings, scope)
-        return Response({**report, "certification": judge_certification(dataset, data["judge"])})
-    except JudgeNotFound as exc:
-        raise NotFound(str(exc)) from None
-    except ReportError as exc:
-        raise ValidationError({"detail": [str(exc)]}) from None
+    return Response({**report, "certification": judge_certification(dataset, data["judge"])})
 
 
 @extend_schema(
@@ -260,13 +269,9 @@ def alt_test_view(request: Request, pk: int) -> Response:
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def ranking_view(request: Request, pk: int) -> Response:
-    dataset = dataset_for_stats_or_404(request.user, pk)
-    query = RankingQuery(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    data = query.validated_data
+    dataset, data, scope = _scoped_query(request, pk, RankingQuery)
     source = ranking_source(request)
-    scope = _scope(request, dataset, data)
-    try:
+    with _report_errors(ReportError):
         return Response(
             ranking_report(
                 dataset,
@@ -279,10 +284,6 @@ def ranking_view(request: Request, pk: int) -> Response:
                 ties=data.get("ties"),
             )
         )
-    except JudgeNotFound as exc:
-        raise NotFound(str(exc)) from None
-    except ReportError as exc:
-        raise ValidationError({"detail": [str(exc)]}) from None
 
 
 class JudgeComparisonQuery(ScopeQuery):
@@ -309,12 +310,8 @@ class JudgeComparisonQuery(ScopeQuery):
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def compare_judges_view(request: Request, pk: int) -> Response:
-    dataset = dataset_for_stats_or_404(request.user, pk)
-    query = JudgeComparisonQuery(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    data = query.validated_data
-    scope = _scope(request, dataset, data)
-    try:
+    dataset, data, scope = _scoped_query(request, pk, JudgeComparisonQuery)
+    with _report_errors(ComparisonError):
         report = judge_comparison_report(
             dataset,
             data["judge1"],
@@ -324,10 +321,6 @@ def compare_judges_view(request: Request, pk: int) -> Response:
             level=data["level"],
             coefficient=data["coefficient"],
         )
-    except JudgeNotFound as exc:
-        raise NotFound(str(exc)) from None
-    except ComparisonError as exc:
-        raise ValidationError({"detail": [str(exc)]}) from None
     return Response(report)
 
 
@@ -388,14 +381,6 @@ class PPIQuery(ScopeQuery):
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def ppi_view(request: Request, pk: int) -> Response:
-    dataset = dataset_for_stats_or_404(request.user, pk)
-    query = PPIQuery(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    data = query.validated_data
-    scope = _scope(request, dataset, data)
-    try:
+    dataset, data, scope = _scoped_query(request, pk, PPIQuery)
+    with _report_errors(ReportError):
         return Response(ppi_report(dataset, data["judge"], data.get("aspect"), data["tuning"], scope))
-    except JudgeNotFound as exc:
-        raise NotFound(str(exc)) from None
-    except ReportError as exc:
-        raise ValidationError({"detail": [str(exc)]}) from None

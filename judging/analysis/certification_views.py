@@ -4,6 +4,7 @@ Thin: services write, selectors read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -18,13 +19,11 @@ from judging.analysis.forms import CertifyForm, ReferenceSetForm, TeachForm
 from judging.analysis.selectors import dataset_for_stats_or_404
 from judging.analysis.views import researcher_required
 from judging.certification import selectors
-from judging.certification.services import (
-    CertificationError,
-    certificate_request,
-    judge_version_teach,
-    reference_set_create,
-)
-from judging.models import JudgeVersion
+from judging.certification.certificates import certificate_request
+from judging.certification.evaluations import CertificationError
+from judging.certification.reference_sets import reference_set_create
+from judging.certification.teaching import judge_version_teach
+from judging.models import JudgeVersion, ReferenceSet
 from judging.selectors import campaigns_of_dataset
 
 Forms = tuple[ReferenceSetForm, CertifyForm, TeachForm]
@@ -73,94 +72,91 @@ def certification_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     return _page(request, dataset, _forms(dataset))
 
 
+_FORM_OF_ACTION = {"reference": 0, "certify": 1, "teach": 2}
+
+
+def _action(
+    request: HttpRequest, dataset_id: int, which: str, act: Callable[[Dataset, dict[str, Any]], str]
+) -> HttpResponse:
+    """One action of the page: its form checked, `act` run on the cleaned data (it returns the success message), the
+    page shown again with the form's errors, the service's refusal among them, or a redirect to it."""
+    dataset = dataset_for_stats_or_404(request.user, dataset_id)
+    forms = _forms(dataset, request.POST, which)
+    form = forms[_FORM_OF_ACTION[which]]
+    if not form.is_valid():
+        return _page(request, dataset, forms, status=400)
+    try:
+        message = act(dataset, form.cleaned_data)
+    except CertificationError as exc:
+        form.add_error(None, str(exc))
+        return _page(request, dataset, forms, status=400)
+    messages.success(request, message)
+    return redirect("dashboard-certification", dataset.pk)
+
+
+def _version_and_reference(dataset: Dataset, data: dict[str, Any]) -> tuple[JudgeVersion, ReferenceSet]:
+    version = JudgeVersion.objects.get(fingerprint=data["version"])
+    return version, selectors.reference_sets_of_dataset(dataset).get(pk=int(data["reference_set"]))
+
+
 @require_POST
 @researcher_required
 def reference_set_name(request: HttpRequest, dataset_id: int) -> HttpResponse:
-    dataset = dataset_for_stats_or_404(request.user, dataset_id)
-    forms = _forms(dataset, request.POST, "reference")
-    form = forms[0]
-    if not form.is_valid():
-        return _page(request, dataset, forms, status=400)
-    source = form.cleaned_data["source"]
-    campaign = None
-    if source.startswith("campaign:"):
-        campaign = campaigns_of_dataset(dataset.pk).filter(pk=int(source.partition(":")[2])).first()
-    try:
+    def act(dataset: Dataset, data: dict[str, Any]) -> str:
+        source = data["source"]
+        campaign = None
+        if source.startswith("campaign:"):
+            campaign = campaigns_of_dataset(dataset.pk).filter(pk=int(source.partition(":")[2])).first()
         reference = reference_set_create(
             dataset=dataset,
-            name=form.cleaned_data["name"],
+            name=data["name"],
             owner=request.user,  # type: ignore[arg-type]
             campaign=campaign,
             origin="all" if campaign is not None else source,
         )
-    except CertificationError as exc:
-        form.add_error(None, str(exc))
-        return _page(request, dataset, forms, status=400)
-    messages.success(
-        request,
-        _("Reference set %(name)s frozen with %(n)d ratings.")
-        % {"name": reference.name, "n": reference.ratings.count()},
-    )
-    return redirect("dashboard-certification", dataset.pk)
+        return _("Reference set %(name)s frozen with %(n)d ratings.") % {
+            "name": reference.name,
+            "n": reference.ratings.count(),
+        }
+
+    return _action(request, dataset_id, "reference", act)
 
 
 @require_POST
 @researcher_required
 def certify_version(request: HttpRequest, dataset_id: int) -> HttpResponse:
-    dataset = dataset_for_stats_or_404(request.user, dataset_id)
-    forms = _forms(dataset, request.POST, "certify")
-    form = forms[1]
-    if not form.is_valid():
-        return _page(request, dataset, forms, status=400)
-    version = JudgeVersion.objects.get(fingerprint=form.cleaned_data["version"])
-    reference = selectors.reference_sets_of_dataset(dataset).get(pk=int(form.cleaned_data["reference_set"]))
-    try:
+    def act(dataset: Dataset, data: dict[str, Any]) -> str:
+        version, reference = _version_and_reference(dataset, data)
         certificate = certificate_request(
             version=version,
             reference_set=reference,
             requested_by=request.user,  # type: ignore[arg-type]
-            epsilon=form.cleaned_data["epsilon"],
-            q=form.cleaned_data["q"],
+            epsilon=data["epsilon"],
+            q=data["q"],
         )
-    except CertificationError as exc:
-        form.add_error(None, str(exc))
-        return _page(request, dataset, forms, status=400)
-    messages.success(
-        request,
-        _("Certification of %(version)s started: its run judges the reference set, then the test is applied.")
-        % {"version": certificate.version.short},
-    )
-    return redirect("dashboard-certification", dataset.pk)
+        return _(
+            "Certification of %(version)s started: its run judges the reference set, then the test is applied."
+        ) % {"version": certificate.version.short}
+
+    return _action(request, dataset_id, "certify", act)
 
 
 @require_POST
 @researcher_required
 def teach_version(request: HttpRequest, dataset_id: int) -> HttpResponse:
-    dataset = dataset_for_stats_or_404(request.user, dataset_id)
-    forms = _forms(dataset, request.POST, "teach")
-    form = forms[2]
-    if not form.is_valid():
-        return _page(request, dataset, forms, status=400)
-    version = JudgeVersion.objects.get(fingerprint=form.cleaned_data["version"])
-    reference = selectors.reference_sets_of_dataset(dataset).get(pk=int(form.cleaned_data["reference_set"]))
-    try:
+    def act(dataset: Dataset, data: dict[str, Any]) -> str:
+        version, reference = _version_and_reference(dataset, data)
         teaching = judge_version_teach(
             version=version,
             reference_set=reference,
             requested_by=request.user,  # type: ignore[arg-type]
-            per_level=form.cleaned_data["per_level"],
-            seed=form.cleaned_data["seed"],
-            alpha=form.cleaned_data["alpha"],
+            per_level=data["per_level"],
+            seed=data["seed"],
+            alpha=data["alpha"],
         )
-    except CertificationError as exc:
-        form.add_error(None, str(exc))
-        return _page(request, dataset, forms, status=400)
-    messages.success(
-        request,
-        _(
+        return _(
             "Teaching of %(version)s started: the old and the taught version judge %(n)d held-out answers, then "
             "the two are compared."
-        )
-        % {"version": version.short, "n": teaching.held_out},
-    )
-    return redirect("dashboard-certification", dataset.pk)
+        ) % {"version": version.short, "n": teaching.held_out}
+
+    return _action(request, dataset_id, "teach", act)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotations.models import Dataset, System
+from judging.analysis.preference_selectors import stats_preferences
 from judging.analysis.reports import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -33,7 +34,6 @@ from judging.analysis.reports import (
     agreement_report,
     alt_test_report,
 )
-from judging.analysis.selectors import stats_preferences
 from judging.models import CertificateStatus, Judge, JudgeRun
 from judging.statistics.agreement import primary_level
 from judging.statistics.preference import WIN_RATE_METHODS, head_to_head_scores, win_rate_against

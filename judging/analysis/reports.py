@@ -7,9 +7,10 @@ leaves out (or includes) under ``"scope"."exclusions"``. Results are cached in t
 includes the scope and ``stats_version``, so any change to ratings, judge scores, judges, aspects, exclusions or
 gold items makes the next request recompute.
 
-Why one module of this size: every report here shares the loading, the rating scope, the cache key and the
-single-threaded BLAS defined at its top, and the command line, the API and the pages import the reports from here by
-name; the reports that need more than those already live apart (`decisions`, `prediction_powered`).
+Every report shares the loading, the rating scope, the cache key and the single-threaded BLAS defined at the top of
+this module. The agreement, judge-versus-humans and alternative-annotator reports are here; the rankings are
+`ranking_reports`, the dataset details `rating_details`, and the reports that need more `decisions` and
+`prediction_powered`.
 """
 
 from __future__ import annotations
@@ -29,56 +30,36 @@ from django.core.cache import cache
 from threadpoolctl import threadpool_limits
 
 from annotations.models import Dataset
+from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
 from judging.analysis.selectors import (
     ALL_RATINGS,
     Answers,
     AspectInfo,
     RatingRows,
     RatingScope,
-    answer_details,
-    choice_comparisons,
     exclusions_json,
     judge_by_name,
     judge_scores,
-    pairwise_judgments,
     stats_adjudicated,
     stats_answers,
     stats_aspects,
-    stats_preferences,
     stats_ratings,
     stats_version,
     system_models,
 )
 from judging.models import Judge
-from judging.statistics.agreement import OUTLIER_RULE as RATER_OUTLIER_RULE
-from judging.statistics.agreement import Ratings, agreement_summary, rater_statistics
+from judging.statistics.agreement import Ratings, agreement_summary
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q, Labels, alt_test, metric_for_level
-from judging.statistics.correlation import (
-    Paired,
-    RaterScores,
+from judging.statistics.correlation import Paired, correlation_levels, paired_scores
+from judging.statistics.human_ceiling import RaterScores, human_ceiling
+from judging.statistics.judge_tables import (
     confusion_matrix,
-    correlation_levels,
-    human_ceiling,
     length_bias,
-    paired_scores,
     per_system_table,
     position_consistency,
     self_preference,
 )
 from judging.statistics.preference import human_pair_votes, pair_outcomes, preference_data, preference_summary
-from judging.statistics.ranking import (
-    DEFAULT_TIES,
-    TIE_CONVENTIONS,
-    Comparisons,
-    RankingError,
-    bradley_terry,
-    choice_comparisons_from,
-    comparisons_from,
-    mean_rating,
-    prompt_weights,
-    ranking_agreement,
-    system_scores,
-)
 from judging.statistics.results import defined
 
 # Bump when a statistic's definition changes so cached reports are not reused.
@@ -290,133 +271,13 @@ def agreement_report(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> dict
     return _cached(dataset, scope, ["agreement"], lambda data: compute_agreement_report(dataset, data))
 
 
-def _histogram(values: np.ndarray, aspect: AspectInfo) -> list[dict[str, Any]]:
-    if values.size == 0:
-        return []
-    distinct, counts = np.unique(values, return_counts=True)
-    if distinct.size <= HISTOGRAM_MAX_BARS:
-        return [{"label": _format_value(v), "count": int(c)} for v, c in zip(distinct, counts, strict=True)]
-    counts_binned, edges = np.histogram(values, bins=HISTOGRAM_MAX_BARS, range=(aspect.min_value, aspect.max_value))
-    return [
-        {"label": f"{_format_value(edges[i])}–{_format_value(edges[i + 1])}", "count": int(counts_binned[i])}
-        for i in range(counts_binned.size)
-    ]
-
-
-def _format_value(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
-
-
-def _system_mask(data: DatasetData, system_key: str | None) -> np.ndarray | None:
+def system_mask(data: DatasetData, system_key: str | None) -> np.ndarray | None:
     if not system_key:
         return None
     return np.asarray([key == system_key for key in data.answers.system_keys], dtype=bool)
 
 
-def _excerpt(text: str | None) -> str:
-    text = text or ""
-    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "…"
-
-
-def _disagreements(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray | None) -> list[dict[str, Any]]:
-    """Answers whose ratings spread most (range, then standard deviation), with every rating side by side."""
-    rows = _aspect_rows(data, aspect, answer_mask)
-    if rows.size == 0:
-        return []
-    answers = data.ratings.answer[rows]
-    values = data.ratings.value[rows]
-    size = data.answers.response_ids.size
-    count = np.bincount(answers, minlength=size)
-    total = np.bincount(answers, weights=values, minlength=size)
-    square = np.bincount(answers, weights=values * values, minlength=size)
-    highest = np.full(size, -np.inf)
-    lowest = np.full(size, np.inf)
-    np.maximum.at(highest, answers, values)
-    np.minimum.at(lowest, answers, values)
-    candidates = np.flatnonzero(count >= 2)
-    if candidates.size == 0:
-        return []
-    mean = total[candidates] / count[candidates]
-    spread = np.sqrt(np.maximum(square[candidates] / count[candidates] - mean * mean, 0.0))
-    value_range = highest[candidates] - lowest[candidates]
-    order = np.lexsort((candidates, -np.round(spread, 12), -value_range))[:DISAGREEMENT_ROWS]
-    chosen = candidates[order]
-    response_ids = [int(data.answers.response_ids[row]) for row in chosen]
-    details = answer_details(response_ids)
-    result = []
-    for rank, row in enumerate(chosen):
-        members = rows[answers == row]
-        detail = details.get(int(data.answers.response_ids[row]), {})
-        result.append(
-            {
-                "response_id": int(data.answers.response_ids[row]),
-                "item": detail.get("item", ""),
-                "turn": int(detail.get("turn", 0)) + 1,
-                "system": data.answers.system_keys[row],
-                "mean": float(mean[order[rank]]),
-                "sd": float(spread[order[rank]]),
-                "range": float(value_range[order[rank]]),
-                "ratings": [
-                    {
-                        "rater": data.ratings.rater_pseudonyms.get(int(data.ratings.rater_id[m]), ""),
-                        "value": float(data.ratings.value[m]),
-                    }
-                    for m in members
-                ],
-                "prompt": _excerpt(detail.get("prompt")),
-                "answer": _excerpt(detail.get("text")),
-            }
-        )
-    return result
-
-
-@single_threaded_blas
-def compute_dataset_details(
-    dataset: Dataset, aspect_name: str | None, system_key: str | None, data: DatasetData | None = None
-) -> dict[str, Any]:
-    data = data or load_dataset_data(dataset)
-    mask = _system_mask(data, system_key)
-    aspect = _pick_aspect(data.aspects, aspect_name)
-    distributions = []
-    for info in data.aspects:
-        rows = _aspect_rows(data, info, mask)
-        distributions.append(
-            {
-                "aspect": info.name,
-                "label": info.label or info.name,
-                "n": int(rows.size),
-                "bars": _histogram(data.ratings.value[rows], info),
-            }
-        )
-    return {
-        "scope": exclusions_json(data.scope, data.ratings.excluded),
-        "aspect": aspect.name if aspect else None,
-        "system": system_key or None,
-        "systems": sorted(set(data.answers.system_keys)),
-        "distributions": distributions,
-        "raters": rater_statistics(aspect_ratings(data, aspect, mask)) if aspect else [],
-        "raters_positional": bool(aspect and not aspect_ratings(data, aspect).raters_consistent),
-        "outlier_rule": RATER_OUTLIER_RULE,
-        "disagreements": _disagreements(data, aspect, mask) if aspect else [],
-    }
-
-
-def dataset_details(
-    dataset: Dataset,
-    aspect_name: str | None = None,
-    system_key: str | None = None,
-    scope: RatingScope = ALL_RATINGS,
-) -> dict[str, Any]:
-    """Distributions (per aspect), per-rater table and most-disagreed answers for the dataset page."""
-    return _cached(
-        dataset,
-        scope,
-        ["details", aspect_name or "", system_key or ""],
-        lambda data: compute_dataset_details(dataset, aspect_name, system_key, data),
-    )
-
-
-def _pick_aspect(aspects: list[AspectInfo], name: str | None) -> AspectInfo | None:
+def pick_aspect(aspects: list[AspectInfo], name: str | None) -> AspectInfo | None:
     for aspect in aspects:
         if aspect.name == name:
             return aspect
@@ -526,14 +387,14 @@ def compute_judge_details(
         "systems": sorted(set(data.answers.system_keys)),
         "system": system_key or None,
     }
-    aspect = _pick_aspect(shared, aspect_name)
+    aspect = pick_aspect(shared, aspect_name)
     result["aspect"] = aspect.name if aspect else None
     if aspect is None:
         return result
     judge_values = scores[aspect.name]
     human = human_means(data, aspect)
     paired = _paired_for(data, human, judge_values)
-    mask = _system_mask(data, system_key)
+    mask = system_mask(data, system_key)
     shown = _paired_for(data, human, judge_values, mask)
     result.update(
         {
@@ -679,166 +540,4 @@ def alt_test_report(
         scope,
         ["alt_test", judge.pk, aspect_name or "", *settings.cache_parts()],
         lambda data: compute_alt_test_report(dataset, judge, aspect_name, settings, data),
-    )
-
-
-# ---------------------------------------------------------------- rankings
-
-HUMANS = "humans"
-
-
-def _pairwise_comparisons(
-    dataset: Dataset, scope: RatingScope, source: str, prompt_index: dict[Any, int]
-) -> Comparisons:
-    if source == HUMANS:
-        choices = choice_comparisons(dataset, scope)
-        return choice_comparisons_from(
-            choices.turn_ids,
-            choices.chosen,
-            choices.other,
-            prompt_index,
-            tied=(choices.tied_turn_ids, choices.tied_first, choices.tied_second),
-        )
-    return comparisons_from(_judgment_rows(dataset, source), prompt_index)
-
-
-def _judgment_rows(dataset: Dataset, source: str) -> list[tuple[Any, str, str, float]]:
-    judgments = pairwise_judgments(dataset).get(source)
-    if not judgments:
-        raise ReportError(
-            f"judge {source!r} has no finished pairwise judgments; rank it by its mean scores with an aspect"
-        )
-    # Every judgment counts, both orders of a pair included: score 1 a win, 0.5 a tie, 0 a loss for the system.
-    return [(turn, system, other, float(score)) for turn, system, other, _aspect, _sample, _order, score in judgments]
-
-
-def _source_scores(data: DatasetData, judge: Judge | None, aspect: AspectInfo) -> np.ndarray:
-    if judge is None:
-        return human_means(data, aspect)
-    scores = judge_scores(judge, data.answers).get(aspect.name)
-    if scores is None or not np.isfinite(scores).any():
-        raise ReportError(f"judge {judge.name!r} has no score on aspect {aspect.name!r}")
-    return scores
-
-
-def _ranking_of(
-    dataset: Dataset,
-    data: DatasetData,
-    source: str,
-    judge: Judge | None,
-    aspect: AspectInfo | None,
-    reference: str | None,
-    weights_for: Any,
-    prompt_index: dict[Any, int],
-    ties: str = DEFAULT_TIES,
-) -> tuple[dict[str, Any], np.ndarray | None, tuple[str, ...]]:
-    if aspect is None:
-        comparisons = _pairwise_comparisons(dataset, data.scope, source, prompt_index)
-        result, boot = bradley_terry(
-            comparisons, reference=reference, weights=weights_for(comparisons.n_prompts), ties=ties
-        )
-        return result, boot, comparisons.system_labels
-    scores = system_scores(
-        _source_scores(data, judge, aspect), list(data.answers.turn_ids), data.answers.system_keys, prompt_index
-    )
-    result, boot = mean_rating(scores, weights=weights_for(scores.n_prompts))
-    return result, boot, scores.system_labels
-
-
-@single_threaded_blas
-def compute_ranking_report(
-    dataset: Dataset,
-    source: str,
-    judge: Judge | None,
-    aspect_name: str | None,
-    reference: str | None,
-    n_resamples: int,
-    seed: int,
-    data: DatasetData,
-    ties: str | None = None,
-) -> dict[str, Any]:
-    if aspect_name is not None and reference is not None:
-        raise ReportError(
-            "a reference system applies to the Bradley-Terry ranking only, not to a ranking by mean rating"
-        )
-    if aspect_name is not None and ties is not None:
-        raise ReportError("a tie convention applies to the Bradley-Terry ranking only, not to a ranking by mean rating")
-    ties = ties or DEFAULT_TIES
-    if ties not in TIE_CONVENTIONS:
-        raise ReportError(f"unknown tie convention {ties!r}; choose one of {', '.join(TIE_CONVENTIONS)}")
-    aspect = _aspects_or_error(data.aspects, aspect_name)[0] if aspect_name is not None else None
-    prompt_index: dict[Any, int] = {}
-    weights_cache: dict[int, np.ndarray] = {}
-
-    def weights_for(n_prompts: int) -> np.ndarray | None:
-        # One set of draws over the prompts of both sources, so a judge's ranking and the humans' are resampled alike.
-        if n_prompts == 0:
-            return None
-        return weights_cache.setdefault(n_prompts, prompt_weights(n_prompts, n_resamples, seed))
-
-    try:
-        if judge is not None:
-            # Register both sources' prompts first, so that both rankings are bootstrapped over the same prompt draws.
-            if aspect is None:
-                _pairwise_comparisons(dataset, data.scope, HUMANS, prompt_index)
-                _pairwise_comparisons(dataset, data.scope, source, prompt_index)
-            else:
-                system_scores(
-                    _source_scores(data, judge, aspect),
-                    list(data.answers.turn_ids),
-                    data.answers.system_keys,
-                    prompt_index,
-                )
-        ranking, boot, labels = _ranking_of(
-            dataset, data, source, judge, aspect, reference, weights_for, prompt_index, ties
-        )
-        result: dict[str, Any] = {
-            "dataset": dataset.name,
-            "source": source,
-            "aspect": aspect.name if aspect else None,
-            "scope": exclusions_json(data.scope, data.ratings.excluded),
-            "bootstrap": {"resamples": n_resamples, "seed": seed, "unit": "prompt"},
-            **ranking,
-        }
-        if judge is not None:
-            humans, human_boot, human_labels = _ranking_of(
-                dataset, data, HUMANS, None, aspect, None, weights_for, prompt_index, ties
-            )
-            result["versus_humans"] = ranking_agreement(ranking, boot, labels, humans, human_boot, human_labels)
-    except RankingError as exc:
-        raise ReportError(str(exc)) from None
-    return result
-
-
-def ranking_report(
-    dataset: Dataset,
-    source: str = HUMANS,
-    aspect_name: str | None = None,
-    reference: str | None = None,
-    *,
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-    scope: RatingScope = ALL_RATINGS,
-    ties: str | None = None,
-) -> dict[str, Any]:
-    """``ranking --dataset D [--source humans|JUDGE] [--ties half|drop|davidson] --json``: {"dataset", "source",
-    "aspect", "scope", "bootstrap", "model", "ties", "reference", "n_comparisons", "systems": [...]} and, for a
-    judge, "versus_humans" (Kendall's tau-b). ``ties`` (Bradley-Terry only) defaults to ``DEFAULT_TIES``."""
-    judge = None if source == HUMANS else _judge_or_raise(dataset, source)
-    return _cached(
-        dataset,
-        scope,
-        [
-            "ranking",
-            source,
-            judge.pk if judge else 0,
-            aspect_name or "",
-            reference or "",
-            n_resamples,
-            seed,
-            ties or "",
-        ],
-        lambda data: compute_ranking_report(
-            dataset, source, judge, aspect_name, reference, n_resamples, seed, data, ties
-        ),
     )

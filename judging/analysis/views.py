@@ -30,19 +30,18 @@ from judging.analysis.decisions import campaign_plan, judge_matrix
 from judging.analysis.forms import AltTestForm, CalibrationForm
 from judging.analysis.plots import bar_chart, heat_cells, scatter_plot
 from judging.analysis.prediction_powered import ppi_report
+from judging.analysis.ranking_reports import HUMANS, ranking_report
+from judging.analysis.rating_details import dataset_details
 from judging.analysis.readings import matrix_readings, plan_readings
 from judging.analysis.reports import (
     DEFAULT_ALT_TEST,
     DEFAULT_EPSILON,
-    HUMANS,
     AltTestSettings,
     JudgeNotFound,
     ReportError,
     agreement_report,
-    dataset_details,
     judge_details,
     one_stats_version,
-    ranking_report,
 )
 from judging.analysis.selectors import (
     RatingScope,
@@ -61,7 +60,7 @@ from judging.analysis.services import CalibrationError, judge_calibrate
 from judging.certification.selectors import UNCERTIFIED
 from judging.factscore.selectors import factscore_report, factscore_runs_for_user
 from judging.models import JudgeKind, JudgeRun
-from judging.statistics.ranking import DEFAULT_TIES, TIE_CONVENTIONS
+from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
 
 DATASET_TABLES = {
     "agreement": lambda report, details: tables.agreement_table(report),

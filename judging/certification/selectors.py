@@ -101,3 +101,19 @@ def teachings_of_dataset(dataset: Dataset) -> QuerySet[JudgeTeaching]:
         .select_related("parent", "taught_version", "reference_set")
         .order_by("-created_at")
     )
+
+
+def judge_version_and_reference_set(
+    dataset: Dataset, judge_name: str, reference_set_name: str
+) -> tuple[JudgeVersion, ReferenceSet]:
+    """The version of a dataset's judge run and a reference set of the dataset, both by name, for the commands that
+    certify or teach it; a LookupError names what is missing."""
+    run = JudgeRun.objects.filter(dataset=dataset, judge__name=judge_name).select_related("version").first()
+    if run is None:
+        raise LookupError(f"no judge run named {judge_name!r} on {dataset.name!r}")
+    if run.version is None:
+        raise LookupError(f"judge {judge_name!r} has no version: {run.version_problem or 'its run has not ended'}")
+    reference = ReferenceSet.objects.filter(dataset=dataset, name=reference_set_name).first()
+    if reference is None:
+        raise LookupError(f"no reference set named {reference_set_name!r} on {dataset.name!r}")
+    return run.version, reference

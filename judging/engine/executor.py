@@ -21,9 +21,9 @@ an error of the unit. The slice keeps receiving results while it waits, retries 
 backoff and stores what it holds as soon as the database answers again; only then does it claim
 more.
 
-Why one module of this size: a slice's claims, lease renewal, call dispatch and guarded writes share one claim token
-and one loop over the results queue; their order is what bounds a killed worker's loss to the calls in flight, and
-it is read in one place.
+A slice's claims, lease renewal, call dispatch and guarded writes share one claim token and one loop over the results
+queue; their order is what bounds a killed worker's loss to the calls in flight, and it is read here in one place.
+The calls' loop thread is `loop`; a unit's tally and its stored row are `results`.
 """
 
 from __future__ import annotations
@@ -31,38 +31,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
-import os
 import queue
 import random
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
+from judging.engine.loop import LoopThread, result_of
 from judging.engine.registry import FLOWS
-from judging.engine.units import UnitKey, aspect_infos, build_contexts
-from judging.factscore import method as factscore_method
-from judging.factscore.indexes import knowledge_corpus_index
-from judging.factscore.models import KnowledgeCorpus
+from judging.engine.results import UnitState, result_row, run_counter_updates, run_tally, write_results_postgres
+from judging.engine.units import UnitKey, aspect_infos, build_contexts, with_factscore_knowledge
 from judging.llm.calls import CallResult, CallSpec
-from judging.llm.gateway import Gateway, count_tokens, price_estimate
-from judging.llm.ratelimit import Limits, run_scope, shared_limiter, shared_limiter_done
-from judging.methods.base import AnyFlow, CallBatch, Outcome, UnitContext
-from judging.methods.factscore_options import FactScoreOptions
-from judging.methods.geval import SAMPLED
-from judging.methods.judge_settings import JudgeSettings
+from judging.llm.gateway import count_tokens, price_estimate
+from judging.llm.ratelimit import run_scope
+from judging.methods.base import CallBatch, Outcome
 from judging.models import CachedCompletion, JudgeRun, Judgment, JudgmentStatus, ProviderSend, RunStatus
 
 log = logging.getLogger(__name__)
@@ -86,107 +79,11 @@ def claimable_q() -> Q:
 
 
 @dataclass
-class UnitState:
-    ctx: UnitContext
-    flow: AnyFlow
-    calls: int = 0
-    served_from_cache: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    unpriced: int = 0
-    attempts: int = 0
-    latency: float = 0.0
-    batch: list[CallResult | None] | None = None  # the results of a CallBatch as they come back
-    queue_wait: float = 0.0
-    errors_seen: list[str] = field(default_factory=list)
-    lost_calls: int = 0
-    lost_cost: float = 0.0
-    first_request: CallSpec | CallBatch | None = None  # what a lost call of this unit is priced from
-    provider_models: set[str] = field(default_factory=set)
-
-    def absorb(self, result: CallResult, *, from_cache: bool) -> None:
-        self.calls += 1
-        if result.ok and result.provider_model:
-            self.provider_models.add(result.provider_model)
-        if from_cache:
-            self.served_from_cache += 1
-            return
-        self.prompt_tokens += result.prompt_tokens
-        self.completion_tokens += result.completion_tokens
-        self.attempts += result.attempts
-        self.latency += result.latency_s
-        self.queue_wait += result.queue_wait_s
-        self.errors_seen.extend(result.errors_seen)
-        if result.ok:
-            if result.cost is None:
-                self.unpriced += 1
-            else:
-                self.cost += result.cost
-
-
-@dataclass
 class SliceReport:
     state: str  # "more" | "idle" | "stopped"
     finished: int = 0
     released: int = 0
     provider_calls: int = 0
-
-
-_LOOP_LOCK = threading.Lock()
-_LOOP: tuple[int, asyncio.AbstractEventLoop] | None = None
-
-
-def shared_loop() -> asyncio.AbstractEventLoop:
-    """One asyncio loop per worker process, in its own thread, shared by every slice.
-
-    litellm keeps process-global async state (its logging worker) bound to one loop, so slices
-    running side by side in a threaded worker must not each bring their own loop."""
-    global _LOOP
-    with _LOOP_LOCK:
-        if _LOOP is not None and _LOOP[0] == os.getpid() and _LOOP[1].is_running():
-            return _LOOP[1]
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        loop.call_soon(ready.set)
-        threading.Thread(target=loop.run_forever, name="judge-calls", daemon=True).start()
-        ready.wait(10)
-        _LOOP = (os.getpid(), loop)
-        return loop
-
-
-class _LoopThread:
-    """A slice's gateway and limiter, living on the process's shared loop."""
-
-    def __init__(self, cfg: JudgeSettings, scope: str, stop: threading.Event) -> None:
-        self.loop = shared_loop()
-        self.limits = Limits(
-            max_concurrency=cfg.max_concurrency,
-            rpm=cfg.rpm,
-            tpm=cfg.tpm,
-            slot_ttl_s=cfg.timeout_s + 30.0,
-        )
-        self.scope = scope
-        self.stop = stop
-        self.gateway: Gateway | None = None
-
-    def start(self) -> None:
-        self.gateway = asyncio.run_coroutine_threadsafe(self._make(), self.loop).result(30)
-
-    async def _make(self) -> Gateway:
-        return Gateway(limiter=shared_limiter(self.limits, self.scope), should_stop=self.stop.is_set)
-
-    def submit(self, spec: CallSpec, on_handed_over: Callable[[], None]) -> Future[CallResult]:
-        assert self.gateway is not None
-        return asyncio.run_coroutine_threadsafe(self.gateway.call(spec, on_handed_over), self.loop)
-
-    def close(self) -> None:
-        async def shutdown() -> None:
-            if self.gateway is not None:
-                await self.gateway.close()
-                await shared_limiter_done(self.gateway.limiter)
-
-        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(30)
 
 
 class SliceExecutor:
@@ -378,7 +275,7 @@ class SliceExecutor:
         self.sends.put((judgment_id, uuid.uuid4().hex, timezone.now()))
 
     def _deliver(self, key: str, future: Future[CallResult]) -> None:
-        self.results.put((key, _result_of(future)))
+        self.results.put((key, result_of(future)))
 
     def _cached(self, key: str) -> dict[str, Any] | None:
         if not self.use_cache:
@@ -479,7 +376,6 @@ class SliceExecutor:
         sends: list[ProviderSend],
     ) -> None:
         now = timezone.now()
-        counts: Counter[str] = Counter()
         with transaction.atomic():
             if sends:
                 ProviderSend.objects.bulk_create(sends, ignore_conflicts=True)
@@ -495,25 +391,9 @@ class SliceExecutor:
                     ],
                     ignore_conflicts=True,
                 )
-            rows = [_result_row(judgment_id, state, outcome, now) for judgment_id, state, outcome in finished]
+            rows = [result_row(judgment_id, state, outcome, now) for judgment_id, state, outcome in finished]
             written = self._write_results(rows)
-            for judgment_id, state, outcome in finished:
-                if judgment_id not in written:
-                    continue  # our lease was taken over; the other slice's write is the one that counts
-                counts["done" if outcome.ok else "failed"] += 1
-                # Only an unreadable reply is a parse error; a FActScore refusal or an answer without
-                # checkable facts has no score by definition and is no error.
-                if outcome.ok and outcome.score is None and outcome.error_kind.startswith("parse:"):
-                    counts["parse_errors"] += 1
-                if state.calls > 0 and state.served_from_cache == state.calls:
-                    counts["cache_hits"] += 1
-                counts["calls"] += state.attempts + state.lost_calls
-                counts["prompt_tokens"] += state.prompt_tokens
-                counts["completion_tokens"] += state.completion_tokens
-                counts["unpriced_calls"] += state.unpriced
-                counts["logprob_fallbacks"] += int(outcome.logprob_fallback)
-                counts["sampled_fallbacks"] += int(outcome.score_mode == SAMPLED)
-                counts["cost_micro"] += round((state.cost + state.lost_cost) * 1_000_000_000)
+            counts = run_tally(finished, written)
             # Counted now: this slice's own requests in the attempts, the others' in the lost calls.
             counted = [send_id for judgment_id in written for send_id, _ in uncounted.get(judgment_id, [])]
             if counted:
@@ -522,26 +402,7 @@ class SliceExecutor:
                 Judgment.objects.filter(pk__in=released, claim_token=self.token).update(
                     status=JudgmentStatus.PENDING, claim_token="", lease_until=None
                 )
-            updates: dict[str, Any] = {
-                name: F(name) + counts[name]
-                for name in (
-                    "done",
-                    "failed",
-                    "parse_errors",
-                    "cache_hits",
-                    "calls",
-                    "prompt_tokens",
-                    "completion_tokens",
-                    "unpriced_calls",
-                    "logprob_fallbacks",
-                    "sampled_fallbacks",
-                )
-                if counts[name]
-            }
-            if counts["cost_micro"]:
-                updates["cost_usd"] = F("cost_usd") + counts["cost_micro"] / 1_000_000_000
-            updates["heartbeat_at"] = now
-            JudgeRun.objects.filter(pk=self.run.pk).update(**updates)
+            JudgeRun.objects.filter(pk=self.run.pk).update(**run_counter_updates(counts, now))
         self.report.finished += sum(counts[k] for k in ("done", "failed"))
         self.report.released += len(released)
         if counts["cost_micro"] and self.cfg.budget_usd is not None:
@@ -569,7 +430,7 @@ class SliceExecutor:
         if not rows:
             return set()
         if connection.vendor == "postgresql":
-            return _write_results_postgres(rows, self.token)
+            return write_results_postgres(rows, self.token)
         written = set()
         for row in rows:
             values = {k: v for k, v in row.items() if k != "id"}
@@ -661,7 +522,7 @@ class SliceExecutor:
         self._check_run()
         if self.stop.is_set():
             return SliceReport(state="stopped")
-        self.loop = _LoopThread(self.cfg, scope=run_scope(self.run.pk), stop=self.stop)
+        self.loop = LoopThread(self.cfg, scope=run_scope(self.run.pk), stop=self.stop)
         self.loop.start()
         started = last_check = last_renew = time.monotonic()
         exhausted = False
@@ -724,37 +585,6 @@ class SliceExecutor:
         return self.report
 
 
-def with_factscore_knowledge(
-    contexts: dict[int, UnitContext], *, dataset_id: int, cfg: JudgeSettings
-) -> dict[int, UnitContext]:
-    """The contexts with the topic and corpus index FActScore checks facts against (one or two queries a batch)."""
-    options = cfg.factscore or FactScoreOptions()
-    corpus_index, corpus_error = None, ""
-    if options.wants_corpus:
-        corpus = KnowledgeCorpus.objects.filter(dataset_id=dataset_id, name=options.corpus).first()
-        if corpus is None:
-            corpus_error = f"the dataset has no knowledge corpus named {options.corpus!r}"
-        else:
-            corpus_index = knowledge_corpus_index(corpus)
-    topics: dict[int, str] = {}
-    if options.topic_key:
-        key = options.topic_key
-        sources = Judgment.objects.filter(pk__in=list(contexts)).values_list(
-            "pk", "response__turn__item__source", "response__turn__source"
-        )
-        for judgment_id, item_source, turn_source in sources:
-            topics[judgment_id] = factscore_method.topic_from(item_source or {}, turn_source or {}, key)
-    return {
-        judgment_id: replace(
-            ctx,
-            knowledge=factscore_method.UnitKnowledge(
-                topic=topics.get(judgment_id, ""), corpus_index=corpus_index, corpus_error=corpus_error
-            ),
-        )
-        for judgment_id, ctx in contexts.items()
-    }
-
-
 def _keys(request: CallSpec | CallBatch | None) -> list[str]:
     if request is None:
         return []
@@ -763,92 +593,3 @@ def _keys(request: CallSpec | CallBatch | None) -> list[str]:
 
 def _budget_note(budget: float) -> str:
     return f"Stopped: the cost reached the budget of ${budget:g}. Calls in flight were completed and recorded."
-
-
-def _result_of(future: Future[CallResult]) -> CallResult:
-    try:
-        return future.result()
-    except Exception as exc:
-        log.exception("gateway call crashed")
-        return CallResult(error_kind="internal", error=f"{type(exc).__name__}: {exc}")
-
-
-_RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("status", "varchar"),
-    ("prompt_hash", "varchar"),
-    ("raw_output", "text"),
-    ("score", "double precision"),
-    ("verdict", "varchar"),
-    ("reasoning", "text"),
-    ("summary", "text"),
-    ("distribution", "jsonb"),
-    ("logprob_fallback", "boolean"),
-    ("logprob_fallback_reason", "text"),
-    ("score_mode", "varchar"),
-    ("prompt_tokens", "integer"),
-    ("completion_tokens", "integer"),
-    ("cost_usd", "double precision"),
-    ("latency_s", "double precision"),
-    ("queue_wait_s", "double precision"),
-    ("attempts", "smallint"),
-    ("lost_calls", "smallint"),
-    ("lost_cost_usd", "double precision"),
-    ("cache_hit", "boolean"),
-    ("provider_model", "varchar"),
-    ("error_kind", "varchar"),
-    ("error", "text"),
-    ("finished_at", "timestamptz"),
-)
-
-
-def _result_row(judgment_id: int, state: UnitState, outcome: Outcome, now: Any) -> dict[str, Any]:
-    return {
-        "id": judgment_id,
-        "status": JudgmentStatus.DONE if outcome.ok else JudgmentStatus.FAILED,
-        "prompt_hash": outcome.prompt_hash,
-        "raw_output": outcome.raw_output,
-        "score": outcome.score,
-        "verdict": outcome.verdict,
-        "reasoning": outcome.reasoning,
-        "summary": outcome.summary,
-        "distribution": outcome.distribution,
-        "logprob_fallback": outcome.logprob_fallback,
-        "logprob_fallback_reason": outcome.logprob_fallback_reason,
-        "score_mode": outcome.score_mode,
-        "prompt_tokens": state.prompt_tokens,
-        "completion_tokens": state.completion_tokens,
-        "cost_usd": None if state.unpriced else state.cost,
-        "latency_s": state.latency,
-        "queue_wait_s": state.queue_wait,
-        "attempts": state.attempts,
-        "lost_calls": state.lost_calls,
-        "lost_cost_usd": state.lost_cost,
-        "cache_hit": state.calls > 0 and state.served_from_cache == state.calls,
-        "provider_model": ",".join(sorted(state.provider_models))[:200],
-        "error_kind": outcome.error_kind,
-        "error": outcome.error,
-        "finished_at": now,
-    }
-
-
-def _write_results_postgres(rows: list[dict[str, Any]], token: str) -> set[int]:
-    table = Judgment._meta.db_table
-    placeholders = "(" + ", ".join(["%s::bigint"] + [f"%s::{kind}" for _, kind in _RESULT_COLUMNS]) + ")"
-    params: list[Any] = []
-    for row in rows:
-        params.append(row["id"])
-        for name, kind in _RESULT_COLUMNS:
-            value = row[name]
-            if kind == "jsonb" and value is not None:
-                value = json.dumps(value)
-            params.append(value)
-    names = ", ".join(["id"] + [name for name, _ in _RESULT_COLUMNS])
-    assignments = ", ".join(f"{name} = v.{name}" for name, _ in _RESULT_COLUMNS)
-    sql = (
-        f"UPDATE {table} AS j SET lease_until = NULL, {assignments} "  # noqa: S608  # nosec B608 - table and column names are constants, values are parameters
-        f"FROM (VALUES {', '.join([placeholders] * len(rows))}) AS v({names}) "
-        "WHERE j.id = v.id AND j.claim_token = %s AND j.status = %s RETURNING j.id"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, token, JudgmentStatus.CLAIMED])
-        return {int(r[0]) for r in cursor.fetchall()}

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from annotations.models import Aspect, Response, Turn
+from judging.factscore import method as factscore_method
+from judging.factscore.indexes import knowledge_corpus_index
+from judging.factscore.models import KnowledgeCorpus
 from judging.methods.base import AspectInfo, UnitContext, context_text
+from judging.methods.factscore_options import FactScoreOptions
+from judging.models import Judgment
 
 if TYPE_CHECKING:
     from judging.methods.judge_settings import JudgeSettings
@@ -130,3 +135,34 @@ def build_contexts(
             prompt_language=language,
         )
     return contexts
+
+
+def with_factscore_knowledge(
+    contexts: dict[int, UnitContext], *, dataset_id: int, cfg: JudgeSettings
+) -> dict[int, UnitContext]:
+    """The contexts with the topic and corpus index FActScore checks facts against (one or two queries a batch)."""
+    options = cfg.factscore or FactScoreOptions()
+    corpus_index, corpus_error = None, ""
+    if options.wants_corpus:
+        corpus = KnowledgeCorpus.objects.filter(dataset_id=dataset_id, name=options.corpus).first()
+        if corpus is None:
+            corpus_error = f"the dataset has no knowledge corpus named {options.corpus!r}"
+        else:
+            corpus_index = knowledge_corpus_index(corpus)
+    topics: dict[int, str] = {}
+    if options.topic_key:
+        key = options.topic_key
+        sources = Judgment.objects.filter(pk__in=list(contexts)).values_list(
+            "pk", "response__turn__item__source", "response__turn__source"
+        )
+        for judgment_id, item_source, turn_source in sources:
+            topics[judgment_id] = factscore_method.topic_from(item_source or {}, turn_source or {}, key)
+    return {
+        judgment_id: replace(
+            ctx,
+            knowledge=factscore_method.UnitKnowledge(
+                topic=topics.get(judgment_id, ""), corpus_index=corpus_index, corpus_error=corpus_error
+            ),
+        )
+        for judgment_id, ctx in contexts.items()
+    }

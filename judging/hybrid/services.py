@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from annotations.hybrid.services import FilledValue, task_judge_fill
 from annotations.models import Campaign, Task
+from judging.certification.evaluations import fresh_config
 from judging.certification.selectors import SUSPENDED, version_standing
 from judging.models import (
     Certificate,
@@ -27,6 +28,7 @@ from judging.models import (
     JudgeVersion,
     RunStatus,
 )
+from judging.services import LaunchError, free_run_name, judge_run_launch
 
 ENDED = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.STOPPED_BUDGET]
 DEFAULT_TARGET, DEFAULT_DELTA = 0.9, 0.1
@@ -191,9 +193,6 @@ def hybrid_apply(*, calibration: HybridCalibration, user: User | None) -> Hybrid
     """Run the calibrated version on the campaign's answers (a normal judge run, on the workers); the tasks are
     handed out when the run ends. Refused when the calibration is undefined, the certificate no longer passes, or
     the campaign already applied one."""
-    from judging.certification.services import fresh_config  # noqa: PLC0415 - judging.services calls back there
-    from judging.services import LaunchError, free_run_name, judge_run_launch  # noqa: PLC0415 - calls back here
-
     if calibration.threshold is None:
         raise HybridError(f"the calibration is undefined ({calibration.undefined_reason}); the campaign stays human")
     campaign = calibration.campaign

@@ -16,16 +16,14 @@ through litellm's Gemini path with an OAuth token obtained here by the service a
 own path would fetch it with google-auth over an unguarded client). Any other model is refused before a connection
 is made.
 
-Keys: only the environment variable named by the config is ever read, and it is always passed explicitly (a
-placeholder when none is named), so neither litellm nor an SDK falls back to some other key from the environment
-(e.g. sending OPENAI_API_KEY to an api_base a researcher typed in, or AZURE_OPENAI_AD_TOKEN instead of the Azure key).
-A key goes to a custom api_base only when the operator's JUDGE_API_KEY_HOSTS binds that variable to that origin
-(scheme, host and port).
+Keys: only the environment variable named by the config is ever read, always passed explicitly, and only to the
+origins `keys` allows (e.g. never OPENAI_API_KEY to an api_base a researcher typed in, nor AZURE_OPENAI_AD_TOKEN
+instead of the Azure key).
 
-Why one module of this size: it is the one module that imports litellm (an import contract names it), and every part
-of a call (the provider clients, the Bedrock and Vertex request builders, the classification of failures, the retry
-loop, the cost) handles litellm's classes or exceptions. Split, each part would either import litellm too or pass
-its objects between modules without a type.
+What handles litellm's classes or exceptions stays here (the provider clients, the classification of failures, the
+retry loop, the cost); what does not is beside it: `keys` (where a key may go, the default endpoints), `failures`
+(the chain of causes, the answered status, the provider's wait, the backoff) and `wire` (the Converse body, the
+Vertex assertion, the log-probabilities of a reply).
 """
 
 from __future__ import annotations
@@ -35,26 +33,41 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import asyncio
-import base64
-import datetime
-import email.utils
 import functools
-import hashlib
 import json
 import logging
 import random
-import re
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
-
-from django.conf import settings
+from urllib.parse import quote
 
 from judging.llm import netguard
 from judging.llm.calls import SUPPORTED_PROVIDERS, TEMPORARY, CallResult, CallSpec, provider_problem
+from judging.llm.failures import (
+    ProviderAnswered,
+    backoff_delay,
+    error_chain,
+    http_status,
+    kind_of_status,
+    provider_wait,
+    safe_message,
+    transport_error,
+)
+from judging.llm.keys import (
+    NO_KEY,
+    KeyNotAllowed,
+    ProviderNotSupported,
+    api_base_for,
+    api_key_for,
+    check_key_destination,
+    credential_variables,
+    provider_prefix,
+)
 from judging.llm.ratelimit import DEFAULT_COMPLETION_TOKENS, Lease, Limiter, Limits, LocalLimiter
-from judging.llm.sending import CURRENT_GATE, SendGate
+from judging.llm.sending import CURRENT_GATE, SendGate, time_attempt
+from judging.llm.vertex import VertexTokens
+from judging.llm.wire import bedrock_error, converse_body, extract_logprobs
 
 
 @functools.cache
@@ -83,96 +96,10 @@ def _litellm() -> Any:
     return litellm
 
 
-NO_KEY = "sk-not-configured"
-# Well-known provider hosts each standard key variable may be sent to without any operator setting.
-_DEFAULT_KEY_HOSTS: dict[str, tuple[str, ...]] = {
-    "OPENAI_API_KEY": ("api.openai.com",),
-    "ANTHROPIC_API_KEY": ("api.anthropic.com",),
-    "GEMINI_API_KEY": ("generativelanguage.googleapis.com",),
-    "MISTRAL_API_KEY": ("api.mistral.ai",),
-    "GROQ_API_KEY": ("api.groq.com",),
-    "DEEPSEEK_API_KEY": ("api.deepseek.com",),
-}
-
-
-class KeyNotAllowed(ValueError):
-    pass
-
-
-Origin = tuple[str, str, int]
-
-
-def origin_of(url: str) -> Origin | None:
-    """(scheme, host, port) of a URL, or of a binding entry: `host` and `host:port` mean https, since a key bound
-    by hostname alone must not travel in clear text or to another service on the same machine."""
-    text = url.strip()
-    try:
-        parts = urlsplit(text if "://" in text else f"https://{text}")
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        return None
-    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
-
-
-def _origin_text(origin: Origin) -> str:
-    scheme, host, port = origin
-    shown = f"[{host}]" if ":" in host else host
-    return f"{scheme}://{shown}" + ("" if port == (443 if scheme == "https" else 80) else f":{port}")
-
-
-def _key_origins() -> dict[str, set[Origin]]:
-    bindings: dict[str, list[str]] = {name: list(values) for name, values in _DEFAULT_KEY_HOSTS.items()}
-    for name, values in dict(settings.JUDGE_API_KEY_HOSTS).items():
-        if isinstance(values, str):
-            values = [v for v in values.replace("|", " ").replace(",", " ").split() if v]
-        bindings.setdefault(str(name), []).extend(str(v) for v in values)
-    return {name: {o for o in map(origin_of, values) if o is not None} for name, values in bindings.items()}
-
-
-# Where a supported provider's requests go when a config gives no api_base, in the form litellm takes it for that
-# provider: the host root for Anthropic (litellm appends /v1/messages), with the version segment for Gemini and
-# Mistral. Always passed explicitly: left unset, the SDKs and litellm would take OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
-# GEMINI_API_BASE or MISTRAL_API_BASE from the environment instead. Azure OpenAI has no default: each resource has
-# its own endpoint, which the config must give (https://<resource>.openai.azure.com).
-DEFAULT_API_BASES = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com/v1beta",
-    "mistral": "https://api.mistral.ai/v1",
-}
 # Providers reached through our OpenAI SDK client; the others through litellm's HTTP handler on the guarded client.
 _SDK_PROVIDERS = frozenset({"openai", "azure"})
 # litellm reads this itself and then bypasses the client we hand it.
 _CLIENT_BYPASS_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
-
-
-class ProviderNotSupported(ValueError):
-    pass
-
-
-def _provider_prefix(model: str) -> str:
-    return model.partition("/")[0]
-
-
-def api_base_for(
-    model: str, api_base: str | None, region: str | None = None, location: str | None = None
-) -> str | None:
-    if api_base:
-        return api_base
-    if _provider_prefix(model) == "bedrock":
-        return f"https://bedrock-runtime.{region}.amazonaws.com" if region else None
-    if _provider_prefix(model) == "vertex_ai":
-        if not location:
-            return None
-        return (
-            "https://aiplatform.googleapis.com"
-            if location == "global"
-            else f"https://{location}-aiplatform.googleapis.com"
-        )
-    return DEFAULT_API_BASES.get(_provider_prefix(model))
 
 
 def route_problem(model: str) -> str | None:
@@ -183,58 +110,13 @@ def route_problem(model: str) -> str | None:
     problem = provider_problem(model)
     if problem:
         return problem
-    if provider_of(model) != _provider_prefix(model) or provider_of(model) not in SUPPORTED_PROVIDERS:
+    if provider_of(model) != provider_prefix(model) or provider_of(model) not in SUPPORTED_PROVIDERS:
         return f"model {model!r} is not routed to a supported provider"
     if _model_info(model).get("mode") == "responses":
         return f"model {model!r} would use the Responses API, which is not supported; name a chat model"
     if os.environ.get(_CLIENT_BYPASS_ENV, "").strip().lower() not in ("", "0", "false", "no", "off"):
         return f"{_CLIENT_BYPASS_ENV} is set, which makes litellm bypass the guarded HTTP client"
     return None
-
-
-def check_key_destination(
-    api_key_env: str | None,
-    api_base: str | None,
-    model: str | None = None,
-    *,
-    region: str | None = None,
-    location: str | None = None,
-) -> None:
-    """A key goes only to its own provider: its default origin, or an origin the operator bound to it, matched
-    on scheme, host and port.
-
-    Without api_base the destination is the model's provider endpoint, so ANTHROPIC_API_KEY cannot ride along to
-    api.openai.com, nor an unrelated secret such as SECRET_KEY to any provider."""
-    if not api_key_env or (not api_base and not model):
-        return
-    base = api_base_for(model, api_base, region, location) if model else api_base
-    origin = origin_of(base) if base else None
-    if origin is None or origin not in _key_origins().get(api_key_env, set()):
-        shown = _origin_text(origin) if origin else repr(base)
-        raise KeyNotAllowed(
-            f"the key in {api_key_env} may not be sent to {shown}; an operator can allow it with "
-            f"JUDGE_API_KEY_HOSTS ({api_key_env}={shown})"
-        )
-
-
-def credential_variables(spec: CallSpec) -> list[str]:
-    """Every environment variable a request of this spec reads a credential from."""
-    names = (
-        spec.api_key_env,
-        spec.aws_access_key_id_env,
-        spec.aws_secret_access_key_env,
-        spec.aws_session_token_env,
-        spec.vertex_credentials_env,
-    )
-    return [name for name in names if name]
-
-
-def api_key_for(api_key_env: str | None) -> str:
-    """The named variable's value, else a placeholder: never None, which the SDK and litellm would replace with
-    OPENAI_API_KEY from the environment."""
-    if api_key_env:
-        return os.environ.get(api_key_env, "") or NO_KEY
-    return NO_KEY
 
 
 @functools.lru_cache(maxsize=256)
@@ -275,7 +157,7 @@ def count_tokens(model: str, messages: list[dict[str, str]]) -> int:
     """The prompt's tokens as the model's provider counts them, per litellm's tokenizer for the model."""
     # litellm picks the tokenizer by the bare model name: with its provider prefix a gpt-4o model was counted with
     # an older encoding, half as much again on Japanese.
-    name = model.partition("/")[2] if _provider_prefix(model) in ("openai", "azure") else model
+    name = model.partition("/")[2] if provider_prefix(model) in ("openai", "azure") else model
     try:
         return int(_litellm().token_counter(model=name or model, messages=messages))
     except Exception:
@@ -301,138 +183,10 @@ def _response_cost(response: Any, model: str) -> float | None:
         return None
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def _duration_s(value: str) -> float | None:
-    """OpenAI's reset durations ("1s", "6m0s", "20ms")."""
-    parts = _DURATION_PART.findall(value)
-    if not parts or "".join(n + u for n, u in parts) != value.replace(" ", ""):
-        return None
-    return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
-
-
-def _seconds_until(value: str) -> float | None:
-    """An HTTP date (Retry-After) or an RFC 3339 time (Anthropic's resets), as seconds from now."""
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        try:
-            moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return max(0.0, moment.timestamp() - time.time())
-
-
-def _wait_from_headers(headers: Any) -> float | None:
-    """How long the provider asks us to wait, from the headers it sends with a 429 or 503: Retry-After (every
-    provider), Azure's retry-after-ms, the x-ratelimit-reset-* durations of OpenAI and Azure, and Anthropic's
-    anthropic-ratelimit-*-reset times. The longest of the windows that ran out counts."""
-
-    def get(name: str) -> str | None:
-        try:
-            value = headers.get(name)
-        except Exception:
-            return None
-        return str(value).strip() if value is not None else None
-
-    retry_after = get("retry-after")
-    if retry_after:
-        try:
-            return max(0.0, float(retry_after))
-        except ValueError:
-            if (seconds := _seconds_until(retry_after)) is not None:
-                return seconds
-    retry_after_ms = get("retry-after-ms")
-    if retry_after_ms:
-        try:
-            return max(0.0, float(retry_after_ms) / 1000)
-        except ValueError:
-            pass
-    waits = []
-    for name, parse in (
-        ("x-ratelimit-reset-requests", _duration_s),
-        ("x-ratelimit-reset-tokens", _duration_s),
-        ("anthropic-ratelimit-requests-reset", _seconds_until),
-        ("anthropic-ratelimit-tokens-reset", _seconds_until),
-        ("anthropic-ratelimit-input-tokens-reset", _seconds_until),
-        ("anthropic-ratelimit-output-tokens-reset", _seconds_until),
-    ):
-        value = get(name)
-        if not value:
-            continue
-        if name.startswith("x-ratelimit-"):
-            remaining = get(name.replace("reset", "remaining"))
-        else:
-            remaining = get(name.replace("-reset", "-remaining"))
-        if remaining not in (None, "0"):
-            continue  # that window still has room: its reset is not why we were refused
-        seconds = parse(value)
-        if seconds is not None:
-            waits.append(seconds)
-    return max(waits) if waits else None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    for link in _chain(exc):
-        response = getattr(link, "response", None)
-        candidates = [
-            getattr(response, "headers", None) if response is not None else None,
-            getattr(link, "litellm_response_headers", None),
-            getattr(link, "headers", None),
-        ]
-        for source in candidates:
-            if source:
-                wait = _wait_from_headers(source)
-                if wait is not None:
-                    return wait
-    return None
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen and len(seen) < 10:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
-
-
-def _http_status(chain: list[BaseException]) -> int | None:
-    """The status the provider actually answered with: litellm reports some (a redirect from Anthropic or Gemini, for
-    one) as a connection error with status 500, the HTTP response kept only further down the chain."""
-    for link in chain:
-        status = getattr(getattr(link, "response", None), "status_code", None)
-        if isinstance(status, int):
-            return status
-    return None
-
-
-def _kind_of_status(status: int) -> str | None:
-    if 300 <= status < 400:
-        return "redirect"
-    if status == 408:
-        return "timeout"
-    if status == 429:
-        return "rate_limit"
-    if status in (401, 403):
-        return "auth"
-    if status == 404:
-        return "not_found"
-    if status >= 500:
-        return "server"
-    if 400 <= status < 500:
-        return "bad_request"
-    return None
-
-
 def classify(exc: BaseException) -> str:
-    chain = _chain(exc)
+    chain = error_chain(exc)
     litellm = _litellm()
-    answered = _http_status(chain)
+    answered = http_status(chain)
     if any(isinstance(e, netguard.HostUnresolvable) for e in chain):
         return "connection"
     if any(isinstance(e, netguard.ApiBaseRefused) for e in chain):
@@ -446,7 +200,7 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, ProviderAnswered):
         if exc.auth and 400 <= exc.status_code < 500:
             return "auth"
-        return _kind_of_status(exc.status_code) or "server"
+        return kind_of_status(exc.status_code) or "server"
     if isinstance(exc, litellm.ContextWindowExceededError):
         return "context_length"
     if isinstance(exc, litellm.Timeout) or any(isinstance(e, asyncio.TimeoutError | TimeoutError) for e in chain):
@@ -475,7 +229,7 @@ def classify(exc: BaseException) -> str:
         if 400 <= status < 500:
             return "bad_request"
     if isinstance(exc, litellm.APIConnectionError):
-        if answered is not None and (kind := _kind_of_status(answered)):
+        if answered is not None and (kind := kind_of_status(answered)):
             return kind
         text = str(exc).lower()
         if "expecting value" in text or ("json" in text and "decode" in text):
@@ -484,42 +238,6 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, ValueError | json.JSONDecodeError):
         return "malformed"
     return "connection"
-
-
-def _extract_logprobs(response: Any) -> list[dict[str, Any]] | None:
-    try:
-        logprobs = response.choices[0].logprobs
-    except (AttributeError, IndexError):
-        return None
-    if logprobs is None:
-        return None
-    content = getattr(logprobs, "content", None)
-    if content is None and isinstance(logprobs, dict):
-        content = logprobs.get("content")
-    if not content:
-        return None
-    tokens = []
-    for entry in content:
-        item = entry if isinstance(entry, dict) else entry.model_dump()
-        tokens.append(
-            {
-                "token": item.get("token"),
-                "logprob": item.get("logprob"),
-                # The exact bytes: a token string cannot show half of a multi-byte character.
-                "bytes": item.get("bytes"),
-                "top_logprobs": [
-                    {"token": t.get("token"), "logprob": t.get("logprob")}
-                    for t in (item.get("top_logprobs") or [])
-                    if isinstance(t, dict)
-                ]
-                or [
-                    {"token": getattr(t, "token", None), "logprob": getattr(t, "logprob", None)}
-                    for t in (item.get("top_logprobs") or [])
-                    if not isinstance(t, dict)
-                ],
-            }
-        )
-    return tokens
 
 
 def _fast_transport(
@@ -594,91 +312,6 @@ def _guarded_handler_class() -> Any:
     return GuardedHTTPHandler
 
 
-class ProviderAnswered(Exception):
-    """A provider's error answer to a request the gateway sent itself (not through litellm); `auth` when it refused
-    the credential (a token endpoint answers a bad grant with 400)."""
-
-    def __init__(self, status_code: int, message: str, response: Any, *, auth: bool = False) -> None:
-        super().__init__(f"HTTP {status_code}: {message}")
-        self.status_code = status_code
-        self.response = response
-        self.auth = auth
-
-
-# The JWT-bearer grant's audience is Google's token endpoint whatever token_uri the key file names.
-GOOGLE_GRANT_AUDIENCE = "https://oauth2.googleapis.com/token"
-_VERTEX_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-
-
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def service_account_jwt(account: dict[str, Any], now: float | None = None) -> str:
-    """The signed assertion of the JWT-bearer grant (RFC 7523), RS256 with the service account's key."""
-    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415 -- Vertex runs only
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: PLC0415 -- see above
-
-    key = serialization.load_pem_private_key(str(account["private_key"]).encode(), password=None)
-    if not isinstance(key, rsa.RSAPrivateKey):
-        raise KeyNotAllowed("the service account's private_key is not an RSA key")
-    issued = int(now if now is not None else time.time())
-    header: dict[str, Any] = {"alg": "RS256", "typ": "JWT"}
-    if account.get("private_key_id"):
-        header["kid"] = str(account["private_key_id"])
-    claims = {
-        "iss": str(account["client_email"]),
-        "scope": _VERTEX_SCOPE,
-        "aud": GOOGLE_GRANT_AUDIENCE,
-        "iat": issued,
-        "exp": issued + 3600,
-    }
-    signing_input = _b64url(json.dumps(header).encode()) + "." + _b64url(json.dumps(claims).encode())
-    signature = key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
-    return signing_input + "." + _b64url(signature)
-
-
-def _transport_error(exc: Exception) -> BaseException:
-    """A failure of the guarded client, as the classification reads litellm's: a timeout or a connection error."""
-    name = type(exc).__name__
-    if isinstance(exc, netguard.ApiBaseRefused):
-        return exc
-    if "Timeout" in name:
-        return TimeoutError(f"{name}: {exc}")
-    return ConnectionError(f"{name}: {exc}")
-
-
-def converse_body(spec: CallSpec) -> dict[str, Any]:
-    """The Converse request for a chat: system messages apart, the others as text blocks, alternating roles kept."""
-    system = [{"text": m["content"]} for m in spec.messages if m.get("role") == "system" and m.get("content")]
-    messages: list[dict[str, Any]] = []
-    for message in spec.messages:
-        if message.get("role") == "system":
-            continue
-        role = "assistant" if message.get("role") == "assistant" else "user"
-        block = {"text": str(message.get("content") or "")}
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].append(block)
-        else:
-            messages.append({"role": role, "content": [block]})
-    inference: dict[str, Any] = {"temperature": spec.temperature}
-    if spec.max_tokens:
-        inference["maxTokens"] = spec.max_tokens
-    body: dict[str, Any] = {"messages": messages, "inferenceConfig": inference}
-    if system:
-        body["system"] = system
-    return body
-
-
-def _bedrock_error(response: Any) -> str:
-    kind = str(response.headers.get("x-amzn-errortype", "")).partition(":")[0]
-    try:
-        message = str(response.json().get("message") or response.json().get("Message") or "")
-    except ValueError:
-        message = ""
-    return f"{kind}: {message}"[:500] if kind else message[:500]
-
-
 def _converse_reply(spec: CallSpec, payload: dict[str, Any]) -> Any:
     """A Converse reply as litellm's chat response, so that it is read and priced like every other provider's."""
     litellm = _litellm()
@@ -706,16 +339,6 @@ def _converse_reply(spec: CallSpec, payload: dict[str, Any]) -> Any:
     )
 
 
-def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -> float:
-    base = float(settings.JUDGE_RETRY_BASE_S)
-    cap = float(settings.JUDGE_RETRY_CAP_S)
-    # Full jitter spreads the retries of many concurrent calls instead of synchronising them.
-    delay = rng.uniform(0, min(cap, base * (2 ** (attempt - 1))))
-    if retry_after is not None:
-        delay = max(delay, min(retry_after, float(settings.JUDGE_RETRY_AFTER_CAP_S)))
-    return delay
-
-
 class Gateway:
     """Makes provider calls for one event loop. Create inside the loop, close when done."""
 
@@ -731,9 +354,7 @@ class Gateway:
         self.should_stop = should_stop or (lambda: False)
         self.rng = rng or random.Random()
         self._clients: dict[tuple[str, str, float, str, str], Any] = {}
-        self._tokens: dict[tuple[str, str, str], tuple[str, float]] = {}
-        self._token_lock = asyncio.Lock()
-        self._token_client: Any = None
+        self._vertex_tokens = VertexTokens()
         self._http: list[Any] = []
 
     def _guarded_http(self, spec: CallSpec) -> Any:
@@ -745,14 +366,14 @@ class Gateway:
         # which rescans every pooled connection per request; redirects stay off either way.
         inner = _fast_transport(egress.MAX_CONNECTIONS, egress.GuardedResolver, lambda: [egress.send_trace_config()])
         gated = egress.gated(inner, egress.MAX_CONNECTIONS)
-        http = egress.guarded_async_client(spec.timeout_s, inner=gated, provider=_provider_prefix(spec.model))
+        http = egress.guarded_async_client(spec.timeout_s, inner=gated, provider=provider_prefix(spec.model))
         self._http.append(http)
         return http
 
     def _client_for(self, spec: CallSpec, api_base: str) -> Any:
         """Our own client on the guarded HTTP client: no SDK retries, no redirects, no proxies, no credential but
         the named one."""
-        provider = _provider_prefix(spec.model)
+        provider = provider_prefix(spec.model)
         api_key = api_key_for(spec.api_key_env)
         key = (provider, api_base, spec.timeout_s, api_key, spec.api_version or "")
         client = self._clients.get(key)
@@ -811,9 +432,9 @@ class Gateway:
         try:
             response = await http.post(url, content=body, headers=dict(signed.headers.items()))
         except Exception as exc:
-            raise _transport_error(exc) from exc
+            raise transport_error(exc) from exc
         if response.status_code >= 300:
-            raise ProviderAnswered(response.status_code, _bedrock_error(response), response)
+            raise ProviderAnswered(response.status_code, bedrock_error(response), response)
         return _converse_reply(spec, response.json())
 
     async def _vertex_attempt(self, spec: CallSpec, api_base: str) -> Any:
@@ -821,7 +442,7 @@ class Gateway:
 
         Vertex's generateContent speaks Gemini's format, so litellm's Gemini path builds and reads it, on the
         guarded client, with the publisher's path as its base URL and the token as the only credential header."""
-        token = await self._vertex_token(spec)
+        token = await self._vertex_tokens.token(spec)
         base = (
             f"{api_base.rstrip('/')}/v1/projects/{spec.vertex_project}/locations/{spec.vertex_location}"
             "/publishers/google"
@@ -842,59 +463,12 @@ class Gateway:
         getattr(response, "_hidden_params", {}).pop("response_cost", None)
         return response
 
-    async def _vertex_token(self, spec: CallSpec) -> str:
-        """An OAuth access token for the service account in the named variable, by the JWT-bearer grant sent
-        through the guarded client (google-auth would send it over requests, with proxies and redirects)."""
-        variable = spec.vertex_credentials_env or ""
-        raw = os.environ.get(variable, "")
-        try:
-            account = json.loads(raw) if raw else {}
-        except ValueError:
-            account = {}
-        if not isinstance(account, dict) or not account.get("client_email") or not account.get("private_key"):
-            raise KeyNotAllowed(f"{variable} must hold a service account's JSON key (client_email and private_key)")
-        token_uri = str(account.get("token_uri") or GOOGLE_GRANT_AUDIENCE)
-        check_key_destination(variable, token_uri)
-        cache_key = (variable, hashlib.sha256(raw.encode()).hexdigest(), token_uri)
-        # One grant for the calls waiting at once: the first fetches, the others take its token.
-        async with self._token_lock:
-            cached = self._tokens.get(cache_key)
-            if cached and cached[1] - 60 > time.time():
-                return cached[0]
-            token, lifetime = await self._grant(spec, account, token_uri)
-            self._tokens[cache_key] = (token, time.time() + lifetime)
-            return token
-
-    async def _grant(self, spec: CallSpec, account: dict[str, Any], token_uri: str) -> tuple[str, float]:
-        from judging.llm import egress  # noqa: PLC0415 -- httpx, kept out of start-up
-
-        client = self._token_client
-        if client is None:
-            # Not behind the send gate: the token request is not a model call and counts in no rpm window.
-            inner = egress.pooled_transport(8)
-            client = self._token_client = egress.guarded_async_client(spec.timeout_s, inner=inner, provider="oauth")
-            self._http.append(client)
-        form = {"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": service_account_jwt(account)}
-        try:
-            response = await client.post(
-                token_uri, content=urlencode(form), headers={"Content-Type": "application/x-www-form-urlencoded"}
-            )
-        except Exception as exc:
-            raise _transport_error(exc) from exc
-        if response.status_code >= 300:
-            raise ProviderAnswered(response.status_code, f"token endpoint: {response.text[:300]}", response, auth=True)
-        try:
-            data = response.json()
-            return str(data["access_token"]), float(data.get("expires_in") or 3600)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError("the token endpoint's reply has no access_token") from exc
-
     async def close(self) -> None:
         for http in self._http:
             await http.aclose()
         self._http.clear()
         self._clients.clear()
-        self._token_client = None
+        await self._vertex_tokens.close()
 
     async def _attempt(self, spec: CallSpec) -> Any:
         # Checked again here, not only when the config was saved: a stored config or run snapshot may predate
@@ -911,12 +485,12 @@ class Gateway:
             check_key_destination(
                 variable, spec.api_base, spec.model, region=spec.aws_region, location=spec.vertex_location
             )
-        if _provider_prefix(spec.model) == "bedrock":
+        if provider_prefix(spec.model) == "bedrock":
             return await self._bedrock_attempt(spec, api_base)
-        if _provider_prefix(spec.model) == "vertex_ai":
+        if provider_prefix(spec.model) == "vertex_ai":
             return await self._vertex_attempt(spec, api_base)
         provider_args: dict[str, Any] = {}
-        if _provider_prefix(spec.model) == "azure":
+        if provider_prefix(spec.model) == "azure":
             # Passed although our client carries it too: unset, litellm would read AZURE_API_VERSION.
             provider_args["api_version"] = spec.api_version
         return await _litellm().acompletion(
@@ -975,7 +549,7 @@ class Gateway:
             try:
                 response = await self._sent_attempt(spec, gate)
             except Exception as exc:
-                _time_attempt(result, gate, started)
+                time_attempt(result, gate, started)
                 if gate.stopped:
                     await self.limiter.release(lease, 0)
                     result.attempts -= 1
@@ -983,15 +557,15 @@ class Gateway:
                     break
                 kind = classify(exc)
                 result.errors_seen.append(kind)
-                result.error_kind, result.error = kind, _safe_message(exc, spec)
-                retry_after = _retry_after(exc)
+                result.error_kind, result.error = kind, safe_message(exc, spec)
+                wait = provider_wait(exc)
                 await self.limiter.release(lease, 0 if kind in ("rate_limit", "refused_host") else None)
                 if kind not in TEMPORARY or result.attempts >= max_attempts:
                     break
-                await self._sleep(backoff_delay(result.attempts, retry_after, self.rng))
+                await self._sleep(backoff_delay(result.attempts, wait, self.rng))
                 continue
             else:
-                _time_attempt(result, gate, started)
+                time_attempt(result, gate, started)
                 _absorb_response(result, response, spec)
                 await self.limiter.release(lease, result.prompt_tokens + result.completion_tokens or None)
                 break
@@ -1007,14 +581,6 @@ class Gateway:
             await asyncio.sleep(min(remaining, 0.25))
 
 
-def _time_attempt(result: CallResult, gate: Any, started: float) -> None:
-    """Latency counts from the moment the request was sent (building it and the first connection's setup aside);
-    the wait for the rpm/tpm windows goes to the queue wait."""
-    now = time.monotonic()
-    result.queue_wait_s += gate.waited_s
-    result.latency_s += now - (gate.sent_at if gate.sent_at is not None else started + gate.waited_s)
-
-
 def _absorb_response(result: CallResult, response: Any, spec: CallSpec) -> None:
     usage = getattr(response, "usage", None)
     result.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -1024,15 +590,6 @@ def _absorb_response(result: CallResult, response: Any, spec: CallSpec) -> None:
     except (AttributeError, IndexError):
         result.content = ""
     result.cost = _response_cost(response, spec.model)
-    result.logprobs = _extract_logprobs(response) if spec.logprobs else None
+    result.logprobs = extract_logprobs(response) if spec.logprobs else None
     result.provider_model = str(getattr(response, "model", "") or "")[:200]
     result.error_kind, result.error = "", ""
-
-
-def _safe_message(exc: BaseException, spec: CallSpec) -> str:
-    """The error text with any configured key removed (keys never reach storage or logs)."""
-    message = f"{type(exc).__name__}: {exc}"[:2000]
-    key = os.environ.get(spec.api_key_env or "", "") if spec.api_key_env else ""
-    if key and len(key) >= 4:
-        message = message.replace(key, "[redacted]")
-    return message

@@ -17,6 +17,7 @@ import contextvars
 import time
 from collections.abc import Callable
 
+from judging.llm.calls import CallResult
 from judging.llm.ratelimit import Lease, Limiter
 
 
@@ -71,3 +72,11 @@ class SendGate:
 
 
 CURRENT_GATE: contextvars.ContextVar[SendGate | None] = contextvars.ContextVar("evalsite_send_gate", default=None)
+
+
+def time_attempt(result: CallResult, gate: SendGate, started: float) -> None:
+    """Latency counts from the moment the request was sent (building it and the first connection's setup aside);
+    the wait for the rpm/tpm windows goes to the queue wait."""
+    now = time.monotonic()
+    result.queue_wait_s += gate.waited_s
+    result.latency_s += now - (gate.sent_at if gate.sent_at is not None else started + gate.waited_s)

@@ -18,8 +18,8 @@ from django_htmx.http import HttpResponseStopPolling
 from annotations.ascii_numbers import ascii_int
 from annotations.research.views import researcher_required
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
+from judging import run_plans, services
 from judging import selectors as run_selectors
-from judging import services
 from judging.admin import LaunchForm
 from judging.admin_forms import PreviewForm
 from judging.config import ConfigError, validate_config
@@ -113,7 +113,7 @@ def config_preview(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         dataset = form.cleaned_data["dataset"]
         try:
-            item, previews = services.prompt_preview(
+            item, previews = run_plans.prompt_preview(
                 dataset=dataset,
                 cfg=form.cleaned_data["config_json"],
                 item_number=form.cleaned_data["preview_item"] or 1,
@@ -146,7 +146,7 @@ def launch(request: HttpRequest, dataset_id: int) -> HttpResponse:
         try:
             cfg = validate_config(config.config)
             if action == "pilot":
-                limit = services.pilot_limit(dataset=dataset, cfg=cfg, campaign=campaign)
+                limit = run_plans.pilot_limit(dataset=dataset, cfg=cfg, campaign=campaign)
                 name = name or services.free_run_name(dataset, _("%(name)s pilot") % {"name": cfg.name})
             if action in ("pilot", "launch"):
                 run = services.judge_run_launch(
@@ -164,7 +164,7 @@ def launch(request: HttpRequest, dataset_id: int) -> HttpResponse:
                 if run.start_unsent_at is not None:
                     messages.warning(request, services.start_unsent_message(run))
                 return HttpResponseRedirect(reverse("research-judge-run", args=[run.pk]))
-            estimate = services.estimate_run(
+            estimate = run_plans.estimate_run(
                 dataset=dataset,
                 cfg=cfg,
                 campaign=campaign,
@@ -179,7 +179,7 @@ def launch(request: HttpRequest, dataset_id: int) -> HttpResponse:
         "form": form,
         "estimate": estimate,
         "error": error,
-        "pilot_units": services.PILOT_UNITS,
+        "pilot_units": run_plans.PILOT_UNITS,
     }
     status = 400 if request.method == "POST" and (error or not form.is_valid()) else 200
     return render(request, "research/judges/launch.html", context, status=status)

@@ -11,8 +11,9 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from annotations.models import Dataset, GoldItem, GoldKind, Item, Turn
-from judging.analysis.selectors import ALL_RATINGS, RatingScope, choice_comparisons, rating_scope, stats_preferences
-from judging.statistics.ranking import Comparisons, choice_comparisons_from, comparisons_from, preference_comparisons
+from judging.analysis.preference_selectors import choice_comparisons, stats_preferences
+from judging.analysis.selectors import ALL_RATINGS, RatingScope, rating_scope
+from judging.statistics.pairwise import Comparisons, choice_comparisons_from, comparisons_from, preference_comparisons
 from tests.annotate.factories import lfqa_lines, make_dataset
 from tests.dashboard.test_preferences import PreferenceSetup, setup  # noqa: F401 -- the fixture with app votes
 

@@ -19,8 +19,9 @@ from scipy import stats
 
 from annotations.models import GoldItem, Item, Rater, RaterExclusion, Rating
 from annotations.quality.services import rater_exclude, rater_exclusion_revoke
+from judging.analysis.preference_selectors import stats_preferences
 from judging.analysis.reports import agreement_report
-from judging.analysis.selectors import ALL_RATINGS, rating_scope, stats_preferences
+from judging.analysis.selectors import ALL_RATINGS, rating_scope
 from judging.selectors import dataset_counts
 from tests.dashboard.conftest import (
     ASPECTS,

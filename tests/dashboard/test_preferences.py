@@ -24,8 +24,9 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, Campaign, Dataset, GoldItem, Item, Rater, Response, Submission
 from annotations.quality.services import rater_exclude
+from judging.analysis.preference_selectors import stats_preferences
 from judging.analysis.reports import agreement_report
-from judging.analysis.selectors import ALL_RATINGS, rating_scope, stats_preferences
+from judging.analysis.selectors import ALL_RATINGS, rating_scope
 from judging.models import Judge, JudgeKind, JudgeRun, Judgment, JudgmentStatus
 from tests.annotate.factories import lfqa_lines, make_campaign, make_dataset
 

@@ -16,7 +16,8 @@ from django.urls import reverse
 
 from annotations.models import Dataset
 from judging.statistics.alt_test import Labels, alt_test
-from judging.statistics.ranking import bradley_terry, comparisons_from, preference_comparisons
+from judging.statistics.pairwise import comparisons_from, preference_comparisons
+from judging.statistics.ranking import bradley_terry
 from tests.dashboard.decision_data import (
     COPY_JUDGE,
     DATASET,

@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.auth.models import User
 from django.template import Context, Template
-from django.test import Client, RequestFactory
+from django.test import RequestFactory
 from django.urls import reverse
 
 from annotations.models import Dataset
@@ -11,16 +11,10 @@ from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import FactReviewCampaign
 from judging.models import Judge, JudgeKind, JudgeRun, RunStatus
+from tests.conftest import client_for
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -45,7 +45,8 @@ from annotations.campaigns.setup import campaign_create
 from annotations.models import Campaign, Dataset, Rater, RaterExclusion, Response
 from annotations.quality.services import rater_exclude
 from judging import services as judging_services
-from judging.certification import services as certification
+from judging.certification.certificates import certificate_request
+from judging.certification.reference_sets import reference_set_create
 from judging.hybrid import services as hybrid
 from judging.models import (
     Certificate,
@@ -427,10 +428,8 @@ def judge_certify_and_fill_a_hybrid_campaign(study: Study, fake: FakeProvider) -
         wait_for(lambda: _run_versioned(run), timeout=60, message="the run's version")
         assert run.version is not None, run.version_problem
         study.run, study.run_units = run, run.total
-        experts = certification.reference_set_create(
-            dataset=study.dataset, name="experts", owner=study.researcher, origin="import"
-        )
-        study.certificate = certification.certificate_request(
+        experts = reference_set_create(dataset=study.dataset, name="experts", owner=study.researcher, origin="import")
+        study.certificate = certificate_request(
             version=run.version, reference_set=experts, requested_by=study.researcher
         )
         wait_for(lambda: _certificate_status(study.certificate) not in PENDING, timeout=240, message="certificate")

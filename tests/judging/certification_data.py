@@ -1,9 +1,14 @@
 """Rated datasets and a judge that reads the true score, for the certification tests."""
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from annotations.models import Rater, Rating, RatingOrigin, Response
+from judging import services
+from judging.models import JudgeRun, RunStatus
+from tests.conftest import wait_for
+from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
 SNAPSHOT = "gpt-4o-mini-2024-07-18"
@@ -40,3 +45,56 @@ def answer_with_truth(shift: int = 0) -> Any:
         return f"The answer is as good as it says. Score: {min(5, max(1, score + shift))}"
 
     return content
+
+
+WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "20", "JUDGE_RETRY_CAP_S": "1"}
+
+
+def versioned_run_on_workers(
+    fake_provider: FakeProvider, celery_worker_factory: Any, *, name: str, content_fn: Callable[..., Any]
+) -> tuple[Any, JudgeRun]:
+    """A rated dataset judged on real worker processes by a single-score judge that the provider serves as SNAPSHOT,
+    once its run has ended with a version."""
+    fake_provider.script(default={"served_model": SNAPSHOT})
+    fake_provider.content_fn = content_fn
+    dataset = rated_dataset()
+    celery_worker_factory(extra_env=WORKER_ENV)
+    config = {
+        "name": name,
+        "method": "single",
+        "model": "openai/gpt-4o-mini",
+        "api_base": fake_provider.base_url,
+        "max_concurrency": 8,
+        "timeout_s": 5,
+        "max_retries": 3,
+    }
+    run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
+
+    def run_versioned() -> bool:
+        run.refresh_from_db()
+        return run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) and run.version_id is not None
+
+    wait_for(run_versioned, timeout=120, message="the judge run to end with a version")
+    return dataset, run
+
+
+def versioned_run_in_process(
+    dataset: Any, fake: FakeProvider, capture: Any, *, name: str, content_fn: Callable[..., Any]
+) -> JudgeRun:
+    """The dataset judged in this process (its tasks run on commit) by a single-score judge that the provider serves
+    as SNAPSHOT; the run has ended with a version."""
+    fake.script(default={"served_model": SNAPSHOT})
+    fake.content_fn = content_fn
+    config = {
+        "name": name,
+        "method": "single",
+        "model": "openai/gpt-4o-mini",
+        "api_base": fake.base_url,
+        "timeout_s": 5,
+        "max_retries": 2,
+    }
+    with capture(execute=True):
+        run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
+    run.refresh_from_db()
+    assert run.version is not None
+    return run

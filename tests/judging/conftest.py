@@ -1,7 +1,9 @@
 from collections.abc import Iterator
 
 import pytest
+from django.contrib.auth.models import User
 
+from tests.conftest import _make_user
 from tests.fakeprovider import FakeProvider
 
 
@@ -22,3 +24,13 @@ def fake_provider(_fake_provider_server: FakeProvider, settings) -> Iterator[Fak
     settings.JUDGE_API_KEY_HOSTS = {"EVALSITE_FAKE_KEY": [_fake_provider_server.base_url]}
     yield _fake_provider_server
     _fake_provider_server.reset()
+
+
+@pytest.fixture
+def other_researcher(db: None) -> User:
+    return _make_user("researcher2", staff=True)
+
+
+@pytest.fixture
+def annotator(db: None) -> User:
+    return _make_user("annotator")

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from judging import services
+from judging import run_plans, services
 from judging.config import validate_config
 from judging.models import CachedCompletion, JudgeRun, RunStatus
 from tests.fakeprovider import FakeProvider
@@ -57,7 +57,7 @@ def test_another_researchers_cache_is_invisible_and_ones_own_is_free(  # type: i
     assert _api_estimate(researcher, dataset_a.pk, cfg)["cached_calls"] == 6
     assert _api_estimate(researcher_b, dataset_b.pk, cfg)["cached_calls"] == 0
     assert (
-        services.estimate_run(dataset=dataset_b, cfg=validate_config(cfg), launched_by=researcher_b).cached_calls == 0
+        run_plans.estimate_run(dataset=dataset_b, cfg=validate_config(cfg), launched_by=researcher_b).cached_calls == 0
     )
 
     theirs = _launch(dataset_b, cfg, researcher_b, django_capture_on_commit_callbacks)

@@ -10,8 +10,10 @@ from django.db import DatabaseError, transaction
 from annotations.models import Rater, Rating, RatingOrigin, Response
 from judging import services
 from judging.certification import selectors
-from judging.certification import services as certification
-from judging.certification.services import CertificationError
+from judging.certification.certificates import certificate_evaluate, certificate_request, certificate_suspend
+from judging.certification.drift import drift_check_evaluate, drift_checks_start, drift_sample
+from judging.certification.evaluations import CertificationError
+from judging.certification.reference_sets import reference_set_create
 from judging.models import (
     Certificate,
     CertificateStatus,
@@ -102,7 +104,7 @@ def test_a_run_that_saw_two_provider_models_belongs_to_no_version(
 
 def test_a_reference_set_is_frozen_when_named(eager: None) -> None:
     dataset = rated_dataset(items=4)
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     before = sorted(reference.ratings.values_list("response_id", "rater_key", "value"))
     assert len(before) == 12
     rating = Rating.objects.filter(response__turn__item__dataset=dataset).order_by("pk")[0]
@@ -121,19 +123,19 @@ def test_a_reference_set_is_frozen_when_named(eager: None) -> None:
         ReferenceRating.objects.filter(reference_set=reference).update(value=99)
     assert sorted(reference.ratings.values_list("response_id", "rater_key", "value")) == before
     with pytest.raises(CertificationError, match="already exists"):
-        certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+        reference_set_create(dataset=dataset, name="gold", owner=None)
     with pytest.raises(CertificationError, match="no human ratings"):
-        certification.reference_set_create(dataset=make_dataset(items=1), name="empty", owner=None)
+        reference_set_create(dataset=make_dataset(items=1), name="empty", owner=None)
 
 
 def certify(dataset, fake, capture, cfg_overrides=None) -> Certificate:  # type: ignore[no-untyped-def]
     fake.script(default={"served_model": SNAPSHOT})
     fake.content_fn = answer_with_truth()
     run = launch(dataset, config(fake, **(cfg_overrides or {})), capture)
-    reference = certification.reference_set_create(dataset=dataset, name=f"gold {run.pk}", owner=None)
+    reference = reference_set_create(dataset=dataset, name=f"gold {run.pk}", owner=None)
     assert run.version is not None
     with capture(execute=True):
-        certificate = certification.certificate_request(version=run.version, reference_set=reference, requested_by=None)
+        certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
     certificate.refresh_from_db()
     return certificate
 
@@ -153,7 +155,7 @@ def test_certification_passes_a_judge_that_agrees_with_the_raters(
     # The certification run asked the provider again instead of reading the cache.
     assert Judgment.objects.filter(run=certificate.run, cache_hit=True).count() == 0
     # Evaluating again changes nothing: the certificate was claimed once.
-    assert certification.certificate_evaluate(certificate_id=certificate.pk) == "not claimed"
+    assert certificate_evaluate(certificate_id=certificate.pk) == "not claimed"
 
 
 def test_changing_the_prompt_makes_a_new_version_without_the_old_certificate(
@@ -189,10 +191,10 @@ def test_a_judge_that_disagrees_is_not_certified(
         "Score: 1" if "true quality 5" in body["messages"][-1]["content"] else "Score: 5"
     )
     run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     assert run.version is not None
     with django_capture_on_commit_callbacks(execute=True):
-        certificate = certification.certificate_request(version=run.version, reference_set=reference, requested_by=None)
+        certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
     certificate.refresh_from_db()
     assert certificate.status == CertificateStatus.FAILED
     assert certificate.results["overall"]["verdict"] == "failed" and certificate.results["overall"]["omega"] < 0.5
@@ -206,9 +208,9 @@ def test_pairwise_judges_cannot_be_certified(
     version = JudgeVersion.objects.create(
         fingerprint="a" * 64, config_name="p", provider_model="m", material={}, config_snapshot={"method": "pairwise"}
     )
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     with pytest.raises(CertificationError, match="pairwise judge cannot be certified"):
-        certification.certificate_request(version=version, reference_set=reference, requested_by=None)
+        certificate_request(version=version, reference_set=reference, requested_by=None)
     assert not Certificate.objects.exists()
 
 
@@ -235,7 +237,7 @@ def test_drift_check_suspends_when_the_provider_switches_its_model(
     assert "gpt-4o-mini-2025-06-30" in certificate.suspension_reason and SNAPSHOT in certificate.suspension_reason
     check = DriftCheck.objects.get(certificate=certificate)
     assert check.drifted is True and check.sample_size == 10 and check.outcome["seed"] == check.seed
-    assert certification.drift_check_evaluate(check_id=check.pk) == "not claimed"  # safe twice
+    assert drift_check_evaluate(check_id=check.pk) == "not claimed"  # safe twice
     assert check.outcome["provider_models"] == ["gpt-4o-mini-2025-06-30"]
     # The fake's own log shows the switch: the certified snapshot first, the new one in the drift check's requests.
     served = [entry["model"] for entry in fake_provider.request_log()]
@@ -257,7 +259,7 @@ def test_drift_check_suspends_when_scores_move_and_not_when_they_hold(
     certificate = certify(dataset, fake_provider, django_capture_on_commit_callbacks)
     assert certificate.status == CertificateStatus.PASSED, certificate.reason
     with django_capture_on_commit_callbacks(execute=True):
-        assert certification.drift_checks_start(sample_size=12, seed=3) == 1
+        assert drift_checks_start(sample_size=12, seed=3) == 1
     steady = DriftCheck.objects.get(certificate=certificate)
     assert steady.drifted is False, steady.outcome
     assert steady.outcome["aspects"]["overall"]["n_nonzero"] == 0
@@ -266,7 +268,7 @@ def test_drift_check_suspends_when_scores_move_and_not_when_they_hold(
     # Same snapshot, but every answer now scores one point lower (or higher at the bottom of the scale).
     fake_provider.content_fn = lambda body: answer_with_truth(-1)(body).replace("Score: 0", "Score: 2")
     with django_capture_on_commit_callbacks(execute=True):
-        assert certification.drift_checks_start(sample_size=20, seed=4) == 1
+        assert drift_checks_start(sample_size=20, seed=4) == 1
     moved = DriftCheck.objects.exclude(pk=steady.pk).get(certificate=certificate)
     certificate.refresh_from_db()
     assert moved.drifted is True
@@ -275,16 +277,16 @@ def test_drift_check_suspends_when_scores_move_and_not_when_they_hold(
     assert moved.outcome["decision"]["alpha"] == 0.05
     # A suspended certificate is no longer in use for drift checks.
     with django_capture_on_commit_callbacks(execute=True):
-        assert certification.drift_checks_start(sample_size=12, seed=5) == 0
+        assert drift_checks_start(sample_size=12, seed=5) == 0
 
 
 def test_drift_sample_is_reproducible_from_its_seed() -> None:
     ids = list(range(100, 200))
-    first = certification.drift_sample(ids, seed=11, size=15)
-    assert first == certification.drift_sample(ids, seed=11, size=15)
-    assert first != certification.drift_sample(ids, seed=12, size=15)
+    first = drift_sample(ids, seed=11, size=15)
+    assert first == drift_sample(ids, seed=11, size=15)
+    assert first != drift_sample(ids, seed=12, size=15)
     assert len(set(first)) == 15 and set(first) <= set(ids)
-    assert certification.drift_sample(ids[:5], seed=1, size=15) == ids[:5]
+    assert drift_sample(ids[:5], seed=1, size=15) == ids[:5]
 
 
 def test_the_release_gate_reads_stored_certificates(
@@ -300,7 +302,7 @@ def test_the_release_gate_reads_stored_certificates(
     [passed] = gate_evaluate({dataset.name: dataset}, [rule], default_dataset=dataset.name)
     assert passed.outcome == PASS and f"certificate {certificate.pk}" in passed.reason
     assert passed.evidence["overall"]["fingerprint"] == certificate.fingerprint
-    certification.certificate_suspend(certificate_id=certificate.pk, reason="the provider now reports model Z")
+    certificate_suspend(certificate_id=certificate.pk, reason="the provider now reports model Z")
     [failed] = gate_evaluate({dataset.name: dataset}, [rule], default_dataset=dataset.name)
     assert failed.outcome == FAIL and "suspended: the provider now reports model Z" in failed.reason
 
@@ -327,10 +329,10 @@ def test_a_campaign_reference_set_holds_its_annotators_ratings_outside_gold_task
             Rating.objects.create(
                 response=response, aspect=aspect, rater=rater, value=4, raw=4, origin=RatingOrigin.APP
             )
-    reference = certification.reference_set_create(dataset=dataset, name="study set", owner=None, campaign=campaign)
+    reference = reference_set_create(dataset=dataset, name="study set", owner=None, campaign=campaign)
     frozen = set(reference.ratings.values_list("response_id", "rater_key"))
     expected = {(response.pk, user.username) for response in responses[:3] for user in annotators}
     assert frozen == expected and reference.campaign == campaign
-    imported_only = certification.reference_set_create(dataset=dataset, name="imported", owner=None, origin="import")
+    imported_only = reference_set_create(dataset=dataset, name="imported", owner=None, origin="import")
     assert imported_only.ratings.count() == 12
     assert set(imported_only.ratings.values_list("rater_key", flat=True)) == {"rater-0", "rater-1", "rater-2"}

@@ -11,35 +11,14 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from judging import services
-from judging.certification import services as certification
+from judging.certification.certificates import certificate_suspend
+from judging.certification.reference_sets import reference_set_create
 from judging.models import Certificate, CertificateStatus, JudgeRun, ReferenceSet
+from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
+from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset, versioned_run_in_process
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def researcher(db: None) -> User:
-    return User.objects.create_user(username="cert-researcher", is_staff=True)
-
-
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return User.objects.create_user(username="cert-researcher2", is_staff=True)
-
-
-@pytest.fixture
-def annotator(db: None) -> User:
-    return User.objects.create_user(username="cert-annotator")
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def owned_dataset(owner: User) -> Any:
@@ -50,20 +29,7 @@ def owned_dataset(owner: User) -> Any:
 
 
 def judged(dataset: Any, fake: FakeProvider, capture: Any) -> JudgeRun:
-    fake.script(default={"served_model": SNAPSHOT})
-    fake.content_fn = answer_with_truth()
-    config = {
-        "name": "page-judge",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "timeout_s": 5,
-        "max_retries": 2,
-    }
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
-    run.refresh_from_db()
-    assert run.version is not None
+    run = versioned_run_in_process(dataset, fake, capture, name="page-judge", content_fn=answer_with_truth())
     return run
 
 
@@ -127,7 +93,7 @@ def test_certifying_from_the_page_labels_the_judge_everywhere(
     assert run.version is not None
     judges_page = client_for(researcher).get(reverse("dashboard-judges", args=[dataset.pk]), {"judge": run.judge.name})
     assert judges_page.content.decode().count('class="badge uncertified"') >= 2  # the table and the panel heading
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=researcher)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=researcher)
     url = urls(dataset)["certify"]
     data = {"version": run.version.fingerprint, "reference_set": str(reference.pk), "epsilon": "0.2", "q": "0.05"}
     assert client_for(researcher).get(url).status_code == 405
@@ -167,7 +133,7 @@ def test_certifying_from_the_page_labels_the_judge_everywhere(
     assert {row["provider_model"] for row in listed} == {SNAPSHOT}
 
     # A suspension is told to the researcher who asked for the certificate, on the page, with its reason.
-    certification.certificate_suspend(certificate_id=certificate.pk, reason="the provider now reports model X")
+    certificate_suspend(certificate_id=certificate.pk, reason="the provider now reports model X")
     page = client_for(researcher).get(urls(dataset)["page"]).content.decode()
     assert 'role="alert"' in page and "the provider now reports model X" in page
     assert 'class="badge suspended"' in page

@@ -2,16 +2,20 @@
 
 import pytest
 
-from judging import services
-from judging.certification import services as certification
+from judging.certification.certificates import certificate_request
+from judging.certification.drift import drift_checks_start
+from judging.certification.reference_sets import reference_set_create
 from judging.models import Certificate, CertificateStatus, DriftCheck, DriftCheckStatus, JudgeRun, RunStatus
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
+from tests.judging.certification_data import (
+    SNAPSHOT,
+    answer_with_truth,
+    versioned_run_on_workers,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "20", "JUDGE_RETRY_CAP_S": "1"}
 SWITCHED = "gpt-4o-mini-2025-06-30"
 
 
@@ -23,31 +27,14 @@ def settled(certificate: Certificate) -> bool:
 def test_certify_then_suspend_when_the_provider_switches_model_on_workers(
     fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
 ) -> None:  # type: ignore[no-untyped-def]
-    fake_provider.script(default={"served_model": SNAPSHOT})
-    fake_provider.content_fn = answer_with_truth()
-    dataset = rated_dataset()
-    celery_worker_factory(extra_env=WORKER_ENV)
-    config = {
-        "name": "worker-certified",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake_provider.base_url,
-        "max_concurrency": 8,
-        "timeout_s": 5,
-        "max_retries": 3,
-    }
-    run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
-
-    def run_versioned() -> bool:
-        run.refresh_from_db()
-        return run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) and run.version_id is not None
-
-    wait_for(run_versioned, timeout=120, message="the judge run to end with a version")
+    dataset, run = versioned_run_on_workers(
+        fake_provider, celery_worker_factory, name="worker-certified", content_fn=answer_with_truth()
+    )
     assert run.status == RunStatus.SUCCEEDED, run.notes
     assert run.version is not None and run.version.provider_model == SNAPSHOT
 
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
-    certificate = certification.certificate_request(version=run.version, reference_set=reference, requested_by=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
+    certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
     wait_for(lambda: settled(certificate), timeout=120, message="the certificate to be evaluated by the worker")
     assert certificate.status == CertificateStatus.PASSED, certificate.reason
     assert certificate.run is not None and certificate.run.status == RunStatus.SUCCEEDED
@@ -55,7 +42,7 @@ def test_certify_then_suspend_when_the_provider_switches_model_on_workers(
     assert overall["n_answers"] == 40 and overall["omega"] >= 0.5 and overall["verdict"] == "passed"
 
     fake_provider.script(default={"served_model": SWITCHED})
-    assert certification.drift_checks_start(sample_size=8, seed=21) == 1
+    assert drift_checks_start(sample_size=8, seed=21) == 1
     check = DriftCheck.objects.get(certificate=certificate)
 
     def check_done() -> bool:

@@ -95,7 +95,7 @@ def test_judge_estimate_prints_the_admin_estimate_and_launches_nothing(
 ) -> None:
     from judging.config import validate_config
     from judging.models import Judge, Judgment
-    from judging.services import estimate_run
+    from judging.run_plans import estimate_run
 
     dataset = make_dataset(items=3, systems=2, name="estimate Ξ")
     config = write_config(tmp_path, fake_provider)

@@ -24,7 +24,8 @@ from judging import services
 from judging.config import ConfigError, validate_config
 from judging.llm import egress, gateway, netguard
 from judging.llm.calls import SUPPORTED_PROVIDERS, CallResult, CallSpec
-from judging.llm.gateway import NO_KEY, Gateway, api_base_for
+from judging.llm.gateway import Gateway
+from judging.llm.keys import NO_KEY, api_base_for
 from judging.llm.netguard import ApiBaseRefused
 from judging.models import JudgeRun, Judgment
 from tests.fakeprovider import FakeProvider

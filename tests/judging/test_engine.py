@@ -6,7 +6,7 @@ import pytest
 import sacrebleu
 
 from annotations.models import Turn
-from judging import services
+from judging import run_plans, services
 from judging.config import validate_config
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
@@ -222,7 +222,7 @@ def test_reference_method_does_not_send_items_without_a_reference(
     dataset = make_dataset(items=3, systems=1)
     Turn.objects.filter(item__dataset=dataset, item__position=1).update(reference=None)
     Turn.objects.filter(item__dataset=dataset, item__position=2).update(reference="  \n ")
-    estimate = services.estimate_run(dataset=dataset, cfg=validate_config(config(fake_provider, method="reference")))
+    estimate = run_plans.estimate_run(dataset=dataset, cfg=validate_config(config(fake_provider, method="reference")))
     assert (estimate.units, estimate.calls) == (3, 1)
     run = launch(dataset, config(fake_provider, method="reference"), django_capture_on_commit_callbacks)
     prompts = [_prompt(body) for body in fake_provider.recorded_bodies()]
@@ -273,16 +273,16 @@ def test_estimate_counts_calls_tokens_cost_and_cache(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=3, systems=2, aspects=(("overall", 1, 5), ("fluency", 1, 5)))
     cfg = validate_config(config(fake_provider, samples=2, temperature=0.7))
-    estimate = services.estimate_run(dataset=dataset, cfg=cfg)
+    estimate = run_plans.estimate_run(dataset=dataset, cfg=cfg)
     assert (estimate.units, estimate.calls, estimate.cached_calls) == (24, 24, 0)
     assert estimate.prompt_tokens > 24 * 50 and estimate.completion_tokens == 24 * 200
     assert estimate.cost_usd is not None and estimate.cost_usd > 0
     launch(dataset, cfg.stored(), django_capture_on_commit_callbacks)
-    again = services.estimate_run(dataset=dataset, cfg=cfg)
+    again = run_plans.estimate_run(dataset=dataset, cfg=cfg)
     assert (again.calls, again.cached_calls) == (0, 24)
-    limited = services.estimate_run(dataset=dataset, cfg=cfg, limit=2)
+    limited = run_plans.estimate_run(dataset=dataset, cfg=cfg, limit=2)
     assert limited.units == 2 * 2 * 2
-    unknown = services.estimate_run(
+    unknown = run_plans.estimate_run(
         dataset=dataset, cfg=cfg.model_copy(update={"model": "openai/private-model", "cache": False})
     )
     assert unknown.cost_usd is None

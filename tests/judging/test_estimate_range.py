@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from judging import services
+from judging import run_plans, services
 from judging.config import validate_config
 from judging.models import JudgeRun, RunStatus
 from tests.fakeprovider import FakeProvider
@@ -37,10 +37,10 @@ def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
 
 def _estimate_and_run(
     fake: FakeProvider, capture: Any, behaviour: dict[str, Any]
-) -> tuple[services.Estimate, JudgeRun]:
+) -> tuple[run_plans.Estimate, JudgeRun]:
     fake.script(default=behaviour)
     dataset = make_dataset(items=6, systems=2, aspects=(("overall", 1, 5), ("clarity", 1, 5)))
-    estimate = services.estimate_run(dataset=dataset, cfg=validate_config(config(fake)))
+    estimate = run_plans.estimate_run(dataset=dataset, cfg=validate_config(config(fake)))
     with capture(execute=True):
         run = services.judge_run_launch(dataset=dataset, config=config(fake), launched_by=None)
     run.refresh_from_db()

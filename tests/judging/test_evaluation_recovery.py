@@ -7,8 +7,11 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from judging import services
-from judging.certification import services as certification
+from judging.certification import certificates
+from judging.certification.certificates import certificate_evaluate, certificate_request
+from judging.certification.evaluations import evaluations_reclaim_stale
+from judging.certification.reference_sets import reference_set_create
+from judging.certification.teaching import judge_version_teach
 from judging.models import (
     Certificate,
     CertificateStatus,
@@ -18,27 +21,14 @@ from judging.models import (
     TeachingStatus,
 )
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, rated_dataset
+from tests.judging.certification_data import rated_dataset, versioned_run_in_process
 from tests.judging.teaching_data import learns_from_examples
 
 pytestmark = pytest.mark.django_db
 
 
 def versioned_run(dataset: Any, fake: FakeProvider, capture: Any) -> JudgeRun:
-    fake.script(default={"served_model": SNAPSHOT})
-    fake.content_fn = learns_from_examples()
-    config = {
-        "name": "recovered",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "timeout_s": 5,
-        "max_retries": 2,
-    }
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
-    run.refresh_from_db()
-    assert run.version is not None
+    run = versioned_run_in_process(dataset, fake, capture, name="recovered", content_fn=learns_from_examples())
     return run
 
 
@@ -48,9 +38,9 @@ def test_a_certificate_left_evaluating_by_a_dead_worker_is_evaluated_again(
     dataset = rated_dataset()
     run = versioned_run(dataset, fake_provider, django_capture_on_commit_callbacks)
     assert run.version is not None
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     with django_capture_on_commit_callbacks(execute=True):
-        certificate = certification.certificate_request(version=run.version, reference_set=reference, requested_by=None)
+        certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
     certificate.refresh_from_db()
     verdict = certificate.status
     assert verdict in (CertificateStatus.PASSED, CertificateStatus.FAILED), certificate.reason
@@ -62,15 +52,15 @@ def test_a_certificate_left_evaluating_by_a_dead_worker_is_evaluated_again(
         reason="",
     )
     # A recent claim is left alone: its worker may still be at it.
-    assert certification.evaluations_reclaim_stale(older_than_s=3600) == 0
+    assert evaluations_reclaim_stale(older_than_s=3600) == 0
     certificate.refresh_from_db()
     assert certificate.status == CertificateStatus.EVALUATING
     with django_capture_on_commit_callbacks(execute=True):
-        assert certification.evaluations_reclaim_stale(older_than_s=600) == 1
+        assert evaluations_reclaim_stale(older_than_s=600) == 1
     certificate.refresh_from_db()
     assert certificate.status == verdict and certificate.results["overall"]["n_answers"] == 40
     # Nothing is stale now; reclaiming again hands back nothing.
-    assert certification.evaluations_reclaim_stale(older_than_s=0) == 0
+    assert evaluations_reclaim_stale(older_than_s=0) == 0
 
 
 def test_a_late_write_of_a_handed_back_claim_is_dropped(
@@ -79,20 +69,20 @@ def test_a_late_write_of_a_handed_back_claim_is_dropped(
     dataset = rated_dataset()
     run = versioned_run(dataset, fake_provider, django_capture_on_commit_callbacks)
     assert run.version is not None
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     with django_capture_on_commit_callbacks(execute=False):
-        certificate = certification.certificate_request(version=run.version, reference_set=reference, requested_by=None)
+        certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
     assert certificate.run is not None
     JudgeRun.objects.filter(pk=certificate.run.pk).update(status="succeeded")
-    evaluate = certification._evaluate
+    evaluate = certificates._evaluate
 
     def slow_evaluation(certificate: Certificate, run: JudgeRun) -> Any:
         # While this worker evaluates, its claim is handed back and another worker claims the certificate.
         Certificate.objects.filter(pk=certificate.pk).update(evaluation_claimed_at=timezone.now())
         return evaluate(certificate, run)
 
-    monkeypatch.setattr(certification, "_evaluate", slow_evaluation)
-    assert certification.certificate_evaluate(certificate_id=certificate.pk) == "claim lost"
+    monkeypatch.setattr(certificates, "_evaluate", slow_evaluation)
+    assert certificate_evaluate(certificate_id=certificate.pk) == "claim lost"
     certificate.refresh_from_db()
     assert certificate.status == CertificateStatus.EVALUATING and certificate.reason == ""
 
@@ -103,16 +93,16 @@ def test_a_teaching_left_evaluating_is_decided_again(
     dataset = rated_dataset()
     run = versioned_run(dataset, fake_provider, django_capture_on_commit_callbacks)
     assert run.version is not None
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     with django_capture_on_commit_callbacks(execute=True):
-        teaching = certification.judge_version_teach(version=run.version, reference_set=reference, requested_by=None)
+        teaching = judge_version_teach(version=run.version, reference_set=reference, requested_by=None)
     teaching.refresh_from_db()
     assert teaching.decision == TeachingDecision.KEPT, teaching.reason
     JudgeTeaching.objects.filter(pk=teaching.pk).update(
         status=TeachingStatus.EVALUATING, decision="", reason="", evidence={}, evaluation_claimed_at=None
     )
     with django_capture_on_commit_callbacks(execute=True):
-        assert certification.evaluations_reclaim_stale() == 1
+        assert evaluations_reclaim_stale() == 1
     teaching.refresh_from_db()
     assert teaching.status == TeachingStatus.DONE and teaching.decision == TeachingDecision.KEPT
     assert teaching.evidence["overall"]["n"] == teaching.held_out

@@ -4,7 +4,8 @@ import time
 import pytest
 
 from judging.llm.calls import CallSpec
-from judging.llm.gateway import Gateway, check_key_destination, classify, model_known, price_estimate
+from judging.llm.gateway import Gateway, classify, model_known, price_estimate
+from judging.llm.keys import check_key_destination
 from judging.llm.ratelimit import Limits, LocalLimiter
 from tests.fakeprovider import FakeProvider
 

@@ -15,7 +15,8 @@ from annotations.datasets.parquet_export import parquet_bytes
 from annotations.hybrid.selectors import hybrid_counts
 from annotations.models import Assignment, AssignmentStatus, Campaign, JudgeFilledRating, Response
 from judging import services
-from judging.certification import services as certification
+from judging.certification.certificates import certificate_request, certificate_suspend
+from judging.certification.reference_sets import reference_set_create
 from judging.hybrid import services as hybrid
 from judging.hybrid.services import HybridError
 from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus
@@ -43,10 +44,10 @@ def certified(fake: FakeProvider, capture, items: int = 60) -> tuple[Any, Certif
     script_judge(fake)
     run = launch(dataset, judge_config(fake), capture)
     assert run.status == RunStatus.SUCCEEDED, run.notes
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     assert run.version is not None
     with capture(execute=True):
-        certificate = certification.certificate_request(version=run.version, reference_set=reference, requested_by=None)
+        certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
     certificate.refresh_from_db()
     assert certificate.status == CertificateStatus.PASSED, certificate.reason
     return dataset, certificate
@@ -140,7 +141,7 @@ def test_refused_for_an_uncertified_or_suspended_version_and_for_several_answers
     calibration = hybrid.hybrid_calibrate(
         campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
     )
-    assert certification.certificate_suspend(certificate_id=certificate.pk, reason="the provider switched models")
+    assert certificate_suspend(certificate_id=certificate.pk, reason="the provider switched models")
     with pytest.raises(HybridError, match=r"suspended.*the provider switched models"):
         hybrid.hybrid_calibrate(
             campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None

@@ -8,18 +8,11 @@ from django.urls import reverse
 
 from annotations.models import Assignment, AssignmentStatus
 from judging.models import HybridApplyStatus, HybridCalibration
-from tests.conftest import CAST_PASSWORD
+from tests.conftest import CAST_PASSWORD, client_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.test_hybrid import DELTA, MIN_KEPT, TARGET, campaign_of, certified
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -90,9 +83,9 @@ def test_calibrate_and_apply_through_the_pages(  # type: ignore[no-untyped-def]
 
 def test_refusal_is_shown_on_the_page(setup, researcher) -> None:  # type: ignore[no-untyped-def]
     campaign, certificate = setup
-    from judging.certification import services as certification
+    from judging.certification.certificates import certificate_suspend
 
-    certification.certificate_suspend(certificate_id=certificate.pk, reason="drifted on purpose")
+    certificate_suspend(certificate_id=certificate.pk, reason="drifted on purpose")
     response = client_for(researcher).post(
         reverse("research-campaign-hybrid-calibrate", args=[campaign.pk]), form_data(certificate)
     )

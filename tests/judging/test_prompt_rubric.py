@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from annotations.models import Aspect, Response, Turn
-from judging import services
+from judging import run_plans, services
 from judging.config import validate_config
 from judging.methods import prompts
 from judging.models import JudgeRun
@@ -52,7 +52,7 @@ def _balanced_dataset(**kwargs: Any) -> Any:
 
 
 def _prompt(dataset: Any, **extra: Any) -> str:
-    _item, previews = services.prompt_preview(dataset=dataset, cfg=validate_config(_config(**extra)))
+    _item, previews = run_plans.prompt_preview(dataset=dataset, cfg=validate_config(_config(**extra)))
     (preview,) = previews
     assert preview.messages is not None
     return preview.messages[0]["content"]
@@ -106,7 +106,7 @@ def test_auto_chooses_one_language_per_run_from_the_questions_and_stores_it() ->
     assert JudgeRun.objects.get(pk=run.pk).prompt_language == "en"
     text = _prompt(dataset)
     assert text.startswith("You are grading one answer")
-    estimate = services.estimate_run(dataset=dataset, cfg=validate_config(_config()))
+    estimate = run_plans.estimate_run(dataset=dataset, cfg=validate_config(_config()))
     assert estimate.language == "en"
     # Every unit of the run is built with that language (the request keys equal the English prompts' keys).
     english = services.judge_run_launch(dataset=dataset, config=_config(language="en"), launched_by=None)

@@ -12,7 +12,7 @@ import pytest
 from django.template.loader import render_to_string
 
 from judging import selectors, services
-from judging.llm import gateway
+from judging.llm import failures, gateway
 from judging.models import Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
@@ -187,4 +187,4 @@ def test_each_providers_rate_limit_headers_are_read(  # type: ignore[no-untyped-
 
     exc = asyncio.run(attempt())
     assert gateway.classify(exc) == "rate_limit"
-    assert gateway._retry_after(exc) == pytest.approx(expected, abs=5)
+    assert failures.provider_wait(exc) == pytest.approx(expected, abs=5)

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from judging import services
+from judging import run_plans, services
 from judging.llm.calls import SUPPORTED_PROVIDERS
 from judging.models import JudgeConfig, JudgeRun, RunStatus
 from judging.research.forms import TEMPLATE_LABELS, research_template
@@ -133,7 +133,7 @@ def test_preview_shows_the_exact_prompt_of_a_run(
     assert response.status_code == 200
     from judging.config import validate_config
 
-    _item, previews = services.prompt_preview(
+    _item, previews = run_plans.prompt_preview(
         dataset=dataset, cfg=validate_config(fake_config(fake_provider)), item_number=2
     )
     text = response.content.decode()
@@ -195,14 +195,14 @@ def test_launch_estimates_pilots_and_launches(
     estimate = client.post(url, {"config": config.pk, "action": "estimate"})
     text = estimate.content.decode()
     assert estimate.status_code == 200 and "Provider calls" in text and "Pilot on a few items" in text
-    expected = services.estimate_run(dataset=dataset, cfg=config.judge_settings, launched_by=researcher)
+    expected = run_plans.estimate_run(dataset=dataset, cfg=config.judge_settings, launched_by=researcher)
     assert f"{expected.calls} expected, up to {expected.calls_max} in the worst case" in text
     assert not JudgeRun.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):
         pilot = client.post(url, {"config": config.pk, "action": "pilot"})
     run = JudgeRun.objects.get()
     assert pilot.status_code == 302 and pilot["Location"] == reverse("research-judge-run", args=[run.pk])
-    assert run.name == "area-judge pilot" and services.PILOT_UNITS <= run.total < 8
+    assert run.name == "area-judge pilot" and run_plans.PILOT_UNITS <= run.total < 8
     with django_capture_on_commit_callbacks(execute=True):
         whole = client.post(url, {"config": config.pk, "action": "launch"})
     assert whole.status_code == 302

@@ -10,8 +10,10 @@ from django.db import DatabaseError, transaction
 
 from annotations.models import Response
 from judging import services
-from judging.certification import services as certification
-from judging.certification.services import CertificationError
+from judging.certification.certificates import certificate_request
+from judging.certification.evaluations import CertificationError
+from judging.certification.reference_sets import reference_set_create
+from judging.certification.teaching import judge_teaching_evaluate, judge_version_teach
 from judging.config import validate_config
 from judging.methods import prompts
 from judging.methods.fingerprint import fingerprint_material, material_differences
@@ -64,9 +66,7 @@ def versioned(dataset, fake, capture, *, helps: bool = True) -> JudgeVersion:  #
 
 def teach(version, reference, capture, **kwargs) -> JudgeTeaching:  # type: ignore[no-untyped-def]
     with capture(execute=True):
-        teaching = certification.judge_version_teach(
-            version=version, reference_set=reference, requested_by=None, **kwargs
-        )
+        teaching = judge_version_teach(version=version, reference_set=reference, requested_by=None, **kwargs)
     teaching.refresh_from_db()
     return teaching
 
@@ -80,7 +80,7 @@ def test_a_taught_version_that_agrees_better_on_held_out_answers_is_kept(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = rated_dataset()
     parent = versioned(dataset, fake_provider, django_capture_on_commit_callbacks)
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     prompts_sent: list[str] = []
     fake_provider.content_fn = learns_from_examples(seen=prompts_sent)
     teaching = teach(parent, reference, django_capture_on_commit_callbacks, per_level=2, seed=3)
@@ -112,11 +112,11 @@ def test_a_taught_version_that_agrees_better_on_held_out_answers_is_kept(
     assert len(prompts_sent) == 60 and len(shown) == 30
     assert all(prompt.count("true quality") == 11 for prompt in shown)
     # Evaluating again changes nothing: the teaching was claimed once.
-    assert certification.judge_teaching_evaluate(teaching_id=teaching.pk) == "not claimed"
+    assert judge_teaching_evaluate(teaching_id=teaching.pk) == "not claimed"
 
     # Certifying the taught version never measures it on its examples.
     with django_capture_on_commit_callbacks(execute=True):
-        certificate = certification.certificate_request(version=taught, reference_set=reference, requested_by=None)
+        certificate = certificate_request(version=taught, reference_set=reference, requested_by=None)
     certificate.refresh_from_db()
     assert certificate.run is not None
     certified_on = set(Judgment.objects.filter(run=certificate.run).values_list("response_id", flat=True))
@@ -129,7 +129,7 @@ def test_a_taught_version_that_is_not_better_is_rejected_with_its_evidence(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = rated_dataset()
     parent = versioned(dataset, fake_provider, django_capture_on_commit_callbacks, helps=False)
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     teaching = teach(parent, reference, django_capture_on_commit_callbacks, per_level=1, seed=0)
     assert teaching.decision == TeachingDecision.REJECTED, teaching.reason
     evidence = teaching.evidence["overall"]
@@ -143,7 +143,7 @@ def test_the_comparison_is_undefined_when_the_old_version_is_not_reproduced(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = rated_dataset(items=20)
     parent = versioned(dataset, fake_provider, django_capture_on_commit_callbacks)
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     fake_provider.script(default={"served_model": "gpt-4o-mini-2025-06-30"})
     teaching = teach(parent, reference, django_capture_on_commit_callbacks, per_level=1)
     assert teaching.decision == TeachingDecision.UNDEFINED
@@ -155,14 +155,14 @@ def test_too_few_held_out_answers_or_no_agreement_is_refused_before_any_run(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = rated_dataset(items=7)
     parent = versioned(dataset, fake_provider, django_capture_on_commit_callbacks)
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
     runs_before = JudgeRun.objects.count()
     with pytest.raises(CertificationError, match="needs at least 4 held-out answers"):
-        certification.judge_version_teach(version=parent, reference_set=reference, requested_by=None, per_level=2)
+        judge_version_teach(version=parent, reference_set=reference, requested_by=None, per_level=2)
     with pytest.raises(CertificationError, match="between 1 and 10"):
-        certification.judge_version_teach(version=parent, reference_set=reference, requested_by=None, per_level=0)
+        judge_version_teach(version=parent, reference_set=reference, requested_by=None, per_level=0)
     with pytest.raises(CertificationError, match="strictly between 0 and 1"):
-        certification.judge_version_teach(version=parent, reference_set=reference, requested_by=None, alpha=1.0)
+        judge_version_teach(version=parent, reference_set=reference, requested_by=None, alpha=1.0)
     assert JudgeRun.objects.count() == runs_before and not JudgeTeaching.objects.exists()
 
 

@@ -5,59 +5,23 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.test import Client
 from django.urls import reverse
 
-from judging import services
-from judging.certification import services as certification
+from judging.certification.reference_sets import reference_set_create
 from judging.models import JudgeRun, JudgeTeaching, TeachingDecision
+from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, rated_dataset
+from tests.judging.certification_data import rated_dataset, versioned_run_in_process
 from tests.judging.teaching_data import learns_from_examples
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def researcher(db: None) -> User:
-    return User.objects.create_user(username="teach-researcher", is_staff=True)
-
-
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return User.objects.create_user(username="teach-researcher2", is_staff=True)
-
-
-@pytest.fixture
-def annotator(db: None) -> User:
-    return User.objects.create_user(username="teach-annotator")
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def judged_dataset(owner: User, fake: FakeProvider, capture: Any) -> tuple[Any, JudgeRun]:
     dataset = rated_dataset()
     dataset.owner = owner
     dataset.save(update_fields=["owner"])
-    fake.script(default={"served_model": SNAPSHOT})
-    fake.content_fn = learns_from_examples()
-    config = {
-        "name": "page-taught",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "timeout_s": 5,
-        "max_retries": 2,
-    }
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
-    run.refresh_from_db()
-    assert run.version is not None
+    run = versioned_run_in_process(dataset, fake, capture, name="page-taught", content_fn=learns_from_examples())
     return dataset, run
 
 
@@ -71,7 +35,7 @@ def test_teaching_from_the_page(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset, run = judged_dataset(researcher, fake_provider, django_capture_on_commit_callbacks)
     assert run.version is not None
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=researcher)
+    reference = reference_set_create(dataset=dataset, name="gold", owner=researcher)
     url = reverse("dashboard-teach", args=[dataset.pk])
     data = {
         "teach-version": run.version.fingerprint,
@@ -108,7 +72,7 @@ def test_teach_judge_command(
     researcher: User, fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, capsys
 ) -> None:  # type: ignore[no-untyped-def]
     dataset, run = judged_dataset(researcher, fake_provider, django_capture_on_commit_callbacks)
-    certification.reference_set_create(dataset=dataset, name="cli gold", owner=None)
+    reference_set_create(dataset=dataset, name="cli gold", owner=None)
     with django_capture_on_commit_callbacks(execute=True):
         call_command(
             "teach_judge",

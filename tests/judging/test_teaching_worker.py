@@ -3,47 +3,26 @@ the two held-out runs and the comparison all run on the workers."""
 
 import pytest
 
-from judging import services
-from judging.certification import services as certification
-from judging.models import JudgeExemplar, JudgeRun, JudgeScore, JudgeTeaching, RunStatus, TeachingDecision
+from judging.certification.reference_sets import reference_set_create
+from judging.certification.teaching import judge_version_teach
+from judging.models import JudgeExemplar, JudgeRun, JudgeScore, JudgeTeaching, TeachingDecision
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, rated_dataset
+from tests.judging.certification_data import versioned_run_on_workers
 from tests.judging.teaching_data import learns_from_examples
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "20", "JUDGE_RETRY_CAP_S": "1"}
 
 
 def test_teach_compare_and_keep_on_workers(
     fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
 ) -> None:  # type: ignore[no-untyped-def]
-    fake_provider.script(default={"served_model": SNAPSHOT})
-    fake_provider.content_fn = learns_from_examples()
-    dataset = rated_dataset()
-    celery_worker_factory(extra_env=WORKER_ENV)
-    config = {
-        "name": "worker-taught",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake_provider.base_url,
-        "max_concurrency": 8,
-        "timeout_s": 5,
-        "max_retries": 3,
-    }
-    run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
-
-    def run_versioned() -> bool:
-        run.refresh_from_db()
-        return run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) and run.version_id is not None
-
-    wait_for(run_versioned, timeout=120, message="the judge run to end with a version")
-    assert run.version is not None
-    reference = certification.reference_set_create(dataset=dataset, name="gold", owner=None)
-    teaching = certification.judge_version_teach(
-        version=run.version, reference_set=reference, requested_by=None, per_level=2, seed=9
+    dataset, run = versioned_run_on_workers(
+        fake_provider, celery_worker_factory, name="worker-taught", content_fn=learns_from_examples()
     )
+    assert run.version is not None
+    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
+    teaching = judge_version_teach(version=run.version, reference_set=reference, requested_by=None, per_level=2, seed=9)
 
     def decided() -> bool:
         teaching.refresh_from_db()

@@ -10,17 +10,13 @@ import pytest
 from scipy import stats
 
 from judging.statistics import correlation
-from judging.statistics.correlation import (
-    COEFFICIENTS,
-    LEVELS,
-    RaterScores,
+from judging.statistics.correlation import COEFFICIENTS, LEVELS, correlation_levels, paired_scores
+from judging.statistics.human_ceiling import RaterScores, human_ceiling
+from judging.statistics.judge_tables import (
     competition_ranks,
     confusion_matrix,
-    correlation_levels,
-    human_ceiling,
     length_bias,
     model_family,
-    paired_scores,
     per_system_table,
     position_consistency,
     self_preference,

@@ -10,16 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judging.statistics.ranking import (
-    RankingError,
-    bradley_terry,
-    comparisons_from,
-    mean_rating,
-    preference_comparisons,
-    prompt_weights,
-    ranking_agreement,
-    system_scores,
-)
+from judging.statistics.pairwise import RankingError, comparisons_from, preference_comparisons
+from judging.statistics.ranking import bradley_terry, mean_rating, prompt_weights, ranking_agreement, system_scores
 
 # countsToBinomial(citations): journal1, journal2, win1, win2 (citations of journal1 by journal2 are its wins).
 CITATIONS = [

@@ -25,14 +25,10 @@ from statsmodels.tools.numdiff import approx_hess3
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
 from annotations.rubrics import parse_rubric
-from judging.analysis.selectors import ALL_RATINGS, choice_comparisons
-from judging.statistics.ranking import (
-    RankingError,
-    bradley_terry,
-    comparisons_from,
-    prompt_weights,
-    tie_comparisons,
-)
+from judging.analysis.preference_selectors import choice_comparisons
+from judging.analysis.selectors import ALL_RATINGS
+from judging.statistics.pairwise import RankingError, comparisons_from, tie_comparisons
+from judging.statistics.ranking import bradley_terry, prompt_weights
 
 SYSTEMS = ("a", "b", "c", "d")
 STRENGTH = {"a": 0.8, "b": 0.3, "c": 0.0, "d": -0.5}

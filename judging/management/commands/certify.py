@@ -5,15 +5,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 from annotations.models import Campaign, Dataset
 from judging.certification import selectors
-from judging.certification.services import (
-    DEFAULT_EPSILON,
-    DEFAULT_Q,
-    CertificationError,
-    certificate_request,
-    drift_checks_start,
-    reference_set_create,
-)
-from judging.models import Certificate, CertificateStatus, JudgeRun, ReferenceSet
+from judging.certification.certificates import DEFAULT_EPSILON, DEFAULT_Q, certificate_request
+from judging.certification.drift import drift_checks_start
+from judging.certification.evaluations import CertificationError
+from judging.certification.reference_sets import reference_set_create
+from judging.models import Certificate, CertificateStatus
 
 
 class Command(BaseCommand):
@@ -80,23 +76,15 @@ class Command(BaseCommand):
         )
 
     def _certify(self, dataset: Dataset, options: dict[str, object]) -> None:
-        run = (
-            JudgeRun.objects.filter(dataset=dataset, judge__name=str(options["judge"]))
-            .select_related("version")
-            .first()
-        )
-        if run is None:
-            raise CommandError(f"no judge run named {options['judge']!r} on {dataset.name!r}")
-        if run.version is None:
-            raise CommandError(
-                f"judge {options['judge']!r} has no version: {run.version_problem or 'its run has not ended'}"
+        try:
+            version, reference = selectors.judge_version_and_reference_set(
+                dataset, str(options["judge"]), str(options["reference_set"])
             )
-        reference = ReferenceSet.objects.filter(dataset=dataset, name=str(options["reference_set"])).first()
-        if reference is None:
-            raise CommandError(f"no reference set named {options['reference_set']!r} on {dataset.name!r}")
+        except LookupError as exc:
+            raise CommandError(str(exc)) from None
         try:
             certificate = certificate_request(
-                version=run.version,
+                version=version,
                 reference_set=reference,
                 requested_by=None,
                 epsilon=float(str(options["epsilon"])),
@@ -105,7 +93,7 @@ class Command(BaseCommand):
         except CertificationError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
-            f"certificate {certificate.pk}: version {run.version.short} on {reference.name!r}, run "
+            f"certificate {certificate.pk}: version {version.short} on {reference.name!r}, run "
             f"{certificate.run.judge.name if certificate.run else '-'} started"
         )
         wait = float(str(options["wait"]))

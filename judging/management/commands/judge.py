@@ -10,7 +10,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 from annotations.models import Campaign, Dataset
-from judging import services
+from judging import run_plans, services
 from judging.config import ConfigError, validate_config
 from judging.models import JudgeRun, RunStatus
 from judging.selectors import RunProgress, judge_run_progress
@@ -59,7 +59,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--pilot",
             action="store_true",
-            help=f"judge the first {services.PILOT_UNITS} units only, wait, and print their calls and cost per unit "
+            help=f"judge the first {run_plans.PILOT_UNITS} units only, wait, and print their calls and cost per unit "
             "and what the whole scope would take at that rate (for a provider that may return no "
             "log-probabilities); the full run launched afterwards gets the pilot's replies from the cache",
         )
@@ -118,7 +118,7 @@ class Command(BaseCommand):
             raise CommandError("limit must be at least 1")
         try:
             cfg = validate_config(raw)
-            estimate = services.estimate_run(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
+            estimate = run_plans.estimate_run(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
         except ConfigError as exc:
             raise CommandError("invalid judge config:\n  " + "\n  ".join(exc.errors)) from None
         except services.LaunchError as exc:
@@ -132,8 +132,8 @@ class Command(BaseCommand):
     ) -> None:
         try:
             cfg = validate_config(raw)
-            whole = services.estimate_run(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
-            pilot_limit = services.pilot_limit(dataset=dataset, cfg=cfg, campaign=campaign)
+            whole = run_plans.estimate_run(dataset=dataset, cfg=cfg, campaign=campaign, limit=limit)
+            pilot_limit = run_plans.pilot_limit(dataset=dataset, cfg=cfg, campaign=campaign)
             run = services.judge_run_launch(
                 dataset=dataset,
                 config=cfg.stored(),
@@ -240,7 +240,7 @@ def _range(expected: object, worst: object) -> str:
     return f"{expected}" if expected == worst else f"{expected} expected, up to {worst} in the worst case"
 
 
-def estimate_lines(estimate: services.Estimate) -> list[str]:
+def estimate_lines(estimate: run_plans.Estimate) -> list[str]:
     lines = [
         f"units:             {estimate.units}",
         f"calls:             {_range(estimate.calls, estimate.calls_max)}",
@@ -287,7 +287,7 @@ def estimate_comparison(stored: dict[str, object], calls: int, cost: float | Non
     return f"calls: {calls} (estimated {estimated_calls}){beyond}; cost: {spent} (estimated {estimated_cost})"
 
 
-def pilot_lines(run: JudgeRun, whole: services.Estimate) -> list[str]:
+def pilot_lines(run: JudgeRun, whole: run_plans.Estimate) -> list[str]:
     """The pilot's measured calls and cost per unit, and the whole scope at that rate beside its estimate."""
     units = max(1, run.total)
     per_unit = run.calls / units

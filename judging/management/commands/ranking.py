@@ -5,14 +5,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
 from annotations.management.lookup import add_owner_argument, dataset_or_error
-from judging.analysis.reports import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
-    HUMANS,
-    JudgeNotFound,
-    ReportError,
-    ranking_report,
-)
+from judging.analysis.ranking_reports import HUMANS, ranking_report
+from judging.analysis.reports import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, JudgeNotFound, ReportError
 from judging.management.argument_types import whole_number_at_least
 from judging.management.commands.agreement import (
     add_scope_arguments,
@@ -23,7 +17,8 @@ from judging.management.commands.agreement import (
     text_table,
     write_scope,
 )
-from judging.statistics.ranking import DEFAULT_TIES, MIN_BOOTSTRAP, TIE_CONVENTIONS
+from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
+from judging.statistics.ranking import MIN_BOOTSTRAP
 
 _resamples = whole_number_at_least(MIN_BOOTSTRAP, "number of resamples")
 _seed = whole_number_at_least(0, "seed")

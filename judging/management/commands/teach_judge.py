@@ -3,14 +3,15 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.lookup import add_owner_argument, dataset_or_error
-from judging.certification.services import (
+from judging.certification import selectors
+from judging.certification.evaluations import CertificationError
+from judging.certification.teaching import (
     DEFAULT_PER_LEVEL,
     DEFAULT_TEACH_ALPHA,
     DEFAULT_TEACH_SEED,
-    CertificationError,
     judge_version_teach,
 )
-from judging.models import JudgeRun, JudgeTeaching, ReferenceSet, TeachingDecision, TeachingStatus
+from judging.models import JudgeTeaching, TeachingDecision, TeachingStatus
 
 
 class Command(BaseCommand):
@@ -32,23 +33,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        run = (
-            JudgeRun.objects.filter(dataset=dataset, judge__name=str(options["judge"]))
-            .select_related("version")
-            .first()
-        )
-        if run is None:
-            raise CommandError(f"no judge run named {options['judge']!r} on {dataset.name!r}")
-        if run.version is None:
-            raise CommandError(
-                f"judge {options['judge']!r} has no version: {run.version_problem or 'its run has not ended'}"
+        try:
+            version, reference = selectors.judge_version_and_reference_set(
+                dataset, str(options["judge"]), str(options["reference_set"])
             )
-        reference = ReferenceSet.objects.filter(dataset=dataset, name=str(options["reference_set"])).first()
-        if reference is None:
-            raise CommandError(f"no reference set named {options['reference_set']!r} on {dataset.name!r}")
+        except LookupError as exc:
+            raise CommandError(str(exc)) from None
         try:
             teaching = judge_version_teach(
-                version=run.version,
+                version=version,
                 reference_set=reference,
                 requested_by=None,
                 per_level=int(str(options["per_level"])),
