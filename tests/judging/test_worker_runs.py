@@ -119,25 +119,6 @@ def test_worker_killed_mid_run_loses_nothing_and_repeats_no_finished_call(
     assert len(repeated) <= 2 * 8
 
 
-def test_claims_of_a_killed_worker_that_outlive_the_longest_watch_still_end_the_run(
-    fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
-) -> None:  # type: ignore[no-untyped-def]
-    # The killed worker's leases (30 s) outlast the longest a watcher waits (2 s), so the run ends only if each
-    # watcher's next task may watch again until the leases expire.
-    env = {**WORKER_ENV, "JUDGE_LEASE_S": "30", "JUDGE_WATCH_MAX_S": "2"}
-    fake_provider.script(default={"latency": 0.3})
-    dataset = make_dataset(items=60, systems=2)
-    first = celery_worker_factory(extra_env=env)
-    run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider), launched_by=None)
-    wait_for(lambda: run_state(run).done >= 8, timeout=120, message="some progress")
-    first.kill()
-    assert Judgment.objects.filter(run=run, status=JudgmentStatus.CLAIMED).exists()
-    celery_worker_factory(extra_env=env)
-    wait_for(lambda: finished(run), timeout=240, message="the run to finish after the leases expire")
-    assert run.status == RunStatus.SUCCEEDED, run.notes
-    assert Judgment.objects.filter(run=run, status=JudgmentStatus.DONE).count() == 120
-
-
 def test_cancel_stops_new_calls_within_seconds(
     fake_provider: FakeProvider, celery_worker_factory, clean_broker: None
 ) -> None:  # type: ignore[no-untyped-def]
