@@ -22,7 +22,6 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.annotator_progress import annotator_progress
 from annotations.ascii_numbers import ascii_int
 from annotations.campaign_selectors import (
     Scale,
@@ -44,6 +43,7 @@ from annotations.campaigns.errors import (
     RevisitRefused,
     SubmissionInvalid,
 )
+from annotations.campaigns.progress import annotator_progress
 from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, Campaign, SkipReason
 from annotations.opaque import opaque_ref

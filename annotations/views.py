@@ -24,7 +24,6 @@ from django_htmx.middleware import HtmxDetails
 
 from annotations.adjudication.selectors import dispute_queue, may_adjudicate
 from annotations.agreement_summary import agreement_report
-from annotations.annotator_progress import annotator_progress
 from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.campaign_selectors import (
     NA_TOKEN,
@@ -58,6 +57,7 @@ from annotations.campaigns.errors import (
     RevisitRefused,
     SubmissionInvalid,
 )
+from annotations.campaigns.progress import annotator_progress
 from annotations.campaigns.submissions import submission_create
 from annotations.datasets.exporting import EXPORT_KINDS, export_response
 from annotations.datasets.parquet_export import BINARY_KINDS, binary_export_response

@@ -5,7 +5,6 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotations.annotator_progress import annotator_progress
 from annotations.campaign_selectors import (
     aspect_scale,
     campaign_progress,
@@ -15,6 +14,7 @@ from annotations.campaign_selectors import (
 from annotations.campaigns.answers import MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.errors import CampaignError, SubmissionInvalid
+from annotations.campaigns.progress import annotator_progress
 from annotations.campaigns.setup import campaign_annotator_remove, campaign_create
 from annotations.campaigns.submissions import submission_create
 from annotations.datasets.exporting import iter_export_lines
