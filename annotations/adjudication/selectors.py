@@ -13,7 +13,6 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from annotations.campaign_selectors import Scale, aspect_scale, campaigns_for_researcher
 from annotations.models import (
     Adjudication,
     AdjudicationRule,
@@ -30,7 +29,8 @@ from annotations.models import (
     Task,
 )
 from annotations.roles import is_adjudicator
-from annotations.selectors import annotator_accounts, researcher_accounts
+from annotations.selectors import annotator_accounts, campaigns_for_researcher, researcher_accounts
+from annotations.task_sheet import Scale, aspect_scale
 
 AnyUser = AbstractBaseUser | AnonymousUser
 

@@ -10,13 +10,13 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, rating_field_id
 from annotations.campaigns.errors import FieldProblem, SubmissionInvalid
 from annotations.errors import RatingOutOfRange
 from annotations.models import Campaign, Submission
 from annotations.rubrics import format_number
 from annotations.services import rating_value_from_token
 from annotations.storable import is_storable
+from annotations.task_sheet import NA_TOKEN, Candidate, Scale, rating_field_id
 
 MAX_TEXT_CHARS = 10_000
 

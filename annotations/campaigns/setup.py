@@ -14,13 +14,13 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
 from annotations.campaign_settings import (
     MAX_CANDIDATES_PER_TASK,
     MAX_RATERS_PER_ITEM,
     CampaignSettings,
     CampaignSettingsError,
 )
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.errors import CampaignError
 from annotations.models import Aspect, AssignmentDraft, Campaign, Dataset, Response, Task, Turn
 from annotations.slots import hand_out_order, seeded_random, slots_build, slots_release_outside_pool

@@ -19,15 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from annotations.adjudication.services import dispute_find
-from annotations.campaign_selectors import (
-    CAMPAIGN_SLOTS,
-    Candidate,
-    campaign_has_annotator,
-    campaign_scales,
-    candidate_order,
-    task_candidates,
-)
-from annotations.campaign_slots import rated_before_expression, rated_before_sql
+from annotations.campaign_slots import CAMPAIGN_SLOTS, rated_before_expression, rated_before_sql
 from annotations.campaigns.answers import (
     IDEMPOTENCY_KEY_RE,
     SubmitResult,
@@ -41,6 +33,8 @@ from annotations.campaigns.corrections import submission_revise
 from annotations.campaigns.drafts import assignment_draft_keep_answer, task_drafts_drop
 from annotations.campaigns.errors import LeaseLost, QuotaReached, SubmissionInvalid, already_rated, outdated_form
 from annotations.campaigns.ratings import ratings_store
+from annotations.campaigns.selectors import campaign_has_annotator
+from annotations.campaigns.tasks import candidate_order, task_candidates
 from annotations.models import (
     AdjudicationRule,
     Assignment,
@@ -63,6 +57,7 @@ from annotations.slots import (
     slot_release,
 )
 from annotations.statements import instance_from_row, statement_cursor, statement_rows
+from annotations.task_sheet import Candidate, campaign_scales
 
 
 def submission_create(

@@ -23,7 +23,6 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations.ascii_numbers import ascii_decimal, ascii_int
-from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, aspect_scale
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_create
 from annotations.datasets.editing import dataset_answer_format_set
@@ -51,7 +50,7 @@ from annotations.research.services import (
 )
 from annotations.rubrics import RUBRIC_MAX_BYTES, load_rubric_bytes, preset_rubric
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
-from annotations.task_sheet import task_sheet
+from annotations.task_sheet import NA_TOKEN, Candidate, Scale, aspect_scale, task_sheet
 
 PREVIEW_ITEMS = 3
 

@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from annotations import slots
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.models import Assignment, AssignmentStatus, Skip
 from tests.annotate.factories import make_campaign, make_dataset
 

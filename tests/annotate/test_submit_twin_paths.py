@@ -15,10 +15,10 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns import drafts, submissions
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.tasks import task_candidates
 from annotations.models import (
     Assignment,
     AssignmentDraft,

@@ -16,10 +16,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.answers import MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.exporting import (
     EXPORT_KINDS,
     export_disposition,

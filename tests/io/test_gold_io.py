@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.datasets.exporting import iter_export, iter_export_lines, iter_flat_rows
