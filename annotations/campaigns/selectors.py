@@ -15,8 +15,8 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.utils.translation import get_language
 
-from annotations.campaign_settings import SETTING_NAMES
 from annotations.campaign_slots import CAMPAIGN_SLOTS
+from annotations.campaigns.settings import SETTING_NAMES
 from annotations.models import (
     Aspect,
     Campaign,

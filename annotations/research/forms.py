@@ -6,7 +6,7 @@ from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils.translation import gettext_lazy as _
 
-from annotations.campaign_settings import (
+from annotations.campaigns.settings import (
     MAX_CANDIDATES_PER_TASK,
     MAX_LEASE_MINUTES,
     MAX_RATERS_PER_ITEM,
