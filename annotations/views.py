@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core import signing
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -277,7 +277,7 @@ def _parse_value(text: str) -> Any:
     return text if number is None else number  # text is refused by the service with a message naming the field
 
 
-def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
+def answer_from_form(data: QueryDict) -> tuple[TaskAnswer, dict[str, str]]:
     """The TaskAnswer in a POSTed form, and the raw values to put back into the form if it is refused.
     Unknown fields are ignored; rating fields that name candidates not shown are refused by the service."""
     ratings: dict[tuple[int, int], Any] = {}
