@@ -56,7 +56,7 @@ from annotations.campaigns.tasks import (
     submitted_tasks,
     task_candidates,
 )
-from annotations.datasets.exporting import EXPORT_KINDS, export_response
+from annotations.datasets.downloads import EXPORT_KINDS, export_response
 from annotations.datasets.parquet_export import BINARY_KINDS, binary_export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
 from annotations.opaque import opaque_pk, opaque_ref

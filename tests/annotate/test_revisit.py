@@ -17,7 +17,7 @@ from annotations.campaigns.drafts import assignment_draft_save
 from annotations.campaigns.errors import LeaseLost, RevisitRefused
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
-from annotations.datasets.exporting import iter_flat_rows
+from annotations.datasets.flat_export import iter_flat_rows
 from annotations.models import Assignment, AssignmentDraft, AssignmentStatus, Rating, Submission, SubmissionRevision
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
