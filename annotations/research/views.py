@@ -26,7 +26,8 @@ from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_create
 from annotations.datasets.editing import dataset_answer_format_set
-from annotations.datasets.importing import dataset_import, dataset_validate, iter_items
+from annotations.datasets.import_checks import iter_items
+from annotations.datasets.importing import dataset_import, dataset_validate
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
 from annotations.gold.selectors import gold_for_item, item_rating_count
