@@ -55,14 +55,24 @@ def slot_claim(
 def _claim_in_one_statement(
     *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
 ) -> Claim[SlotT] | None:
+    # A unique violation means a concurrent request of the same user won the race; retrying resumes its lease.
+    return claim_by_statement(pool=pool, campaign=campaign, user=user, now=now, sql=_claim_sql(pool, details))
+
+
+def claim_by_statement(
+    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None, sql: str
+) -> Claim[SlotT] | None:
+    """Runs a one-statement claim (the shared hand-out, or a personal slot's) until it settles: a unique violation is
+    a concurrent request of the same user, so the claim is decided again; no row means nothing is left, outside the
+    pool NotInPool, and a lease that became barred is given back before the next try."""
     lease = timedelta(minutes=campaign.lease_minutes)
     for _attempt in range(CLAIM_ATTEMPTS):
         moment = now or timezone.now()
         params = {"campaign": campaign.pk, "user": user.pk, "now": moment, "expires": moment + lease}
         try:
-            rows = statement_rows(_claim_sql(pool, details), params)
+            rows = statement_rows(sql, params)
         except IntegrityError:
-            continue  # a concurrent request of the same user won the race; retrying resumes its lease
+            continue
         if not rows:
             if not slot_pool_has(pool=pool, campaign=campaign, user=user):
                 raise NotInPool()

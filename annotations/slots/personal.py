@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from annotations.slot_rows import SlotStatus
 from annotations.slots.claiming import (
-    slot_release_barred,
+    claim_by_statement,
 )
 from annotations.slots.rules import (
     CLAIM_ATTEMPTS,
@@ -36,7 +36,7 @@ from annotations.slots.rules import (
     slot_pool_has,
     slot_pool_sql,
 )
-from annotations.statements import instance_from_row, statement_cursor, statement_rows
+from annotations.statements import statement_cursor
 
 # A gold task measures each annotator, so it has no fixed N: it gets one slot per person it is handed to, appended
 # and leased to them at once. The slot is personal (`SlotPool.personal`): the claim rule never gives it to anybody
@@ -134,24 +134,8 @@ def slot_personal_claim(
         raise ValueError("this pool has no personal slots")
     if connection.vendor != "postgresql":
         return None
-    lease = timedelta(minutes=campaign.lease_minutes)
-    for _attempt in range(CLAIM_ATTEMPTS):
-        moment = now or timezone.now()
-        params = {"campaign": campaign.pk, "user": user.pk, "now": moment, "expires": moment + lease}
-        try:
-            rows = statement_rows(_personal_claim_sql(pool, details), params)
-        except IntegrityError:
-            continue  # a concurrent request took the slot number or leased the user another slot: decide again
-        if not rows:
-            if not slot_pool_has(pool=pool, campaign=campaign, user=user):
-                raise NotInPool()
-            if slot_release_barred(pool=pool, campaign=campaign, user=user):
-                continue  # their open lease could not be submitted any more: given back, now the next task
-            return None
-        row, width = rows[0], len(SLOT_COLUMNS)
-        slot = instance_from_row(pool.slot, SLOT_COLUMNS, row[:width])
-        return Claim(slot=slot, resumed=not row[width], details=tuple(row[width + 1 :]))
-    return None
+    # A unique violation means a concurrent request took the slot number or leased the user another slot.
+    return claim_by_statement(pool=pool, campaign=campaign, user=user, now=now, sql=_personal_claim_sql(pool, details))
 
 
 def slot_personal_lease(
