@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from annotations.datasets.mapping import Mapping
 from annotations.errors import DatasetImportError
@@ -100,6 +101,9 @@ def score_value(value: Any) -> Any:
     return value
 
 
+PartT = TypeVar("PartT", "TurnPart", "AnswerPart")
+
+
 class RowReader:
     """Reads a row's cells into the item tree: the item, turn and answer a row names, each remembered with the
     row that first gave it, so a later error can name that row."""
@@ -188,43 +192,61 @@ class RowReader:
         return item
 
     def turn_for(self, row: int, item: ItemPart, index: int, prompt: str | None) -> TurnPart:
-        turn = item.turns.get(index)
-        if turn is None:
-            if prompt is None:
-                raise self.fail(
-                    row,
-                    "turn without a prompt",
-                    expected=f"the prompt of turn {index + 1} of item {item.external_id!r}",
-                    found="no prompt column in this row",
-                )
-            turn = item.turns[index] = TurnPart(prompt=prompt, row=row)
-        elif prompt is not None and prompt != turn.prompt:
-            raise self.fail(
-                row,
-                "conflicting prompt",
-                expected=f"the prompt given in {self.unit} {turn.row} for turn {index + 1} of item "
-                f"{item.external_id!r}",
-                found=prompt,
-            )
-        return turn
+        where = f"turn {index + 1} of item {item.external_id!r}"
+        return self.find_or_add(
+            row,
+            item.turns,
+            index,
+            prompt,
+            make=lambda given: TurnPart(prompt=given, row=row),
+            held=lambda turn: turn.prompt,
+            absent=("turn without a prompt", f"the prompt of {where}", "no prompt column in this row"),
+            conflict=("conflicting prompt", lambda turn: f"the prompt given in {self.unit} {turn.row} for {where}"),
+        )
 
     def answer_for(self, row: int, turn: TurnPart, system: str, text: str | None, item: ItemPart) -> AnswerPart:
-        answer = turn.answers.get(system)
-        if answer is None:
-            if text is None:
-                raise self.fail(
-                    row,
-                    "answer without text",
-                    expected=f"the answer of system {system!r} (column {self.mapping.answer or 'answer'!r})",
-                    found="no answer in this row",
-                )
-            answer = turn.answers[system] = AnswerPart(text=text, row=row)
-        elif text is not None and text != answer.text:
-            raise self.fail(
-                row,
+        column = self.mapping.answer or "answer"
+        return self.find_or_add(
+            row,
+            turn.answers,
+            system,
+            text,
+            make=lambda given: AnswerPart(text=given, row=row),
+            held=lambda answer: answer.text,
+            absent=(
+                "answer without text",
+                f"the answer of system {system!r} (column {column!r})",
+                "no answer in this row",
+            ),
+            conflict=(
                 "conflicting answer",
-                expected=f"the answer of system {system!r} given in {self.unit} {answer.row} for item "
-                f"{item.external_id!r}",
-                found=text,
-            )
-        return answer
+                lambda answer: (
+                    f"the answer of system {system!r} given in {self.unit} {answer.row} for item {item.external_id!r}"
+                ),
+            ),
+        )
+
+    def find_or_add(
+        self,
+        row: int,
+        parts: dict[Any, PartT],
+        key: Any,
+        given: str | None,
+        *,
+        make: Callable[[str], PartT],
+        held: Callable[[PartT], str],
+        absent: tuple[str, str, str],
+        conflict: tuple[str, Callable[[PartT], str]],
+    ) -> PartT:
+        """The part under `key`, made from `given` the first time a row names it; later rows must give the same
+        text or none. `absent` is the error (message, expected, found) when the first row gives none, `conflict` the
+        message and, from the part held, what was expected."""
+        part = parts.get(key)
+        if part is None:
+            if given is None:
+                message, expected, found = absent
+                raise self.fail(row, message, expected=expected, found=found)
+            part = parts[key] = make(given)
+        elif given is not None and given != held(part):
+            raise self.fail(row, conflict[0], expected=conflict[1](part), found=given)
+        return part
