@@ -7,9 +7,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from annotations.models import Campaign, Dataset
-from annotations.roles import ROLE_GROUPS
-
-AnyUser = AbstractBaseUser | AnonymousUser
+from annotations.roles import ROLE_GROUPS, AnyUser
 
 
 def datasets_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Dataset]:

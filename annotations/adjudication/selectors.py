@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
@@ -28,11 +28,9 @@ from annotations.models import (
     Submission,
     Task,
 )
-from annotations.roles import is_adjudicator
+from annotations.roles import AnyUser, is_adjudicator
 from annotations.selectors import annotator_accounts, campaigns_for_researcher, researcher_accounts
 from annotations.task_sheet import Scale, aspect_scale
-
-AnyUser = AbstractBaseUser | AnonymousUser
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.gold.selectors import gold_still_due, gold_tasks_left
 from annotations.models import Assignment, AssignmentStatus, Campaign, RaterExclusion, Skip, Task
 from annotations.recruitment.selectors import worker_session_done, worker_tasks_left
-from annotations.selectors import AnyUser
+from annotations.roles import AnyUser
 from annotations.slots import slot_counts, slot_personal_state
 
 

@@ -21,7 +21,7 @@ from annotations.models import (
     Aspect,
     Campaign,
 )
-from annotations.selectors import AnyUser
+from annotations.roles import AnyUser
 from annotations.slots import slot_pool_has
 from annotations.statements import instance_from_row, statement_cursor
 from annotations.task_sheet import (

@@ -23,8 +23,8 @@ from annotations.models import (
     Task,
     Turn,
 )
+from annotations.roles import AnyUser
 from annotations.rubrics import format_number
-from annotations.selectors import AnyUser
 from annotations.statements import statement_cursor
 from annotations.task_sheet import (
     NA_TOKEN,

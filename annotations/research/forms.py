@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils.translation import gettext_lazy as _
 
 from annotations.campaigns.settings import (
@@ -15,8 +14,7 @@ from annotations.campaigns.settings import (
 from annotations.models import Aspect, Campaign, Dataset, GoldKind
 from annotations.recruitment.models import MAX_QUOTA, Platform
 from annotations.research.selectors import pool_accounts
-
-AnyUser = AbstractBaseUser | AnonymousUser
+from annotations.roles import AnyUser
 
 
 class CampaignBuilderForm(forms.Form):

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.db.models import Model
 
+from annotations.roles import AnyUser
 from annotations.slot_rows import SlotRow, SlotStatus
 from annotations.statements import statement_cursor
 
-AnyUser = AbstractBaseUser | AnonymousUser
 SlotT = TypeVar("SlotT", bound=SlotRow)
 
 CLAIM_ATTEMPTS = 8
