@@ -292,5 +292,5 @@ class RatingAdmin(DatasetScopedAdmin):
     list_select_related = ("response__turn__item", "response__system", "aspect", "rater")
 
 
-from annotations import campaign_admin  # noqa: E402, F401 - registers the campaign admin
+from annotations.campaigns import admin as campaign_admin  # noqa: E402, F401 - registers the campaign admin
 from annotations.gold import admin as gold_admin  # noqa: E402 - registers the gold item admin

@@ -22,17 +22,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.annotator_progress import annotator_progress
 from annotations.ascii_numbers import ascii_int
-from annotations.campaign_selectors import (
-    Scale,
-    campaign_for_annotator,
-    campaign_scales,
-    campaigns_for_annotator,
-    earlier_prompts,
-    leased_assignment,
-    task_candidates,
-)
 from annotations.campaigns.answers import IDEMPOTENCY_KEY_RE, MAX_TEXT_CHARS, MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
@@ -44,12 +34,16 @@ from annotations.campaigns.errors import (
     RevisitRefused,
     SubmissionInvalid,
 )
+from annotations.campaigns.progress import annotator_progress
+from annotations.campaigns.selectors import campaign_for_annotator, campaigns_for_annotator
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import earlier_prompts, leased_assignment, task_candidates
 from annotations.models import Assignment, Campaign, SkipReason
 from annotations.opaque import opaque_ref
 from annotations.slots import NotInPool, NotLeased
 from annotations.statements import instance_from_row, statement_cursor
 from annotations.storable import is_storable
+from annotations.task_sheet import Scale, campaign_scales
 from annotations.tokens import ExpiringTokenAuthentication, expired_token_error, token_is_expired
 
 # What the annotator API reads of the account; any other field loads on first access (the ORM's deferred fields).

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, Permission, User
 from django.db import DEFAULT_DB_ALIAS, transaction
+
+# The requesting user as a view has it: signed in, or not.
+AnyUser = AbstractBaseUser | AnonymousUser
 
 RESEARCHERS_GROUP = "Researchers"
 ADJUDICATORS_GROUP = "Adjudicators"

@@ -1,11 +1,13 @@
 from collections.abc import Iterable
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from annotations.models import Dataset
-from annotations.roles import ROLE_GROUPS
+from annotations.models import Campaign, Dataset
+from annotations.roles import ROLE_GROUPS, AnyUser
 
 
 def datasets_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Dataset]:
@@ -77,3 +79,17 @@ def annotator_accounts(user: AbstractBaseUser | AnonymousUser, *, keep: Iterable
     requester's pool (every one for a superuser), plus whoever is already in the pool, so saving a pool someone
     filled from the command line does not drop them."""
     return _offered(user, Q(is_active=True, is_staff=False), keep)
+
+
+def campaigns_for_researcher(user: AnyUser) -> QuerySet[Campaign]:
+    return Campaign.objects.filter(dataset__in=datasets_for_user(user)).select_related("dataset").order_by("name")
+
+
+def campaign_for_researcher(user: AnyUser, pk: int) -> Campaign:
+    """403 for anyone who is not a researcher, 404 for a campaign outside the researcher's datasets."""
+    if not user.is_authenticated or not getattr(user, "is_staff", False):
+        raise PermissionDenied("researcher access is required")
+    campaign = campaigns_for_researcher(user).filter(pk=pk).first()
+    if campaign is None:
+        raise Http404("no such campaign")
+    return campaign

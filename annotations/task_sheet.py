@@ -1,17 +1,130 @@
-"""The task form's sheet: one row per candidate answer, one cell per scale, with each scale's help and unselected
-control rendered once per page. The task page builds it for a leased task; the MTurk preview for its example task,
-so a worker previews exactly the form they will get."""
+"""What an annotator rates a task on, and the form's sheet drawn from it: the scale of each of the campaign's
+aspects, the candidate answers, and one row per candidate with one cell per scale, each scale's help and unselected
+control rendered once per page. The task page builds the sheet for a leased task; the MTurk preview for its example
+task, so a worker previews exactly the form they will get.
+
+It sits below the campaign package (annotations.campaigns) because adjudication and recruitment, which the campaign
+writes use, show scales and the sheet too."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, rating_field_id
-from annotations.models import Campaign
+from annotations.models import Aspect, Campaign
+from annotations.rubrics import format_number
+
+# Scales with at most this many integer steps get one option per value; wider or fractional ones get a number box.
+MAX_DISCRETE_OPTIONS = 11
+
+
+# A row of one button per value still reads at a glance up to seven values; longer scales stay drop-downs.
+MAX_BUTTON_VALUES = 7
+
+
+def campaign_aspects(campaign: Campaign) -> list[Aspect]:
+    return list(campaign.aspects.order_by("position", "pk"))
+
+
+def rating_field_id(candidate: int, aspect_index: int) -> str:
+    return f"r-{candidate}-{aspect_index}"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    number: int  # 1-based label shown to the annotator: "Candidate 1"
+    response_id: int
+    text: str
+    earlier_answers: list[str] = field(default_factory=list)
+    # An attention check's instruction for this answer ("choose 2 for this aspect"); empty on every other task.
+    instruction: str = ""
+
+
+@dataclass(frozen=True)
+class ScaleOption:
+    token: str  # the form value
+    value: float
+    label: str  # "3 · accurate"
+    key: str  # keyboard shortcut, "" if none
+
+
+@dataclass(frozen=True)
+class Scale:
+    aspect: Aspect
+    index: int  # 1-based position among the campaign's aspects, used in field names
+    options: list[ScaleOption]
+    allows_missing: bool
+    missing_token: Any  # what is stored when the annotator picks N/A
+
+    @property
+    def is_discrete(self) -> bool:
+        return bool(self.options)
+
+    @property
+    def fits_button_row(self) -> bool:
+        return self.is_discrete and len(self.options) <= MAX_BUTTON_VALUES
+
+    @property
+    def is_signed(self) -> bool:
+        return self.aspect.min_value < 0
+
+    @property
+    def range_text(self) -> str:
+        return f"{format_number(self.aspect.min_value)}–{format_number(self.aspect.max_value)}"
+
+
+NA_TOKEN = "na"  # noqa: S105 - a form value, not a secret
+
+
+NA_KEY = "n"
+
+
+def _is_whole(value: float) -> bool:
+    return float(value).is_integer()
+
+
+def _option_key(value: int, position: int, values: list[int]) -> str:
+    """The key shown on an option. A digit must never mean anything but its own value: on a signed scale "1"
+    picking -1 would be a lie, so there "-" and "+" step from 0 (the page script) and only 0 has a key of its
+    own; scales that are neither signed nor single-digit pick the n-th option."""
+    if values[0] < 0:
+        return {0: "0", -1: "-", 1: "+"}.get(value, "")
+    if values[-1] <= 9:
+        return str(value)
+    return str(position) if position <= 9 else ""
+
+
+def aspect_scale(aspect: Aspect, index: int) -> Scale:
+    options: list[ScaleOption] = []
+    lo, hi = aspect.min_value, aspect.max_value
+    value_labels = aspect.display_value_labels()
+    if _is_whole(lo) and _is_whole(hi) and hi - lo + 1 <= MAX_DISCRETE_OPTIONS:
+        values = list(range(int(lo), int(hi) + 1))
+        for position, value in enumerate(values, start=1):
+            text = format_number(value)
+            meaning = value_labels.get(text) or value_labels.get(f"{value}.0") or ""
+            key = _option_key(value, position, values)
+            options.append(
+                ScaleOption(token=text, value=float(value), label=f"{text} · {meaning}" if meaning else text, key=key)
+            )
+    missing = list(aspect.missing or [])
+    missing_token: Any = None
+    if missing:
+        missing_token = "NA" if "NA" in missing else next((m for m in missing if m is not None), missing[0])
+    return Scale(aspect=aspect, index=index, options=options, allows_missing=bool(missing), missing_token=missing_token)
+
+
+def campaign_scales(campaign: Campaign) -> list[Scale]:
+    """Memoised on the campaign object: a request asks for them in the view and again in the service."""
+    cached: list[Scale] | None = getattr(campaign, "_scales_cache", None)
+    if cached is None:
+        cached = [aspect_scale(aspect, i) for i, aspect in enumerate(campaign_aspects(campaign), start=1)]
+        campaign._scales_cache = cached  # type: ignore[attr-defined]
+    return cached
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core import signing
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -24,27 +24,7 @@ from django_htmx.middleware import HtmxDetails
 
 from annotations.adjudication.selectors import dispute_queue, may_adjudicate
 from annotations.agreement_summary import agreement_report
-from annotations.annotator_progress import annotator_progress
 from annotations.ascii_numbers import ascii_decimal, ascii_int
-from annotations.campaign_selectors import (
-    NA_TOKEN,
-    assignment_draft_values,
-    campaign_answer_format,
-    campaign_for_annotator,
-    campaign_for_researcher,
-    campaign_progress,
-    campaign_scales,
-    campaigns_for_annotator,
-    campaigns_for_researcher,
-    closed_campaign_for_annotator,
-    earlier_prompts,
-    has_submitted_task,
-    leased_assignment,
-    revisable_assignment,
-    submission_form_values,
-    submitted_tasks,
-    task_candidates,
-)
 from annotations.campaigns.answers import MAX_VALUE_CHARS, MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
@@ -58,17 +38,39 @@ from annotations.campaigns.errors import (
     RevisitRefused,
     SubmissionInvalid,
 )
+from annotations.campaigns.progress import annotator_progress, campaign_progress
+from annotations.campaigns.selectors import (
+    campaign_answer_format,
+    campaign_for_annotator,
+    campaigns_for_annotator,
+    closed_campaign_for_annotator,
+)
 from annotations.campaigns.submissions import submission_create
-from annotations.datasets.exporting import EXPORT_KINDS, export_response
+from annotations.campaigns.tasks import (
+    assignment_draft_values,
+    earlier_prompts,
+    has_submitted_task,
+    leased_assignment,
+    revisable_assignment,
+    submission_form_values,
+    submitted_tasks,
+    task_candidates,
+)
+from annotations.datasets.downloads import EXPORT_KINDS, export_response
 from annotations.datasets.parquet_export import BINARY_KINDS, binary_export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
 from annotations.opaque import opaque_pk, opaque_ref
 from annotations.quality.selectors import quality_panel, rater_names_choice
 from annotations.recruitment.services import crowd_session_finish
 from annotations.recruitment.views import recruitment_context
-from annotations.selectors import dataset_for_user_or_404, datasets_for_user
+from annotations.selectors import (
+    campaign_for_researcher,
+    campaigns_for_researcher,
+    dataset_for_user_or_404,
+    datasets_for_user,
+)
 from annotations.slots import NotInPool, NotLeased
-from annotations.task_sheet import task_sheet
+from annotations.task_sheet import NA_TOKEN, campaign_scales, task_sheet
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -275,7 +277,7 @@ def _parse_value(text: str) -> Any:
     return text if number is None else number  # text is refused by the service with a message naming the field
 
 
-def answer_from_form(data: Any) -> tuple[TaskAnswer, dict[str, str]]:
+def answer_from_form(data: QueryDict) -> tuple[TaskAnswer, dict[str, str]]:
     """The TaskAnswer in a POSTed form, and the raw values to put back into the form if it is refused.
     Unknown fields are ignored; rating fields that name candidates not shown are refused by the service."""
     ratings: dict[tuple[int, int], Any] = {}

@@ -290,7 +290,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         from django.urls import reverse
         from threadpoolctl import threadpool_limits
 
-        from annotations.datasets.exporting import iter_flat_csv, iter_flat_rows
+        from annotations.datasets.flat_export import iter_flat_csv, iter_flat_rows
         from annotations.datasets.importing import dataset_import
         from annotations.datasets.parquet_export import _rating_rows, _schemas, export_parquet_table
         from annotations.models import Dataset

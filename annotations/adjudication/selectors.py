@@ -8,12 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from annotations.campaign_selectors import Scale, aspect_scale, campaigns_for_researcher
 from annotations.models import (
     Adjudication,
     AdjudicationRule,
@@ -29,10 +28,9 @@ from annotations.models import (
     Submission,
     Task,
 )
-from annotations.roles import is_adjudicator
-from annotations.selectors import annotator_accounts, researcher_accounts
-
-AnyUser = AbstractBaseUser | AnonymousUser
+from annotations.roles import AnyUser, is_adjudicator
+from annotations.selectors import annotator_accounts, campaigns_for_researcher, researcher_accounts
+from annotations.task_sheet import Scale, aspect_scale
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ from annotations.adjudication.selectors import (
     disagreement,
     task_counting_answers,
 )
-from annotations.campaign_selectors import aspect_scale
 from annotations.errors import RatingOutOfRange
 from annotations.models import Adjudication, AdjudicationRule, Campaign, Dispute, Task
 from annotations.roles import adjudicator_grant
 from annotations.services import rating_value_from_token
 from annotations.storable import is_storable
+from annotations.task_sheet import aspect_scale
 
 MAX_REASON_CHARS = 10_000
 

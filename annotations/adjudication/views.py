@@ -32,7 +32,7 @@ from annotations.adjudication.services import (
     dispute_resolve,
 )
 from annotations.ascii_numbers import ascii_int
-from annotations.campaign_selectors import campaign_for_researcher
+from annotations.selectors import campaign_for_researcher
 
 
 @require_GET

@@ -6,17 +6,18 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from django.utils.translation import gettext as _
 
-from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, rating_field_id
 from annotations.campaigns.errors import FieldProblem, SubmissionInvalid
 from annotations.errors import RatingOutOfRange
 from annotations.models import Campaign, Submission
 from annotations.rubrics import format_number
 from annotations.services import rating_value_from_token
 from annotations.storable import is_storable
+from annotations.task_sheet import NA_TOKEN, Candidate, Scale, rating_field_id
 
 MAX_TEXT_CHARS = 10_000
 
@@ -42,12 +43,20 @@ class TaskAnswer:
     comment: str = ""
 
 
+class SubmitForm(Enum):
+    """Which of the submit's two forms stored an answer (annotations.campaigns.submissions)."""
+
+    ONE_STATEMENT = "one statement"
+    PORTABLE = "portable"
+
+
 @dataclass(frozen=True)
 class SubmitResult:
     submission: Submission
     replayed: bool
     revised: bool = False  # a correction of a submitted answer, whose earlier version went to its history
     reclaimed: bool = False  # the lease had passed to someone else; the answer took another free slot of the task
+    form: SubmitForm = SubmitForm.PORTABLE
 
 
 def answer_problems(

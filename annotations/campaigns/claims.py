@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.answers import MAX_TEXT_CHARS
 from annotations.campaigns.drafts import task_drafts_drop
 from annotations.campaigns.errors import CampaignError

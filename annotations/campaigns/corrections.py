@@ -9,7 +9,6 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 
-from annotations.campaign_selectors import Candidate, campaign_scales, candidate_order
 from annotations.campaigns.answers import (
     AnswerVersion,
     SubmitResult,
@@ -22,8 +21,10 @@ from annotations.campaigns.answers import (
 from annotations.campaigns.drafts import task_drafts_drop
 from annotations.campaigns.errors import RevisitRefused, SubmissionInvalid
 from annotations.campaigns.ratings import ratings_insert
+from annotations.campaigns.tasks import candidate_order
 from annotations.models import Assignment, Campaign, Rating, Submission, SubmissionRevision, Task
 from annotations.services import rater_for_user
+from annotations.task_sheet import Candidate, campaign_scales
 
 
 def _version_of_revision(revision: SubmissionRevision) -> AnswerVersion:

@@ -13,19 +13,16 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotations.campaign_selectors import (
-    CAMPAIGN_SLOTS,
-    campaign_has_annotator,
-    campaign_scales,
-    draftable_assignment,
-    rating_field_id,
-)
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.answers import MAX_TEXT_CHARS, MAX_VALUE_CHARS, TaskAnswer, answer_form_values
 from annotations.campaigns.errors import DraftInvalid
+from annotations.campaigns.selectors import campaign_has_annotator
+from annotations.campaigns.tasks import draftable_assignment
 from annotations.models import Assignment, AssignmentDraft, Campaign, Task
 from annotations.slots import NotInPool, slot_pool_sql
 from annotations.statements import statement_rows
 from annotations.storable import is_storable
+from annotations.task_sheet import campaign_scales, rating_field_id
 
 DRAFT_TEXT_FIELDS = ("rationale", "comment")
 

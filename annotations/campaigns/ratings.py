@@ -7,11 +7,11 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError
 from django.db.models import Max
 
-from annotations.campaign_selectors import Candidate, Scale
 from annotations.campaigns.answers import TaskAnswer, rating_values
 from annotations.campaigns.errors import already_rated
 from annotations.models import Campaign, Rating, RatingOrigin, Submission
 from annotations.services import rater_for_user
+from annotations.task_sheet import Candidate, Scale
 
 
 def ratings_store(

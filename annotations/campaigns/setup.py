@@ -14,14 +14,14 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
-from annotations.campaign_settings import (
+from annotations.campaign_slots import CAMPAIGN_SLOTS
+from annotations.campaigns.errors import CampaignError
+from annotations.campaigns.settings import (
     MAX_CANDIDATES_PER_TASK,
     MAX_RATERS_PER_ITEM,
     CampaignSettings,
     CampaignSettingsError,
 )
-from annotations.campaigns.errors import CampaignError
 from annotations.models import Aspect, AssignmentDraft, Campaign, Dataset, Response, Task, Turn
 from annotations.slots import hand_out_order, seeded_random, slots_build, slots_release_outside_pool
 from annotations.storable import NUL, unstorable_character
@@ -75,7 +75,7 @@ def campaign_create(
 ) -> Campaign:
     """Opens a campaign and builds its tasks and rater slots in one transaction.
 
-    options: any of the settings of annotations.campaign_settings.CampaignSettings; the others keep their
+    options: any of the settings of annotations.campaigns.settings.CampaignSettings; the others keep their
     defaults."""
     _check_settings(name, options)
     if not 1 <= raters_per_item <= MAX_RATERS_PER_ITEM:

@@ -7,11 +7,17 @@ one round trip instead of a transaction of five to fifteen ORM queries, with the
 updates and the same constraints. The portable form runs in a transaction with row locks; it serves every other
 database and every other case (a crowd worker's counted quota, a lost lease, a correction, a request that lost a
 race), and defines the semantics. Corrections are their own service (annotations.campaigns.corrections).
-tests/annotate/test_submit_twin_paths.py runs both forms on the same cases and compares what they store."""
+tests/annotate/test_submit_twin_paths.py runs both forms on the same cases and compares what they store.
+
+A submit travels as one SubmitRequest. When the one-statement form declines, it says why (Declined), and the
+reason is logged at debug level before the portable form decides; the result names the form that stored the
+answer (SubmitResult.form)."""
 
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -19,17 +25,10 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from annotations.adjudication.services import dispute_find
-from annotations.campaign_selectors import (
-    CAMPAIGN_SLOTS,
-    Candidate,
-    campaign_has_annotator,
-    campaign_scales,
-    candidate_order,
-    task_candidates,
-)
-from annotations.campaign_slots import rated_before_expression, rated_before_sql
+from annotations.campaign_slots import CAMPAIGN_SLOTS, rated_before_expression, rated_before_sql
 from annotations.campaigns.answers import (
     IDEMPOTENCY_KEY_RE,
+    SubmitForm,
     SubmitResult,
     TaskAnswer,
     answer_digest,
@@ -41,6 +40,8 @@ from annotations.campaigns.corrections import submission_revise
 from annotations.campaigns.drafts import assignment_draft_keep_answer, task_drafts_drop
 from annotations.campaigns.errors import LeaseLost, QuotaReached, SubmissionInvalid, already_rated, outdated_form
 from annotations.campaigns.ratings import ratings_store
+from annotations.campaigns.selectors import campaign_has_annotator
+from annotations.campaigns.tasks import candidate_order, task_candidates
 from annotations.models import (
     AdjudicationRule,
     Assignment,
@@ -63,6 +64,33 @@ from annotations.slots import (
     slot_release,
 )
 from annotations.statements import instance_from_row, statement_cursor, statement_rows
+from annotations.task_sheet import Candidate, campaign_scales
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    """One submit as the view hands it over; both forms of the submit read it."""
+
+    campaign: Campaign
+    task_id: int
+    user: User
+    idempotency_key: str
+    answer: TaskAnswer
+    now: datetime | None = None
+    # The slot the user's page was built for: lets an answer whose lease went to someone else take another slot.
+    former_slot_id: int | None = None
+
+
+class Declined(Enum):
+    """Why the one-statement form left a submit to the portable form."""
+
+    NOT_POSTGRES = "the database is not Postgres"
+    CROWD_ACCOUNT = "a crowd worker's quota is counted under a lock on their row"
+    NO_SLOT = "no slot of the user's: a lease lost to someone else, or never held"
+    NOT_A_FIRST_ANSWER = "a correction or a stale page"
+    RACE_LOST = "another request finished the lease or took the key first"
 
 
 def submission_create(
@@ -89,25 +117,38 @@ def submission_create(
     A stored answer in a campaign with an adjudication rule is then checked for disagreement (see
     annotations/adjudication): in its own transaction, after the answer is safe, so a failure there never loses it;
     `manage.py find_disputes` finds what such a failure missed."""
-    request: dict[str, Any] = {
-        "campaign": campaign,
-        "task_id": task_id,
-        "user": user,
-        "idempotency_key": idempotency_key,
-        "answer": answer,
-        "now": now,
-        "former_slot_id": former_slot_id,
-    }
-    result = None
-    # A crowd worker's quota is counted and their answer stored under a lock on their row, which the single
-    # statement cannot take before it counts: their submits take the portable form.
-    if connection.vendor == "postgresql" and not is_crowd_account(user):
-        result = _submit_in_one_statement(**request)
-    if result is None:
-        result = _submission_create_portable(**request)
+    request = SubmitRequest(
+        campaign=campaign,
+        task_id=task_id,
+        user=user,
+        idempotency_key=idempotency_key,
+        answer=answer,
+        now=now,
+        former_slot_id=former_slot_id,
+    )
+    result = submission_store(request)
     if not result.replayed and _campaign_adjudicates(campaign):
         dispute_find(task_id=task_id, now=now)
     return result
+
+
+def submission_store(request: SubmitRequest) -> SubmitResult:
+    """The answer stored by the one-statement form when it can, else by the portable form, which decides every case
+    the statement declines; the reason it declined is logged at debug level."""
+    outcome: SubmitResult | Declined
+    if connection.vendor != "postgresql":
+        outcome = Declined.NOT_POSTGRES
+    elif is_crowd_account(request.user):
+        # The single statement cannot take the lock on the worker's row before it counts their quota.
+        outcome = Declined.CROWD_ACCOUNT
+    else:
+        outcome = _submit_in_one_statement(request)
+    if isinstance(outcome, SubmitResult):
+        return outcome
+    logger.debug(
+        "submit of task %s takes the portable form: %s", request.task_id, outcome.value, extra={"declined": outcome}
+    )
+    return _submission_create_portable(request)
 
 
 def _campaign_adjudicates(campaign: Campaign) -> bool:
@@ -118,25 +159,14 @@ def _campaign_adjudicates(campaign: Campaign) -> bool:
     return known
 
 
-def _submission_create_portable(
-    *,
-    campaign: Campaign,
-    task_id: int,
-    user: User,
-    idempotency_key: str,
-    answer: TaskAnswer,
-    now: datetime | None,
-    former_slot_id: int | None,
-) -> SubmitResult:
+def _submission_create_portable(request: SubmitRequest) -> SubmitResult:
+    campaign, user = request.campaign, request.user
     if not campaign_has_annotator(campaign, user):
         raise NotInPool()
-    if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
+    if not IDEMPOTENCY_KEY_RE.match(request.idempotency_key or ""):
         raise outdated_form()
     try:
-        return _submission_create_locked(
-            campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key, answer=answer, now=now,
-            former_slot_id=former_slot_id,
-        )  # fmt: skip
+        return _submission_create_locked(request)
     except QuotaReached:
         leased = Assignment.objects.filter(campaign=campaign, annotator=user, status=AssignmentStatus.LEASED)
         for slot_id in leased.values_list("pk", flat=True):
@@ -144,16 +174,9 @@ def _submission_create_portable(
         raise
 
 
-def _submission_create_locked(
-    *,
-    campaign: Campaign,
-    task_id: int,
-    user: User,
-    idempotency_key: str,
-    answer: TaskAnswer,
-    now: datetime | None,
-    former_slot_id: int | None,
-) -> SubmitResult:
+def _submission_create_locked(request: SubmitRequest) -> SubmitResult:
+    campaign, task_id, user = request.campaign, request.task_id, request.user
+    idempotency_key, answer = request.idempotency_key, request.answer
     with transaction.atomic():
         # The worker's row first (crowd accounts only): their quota is counted and their answer stored under it.
         tasks_left = worker_tasks_left(campaign, user, lock=True)
@@ -166,7 +189,7 @@ def _submission_create_locked(
         )
         # Read under the lock: a correction that waited for another one must be stamped after it, or its history
         # row would say the version it replaces was replaced before it was written.
-        moment = now or timezone.now()
+        moment = request.now or timezone.now()
         submission = None
         if assignment is not None and assignment.status == AssignmentStatus.SUBMITTED:
             submission = Submission.objects.select_for_update().get(assignment=assignment)
@@ -181,7 +204,7 @@ def _submission_create_locked(
             raise QuotaReached()
         former: Assignment | None = None
         if assignment is None or assignment.status != AssignmentStatus.LEASED:
-            former = _former_slot(campaign=campaign, task_id=task_id, slot_id=former_slot_id)
+            former = _former_slot(campaign=campaign, task_id=task_id, slot_id=request.former_slot_id)
             assignment = slot_reclaim(pool=CAMPAIGN_SLOTS, campaign=campaign, task_id=task_id, user=user, now=moment)
         if assignment is not None:
             submission = _submission_insert(
@@ -362,26 +385,19 @@ def _submit_state(*, campaign: Campaign, task_id: int, user: User, idempotency_k
     )
 
 
-def _submit_in_one_statement(
-    *,
-    campaign: Campaign,
-    task_id: int,
-    user: User,
-    idempotency_key: str,
-    answer: TaskAnswer,
-    now: datetime | None,
-    former_slot_id: int | None,
-) -> SubmitResult | None:
-    """The first answer to a lease the user still holds, in one statement; None declines every other case (no slot
-    of theirs, a lease lost or not theirs any more, a correction, a stale page, a race lost to another request),
-    which the portable form then decides under row locks. `former_slot_id` only matters to those cases."""
+def _submit_in_one_statement(request: SubmitRequest) -> SubmitResult | Declined:
+    """The first answer to a lease the user still holds, in one statement; every other case (no slot of theirs, a
+    lease lost or not theirs any more, a correction, a stale page, a race lost to another request) is declined with
+    its reason, and the portable form then decides it under row locks. `former_slot_id` only matters to those."""
+    campaign, task_id, user = request.campaign, request.task_id, request.user
+    idempotency_key, answer = request.idempotency_key, request.answer
     state = _submit_state(campaign=campaign, task_id=task_id, user=user, idempotency_key=idempotency_key)
     if not state.in_pool:
         raise NotInPool()
     if not IDEMPOTENCY_KEY_RE.match(idempotency_key or ""):
         raise outdated_form()
     if state.assignment_id is None:
-        return None  # a lease lost to someone else, or never held
+        return Declined.NO_SLOT
     order = candidate_order(campaign=campaign, task=Task(pk=task_id), user_id=user.pk, response_ids=state.response_ids)
     candidates = [Candidate(number=i + 1, response_id=pk, text="") for i, pk in enumerate(order)]
     scales = campaign_scales(campaign)
@@ -392,14 +408,17 @@ def _submit_in_one_statement(
     digest = answer_digest(answer_version(campaign=campaign, candidates=candidates, answer=answer, entered=entered))
     if state.key_used_by is not None and state.key_used_by == state.assignment_id and state.key_digest == digest:
         # A double click: the same request again, told apart from a correction by the stored answer's digest.
-        return SubmitResult(submission=Submission.objects.get(assignment_id=state.assignment_id), replayed=True)
+        return SubmitResult(
+            submission=Submission.objects.get(assignment_id=state.assignment_id),
+            replayed=True,
+            form=SubmitForm.ONE_STATEMENT,
+        )
     if state.status != AssignmentStatus.LEASED or state.key_used_by is not None:
-        # A correction or a stale page: rare, and decided under row locks.
-        return None
+        return Declined.NOT_A_FIRST_ANSWER  # rare, and decided under row locks
     if state.rated_before:
         raise already_rated()
     rater_id = state.rater_id or rater_for_user(dataset=campaign.dataset, user=user).pk
-    moment = now or timezone.now()
+    moment = request.now or timezone.now()
     spent = max(0.0, (moment - state.leased_at).total_seconds()) if state.leased_at else 0.0
     by_number = {c.number: c.response_id for c in candidates}
     values = {
@@ -434,7 +453,7 @@ def _submit_in_one_statement(
         submission_id = None  # the key was taken meanwhile: decided below from what is stored now
     if submission_id is None:
         # Another request finished this lease first, or it was lost meanwhile: decided as if this came second.
-        return None
+        return Declined.RACE_LOST
     submission = instance_from_row(
         Submission,
         (
@@ -460,4 +479,4 @@ def _submit_in_one_statement(
             moment,
         ),
     )
-    return SubmitResult(submission=submission, replayed=False)
+    return SubmitResult(submission=submission, replayed=False, form=SubmitForm.ONE_STATEMENT)

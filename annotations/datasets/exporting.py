@@ -1,32 +1,23 @@
-"""Export in the JSONL import format (lossless for imported data) and the flat layout (one row per rating and one
-per preference), plus the four downloads built on them: their file names, media types and bodies.
+"""Export in the JSONL import format, lossless for imported data: the rows every export reads (items, turns,
+answers, ratings, preferences, judge and adjudicated values) through one set of queries in one order, and the JSONL
+objects built from them. The flat layout (annotations.datasets.flat_export) reads the same rows through the helpers
+here, so the JSONL round trip and the flat layout cannot drift apart; the downloads built on both are in
+annotations.datasets.downloads."""
 
-Why one module of this size: every export reads the same rows in the same order (items, turns, answers, ratings,
-preferences, judge and adjudicated values) through one set of queries, so the JSONL round trip and the flat layout
-cannot drift apart."""
-
-import csv
-import heapq
-import io
 import json
-import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
-from django.db.models import OuterRef, Q, QuerySet, Subquery
-from django.http import StreamingHttpResponse
+from django.db.models import Q, QuerySet
 
-from annotations.adjudication.selectors import consensus_numbers, consensus_values, settled_preferences
+from annotations.adjudication.selectors import consensus_values, settled_preferences
 from annotations.datasets import judge_scores
 from annotations.gold.rules import GOLD_KEY, gold_field
 from annotations.models import (
-    Aspect,
     Dataset,
     GoldItem,
     Item,
@@ -37,11 +28,9 @@ from annotations.models import (
     RatingOrigin,
     Response,
     Submission,
-    SubmissionRevision,
     Task,
     Turn,
 )
-from annotations.rubrics import aspect_rubric_texts
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
@@ -136,8 +125,6 @@ def _chunks(dataset: Dataset) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         last_position = rows[-1][2]
         yield [(item_id, source) for item_id, source, _ in rows]
 
-
-# --- excluded raters --------------------------------------------------------------------------------------------
 
 # On an answer of the JSONL format: one boolean per entry of its "raters" list, written when any of them is excluded;
 # on a preference entry: true when its rater is. The flat layout's column of the same name says the same per row.
@@ -239,8 +226,6 @@ def _rebuild_answer(
     return answer
 
 
-# --- preferences --------------------------------------------------------------------------------------------------
-
 _BATCH = 2000
 
 
@@ -340,9 +325,6 @@ def _turn_preferences(source: dict[str, Any], collected: list[dict[str, Any]]) -
     if imported is None:
         return collected
     return [*imported, *collected] if isinstance(imported, list) else imported
-
-
-# --- the JSONL format -------------------------------------------------------------------------------------------
 
 
 def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> Iterator[dict[str, Any]]:
@@ -467,463 +449,3 @@ def _judge_filled_by_response(response_ids: list[int]) -> dict[int, list[dict[st
 def iter_export_lines(*, dataset: Dataset, include_judges: bool = False) -> Iterator[str]:
     for obj in iter_export_objects(dataset=dataset, include_judges=include_judges):
         yield _dumps(obj) + "\n"
-
-
-# --- the flat layout --------------------------------------------------------------------------------------------
-
-_FlatRow = tuple[tuple[int, int], dict[str, Any]]  # ((item position, turn index), row)
-
-_NOT_A_RATING = {"kind": "rating", "campaign": None, "preferred": None, "none_appropriate": None, "candidates": None}
-
-
-def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
-    # The submission a rating was entered with: its rater's user, its answer among the task's and its aspect among
-    # the campaign's. One rater rates an answer's aspect once per dataset, so at most one submission matches.
-    entered_with = (
-        Submission.objects.filter(
-            assignment__annotator_id=OuterRef("rater__user_id"),
-            assignment__task__responses=OuterRef("response_id"),
-            assignment__campaign__aspects=OuterRef("aspect_id"),
-        )
-        .order_by("id")
-        .values("id")[:1]
-    )
-    ratings = (
-        Rating.objects.filter(response__turn__item__dataset=dataset)
-        .exclude(_COLLECTED_ON_GOLD)
-        .annotate(submission_id=Subquery(entered_with))
-        .order_by(
-            "response__turn__item__position",
-            "response__turn__index",
-            "response__position",
-            "aspect__position",
-            "position",
-            "id",
-        )
-        .values_list(
-            "response__turn__item__position",
-            "response__turn__item__external_id",
-            "response__turn__index",
-            "response__system__key",
-            "aspect__name",
-            "rater__pseudonym",
-            "origin",
-            "raw",
-            "value",
-            "is_missing",
-            "rationale",
-            "comment",
-            "seconds_spent",
-            "created_at",
-            "submission_id",
-            "response_id",
-            "aspect_id",
-        )
-    )
-    for batch in _batches(ratings.iterator(chunk_size=5000), 5000):
-        adjudicated = consensus_numbers(response_ids={row[-2] for row in batch})
-        submissions = {
-            pk: (rationale, comment, campaign, version)
-            for pk, rationale, comment, campaign, version in Submission.objects.filter(
-                pk__in={row[-3] for row in batch if row[-3] is not None}
-            ).values_list("pk", "rationale", "comment", "assignment__campaign__name", "version")
-        }
-        for position, *values, submission_id, response_id, aspect_id in batch:
-            record: dict[str, Any] = dict(zip(RATING_FIELDS, values, strict=True))
-            key = (position, record["turn"])
-            record["turn"] = record["turn"] + 1
-            record["created_at"] = record["created_at"].isoformat() if record["created_at"] else None
-            record.update(_NOT_A_RATING)
-            record["version"] = None
-            if submission_id in submissions:
-                rationale, comment, campaign, version = submissions[submission_id]
-                record["campaign"] = campaign
-                record["version"] = version
-                # The form asks for one reason and one comment per task: they belong to the preference row, and
-                # repeating them on every rating made them look like per-rating judgements.
-                if record["rationale"] == rationale:
-                    record["rationale"] = ""
-                if record["comment"] == comment:
-                    record["comment"] = ""
-            record[CONSENSUS_KEY] = adjudicated.get((response_id, aspect_id))
-            yield key, record
-
-
-def _preference_row(
-    *, item_id: Any, turn_index: int, origin: str, entry: dict[str, Any], seconds_spent: Any, created_at: Any
-) -> dict[str, Any]:
-    return {
-        "item_id": item_id,
-        "turn": turn_index + 1,
-        "system": None,
-        "aspect": None,
-        "rater": entry.get("rater"),
-        "origin": origin,
-        "raw": None,
-        "value": None,
-        "is_missing": None,
-        "rationale": entry.get("reason"),
-        "comment": entry.get("comment"),
-        "seconds_spent": seconds_spent,
-        "created_at": created_at,
-        "kind": "preference",
-        "campaign": entry.get("campaign"),
-        "preferred": entry.get("preferred"),
-        "none_appropriate": entry.get("none_appropriate"),
-        "candidates": entry.get("candidates"),
-        CONSENSUS_KEY: None,
-        "tie": entry.get("tie") is True,
-    }
-
-
-def _flat_imported_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
-    turns = (
-        Turn.objects.filter(item__dataset=dataset, source__has_key=PREFERENCES_KEY)
-        .order_by("item__position", "index")
-        .values_list("item__position", "item__external_id", "index", f"source__{PREFERENCES_KEY}")
-    )
-    for position, item_id, index, preferences in turns.iterator(chunk_size=_BATCH):
-        for entry in preferences if isinstance(preferences, list) else []:
-            if isinstance(entry, dict):
-                row = _preference_row(
-                    item_id=item_id,
-                    turn_index=index,
-                    origin=RatingOrigin.IMPORT.value,
-                    entry=entry,
-                    seconds_spent=None,
-                    created_at=None,
-                )
-                yield (position, index), row
-
-
-def _flat_app_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
-    submissions = (
-        Submission.objects.filter(assignment__campaign__dataset=dataset)
-        .exclude(assignment__task__turn__item__gold__isnull=False)
-        .order_by("assignment__task__turn__item__position", "assignment__task__turn__index", "created_at", "id")
-    )
-    for preference in _app_preferences(submissions, _app_raters_by_user(dataset)):
-        row = _preference_row(
-            item_id=preference.item_id,
-            turn_index=preference.turn_index,
-            origin=RatingOrigin.APP.value,
-            entry=preference.as_json(),
-            seconds_spent=preference.seconds_spent,
-            created_at=preference.created_at.isoformat(),
-        )
-        row["version"] = preference.version
-        yield (preference.item_position, preference.turn_index), row
-
-
-def _flat_history_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
-    """The earlier versions of corrected answers, each as the rating rows and the preference row it had."""
-    revisions = (
-        SubmissionRevision.objects.filter(submission__assignment__campaign__dataset=dataset)
-        .exclude(submission__assignment__task__turn__item__gold__isnull=False)
-        .order_by(
-            "submission__assignment__task__turn__item__position",
-            "submission__assignment__task__turn__index",
-            "submission_id",
-            "version",
-        )
-        .values_list(
-            "submission_id",
-            "version",
-            "ratings",
-            "rationale",
-            "comment",
-            "none_appropriate",
-            "preferred_response__system__key",
-            "submitted_at",
-            "replaced_at",
-        )
-    )
-    raters_by_user = _app_raters_by_user(dataset)
-    for batch in _batches(revisions.iterator(chunk_size=_BATCH), _BATCH):
-        submissions: dict[int, tuple[Any, ...]] = {
-            row[0]: tuple(row[1:])
-            for row in Submission.objects.filter(pk__in={r[0] for r in batch}).values_list(
-                "pk",
-                "assignment__task_id",
-                "assignment__task__turn__item__external_id",
-                "assignment__task__turn__index",
-                "assignment__annotator_id",
-                "assignment__campaign__name",
-                "seconds_spent",
-            )
-        }
-        response_ids = {r["response_id"] for revision in batch for r in revision[2]}
-        systems = dict(Response.objects.filter(pk__in=response_ids).values_list("pk", "system__key"))
-        aspects = dict(Aspect.objects.filter(dataset=dataset).values_list("pk", "name"))
-        shown: dict[int, list[str]] = defaultdict(list)
-        for task_id, key in (
-            Task.responses.through.objects.filter(task_id__in={row[0] for row in submissions.values()})
-            .order_by("task_id", "response__position")
-            .values_list("task_id", "response__system__key")
-        ):
-            shown[task_id].append(key)
-        for pk, version, ratings, rationale, comment, none_appropriate, preferred, submitted_at, replaced_at in batch:
-            task_id, item_id, turn_index, annotator_id, campaign, spent = submissions[pk]
-            rater = raters_by_user.get(annotator_id)
-            common = {"version": version, "replaced_at": replaced_at.isoformat()}
-            for rating in ratings:
-                yield {
-                    "item_id": item_id,
-                    "turn": turn_index + 1,
-                    "system": systems.get(rating["response_id"]),
-                    "aspect": aspects.get(rating["aspect_id"]),
-                    "rater": rater,
-                    "origin": RatingOrigin.APP.value,
-                    "raw": rating["raw"],
-                    "value": rating["value"],
-                    "is_missing": rating["is_missing"],
-                    "rationale": "",
-                    "comment": "",
-                    "seconds_spent": spent,
-                    "created_at": submitted_at.isoformat(),
-                    **_NOT_A_RATING,
-                    "campaign": campaign,
-                    **common,
-                    CONSENSUS_KEY: None,
-                }
-            entry = {
-                "rater": rater,
-                "campaign": campaign,
-                "candidates": shown[task_id],
-                "preferred": preferred,
-                "none_appropriate": none_appropriate,
-                "reason": rationale,
-                "comment": comment,
-            }
-            row = _preference_row(
-                item_id=item_id,
-                turn_index=turn_index,
-                origin=RatingOrigin.APP.value,
-                entry=entry,
-                seconds_spent=spent,
-                created_at=submitted_at.isoformat(),
-            )
-            row.pop("tie", None)  # an app preference is never a tie
-            out = row | common
-            out[CONSENSUS_KEY] = out.pop(CONSENSUS_KEY)
-            yield out
-
-
-def iter_flat_rows(*, dataset: Dataset, history: bool = False, with_ties: bool = False) -> Iterator[dict[str, Any]]:
-    """One row per rating, then per turn one row per preference (imported ones first, as in the JSONL export).
-    Rows carry the current answers; with `history`, the earlier versions of corrected answers follow them, and
-    every row has the version and replaced_at columns. `with_ties` adds to preference rows whether the entry was
-    a tie (an imported preference with "tie": true), which the Parquet export keeps as a column."""
-    excluded = ExcludedRaters.of(dataset)
-    merged = heapq.merge(
-        _flat_rating_rows(dataset),
-        _flat_imported_preference_rows(dataset),
-        _flat_app_preference_rows(dataset),
-        key=lambda pair: pair[0],
-    )
-    for _, row in merged:
-        version = row.pop("version", None)
-        tie = row.pop("tie", None)
-        if with_ties and row["kind"] == "preference":
-            row["tie"] = tie
-        if history:
-            row["version"] = version
-            row["replaced_at"] = None
-        row["rater_excluded"] = excluded.marks(row["rater"])
-        row[CONSENSUS_KEY] = row.pop(CONSENSUS_KEY, None)  # in the CSV header's order
-        row.update(_FILLED_BY_HUMAN)
-        yield row
-    if history:
-        for row in _flat_history_rows(dataset):
-            row["rater_excluded"] = excluded.marks(row["rater"])
-            row[CONSENSUS_KEY] = row.pop(CONSENSUS_KEY, None)
-            row.update(_FILLED_BY_HUMAN)
-            yield row
-    for row in _judge_filled_rows(dataset):
-        row["replaced_at"] = None
-        yield {key: row[key] for key in (HISTORY_FIELDS if history else FLAT_FIELDS)}
-
-
-_FILLED_BY_HUMAN = {"filled_by": "human", "judge_version": None}
-
-
-def _judge_filled_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
-    """The ratings judges gave in hybrid campaigns, after the people's, each marked filled_by = judge."""
-    filled = (
-        JudgeFilledRating.objects.filter(response__turn__item__dataset=dataset)
-        .order_by("response__turn__item__position", "response__turn__index", "response__position", "aspect__position")
-        .values_list(
-            "response__turn__item__external_id",
-            "response__turn__index",
-            "response__system__key",
-            "aspect__name",
-            "judge_name",
-            "value",
-            "created_at",
-            "campaign__name",
-            "judge_version",
-        )
-    )
-    for item_id, turn, system, aspect, judge, value, created_at, campaign, version in filled.iterator(chunk_size=5000):
-        yield {
-            "item_id": item_id,
-            "turn": turn + 1,
-            "system": system,
-            "aspect": aspect,
-            "rater": judge,
-            "origin": "judge",
-            "raw": value,
-            "value": value,
-            "is_missing": False,
-            "rationale": "",
-            "comment": "",
-            "seconds_spent": None,
-            "created_at": created_at.isoformat(),
-            **_NOT_A_RATING,
-            "campaign": campaign,
-            "version": None,
-            "rater_excluded": False,
-            CONSENSUS_KEY: None,
-            "filled_by": "judge",
-            "judge_version": version,
-        }
-
-
-def iter_flat_jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
-    for row in rows:
-        yield _dumps(row) + "\n"
-
-
-def iter_flat_csv(rows: Iterable[dict[str, Any]], *, history: bool = False) -> Iterator[str]:
-    buffer = io.StringIO()
-    # CRLF rows (RFC 4180): with a bare "\n" terminator Python's csv leaves a carriage return inside a cell unquoted,
-    # and spreadsheets split the row there, so "x\r=HYPERLINK(...)" would start a new row with a live formula.
-    fields = HISTORY_FIELDS if history else FLAT_FIELDS
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(fields)
-    for row in rows:
-        # A column the row lacks reads None, which the csv module writes as an empty cell.
-        writer.writerow(map(_csv_cell, map(row.get, fields)))
-        if buffer.tell() > 64 * 1024:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
-
-
-# --- downloads --------------------------------------------------------------------------------------------------
-
-JSONL_TYPE = "application/jsonl; charset=utf-8"
-CSV_TYPE = "text/csv; charset=utf-8"
-FILE_STEM_MAX_CHARS = 100
-_UNSAFE_IN_FILENAME = re.compile(r"[^\w.-]+")
-
-
-JSON_TYPE = "application/json; charset=utf-8"
-
-
-@dataclass(frozen=True)
-class ExportKind:
-    suffix: str
-    content_type: str
-    include_judges: bool = False
-    flat: str = ""  # "", "jsonl" or "csv"
-    history: bool = False  # flat only: earlier versions of corrected answers too
-    rubric: bool = False
-
-
-EXPORT_KINDS: dict[str, ExportKind] = {
-    "jsonl": ExportKind(".jsonl", JSONL_TYPE),
-    "judges-jsonl": ExportKind(".judges.jsonl", JSONL_TYPE, include_judges=True),
-    "flat-csv": ExportKind(".flat.csv", CSV_TYPE, flat="csv"),
-    "flat-jsonl": ExportKind(".flat.jsonl", JSONL_TYPE, flat="jsonl"),
-    "flat-csv-history": ExportKind(".flat-history.csv", CSV_TYPE, flat="csv", history=True),
-    "flat-jsonl-history": ExportKind(".flat-history.jsonl", JSONL_TYPE, flat="jsonl", history=True),
-    "rubric": ExportKind(".rubric.json", JSON_TYPE, rubric=True),
-}
-
-
-def dataset_rubric(dataset: Dataset) -> dict[str, Any]:
-    """The dataset's rubric as a rubric file: importing the JSONL export with it gives back the same aspects,
-    texts in every language included."""
-    aspects = []
-    for aspect in dataset.aspects.order_by("position", "pk"):
-        entry: dict[str, Any] = {"name": aspect.name}
-        texts = aspect_rubric_texts(
-            label=aspect.label,
-            description=aspect.description,
-            labels=aspect.labels or {},
-            translations=aspect.translations or {},
-        )
-        entry.update({key: value for key, value in texts.items() if value})
-        entry.update(
-            {
-                "min": _plain_number(aspect.min_value),
-                "max": _plain_number(aspect.max_value),
-                "ideal": _plain_number(aspect.ideal),
-                "level": aspect.level,
-                "missing": aspect.missing,
-            }
-        )
-        aspects.append(entry)
-    systems = getattr(dataset, "rubric", None)
-    return {"aspects": aspects, "systems": dict(systems.systems) if systems is not None else {}}
-
-
-def _plain_number(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else value
-
-
-def export_kind(*, flat: str = "", include_judges: bool = False, history: bool = False, rubric: bool = False) -> str:
-    """The download the command line's and the API's flags name. The flat layout carries no judge scores, so
-    include_judges only matters without flat; history only matters with it."""
-    if rubric:
-        return "rubric"
-    if flat:
-        return f"flat-{flat}-history" if history else f"flat-{flat}"
-    return "judges-jsonl" if include_judges else "jsonl"
-
-
-def iter_export(*, dataset: Dataset, kind: str) -> Iterator[str]:
-    spec = EXPORT_KINDS[kind]
-    if spec.rubric:
-        return iter([json.dumps(dataset_rubric(dataset), ensure_ascii=False, indent=2) + "\n"])
-    if spec.flat == "csv":
-        return iter_flat_csv(iter_flat_rows(dataset=dataset, history=spec.history), history=spec.history)
-    if spec.flat == "jsonl":
-        return iter_flat_jsonl(iter_flat_rows(dataset=dataset, history=spec.history))
-    return iter_export_lines(dataset=dataset, include_judges=spec.include_judges)
-
-
-def safe_file_stem(name: str) -> str:
-    """The name as a file name on any system: letters (any script), digits, "_", "-" and inner dots only. Empty
-    when nothing usable is left; a leading dot would hide the file, and separators or controls could misplace it."""
-    text = _UNSAFE_IN_FILENAME.sub("-", unicodedata.normalize("NFKC", name))
-    text = re.sub(r"\.{2,}", ".", text)
-    return text.strip("-._")[:FILE_STEM_MAX_CHARS].rstrip("-._")
-
-
-def export_filename(dataset: Dataset, kind: str) -> str:
-    return f"{safe_file_stem(dataset.name) or f'dataset-{dataset.pk}'}{EXPORT_KINDS[kind].suffix}"
-
-
-def export_disposition(dataset: Dataset, kind: str) -> str:
-    """An attachment header naming the file after the dataset. A non-ASCII name goes in filename* (RFC 6266, UTF-8)
-    after a plain filename for clients that do not read filename*: the dataset id, since what is left of a
-    name once its non-ASCII letters are dropped is rarely recognisable."""
-    filename = export_filename(dataset, kind)
-    if filename.isascii():
-        return f'attachment; filename="{filename}"'
-    fallback = f"dataset-{dataset.pk}{EXPORT_KINDS[kind].suffix}"
-    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
-
-
-def export_response(dataset: Dataset, kind: str) -> StreamingHttpResponse:
-    """One download for the pages and the API alike."""
-    body = iter_export(dataset=dataset, kind=kind)
-    response = StreamingHttpResponse(
-        (chunk.encode("utf-8") for chunk in body), content_type=EXPORT_KINDS[kind].content_type
-    )
-    response["Content-Disposition"] = export_disposition(dataset, kind)
-    response["X-Content-Type-Options"] = "nosniff"
-    return response

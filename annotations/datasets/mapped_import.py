@@ -14,8 +14,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotations.datasets import judge_scores
-from annotations.datasets.importing import ImportResult, dataset_import, dataset_validate
-from annotations.datasets.mapping import BuiltItems, Mapping, build_items
+from annotations.datasets.import_writer import ImportResult
+from annotations.datasets.importing import dataset_import, dataset_validate
+from annotations.datasets.mapped_items import build_items
+from annotations.datasets.mapped_rows import BuiltItems
+from annotations.datasets.mapping import Mapping
 from annotations.datasets.tables import DEFAULT_DUPLICATES, TableReader
 from annotations.errors import DatasetImportError
 from annotations.rubrics import RubricSpec

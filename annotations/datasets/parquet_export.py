@@ -21,7 +21,8 @@ from urllib.parse import quote
 
 from django.http import HttpResponse
 
-from annotations.datasets.exporting import dataset_rubric, iter_flat_rows, safe_file_stem
+from annotations.datasets.downloads import dataset_rubric, safe_file_stem
+from annotations.datasets.flat_export import iter_flat_rows
 from annotations.models import Dataset, Rater, Response
 
 if TYPE_CHECKING:

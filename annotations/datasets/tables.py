@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from annotations.datasets.importing import iter_items
+from annotations.datasets.import_checks import iter_items
 from annotations.errors import DatasetImportError
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")

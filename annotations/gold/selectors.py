@@ -7,14 +7,12 @@ campaign hands it out at the same places. When the annotator has had every gold 
 (gold never keeps someone busy on its own), the position gets a regular task.
 """
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
 from annotations.campaign_slots import tasks_open_to
 from annotations.models import Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
+from annotations.roles import AnyUser
 from annotations.slots import seeded_random
-
-AnyUser = AbstractBaseUser | AnonymousUser
 
 
 def gold_block_size(rate: float) -> int:

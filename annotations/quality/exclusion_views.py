@@ -20,7 +20,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from annotations.campaign_selectors import campaign_for_researcher
 from annotations.models import Campaign, Rater, RaterExclusion
 from annotations.quality.exclusion_selectors import (
     campaign_rater_or_404,
@@ -29,6 +28,7 @@ from annotations.quality.exclusion_selectors import (
 )
 from annotations.quality.selectors import RATER_NAMES_PSEUDONYMS, quality_panel, rater_names_choice
 from annotations.quality.services import ExclusionError, rater_exclude, rater_exclusion_revoke, rater_slots_reopen
+from annotations.selectors import campaign_for_researcher
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from annotations.campaign_selectors import campaign_for_researcher
-from annotations.datasets.exporting import CSV_TYPE, csv_safe
+from annotations.datasets.downloads import CSV_TYPE
+from annotations.datasets.exporting import csv_safe
 from annotations.quality.selectors import payment_rows, rater_quality
+from annotations.selectors import campaign_for_researcher
 
 QUALITY_FIELDS = [
     "rater",

@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import User
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -22,8 +21,7 @@ from annotations.recruitment.models import (
     ScreeningOutcome,
     ScreeningOutcomeKind,
 )
-
-AnyUser = AbstractBaseUser | AnonymousUser
+from annotations.roles import AnyUser
 
 WORKER_USERNAME_PREFIX = "worker-"
 # A worker seen within this many minutes counts as active on the panel, even between two tasks.

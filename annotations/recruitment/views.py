@@ -27,7 +27,6 @@ from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotations.campaign_selectors import Candidate, campaign_for_researcher, campaign_scales
 from annotations.models import Campaign
 from annotations.recruitment import entry
 from annotations.recruitment.entry import Arrival, BadParameter
@@ -58,7 +57,8 @@ from annotations.recruitment.services import (
     link_update,
     screening_outcome_record,
 )
-from annotations.task_sheet import task_sheet
+from annotations.selectors import campaign_for_researcher
+from annotations.task_sheet import Candidate, campaign_scales, task_sheet
 
 MTURK_FRAME_ANCESTORS = " ".join(sorted(entry.MTURK_SUBMIT_ORIGINS))
 PROLIFIC_QUERY = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"

@@ -3,10 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils.translation import gettext_lazy as _
 
-from annotations.campaign_settings import (
+from annotations.campaigns.settings import (
     MAX_CANDIDATES_PER_TASK,
     MAX_LEASE_MINUTES,
     MAX_RATERS_PER_ITEM,
@@ -15,8 +14,7 @@ from annotations.campaign_settings import (
 from annotations.models import Aspect, Campaign, Dataset, GoldKind
 from annotations.recruitment.models import MAX_QUOTA, Platform
 from annotations.research.selectors import pool_accounts
-
-AnyUser = AbstractBaseUser | AnonymousUser
+from annotations.roles import AnyUser
 
 
 class CampaignBuilderForm(forms.Form):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.contrib.auth.models import User
 from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -31,9 +31,9 @@ from annotations.models import (
     System,
     Turn,
 )
+from annotations.roles import AnyUser
 from annotations.selectors import annotator_accounts, datasets_for_user
 
-AnyUser = AbstractBaseUser | AnonymousUser
 ITEMS_PER_PAGE = 25
 
 

@@ -23,11 +23,11 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations.ascii_numbers import ascii_decimal, ascii_int
-from annotations.campaign_selectors import NA_TOKEN, Candidate, Scale, aspect_scale
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_create
 from annotations.datasets.editing import dataset_answer_format_set
-from annotations.datasets.importing import dataset_import, dataset_validate, iter_items
+from annotations.datasets.import_checks import iter_items
+from annotations.datasets.importing import dataset_import, dataset_validate
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
 from annotations.gold.selectors import gold_for_item, item_rating_count
@@ -51,7 +51,7 @@ from annotations.research.services import (
 )
 from annotations.rubrics import RUBRIC_MAX_BYTES, load_rubric_bytes, preset_rubric
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
-from annotations.task_sheet import task_sheet
+from annotations.task_sheet import NA_TOKEN, Candidate, Scale, aspect_scale, task_sheet
 
 PREVIEW_ITEMS = 3
 
@@ -528,7 +528,7 @@ def campaign_settings_page(request: HttpRequest, campaign_id: int) -> HttpRespon
     the dataset and the task shape are shown fixed, with the reason."""
     from django import forms  # noqa: PLC0415 - the form class is built for this page only
 
-    from annotations.campaign_admin import CampaignForm  # noqa: PLC0415 - the admin's form, shared, not its admin
+    from annotations.campaigns.admin import CampaignForm  # noqa: PLC0415 - the admin's form, shared, not its admin
 
     campaign = get_object_or_404(selectors.researcher_campaigns(request.user), pk=campaign_id)
     form_class = forms.modelform_factory(

@@ -28,7 +28,6 @@ from django.db.models.functions import Length
 from django.http import Http404
 from django.utils.translation import gettext
 
-from annotations.campaign_selectors import campaigns_for_researcher
 from annotations.models import (
     Adjudication,
     Aspect,
@@ -45,7 +44,7 @@ from annotations.models import (
     Submission,
     System,
 )
-from annotations.selectors import dataset_for_user_or_404, datasets_for_user
+from annotations.selectors import campaigns_for_researcher, dataset_for_user_or_404, datasets_for_user
 from judging.certification.selectors import standing_of_judge_ids
 from judging.models import Judge, JudgeExemplar, JudgeRun, JudgeScore, Judgment, JudgmentStatus
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from annotations.campaign_selectors import campaign_for_researcher
 from annotations.models import Campaign
+from annotations.selectors import campaign_for_researcher
 from judging.hybrid import selectors
 from judging.hybrid.forms import HybridCalibrationForm
 from judging.hybrid.services import HybridError, hybrid_apply, hybrid_calibrate

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.answers import MISSING, TaskAnswer
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.gold.models import GoldItem, GoldKind
 from annotations.models import Assignment, AssignmentStatus, Campaign, Response, Task
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, RecruitmentLink

@@ -17,9 +17,9 @@ from annotations.adjudication.services import (
     dispute_find,
     dispute_resolve,
 )
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.models import Adjudication, AdjudicationRule, Aspect, Campaign, Dispute, Rating, Task
 from annotations.quality.services import rater_exclude
 from annotations.roles import adjudicator_grant

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from annotations.campaign_selectors import CAMPAIGN_COLUMNS
-from annotations.campaign_settings import SETTING_NAMES, CampaignSettings, CampaignSettingsError
 from annotations.campaigns.errors import CampaignError
+from annotations.campaigns.selectors import CAMPAIGN_COLUMNS
+from annotations.campaigns.settings import SETTING_NAMES, CampaignSettings, CampaignSettingsError
 from annotations.campaigns.setup import campaign_create, campaign_update
 from annotations.models import Campaign
 from annotations.research.forms import CampaignBuilderForm

@@ -9,7 +9,7 @@ from django.db import connections
 from django.utils import timezone
 
 from annotations import slots
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission

@@ -10,9 +10,9 @@ from django.db import connections
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.models import Rating, Submission, SubmissionRevision
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_services import full_answer

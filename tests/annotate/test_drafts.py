@@ -10,13 +10,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.campaign_selectors import assignment_draft_values, leased_assignment, task_candidates
 from annotations.campaigns.answers import MAX_TEXT_CHARS, MAX_VALUE_CHARS, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
 from annotations.campaigns.errors import DraftInvalid, SubmissionInvalid
 from annotations.campaigns.setup import campaign_annotator_remove
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import assignment_draft_values, leased_assignment, task_candidates
 from annotations.models import Assignment, AssignmentDraft, Rating, Submission
 from annotations.slots import NotInPool
 from tests.annotate.factories import make_campaign, make_dataset

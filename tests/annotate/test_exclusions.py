@@ -9,10 +9,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connections
 
-from annotations.campaign_selectors import campaign_progress
 from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.progress import campaign_progress
 from annotations.campaigns.submissions import submission_create
-from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS, iter_flat_csv, iter_flat_rows
+from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS
+from annotations.datasets.flat_export import iter_flat_csv, iter_flat_rows
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
 from annotations.quality.services import (
     ExclusionError,

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.gold.services import GoldError, gold_item_remove, gold_item_set
 from annotations.models import Assignment, Campaign, GoldItem, GoldKind, Item, Task

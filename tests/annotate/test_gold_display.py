@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from annotations import slots
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, GoldItem, GoldKind, Item, Rating, Submission, Task

@@ -12,8 +12,8 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from annotations.annotator_progress import annotator_progress
 from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.progress import annotator_progress
 from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Task
 from annotations.recruitment.models import CrowdWorker, Platform

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from annotations.campaign_selectors import campaign_progress
+from annotations.campaigns.progress import campaign_progress
 from annotations.models import GoldItem, Item
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_gold_serving import work_through

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotations import slots
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns import claims
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.errors import CampaignError

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotations.datasets.exporting import EXPORT_KINDS
+from annotations.datasets.downloads import EXPORT_KINDS
 from annotations.models import Rater
 from annotations.quality.models import RaterExclusion
 from annotations.quality.views import PAYMENT_FIELDS, QUALITY_FIELDS

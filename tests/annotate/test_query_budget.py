@@ -20,9 +20,9 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
 from annotations.annotator_api import ANNOTATOR_AUTHENTICATION, AnnotatorTokenAuthentication, TaskOutput
-from annotations.annotator_progress import annotator_progress
-from annotations.campaign_selectors import campaign_for_annotator
 from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.progress import annotator_progress
+from annotations.campaigns.selectors import campaign_for_annotator
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
 from annotations.services import rater_for_user
 from tests.annotate.factories import make_campaign, make_dataset

@@ -14,21 +14,23 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotations import slots
-from annotations.campaign_selectors import campaign_scales, task_candidates
 from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.errors import AlreadyRated
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rating
+from annotations.slots import claiming
+from annotations.task_sheet import campaign_scales
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
 
 pytestmark = pytest.mark.django_db
 
-CLAIM_PATHS = [slots._claim_portable]
+CLAIM_PATHS = [claiming._claim_portable]
 if connection.vendor == "postgresql":
-    CLAIM_PATHS.append(slots._claim_in_one_statement)
+    CLAIM_PATHS.append(claiming._claim_in_one_statement)
 
 
 def _path_claim(path: Any) -> Any:

@@ -14,10 +14,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import (
     AnnotatorInvite,

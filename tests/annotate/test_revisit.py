@@ -11,13 +11,13 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.drafts import assignment_draft_save
 from annotations.campaigns.errors import LeaseLost, RevisitRefused
 from annotations.campaigns.submissions import submission_create
-from annotations.datasets.exporting import iter_flat_rows
+from annotations.campaigns.tasks import task_candidates
+from annotations.datasets.flat_export import iter_flat_rows
 from annotations.models import Assignment, AssignmentDraft, AssignmentStatus, Rating, Submission, SubmissionRevision
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD

@@ -5,21 +5,17 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotations.annotator_progress import annotator_progress
-from annotations.campaign_selectors import (
-    aspect_scale,
-    campaign_progress,
-    candidate_order,
-    task_candidates,
-)
 from annotations.campaigns.answers import MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.errors import CampaignError, SubmissionInvalid
+from annotations.campaigns.progress import annotator_progress, campaign_progress
 from annotations.campaigns.setup import campaign_annotator_remove, campaign_create
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import candidate_order, task_candidates
 from annotations.datasets.exporting import iter_export_lines
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rating, RatingOrigin, Submission, Task
 from annotations.slots import NotInPool, NotLeased
+from annotations.task_sheet import aspect_scale
 from tests.annotate.factories import make_campaign, make_dataset
 
 pytestmark = pytest.mark.django_db

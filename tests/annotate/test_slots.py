@@ -11,15 +11,16 @@ from django.db import connection
 from django.utils import timezone
 
 from annotations import slots
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.models import Assignment, AssignmentStatus, Skip
+from annotations.slots import claiming
 from tests.annotate.factories import make_campaign, make_dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CLAIM_PATHS = [slots._claim_portable]
+CLAIM_PATHS = [claiming._claim_portable]
 if connection.vendor == "postgresql":
-    CLAIM_PATHS.append(slots._claim_in_one_statement)
+    CLAIM_PATHS.append(claiming._claim_in_one_statement)
 
 
 @pytest.fixture(params=CLAIM_PATHS, ids=lambda path: path.__name__)

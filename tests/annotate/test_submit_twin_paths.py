@@ -2,11 +2,15 @@
 case below runs once per form, each in a world of its own built the same way, and the two must end the same: the
 same outcome of every call (result flags or the error's type and message) and the same rows stored (ratings,
 submissions, their history, drafts, slots). On SQLite only the portable form exists, so the case checks it alone.
+Each case also names which form decided each submit: the one statement, or the portable form with the reason the
+statement declined (as submission_store logs it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -15,10 +19,11 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns import drafts, submissions
-from annotations.campaigns.answers import TaskAnswer
+from annotations.campaigns.answers import SubmitForm, TaskAnswer
 from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import Declined, SubmitRequest
+from annotations.campaigns.tasks import task_candidates
 from annotations.models import (
     Assignment,
     AssignmentDraft,
@@ -32,15 +37,39 @@ from tests.annotate.factories import make_campaign, make_dataset
 pytestmark = pytest.mark.django_db
 
 
-def _submit_by_statement_then_portable(**kwargs: Any) -> Any:
+def _by_the_service(request: SubmitRequest) -> Any:
     """The statement, and the portable form for every case the statement declines (a correction, a lost lease, a
-    lost race), as submission_create runs them on Postgres for accounts that are not crowd workers."""
-    return submissions._submit_in_one_statement(**kwargs) or submissions._submission_create_portable(**kwargs)
+    lost race), as submission_create runs them; on SQLite the portable form alone."""
+    return submissions.submission_store(request)
 
 
-SUBMIT_FORMS: dict[str, Callable[..., Any]] = {"portable": submissions._submission_create_portable}
+def _portable_only(request: SubmitRequest) -> Any:
+    return submissions._submission_create_portable(request)
+
+
+SUBMIT_FORMS: dict[str, Callable[[SubmitRequest], Any]] = {"portable": _by_the_service}
 if connection.vendor == "postgresql":
-    SUBMIT_FORMS["one statement"] = _submit_by_statement_then_portable
+    SUBMIT_FORMS = {"portable": _portable_only, "one statement": _by_the_service}
+
+
+@contextmanager
+def declines_logged() -> Iterator[list[Declined]]:
+    """The reasons submission_store logs when the one-statement form leaves a submit to the portable form."""
+    seen: list[Declined] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.declined)  # type: ignore[attr-defined]
+
+    logger, handler = logging.getLogger(submissions.__name__), Keep(logging.DEBUG)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 class World:
@@ -58,6 +87,8 @@ class World:
         # Each campaign shuffles its tasks with a secret seed of its own, so tasks are named by the order in which
         # the case first claimed them, not by item.
         self.claimed: list[int] = []
+        # Per submit through the service: which form decided it ("one statement", or the reason it was declined).
+        self.forms: list[str] = []
 
     def claim(self, user: User) -> Assignment:
         slot = assignment_claim(campaign=self.campaign, user=user)
@@ -147,17 +178,30 @@ def stored(world: World) -> dict[str, Any]:
 
 
 def submit(form: str, world: World, slot: Assignment, user: User, answer: TaskAnswer, key: str, **kw: Any) -> Any:
-    return outcome(
-        lambda: SUBMIT_FORMS[form](
-            campaign=world.campaign,
-            task_id=slot.task_id,
-            user=user,
-            idempotency_key=kw.get("raw_key", world.key(key)),
-            answer=answer,
-            now=kw.get("now"),
-            former_slot_id=kw.get("former_slot_id"),
-        )
+    request = SubmitRequest(
+        campaign=world.campaign,
+        task_id=slot.task_id,
+        user=user,
+        idempotency_key=kw.get("raw_key", world.key(key)),
+        answer=answer,
+        now=kw.get("now"),
+        former_slot_id=kw.get("former_slot_id"),
     )
+    results: list[Any] = []
+
+    def call() -> Any:
+        results.append(SUBMIT_FORMS[form](request))
+        return results[-1]
+
+    with declines_logged() as declined:
+        ended = outcome(call)
+    if SUBMIT_FORMS[form] is _by_the_service:
+        assert len(declined) <= 1, declined
+        world.forms.append(declined[0].name if declined else "one statement")
+        if results:  # an answer stored: the result names the same form
+            ran = SubmitForm.PORTABLE if declined else SubmitForm.ONE_STATEMENT
+            assert results[0].form == ran, (results[0].form, declined)
+    return ended
 
 
 def repeats_and_a_correction(form: str, world: World) -> list[Any]:
@@ -218,30 +262,43 @@ def an_answer_rated_in_another_campaign(form: str, world: World) -> list[Any]:
     elsewhere = assignment_claim(campaign=other, user=first)
     assert elsewhere is not None and elsewhere.task.turn_id == held.task.turn_id
     rated = SUBMIT_FORMS[form](
-        campaign=other, task_id=elsewhere.task_id, user=first, idempotency_key=world.key("other"),
-        answer=world.answer(elsewhere, first, 3), now=None, former_slot_id=None,
+        SubmitRequest(
+            campaign=other, task_id=elsewhere.task_id, user=first, idempotency_key=world.key("other"),
+            answer=world.answer(elsewhere, first, 3),
+        )
     )  # fmt: skip
     assert not rated.replayed
     return [submit(form, world, held, first, world.answer(held, first, 2), "here01")]
 
 
-CASES: list[tuple[Callable[[str, World], list[Any]], dict[str, Any]]] = [
-    (repeats_and_a_correction, {"raters": 1}),
-    (a_correction_where_corrections_are_off, {"raters": 1, "revisit": False}),
-    (values_off_the_scale_and_bad_input, {"raters": 1}),
-    (an_expired_lease_still_held, {"raters": 1}),
-    (a_lost_lease, {"raters": 1, "items": 1}),  # no slot left: refused, and the answer kept as a draft
-    (a_lost_lease, {"raters": 2, "items": 1}),  # the lost answer takes the task's other open slot
-    (an_answer_rated_in_another_campaign, {"raters": 1, "items": 1}),  # refused by the rule the claim applies
+STATEMENT = "one statement"
+LATER = Declined.NOT_A_FIRST_ANSWER.name
+# Per case, the form that decided each submit on Postgres: a refusal of bad input is the statement's own decision.
+CASES: list[tuple[Callable[[str, World], list[Any]], dict[str, Any], list[str]]] = [
+    (repeats_and_a_correction, {"raters": 1}, [STATEMENT, STATEMENT, LATER, LATER, LATER]),
+    (a_correction_where_corrections_are_off, {"raters": 1, "revisit": False}, [STATEMENT, LATER]),
+    (values_off_the_scale_and_bad_input, {"raters": 1}, [STATEMENT] * 6),
+    (an_expired_lease_still_held, {"raters": 1}, [STATEMENT]),
+    # no slot left: refused, and the answer kept as a draft
+    (a_lost_lease, {"raters": 1, "items": 1}, [Declined.NO_SLOT.name]),
+    # the lost answer takes the task's other open slot
+    (a_lost_lease, {"raters": 2, "items": 1}, [Declined.NO_SLOT.name]),
+    # refused by the rule the claim applies
+    (an_answer_rated_in_another_campaign, {"raters": 1, "items": 1}, [STATEMENT]),
 ]
 
 
-@pytest.mark.parametrize(("case", "setup"), CASES, ids=lambda value: getattr(value, "__name__", str(value)))
-def test_both_forms_of_submit_end_the_same(case, setup, researcher, annotators) -> None:  # type: ignore[no-untyped-def]
-    ends = {}
+@pytest.mark.parametrize(("case", "setup", "forms"), CASES, ids=lambda value: getattr(value, "__name__", None) or "-")
+def test_both_forms_of_submit_end_the_same(case, setup, forms, researcher, annotators) -> None:  # type: ignore[no-untyped-def]
+    ends, forms_seen = {}, {}
     for number, form in enumerate(SUBMIT_FORMS):
         world = World(f"w{number}", researcher, annotators, **setup)
         ends[form] = (case(form, world), stored(world))
+        forms_seen[form] = world.forms
+    if connection.vendor == "postgresql":
+        assert forms_seen == {"portable": [], "one statement": forms}
+    else:
+        assert forms_seen == {"portable": [Declined.NOT_POSTGRES.name] * len(forms)}
     portable_calls, portable_rows = ends["portable"]
     assert portable_calls  # every case makes calls, and the rows they leave are compared below
     assert any(call[0] == "stored" for call in portable_calls) or any(portable_rows.values())

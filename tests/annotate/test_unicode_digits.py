@@ -10,8 +10,8 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.tasks import task_candidates
 from annotations.models import AssignmentDraft, Rating, Submission
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD

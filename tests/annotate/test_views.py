@@ -7,9 +7,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.setup import campaign_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Skip, Submission
 from tests.annotate.factories import SYSTEM_NAMES, make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD

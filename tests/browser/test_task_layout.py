@@ -14,8 +14,8 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.setup import campaign_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import Assignment, Rating, Submission
 from annotations.rubrics import preset_rubric

@@ -18,13 +18,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
 
-from annotations.campaign_selectors import campaign_scales, task_candidates
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.setup import campaign_create
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import Campaign, Dataset, Response
+from annotations.task_sheet import campaign_scales
 from bench.datagen import LLM_JP_ASPECTS, generate_llm_jp_jsonl
 from tests.conftest import CAST_PASSWORD
 

@@ -18,12 +18,13 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_selectors import campaign_scales, task_candidates
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.models import Assignment, Campaign, Dataset, GoldItem, Item, Rater, Response, Submission
 from annotations.quality.services import rater_exclude
+from annotations.task_sheet import campaign_scales
 from judging.analysis.preference_selectors import stats_preferences
 from judging.analysis.reports import agreement_report
 from judging.analysis.selectors import ALL_RATINGS, rating_scope

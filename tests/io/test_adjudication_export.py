@@ -10,10 +10,12 @@ import pytest
 from django.contrib.auth.models import User
 
 from annotations.adjudication.services import adjudication_rule_set, dispute_resolve
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
-from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS, iter_export, iter_flat_rows
+from annotations.campaigns.tasks import task_candidates
+from annotations.datasets.downloads import iter_export
+from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS
+from annotations.datasets.flat_export import iter_flat_rows
 from annotations.datasets.parquet_export import parquet_bytes
 from annotations.models import Campaign, Dispute, Response
 from annotations.roles import adjudicator_grant

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotations.datasets import importing
+from annotations.datasets import import_writer
 from annotations.datasets.exporting import iter_export_lines
 from annotations.datasets.importing import dataset_import
 from bench.datagen import generate_llm_jp_jsonl
@@ -27,13 +27,13 @@ def test_import_writes_items_and_ratings_in_several_chunks(
     path = tmp_path / "chunks.jsonl"
     counts = generate_llm_jp_jsonl(path, items=23, systems=3, seed=11, max_chars=120)
     bulk_writes: list[tuple[str, int]] = []
-    real_insert_rows = importing._insert_rows
+    real_insert_rows = import_writer._insert_rows
 
     def recording_insert_rows(model: Any, rows: list[dict[str, Any]], **kwargs: Any) -> list[int]:
         bulk_writes.append((model.__name__, len(rows)))
         return real_insert_rows(model, rows, **kwargs)
 
-    monkeypatch.setattr(importing, "_insert_rows", recording_insert_rows)
+    monkeypatch.setattr(import_writer, "_insert_rows", recording_insert_rows)
     with open(path, "rb") as stream, CaptureQueriesContext(connection) as captured:
         result = dataset_import(stream=stream, name="chunks", preset="llm-human-eval-jp")
     assert result.items == 23 and result.ratings == counts["ratings"]

@@ -16,17 +16,13 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_selectors import task_candidates
 from annotations.campaigns.answers import MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
-from annotations.datasets.exporting import (
-    EXPORT_KINDS,
-    export_disposition,
-    iter_export_lines,
-    iter_flat_rows,
-    safe_file_stem,
-)
+from annotations.campaigns.tasks import task_candidates
+from annotations.datasets.downloads import EXPORT_KINDS, export_disposition, safe_file_stem
+from annotations.datasets.exporting import iter_export_lines
+from annotations.datasets.flat_export import iter_flat_rows
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
 from annotations.models import Campaign, Dataset, Rater, Rating, RatingOrigin, Response, Submission

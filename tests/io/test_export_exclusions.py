@@ -13,8 +13,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management.base import CommandError
 
-from annotations.datasets.exporting import dataset_rubric, iter_export_lines, iter_export_objects, iter_flat_rows
-from annotations.datasets.importing import IMPORTED_EXCLUSION_REASON, dataset_import
+from annotations.datasets.downloads import dataset_rubric
+from annotations.datasets.exporting import iter_export_lines, iter_export_objects
+from annotations.datasets.flat_export import iter_flat_rows
+from annotations.datasets.import_checks import IMPORTED_EXCLUSION_REASON
+from annotations.datasets.importing import dataset_import
 from annotations.datasets.parquet_export import parquet_bytes
 from annotations.errors import DatasetImportError
 from annotations.models import Campaign, Dataset, Rater, RaterExclusion

@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
-from annotations.campaign_selectors import CAMPAIGN_SLOTS
+from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
-from annotations.datasets.exporting import iter_export, iter_export_lines, iter_flat_rows
+from annotations.datasets.downloads import iter_export
+from annotations.datasets.exporting import iter_export_lines
+from annotations.datasets.flat_export import iter_flat_rows
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
 from annotations.models import Campaign, GoldItem, GoldKind, Item, Rating, RatingOrigin, Task

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.db import IntegrityError
 
-from annotations.datasets import importing
+from annotations.datasets import import_writer
 from annotations.models import Dataset
 from bench.datagen import generate_llm_jp_jsonl
 from tests.io.helpers import row_counts, run_import_cli, write_lines
@@ -283,7 +283,7 @@ def test_failure_while_writing_late_chunk_rolls_back_earlier_chunks(
 ) -> None:
     """Validation catches bad data before writing; this proves the write pass itself is all-or-nothing."""
     settings.IMPORT_CHUNK_ITEMS = 3
-    real_write = importing._Writer.write_chunk
+    real_write = import_writer.ImportWriter.write_chunk
     calls: list[int] = []
 
     def failing_write(self: Any, chunk: list[dict[str, Any]], result: Any) -> None:
@@ -292,7 +292,7 @@ def test_failure_while_writing_late_chunk_rolls_back_earlier_chunks(
             raise IntegrityError("simulated failure in the fifth chunk")
         real_write(self, chunk, result)
 
-    monkeypatch.setattr(importing._Writer, "write_chunk", failing_write)
+    monkeypatch.setattr(import_writer.ImportWriter, "write_chunk", failing_write)
     path = write_lines(tmp_path / "many.jsonl", [good(i) for i in range(20)])
     before = row_counts()
     code, _, err = run_import_cli(path, "incoming", *PRESET, capsys=capsys)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from django.db import DatabaseError, IntegrityError, transaction
 
-from annotations.datasets.exporting import iter_export, iter_flat_rows
+from annotations.datasets.downloads import iter_export
+from annotations.datasets.flat_export import iter_flat_rows
 from annotations.datasets.parquet_export import parquet_bytes
 from annotations.hybrid.selectors import hybrid_counts
 from annotations.models import Assignment, AssignmentStatus, Campaign, JudgeFilledRating, Response

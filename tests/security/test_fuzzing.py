@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 
-from annotations.datasets.exporting import FORMULA_PREFIXES, csv_safe, iter_flat_csv
+from annotations.datasets.exporting import FORMULA_PREFIXES, csv_safe
+from annotations.datasets.flat_export import iter_flat_csv
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError, RubricError
 from annotations.markdown import ALLOWED_ATTRIBUTES, ALLOWED_TAGS, render_markdown

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotations.campaign_settings import MAX_CANDIDATES_PER_TASK, MAX_LEASE_MINUTES, MAX_RATERS_PER_ITEM
+from annotations.campaigns.settings import MAX_CANDIDATES_PER_TASK, MAX_LEASE_MINUTES, MAX_RATERS_PER_ITEM
 from annotations.models import Campaign, RecruitmentLink
 from annotations.recruitment.models import MAX_QUOTA
 from tests.annotate.factories import make_campaign, make_dataset

@@ -282,10 +282,11 @@ def _secret_dataset(*, owner: User) -> Dataset:
 
 def _submit_secret_rating(campaign: Any, user: User) -> None:
     """A co-rater in campaign B submits a rating whose rationale carries SECRET."""
-    from annotations.campaign_selectors import campaign_scales, task_candidates
     from annotations.campaigns.answers import TaskAnswer
     from annotations.campaigns.claims import assignment_claim
     from annotations.campaigns.submissions import submission_create
+    from annotations.campaigns.tasks import task_candidates
+    from annotations.task_sheet import campaign_scales
 
     assignment = assignment_claim(campaign=campaign, user=user)
     assert assignment is not None

@@ -11,7 +11,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
-from annotations.campaign_settings import SETTING_NAMES
+from annotations.campaigns.settings import SETTING_NAMES
 from annotations.models import Aspect, Campaign, Skip
 from annotations.selectors import annotator_accounts, datasets_for_user
 
