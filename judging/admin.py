@@ -178,25 +178,9 @@ class JudgeConfigAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:judging_judgeconfig_add"))
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        from judging import run_plans, services  # noqa: PLC0415 - see the imports
-        from judging.admin_forms import PreviewForm  # noqa: PLC0415 - see the imports
+        from judging.admin_forms import preview_context  # noqa: PLC0415 - see the imports
 
-        form = PreviewForm(request.POST, user=request.user)
-        context: dict[str, Any] = {"form": form, "previews": None, "item": None, "error": ""}
-        if form.is_valid():
-            dataset = form.cleaned_data["dataset"]
-            try:
-                item, previews = run_plans.prompt_preview(
-                    dataset=dataset,
-                    cfg=form.cleaned_data["config_json"],
-                    item_number=form.cleaned_data["preview_item"] or 1,
-                )
-            except services.LaunchError as exc:
-                context["error"] = str(exc)
-            else:
-                context.update(item=item, previews=previews, dataset=dataset)
-        elif "dataset" in form.errors and request.POST.get("dataset"):
-            raise Http404("no such dataset")
+        context = preview_context(request.POST, user=request.user)
         if getattr(request, "htmx", False):
             return TemplateResponse(request, "admin/judging/judgeconfig/_preview.html", context)
         context.update(self.admin_site.each_context(request), opts=JudgeConfig._meta, title=_("Prompt preview"))

@@ -365,3 +365,30 @@ class PreviewForm(forms.Form):
             return validate_config(raw, check_network=False)
         except ConfigError as exc:
             raise forms.ValidationError(exc.errors) from None
+
+
+def preview_context(data: Any, *, user: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
+    """What a preview page shows for a config form's post, for the admin and the research area alike: the form, and
+    the item with the prompts a run would send for it, or the reason there are none. Writes and sends nothing.
+    Raises Http404 for a dataset the user may not see."""
+    from django.http import Http404  # noqa: PLC0415 - only a preview needs it
+
+    from judging import run_plans, services  # noqa: PLC0415 - the engine's imports wait for a preview
+
+    form = PreviewForm(data, user=user)
+    context: dict[str, Any] = {"form": form, "previews": None, "item": None, "error": ""}
+    if form.is_valid():
+        dataset = form.cleaned_data["dataset"]
+        try:
+            item, previews = run_plans.prompt_preview(
+                dataset=dataset,
+                cfg=form.cleaned_data["config_json"],
+                item_number=form.cleaned_data["preview_item"] or 1,
+            )
+        except services.LaunchError as exc:
+            context["error"] = str(exc)
+        else:
+            context.update(item=item, previews=previews, dataset=dataset)
+    elif "dataset" in form.errors and data.get("dataset"):
+        raise Http404("no such dataset")
+    return context

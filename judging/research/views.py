@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -21,7 +21,7 @@ from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 from judging import run_plans, services
 from judging import selectors as run_selectors
 from judging.admin import LaunchForm
-from judging.admin_forms import PreviewForm
+from judging.admin_forms import preview_context
 from judging.config import ConfigError, validate_config
 from judging.models import JudgeRun
 from judging.research import selectors
@@ -108,22 +108,7 @@ def config_new(request: HttpRequest) -> HttpResponse:
 def config_preview(request: HttpRequest) -> HttpResponse:
     """The prompt a config would send for one item, before it is saved: a POST that writes nothing and sends
     nothing; the page's script swaps the part in, without it the whole page shows it."""
-    form = PreviewForm(request.POST, user=request.user)
-    context: dict[str, Any] = {"form": form, "previews": None, "item": None, "error": "", "section": "judges"}
-    if form.is_valid():
-        dataset = form.cleaned_data["dataset"]
-        try:
-            item, previews = run_plans.prompt_preview(
-                dataset=dataset,
-                cfg=form.cleaned_data["config_json"],
-                item_number=form.cleaned_data["preview_item"] or 1,
-            )
-        except services.LaunchError as exc:
-            context["error"] = str(exc)
-        else:
-            context.update(item=item, previews=previews, dataset=dataset)
-    elif "dataset" in form.errors and request.POST.get("dataset"):
-        raise Http404("no such dataset")
+    context = {**preview_context(request.POST, user=request.user), "section": "judges"}
     if getattr(request, "htmx", False):
         return render(request, "admin/judging/judgeconfig/_preview.html", context)
     return render(request, "research/judges/preview.html", context)
