@@ -199,28 +199,10 @@ def dawid_skene(
             converged = True
             break
         previous = log_likelihood
-    counts = np.bincount(coded.rater, minlength=n_raters)
     accuracy = np.einsum("k,jkk->j", prior, confusion)
-    raters: list[RaterEstimate] = [
-        {
-            "rater": rater,
-            "n": int(counts[j]),
-            "reliability": defined(float(accuracy[j])),
-            "severity": undefined("Dawid–Skene has a confusion matrix, not a severity"),
-            "error_sd": undefined("Dawid–Skene has a confusion matrix, not an error variance"),
-        }
-        for j, rater in enumerate(coded.raters)
-    ]
-    return {
-        "model": "dawid-skene",
-        "labels": list(coded.labels),
-        "items": _item_rows(coded, posterior),
-        "raters": raters,
-        "iterations": iterations,
-        "converged": converged,
-        "log_likelihood": defined(log_likelihood),
-        "undefined": None,
-    }
+    return _categorical_fit(
+        coded, "dawid-skene", accuracy, posterior, iterations, converged, log_likelihood, "a confusion matrix"
+    )
 
 
 def mace(
@@ -263,27 +245,7 @@ def mace(
         spam_counts = np.zeros((n_raters, n_classes))
         np.add.at(spam_counts, (coded.rater, coded.label), spamming)
         spam = (spam_counts + smoothing) / (spam_counts + smoothing).sum(axis=1, keepdims=True)
-    counts = np.bincount(coded.rater, minlength=n_raters)
-    raters: list[RaterEstimate] = [
-        {
-            "rater": rater,
-            "n": int(counts[j]),
-            "reliability": defined(float(competence[j])),
-            "severity": undefined("MACE has a competence, not a severity"),
-            "error_sd": undefined("MACE has a competence, not an error variance"),
-        }
-        for j, rater in enumerate(coded.raters)
-    ]
-    return {
-        "model": "mace",
-        "labels": list(coded.labels),
-        "items": _item_rows(coded, posterior),
-        "raters": raters,
-        "iterations": iterations,
-        "converged": converged,
-        "log_likelihood": defined(log_likelihood),
-        "undefined": None,
-    }
+    return _categorical_fit(coded, "mace", competence, posterior, iterations, converged, log_likelihood, "a competence")
 
 
 def severity(
@@ -407,3 +369,41 @@ def fit_rater_model(model: str, ratings: Sequence[tuple[Hashable, Hashable, Any]
     if model == "severity":
         return severity(ratings)
     raise ValueError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
+
+
+def _categorical_fit(
+    coded: Any,
+    model: str,
+    reliability: Any,
+    posterior: Any,
+    iterations: int,
+    converged: bool,
+    log_likelihood: float,
+    what_it_has: str,
+) -> RaterModelResult:
+    """The result of a categorical rater model (Dawid–Skene or MACE): each rater's reliability and the posterior
+    labels; the severity and error variance belong to the ordinal model only."""
+    import numpy as np  # noqa: PLC0415 - heavy; the statistics modules import it where used
+
+    counts = np.bincount(coded.rater, minlength=len(coded.raters))
+    label = "Dawid–Skene" if model == "dawid-skene" else "MACE"
+    raters: list[RaterEstimate] = [
+        {
+            "rater": rater,
+            "n": int(counts[j]),
+            "reliability": defined(float(reliability[j])),
+            "severity": undefined(f"{label} has {what_it_has}, not a severity"),
+            "error_sd": undefined(f"{label} has {what_it_has}, not an error variance"),
+        }
+        for j, rater in enumerate(coded.raters)
+    ]
+    return {
+        "model": model,
+        "labels": list(coded.labels),
+        "items": _item_rows(coded, posterior),
+        "raters": raters,
+        "iterations": iterations,
+        "converged": converged,
+        "log_likelihood": defined(log_likelihood),
+        "undefined": None,
+    }
