@@ -115,7 +115,7 @@ def _check_closing_time(options: Mapping[str, Any], *, kept: datetime | None) ->
         return
     if closes_at <= timezone.now():
         raise CampaignError(
-            _("The closing time %(when)s is in the past. To stop handing out tasks now, untick \"Open to annotators\".")
+            _('The closing time %(when)s is in the past. To stop handing out tasks now, untick "Open to annotators".')
             % {"when": closes_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")}
         )
 

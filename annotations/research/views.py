@@ -517,8 +517,16 @@ def item_gold_remove(request: HttpRequest, dataset_id: int, item_id: int) -> Htt
 # What a campaign's settings page may change; the rest was fixed when its tasks and rater slots were built.
 CAMPAIGN_EDITABLE = (
     "name", "is_active", "aspects", "guidelines", "show_reference", "show_context", "scale_dropdowns",
-    "ask_preference", "rationale_required", "lease_minutes", "allow_revisit", "gold_rate", "annotators",
+    "ask_preference", "rationale_required", "lease_minutes", "allow_revisit", "gold_rate", "opens_at", "closes_at",
+    "annotators",
 )  # fmt: skip
+
+
+def _minute_input() -> Any:
+    from django import forms  # noqa: PLC0415 - the form class is built for this page only
+
+    # The browser's date-and-time picker, read and written in the site's time zone (UTC, as the label says).
+    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
 
 @require_http_methods(["GET", "POST"])
@@ -535,7 +543,11 @@ def campaign_settings_page(request: HttpRequest, campaign_id: int) -> HttpRespon
         Campaign,
         form=CampaignForm,
         fields=CAMPAIGN_EDITABLE,
-        widgets={"aspects": forms.CheckboxSelectMultiple, "annotators": forms.CheckboxSelectMultiple},
+        widgets={
+            "aspects": forms.CheckboxSelectMultiple,
+            "annotators": forms.CheckboxSelectMultiple,
+            **{name: _minute_input() for name in ("opens_at", "closes_at")},
+        },
     )
     form = form_class(request.POST or None, instance=campaign, user=request.user)  # type: ignore[call-arg]
     form.fields["aspects"].queryset = campaign.dataset.aspects.order_by("position")  # type: ignore[attr-defined]

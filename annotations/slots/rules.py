@@ -5,6 +5,7 @@ result types, the SQL fragments of the pool, the claim rule and completing, and 
 # bind every value as a parameter.
 # ruff: noqa: S608
 
+import enum
 import functools
 import hashlib
 import random
@@ -155,6 +156,24 @@ def window_open_sql(pool: SlotPool[Any]) -> str:
     return _WINDOW_OPEN.format(opens=pool.opens, closes=pool.closes, **_names(pool))
 
 
+class HandOut(enum.StrEnum):
+    """Where a moment falls in a campaign's hand-out window."""
+
+    OPEN = "open"
+    NOT_YET_OPEN = "not_yet_open"
+    CLOSED = "closed"
+
+
+def hand_out_window(*, opens_at: datetime | None, closes_at: datetime | None, now: datetime) -> HandOut:
+    """The window of window_open_sql for pages to show, which hold the campaign already: the opening moment is
+    inside, the closing moment outside. tests/annotate/test_slots.py checks both say the same at the boundaries."""
+    if opens_at is not None and now < opens_at:
+        return HandOut.NOT_YET_OPEN
+    if closes_at is not None and now >= closes_at:
+        return HandOut.CLOSED
+    return HandOut.OPEN
+
+
 def _lease_still_runs(pool: SlotPool[Any], alias: str) -> str:
     """A lease of the user may be resumed or completed: inside the window any lease the user still holds (a lease
     that expired counts while nobody took it), outside it only one whose time has not run out."""
@@ -167,7 +186,9 @@ def _barred(pool: SlotPool[Any], task: str) -> str:
 
 
 def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
-    rule = f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {window_open_sql(pool)}"
+    rule = (
+        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {window_open_sql(pool)}"
+    )
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
 
 
