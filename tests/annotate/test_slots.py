@@ -121,7 +121,8 @@ def test_no_task_is_handed_out_before_the_opening_or_from_the_closing(claim, res
     # The pages' reading of the window agrees with the claim rule's at both boundaries and around them.
     for moment in (now, opens_at, opens_at + timedelta(minutes=1), closes_at - timedelta(microseconds=1), closes_at):
         shown = slots.hand_out_window(opens_at=opens_at, closes_at=closes_at, now=moment)
-        assert (shown == slots.HandOut.OPEN) == slots.slot_window_open(pool=CAMPAIGN_SLOTS, campaign=campaign, now=moment)
+        claimable = slots.slot_window_open(pool=CAMPAIGN_SLOTS, campaign=campaign, now=moment)
+        assert (shown == slots.HandOut.OPEN) == claimable
     first = claim(campaign, annotator1, now=opens_at)  # the opening moment itself is inside the window
     assert first is not None and first.resumed is False
     assert slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1, now=opens_at).available == 2
