@@ -76,6 +76,13 @@ class CampaignForm(forms.ModelForm):
             pool = self.instance.annotators.values_list("pk", flat=True) if self.instance.pk else []
             self.fields["annotators"].queryset = annotator_accounts(user, keep=pool)  # type: ignore[attr-defined]
 
+    def _post_clean(self) -> None:
+        # Once the service refused, the model's own validation would only repeat the refusal in database words
+        # ("Constraint … is violated") next to the service's sentence.
+        if self.errors:
+            return
+        super()._post_clean()
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         dataset = data.get("dataset") or getattr(self.instance, "dataset", None)

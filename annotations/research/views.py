@@ -41,6 +41,7 @@ from annotations.research.forms import (
     InviteAcceptForm,
     InviteForm,
     PoolAddForm,
+    minute_input,
 )
 from annotations.research.services import (
     InviteError,
@@ -522,13 +523,6 @@ CAMPAIGN_EDITABLE = (
 )  # fmt: skip
 
 
-def _minute_input() -> Any:
-    from django import forms  # noqa: PLC0415 - the form class is built for this page only
-
-    # The browser's date-and-time picker, read and written in the site's time zone (UTC, as the label says).
-    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
-
-
 @require_http_methods(["GET", "POST"])
 @researcher_required
 def campaign_settings_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
@@ -546,7 +540,7 @@ def campaign_settings_page(request: HttpRequest, campaign_id: int) -> HttpRespon
         widgets={
             "aspects": forms.CheckboxSelectMultiple,
             "annotators": forms.CheckboxSelectMultiple,
-            **{name: _minute_input() for name in ("opens_at", "closes_at")},
+            **{name: minute_input() for name in ("opens_at", "closes_at")},
         },
     )
     form = form_class(request.POST or None, instance=campaign, user=request.user)  # type: ignore[call-arg]

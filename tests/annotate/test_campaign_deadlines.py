@@ -70,6 +70,7 @@ def test_bad_deadlines_are_refused_with_the_problem_named(researcher, annotators
     )
     refused = client_for(researcher).post(url, data)
     assert refused.status_code == 400 and problem in refused.content.decode()
+    assert "Constraint" not in refused.content.decode()  # said once, in words, not again as the database's rule
     campaign.refresh_from_db()
     assert campaign.name == "kept" and campaign.opens_at is None and campaign.closes_at is None  # nothing half-saved
 
@@ -148,3 +149,25 @@ def test_the_progress_page_and_the_research_list_show_the_window(researcher, ann
     set_window(campaign, closes_at=datetime(2020, 3, 4, 5, 6, tzinfo=UTC))
     home = client_for(researcher).get(reverse("research-home")).content.decode()
     assert "This campaign closed at 2020-03-04 05:06 (UTC)." in home
+
+
+def test_the_campaign_builder_sets_the_deadlines_or_names_the_problem(researcher, annotator1):  # type: ignore[no-untyped-def]
+    from tests.annotate.test_research_area import builder_post
+
+    dataset = make_dataset(owner=researcher, items=2, systems=2)
+    client = client_for(researcher)
+    url = reverse("research-campaign-new")
+    page = client.get(url, {"dataset": dataset.pk}).content.decode()
+    assert 'name="opens_at"' in page and 'type="datetime-local"' in page
+    backwards = builder_post(dataset, annotator1, opens_at="2099-02-01T00:00", closes_at="2099-01-01T00:00")
+    refused = client.post(url, backwards)
+    assert (
+        refused.status_code in (200, 400)
+        and "The closing time must be after the opening time." in refused.content.decode()
+    )
+    assert not Campaign.objects.filter(name="pilot").exists()
+    client.post(url, builder_post(dataset, annotator1, opens_at="2099-01-01T00:00", closes_at="2099-02-01T00:00"))
+    created = Campaign.objects.get(name="pilot")
+    assert created.opens_at == datetime(2099, 1, 1, tzinfo=UTC) and created.closes_at == datetime(
+        2099, 2, 1, tzinfo=UTC
+    )
