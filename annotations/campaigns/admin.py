@@ -81,7 +81,7 @@ class CampaignForm(forms.ModelForm):
         # ("Constraint … is violated") next to the service's sentence.
         if self.errors:
             return
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # a ModelForm hook the stubs leave out
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
