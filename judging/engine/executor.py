@@ -40,14 +40,13 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from judging.engine.loop import LoopThread, result_of
 from judging.engine.registry import FLOWS
@@ -358,11 +357,16 @@ class SliceExecutor:
         return bool(self.finished or self.released or self.new_cache or self.unrecorded)
 
     def _flush_due(self, now: float) -> bool:
-        """Whether what is held is stored now: once per FLUSH_EVERY_S, at once when a claim's worth of results waits
-        or nothing is in flight any more (the slice is about to claim or to end)."""
+        """Whether what is held is stored now: once per FLUSH_EVERY_S, and at once when a claim's worth of results
+        waits, when the slice wants to claim more (results held are stored first) or when nothing is in flight."""
         if not self._has_writes():
             return False
-        return now - self.last_flush >= FLUSH_EVERY_S or len(self.finished) >= self.batch_size or not self.active
+        return (
+            now - self.last_flush >= FLUSH_EVERY_S
+            or len(self.finished) >= self.batch_size
+            or not self.active
+            or self.target_active - len(self.active) >= self.refill_at  # a claim waits for the results held
+        )
 
     def _flush_if_due(self) -> None:
         now = time.monotonic()
@@ -454,7 +458,7 @@ class SliceExecutor:
             )
             for judgment_id, attempt_id, holder, sent_at in cursor.fetchall():
                 if isinstance(sent_at, str):  # SQLite hands back the stored text: naive UTC
-                    sent_at = timezone.make_aware(parse_datetime(sent_at), UTC)
+                    sent_at = timezone.make_aware(datetime.fromisoformat(sent_at), UTC)
                 found.setdefault(judgment_id, []).append(
                     ProviderSend(judgment_id=judgment_id, attempt_id=attempt_id, holder=holder, sent_at=sent_at)
                 )
