@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -399,19 +399,12 @@ class SliceExecutor:
         sends: list[ProviderSend],
     ) -> None:
         now = timezone.now()
-        finishing = {judgment_id for judgment_id, _, _ in finished}
-        # This slice's requests of units it stores now are counted in their attempts at once: recording them only to
-        # delete them again in the same transaction would be two statements for nothing. They are recorded below for
-        # a unit whose write does not land (its claim was taken over), as any other send.
-        own = [send for send in sends if send.judgment_id in finishing]
         with transaction.atomic():
-            if len(own) < len(sends):
-                ProviderSend.objects.bulk_create(
-                    [send for send in sends if send.judgment_id not in finishing], ignore_conflicts=True
-                )
-            uncounted = self._take_uncounted_sends(finishing)
+            if sends:
+                ProviderSend.objects.bulk_create(sends, ignore_conflicts=True)
+            uncounted = self._uncounted_sends([judgment_id for judgment_id, _, _ in finished])
             for judgment_id, state, _ in finished:
-                others = sum(1 for send in uncounted.get(judgment_id, []) if send.holder != self.token)
+                others = sum(1 for _, holder in uncounted.get(judgment_id, []) if holder != self.token)
                 self._charge_lost_calls(state, others)
             if new_cache:
                 CachedCompletion.objects.bulk_create(
@@ -424,12 +417,10 @@ class SliceExecutor:
             rows = [result_row(judgment_id, state, outcome, now) for judgment_id, state, outcome in finished]
             written = self._write_results(rows)
             counts = run_tally(finished, written)
-            # Counted now: this slice's own requests in the attempts, the others' in the lost calls. The requests of a
-            # unit whose write did not land stay recorded, for whoever stores it.
-            kept = [send for judgment_id in finishing - written for send in uncounted.get(judgment_id, [])]
-            kept += [send for send in own if send.judgment_id not in written]
-            if kept:
-                ProviderSend.objects.bulk_create(kept, ignore_conflicts=True)
+            # Counted now: this slice's own requests in the attempts, the others' in the lost calls.
+            counted = [send_id for judgment_id in written for send_id, _ in uncounted.get(judgment_id, [])]
+            if counted:
+                ProviderSend.objects.filter(pk__in=counted).delete()
             if released:
                 Judgment.objects.filter(pk__in=released, claim_token=self.token).update(
                     status=JudgmentStatus.PENDING, claim_token="", lease_until=None
@@ -442,26 +433,16 @@ class SliceExecutor:
             # the overshoot is bounded by the calls already in flight.
             self._guarded(self._check_run)
 
-    def _take_uncounted_sends(self, judgment_ids: set[int]) -> dict[int, list[ProviderSend]]:
-        """The recorded requests of these units not counted yet, taken out of the table in one statement (the caller
-        puts back those of units it does not store, in the same transaction): unit -> its sends. Taken by row, so a
-        send recorded by a late holder after this statement stays for whoever stores the unit next."""
-        found: dict[int, list[ProviderSend]] = {}
+    def _uncounted_sends(self, judgment_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+        """The recorded requests of these units not counted yet: unit -> [(row id, holder)]. Read by row, so a send
+        recorded by a late holder after this read stays for whoever stores the unit next."""
+        found: dict[int, list[tuple[int, str]]] = {}
         if not judgment_ids:
             return found
-        table = ProviderSend._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"DELETE FROM {table} WHERE judgment_id IN ({', '.join(['%s'] * len(judgment_ids))}) "  # noqa: S608  # nosec B608 - a model's table name; the values are parameters
-                "RETURNING judgment_id, attempt_id, holder, sent_at",
-                list(judgment_ids),
-            )
-            for judgment_id, attempt_id, holder, sent_at in cursor.fetchall():
-                if isinstance(sent_at, str):  # SQLite hands back the stored text: naive UTC
-                    sent_at = timezone.make_aware(datetime.fromisoformat(sent_at), UTC)
-                found.setdefault(judgment_id, []).append(
-                    ProviderSend(judgment_id=judgment_id, attempt_id=attempt_id, holder=holder, sent_at=sent_at)
-                )
+        for send_id, judgment_id, holder in ProviderSend.objects.filter(judgment_id__in=judgment_ids).values_list(
+            "id", "judgment_id", "holder"
+        ):
+            found.setdefault(judgment_id, []).append((send_id, holder))
         return found
 
     def _write_results(self, rows: list[dict[str, Any]]) -> set[int]:
