@@ -186,6 +186,12 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
         "max_retries": 3,
     }
     workers = start_workers(args.workers, args.tasks_per_run, args.concurrency)
+    # Like the workers' start-up, this process's one-time loads are not timed: litellm's import (the launch checks the
+    # model's route through it) and the tokenizer its estimate counts with, which a web process has loaded long before.
+    from judging.llm import gateway
+
+    gateway.load()
+    gateway.count_tokens(config["model"], [{"role": "user", "content": "warm up"}])
     try:
         control(base_url.removesuffix("/v1"), "reset", {})
         control(base_url.removesuffix("/v1"), "script", {"default": {"latency": args.latency}})
