@@ -40,6 +40,7 @@ class ValidationState:
     gold_fields: list[tuple[int, Any, set[str]]] = field(default_factory=list)
     # Each rater the file marks ("rater_excluded"), with the mark and the first line that gave it.
     exclusion_marks: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    scores: "ScoreClassifier" = field(default_factory=lambda: ScoreClassifier())
 
     def mark_excluded(self, line: int, where: str, rater: Any, excluded: bool) -> None:
         """One mark per rater: an exclusion holds for the whole dataset, so every line must agree."""
@@ -189,6 +190,29 @@ def classify_score(token: Any, aspect: AspectSpec) -> tuple[float | None, bool] 
     return None
 
 
+_MEMO_TYPES = (int, float, str, type(None))
+
+
+class ScoreClassifier:
+    """``classify_score`` remembered per aspect and token: a file repeats a handful of tokens a million times, and
+    both passes of the import ask. Tokens of other types (lists, objects, booleans) are classified each time."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, type, Any], tuple[float | None, bool] | None] = {}
+
+    def classify(self, token: Any, aspect: AspectSpec) -> tuple[float | None, bool] | None:
+        kind = type(token)
+        if kind not in _MEMO_TYPES:
+            return classify_score(token, aspect)
+        # The type is in the key: 1, 1.0 and True are equal as dictionary keys but not as JSON tokens.
+        key = (aspect.name, kind, token)
+        try:
+            return self._known[key]
+        except KeyError:
+            result = self._known[key] = classify_score(token, aspect)
+            return result
+
+
 def _score_problem(token: Any, aspect: AspectSpec) -> str:
     if not is_json_number(token):
         return "invalid score"
@@ -223,8 +247,9 @@ def _validate_scores(line: int, where: str, human_evals: Any, raters: list[Any] 
                     expected=f"one of the rubric's aspects ({known})" if known else "no ratings (the rubric has none)",
                     found=_show(aspect_name),
                 )
+            classify = state.scores.classify
             for index, token in enumerate(scores):
-                if classify_score(token, aspect) is None:
+                if classify(token, aspect) is None:
                     raise DatasetImportError(
                         _score_problem(token, aspect),
                         line=line,
