@@ -1,6 +1,7 @@
 """The exports of bench/scale.py and their floor, each run in a child process of its own so that its peak memory is
-its own: the child reports its resident-set peak (getrusage's ru_maxrss, which includes the interpreter and Django,
-about 100 MB) and its time.
+its own: the child reports its resident-set peak (VmHWM of /proc/self/status, which includes the interpreter and
+Django, about 100 MB) and its time. Not getrusage's ru_maxrss: Linux carries it over from the parent through fork and
+exec, so a child would report the benchmark's own peak.
 
     python -m bench.scale_exports <server url> <database> <dataset id> <kind> <target file>
 
@@ -19,7 +20,6 @@ was entered with, the consensus or the exclusions: those are the export's own wo
 from __future__ import annotations
 
 import json
-import resource
 import subprocess  # nosec B404 - runs this module's own children
 import sys
 import time
@@ -135,6 +135,15 @@ def _export(dataset_id: int, kind: str, target: str) -> int:
     return count - 1  # the header
 
 
+def _peak_rss() -> int:
+    """This process's peak resident set in bytes: VmHWM, kept per address space, so new at exec."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024  # kB
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def child_main(argv: list[str]) -> int:
     server_url, database, dataset_id, kind, target = argv
     if kind.startswith("floor-"):
@@ -149,7 +158,7 @@ def child_main(argv: list[str]) -> int:
         started = time.perf_counter()
         rows = _export(int(dataset_id), kind, target)
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    peak = _peak_rss()
     print(json.dumps({"seconds": seconds, "peak_rss": peak, "rows": rows}))
     return 0
 
