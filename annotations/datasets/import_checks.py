@@ -109,9 +109,15 @@ def _finite_float(token: str) -> float:
     return value
 
 
+_CONTAINERS = (dict, list)
+_CONTAINERS_AND_TEXT = (dict, list, str)
+
+
 def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: bool) -> None:
     """Depth limit, and (when the line has \\u escapes, the only way to write them) no NUL or lone surrogates,
-    which Postgres text and UTF-8 output cannot hold."""
+    which Postgres text and UTF-8 output cannot hold. Only the nodes that can fail are visited: containers, and
+    strings when the text is checked (json.loads gives exact dicts, lists and strs)."""
+    walked = _CONTAINERS_AND_TEXT if check_text else _CONTAINERS
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -120,7 +126,7 @@ def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: 
                 "JSON nested too deeply", line=line_no, expected=f"at most {max_depth} levels", found="more"
             )
         if isinstance(node, str):
-            if check_text and (bad := unstorable_character(node)) is not None:
+            if (bad := unstorable_character(node)) is not None:
                 raise DatasetImportError(
                     "NUL character in a string" if bad == NUL else "unpaired surrogate in a string",
                     line=line_no,
@@ -128,21 +134,24 @@ def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: 
                     found=bad,
                 )
         elif isinstance(node, dict):
-            for key, child in node.items():
-                if check_text and (bad := unstorable_character(key)) is not None:
-                    raise DatasetImportError(
-                        "NUL character in a key" if bad == NUL else "unpaired surrogate in a key",
-                        line=line_no,
-                        expected="keys without U+0000 or unpaired surrogates",
-                        found=bad,
-                    )
-                stack.append((child, depth + 1))
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node)
+            if check_text:
+                for key in node:
+                    if (bad := unstorable_character(key)) is not None:
+                        raise DatasetImportError(
+                            "NUL character in a key" if bad == NUL else "unpaired surrogate in a key",
+                            line=line_no,
+                            expected="keys without U+0000 or unpaired surrogates",
+                            found=bad,
+                        )
+            stack.extend((child, depth + 1) for child in node.values() if type(child) in walked)
+        else:
+            stack.extend((child, depth + 1) for child in node if type(child) in walked)
 
 
-def iter_items(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yields (line number, parsed object) for every non-blank line, with precise errors for unreadable lines."""
+def iter_items(stream: IO[bytes], *, checked: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yields (line number, parsed object) for every non-blank line, with precise errors for unreadable lines.
+    `checked`: the same bytes already passed this reading once (the import's second pass), so the walk over every
+    value for depth and storable text is not repeated."""
     max_depth = settings.IMPORT_MAX_JSON_DEPTH
     for line_no, raw in _iter_raw_lines(stream):
         try:
@@ -173,7 +182,8 @@ def iter_items(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
             ) from None
         if not isinstance(obj, dict):
             raise DatasetImportError("not an item", line=line_no, expected="a JSON object", found=_type_name(obj))
-        _check_depth_and_text(obj, line_no, max_depth, "\\u" in text)
+        if not checked:
+            _check_depth_and_text(obj, line_no, max_depth, "\\u" in text)
         yield line_no, obj
 
 

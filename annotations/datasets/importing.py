@@ -103,7 +103,7 @@ def dataset_import(
             result = ImportResult(dataset=dataset, notice=notice)
             writer = ImportWriter(dataset, rubric, positional_prefix(state), state.scores)
             chunk: list[dict[str, Any]] = []
-            for _, obj in iter_items(stream):
+            for _, obj in iter_items(stream, checked=True):
                 chunk.append(obj)
                 if len(chunk) >= chunk_size:
                     writer.write_chunk(chunk, result)
