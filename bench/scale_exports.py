@@ -38,6 +38,8 @@ FLOOR_SQL = """
     WHERE i.dataset_id = {dataset_id}
     ORDER BY i.position, t.index, re.position, a.position, ra.position, ra.id
 """
+FLOOR_TYPES = ["text", "int4", "text", "text", "text", "text", "text", "float8", "bool", "text", "text", "float8"]
+FLOOR_TYPES.append("timestamptz")
 FLOOR_BATCH_ROWS = 100_000
 
 
@@ -46,24 +48,8 @@ def _floor_rows(url: str, dataset_id: int) -> Any:
 
     with psycopg.connect(url) as conn, conn.cursor() as cursor:
         query = FLOOR_SQL.format(dataset_id=int(dataset_id))
-        with cursor.copy(f"COPY ({query}) TO STDOUT") as copy:  # nosec B608 - an integer id
-            copy.set_types(
-                [
-                    "text",
-                    "int4",
-                    "text",
-                    "text",
-                    "text",
-                    "text",
-                    "text",
-                    "float8",
-                    "bool",
-                    "text",
-                    "text",
-                    "float8",
-                    "timestamptz",
-                ]
-            )
+        with cursor.copy(f"COPY ({query}) TO STDOUT") as copy:
+            copy.set_types(FLOOR_TYPES)
             yield from copy.rows()
 
 
@@ -83,23 +69,10 @@ def _floor_parquet(url: str, dataset_id: int, target: str) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema(
-        [
-            ("item_id", pa.string()),
-            ("turn", pa.int32()),
-            ("system", pa.string()),
-            ("aspect", pa.string()),
-            ("rater", pa.string()),
-            ("origin", pa.string()),
-            ("raw", pa.string()),
-            ("value", pa.float64()),
-            ("is_missing", pa.bool_()),
-            ("rationale", pa.string()),
-            ("comment", pa.string()),
-            ("seconds_spent", pa.float64()),
-            ("created_at", pa.timestamp("us", tz="UTC")),
-        ]
-    )
+    from annotations.datasets.parquet_export import _schemas
+
+    # The export's own column types, for the columns the floor reads (the first thirteen, in the same order).
+    schema = pa.schema(list(_schemas()["ratings"])[: len(FLOOR_TYPES)])
     count = 0
     with pq.ParquetWriter(target, schema, compression="zstd") as writer:
         batch: list[tuple[Any, ...]] = []
@@ -146,15 +119,16 @@ def _peak_rss() -> int:
 
 def child_main(argv: list[str]) -> int:
     server_url, database, dataset_id, kind, target = argv
+    # Django's start is neither the export's nor the floor's: the time starts once it is set up (its memory is in
+    # both peaks).
+    from bench.database import set_up_django_on
+
+    set_up_django_on(server_url, database)
     if kind.startswith("floor-"):
         writer = _floor_csv if kind == "floor-csv" else _floor_parquet
         started = time.perf_counter()
         rows = writer(f"{server_url}/{database}", int(dataset_id), target)
     else:
-        # Django's start is not the export's: the time starts once it is set up (its memory is in the peak).
-        from bench.database import set_up_django_on
-
-        set_up_django_on(server_url, database)
         started = time.perf_counter()
         rows = _export(int(dataset_id), kind, target)
     seconds = time.perf_counter() - started
