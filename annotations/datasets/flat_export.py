@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import BigIntegerField, OuterRef, Subquery, Value
 
 from annotations.adjudication.selectors import consensus_numbers
 from annotations.datasets.exporting import (
@@ -57,10 +57,13 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
         .order_by("id")
         .values("id")[:1]
     )
+    # A dataset no campaign collected in (an imported one) has no submission to look up: the subquery, run once per
+    # rating, is left out rather than asked a million times for nothing.
+    collected = Submission.objects.filter(assignment__campaign__dataset=dataset).exists()
     ratings = (
         Rating.objects.filter(response__turn__item__dataset=dataset)
         .exclude(_COLLECTED_ON_GOLD)
-        .annotate(submission_id=Subquery(entered_with))
+        .annotate(submission_id=Subquery(entered_with) if collected else Value(None, output_field=BigIntegerField()))
         .order_by(
             "response__turn__item__position",
             "response__turn__index",
