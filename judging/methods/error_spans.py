@@ -13,7 +13,7 @@ score built from the errors that happened to be spelled right would look like an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +150,18 @@ def stored_spans(stored: Any) -> list[JudgedError]:
     if not isinstance(stored, list):
         return []
     return [JudgedError.from_stored(item) for item in stored if isinstance(item, dict)]
+
+
+QUOTE_STATUSES = ("found", "not found", "ambiguous", "empty quote")
+
+
+def quote_placement(stored_lists: Iterable[Any]) -> dict[str, int]:
+    """How many of the reported errors' quotes were placed, not found, ambiguous or empty, over many judgments."""
+    counts = dict.fromkeys(QUOTE_STATUSES, 0)
+    for stored in stored_lists:
+        for error in stored_spans(stored):
+            counts[error.status] = counts.get(error.status, 0) + 1
+    return counts
 
 
 def categories_text(scheme: SpanScheme) -> str:
