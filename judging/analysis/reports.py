@@ -31,6 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from annotations.models import Dataset
 from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
+from judging.analysis.span_reports import span_agreement_report
 from judging.analysis.selectors import (
     ALL_RATINGS,
     Answers,
@@ -408,6 +409,7 @@ def compute_judge_details(
             ],
             "confusion": confusion_matrix(shown, aspect.min_value, aspect.max_value),
             "per_system": per_system_table(paired),
+            "spans": span_agreement_report(judge.pk, aspect, data.answers, data.ratings),
         }
     )
     return result
