@@ -31,7 +31,6 @@ from threadpoolctl import threadpool_limits
 
 from annotations.models import Dataset
 from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
-from judging.analysis.span_reports import span_agreement_report
 from judging.analysis.selectors import (
     ALL_RATINGS,
     Answers,
@@ -48,6 +47,7 @@ from judging.analysis.selectors import (
     stats_version,
     system_models,
 )
+from judging.analysis.span_reports import span_agreement_report
 from judging.models import Judge
 from judging.statistics.agreement import Ratings, agreement_summary
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q, Labels, alt_test, metric_for_level
