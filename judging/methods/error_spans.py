@@ -17,25 +17,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotations.error_spans import MqmWeights, Span
+from annotations.error_spans import Span
+from annotations.span_schemes import SpanScheme
 from judging.methods.parsing import MAX_PARSE_CHARS, json_objects
 from judging.methods.quotes import locate_quote
-from judging.statistics.results import Stat
-from judging.statistics.spans import Normalisation, mqm_score
-
-
-@dataclass(frozen=True)
-class SpanScheme:
-    """What a span aspect lets an annotator (or the judge) mark: categories as written (nested ones with their path,
-    "Accuracy/Mistranslation"), severities with their weights, and how the penalty is normalised."""
-
-    categories: tuple[str, ...]
-    weights: MqmWeights
-    normalisation: Normalisation = "answer"
-
-    @property
-    def severities(self) -> tuple[str, ...]:
-        return tuple(self.weights.severity)
 
 
 @dataclass(frozen=True)
@@ -139,10 +124,10 @@ def parse_error_spans(text: str | None, answer: str, scheme: SpanScheme) -> Span
     return SpanReply(ok=True, errors=tuple(errors), reasoning=raw[:start].strip())
 
 
-def answer_score(errors: Sequence[JudgedError], answer: str, scheme: SpanScheme) -> Stat:
-    """The MQM score of the answer from every error the judge reported, located or not, normalised as the scheme
-    says."""
-    return mqm_score([error.span for error in errors], answer, scheme.weights, scheme.normalisation)
+def answer_score(errors: Sequence[JudgedError], answer: str, scheme: SpanScheme) -> float:
+    """The MQM score of the answer from every error the judge reported, located or not, by the rule the raters'
+    scores follow (the aspect's scheme)."""
+    return scheme.score([error.span for error in errors], answer)
 
 
 def stored_spans(stored: Any) -> list[JudgedError]:
@@ -164,10 +149,18 @@ def quote_placement(stored_lists: Iterable[Any]) -> dict[str, int]:
     return counts
 
 
-def categories_text(scheme: SpanScheme) -> str:
-    return "\n".join(f"- {category}" for category in scheme.categories)
+def _named(key: str, scheme: SpanScheme, language: str) -> str:
+    """The name the judge must answer with, and the rubric's own wording of it in the prompt's language."""
+    label = scheme.label(key, language)
+    return key if label == key else f"{key} ({label})"
+
+
+def categories_text(scheme: SpanScheme, language: str) -> str:
+    return "\n".join(f"- {_named(category, scheme, language)}" for category in scheme.categories)
 
 
 def severities_text(scheme: SpanScheme, language: str) -> str:
     word = "重み" if language == "ja" else "weight"
-    return "\n".join(f"- {severity} ({word} {scheme.weights.severity[severity]:g})" for severity in scheme.severities)
+    return "\n".join(
+        f"- {_named(severity, scheme, language)} ({word} {weight:g})" for severity, weight in scheme.severities.items()
+    )

@@ -284,7 +284,7 @@ def error_spans_flow(ctx: UnitContext) -> Flow:
     language = ctx.language
     values = _values(
         ctx,
-        categories=error_spans.categories_text(scheme),
+        categories=error_spans.categories_text(scheme, language),
         severities=error_spans.severities_text(scheme, language),
     )
     rendered = prompts.render(_template(ctx, "error_spans"), values)
@@ -314,11 +314,7 @@ def error_spans_flow(ctx: UnitContext) -> Flow:
         outcome.error_kind, outcome.error = f"parse:{reply.error_kind}", reply.error
         return outcome
     outcome.spans = [error.stored() for error in reply.errors]
-    score = error_spans.answer_score(reply.errors, ctx.answer, scheme)
-    if score["value"] is None:
-        outcome.error_kind, outcome.error = "parse:no_score", f"no MQM score: {score['undefined']}"
-        return outcome
-    outcome.score, outcome.score_mode = score["value"], SPANS
+    outcome.score, outcome.score_mode = error_spans.answer_score(reply.errors, ctx.answer, scheme), SPANS
     return outcome
 
 

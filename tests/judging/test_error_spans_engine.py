@@ -123,6 +123,4 @@ def test_methods_and_aspects_of_different_kinds_are_refused_at_launch(
     with pytest.raises(LaunchError, match="not a span aspect: overall"):
         launch(dataset, config(fake_provider, aspects=["overall"]), django_capture_on_commit_callbacks)
     with pytest.raises(LaunchError, match="needs the error_spans method: errors"):
-        launch(
-            dataset, config(fake_provider, method="single", aspects=["errors"]), django_capture_on_commit_callbacks
-        )
+        launch(dataset, config(fake_provider, method="single", aspects=["errors"]), django_capture_on_commit_callbacks)

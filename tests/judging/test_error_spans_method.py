@@ -4,15 +4,17 @@ import json
 
 import pytest
 
-from annotations.error_spans import MQM_CORE, WMT2020
+from annotations.span_schemes import SpanScheme
 from judging.config import ConfigError, JudgeSettings, validate_config
 from judging.engine.registry import calls_per_unit_range
 from judging.llm.calls import CallResult
 from judging.methods.base import AspectInfo, UnitContext
-from judging.methods.error_spans import SpanScheme, answer_score, parse_error_spans, stored_spans
+from judging.methods.error_spans import answer_score, parse_error_spans, stored_spans
 from judging.methods.flows import NOT_SPAN_ASPECT, error_spans_flow
 
-SCHEME = SpanScheme(categories=("Accuracy/Mistranslation", "Fluency/Grammar"), weights=MQM_CORE)
+# The MQM core severities: minor 1, major 5, critical 10.
+SEVERITIES = {"minor": 1.0, "major": 5.0, "critical": 10.0}
+SCHEME = SpanScheme(categories=("Accuracy/Mistranslation", "Fluency/Grammar"), severities=SEVERITIES)
 ANSWER = "The cat sat on the mat. The cat was black."
 
 
@@ -48,10 +50,10 @@ def test_the_score_counts_every_reported_error_located_or_not() -> None:
         ANSWER,
         SCHEME,
     )
-    # MQM core weights: minor 1 + major 5.
-    assert answer_score(reply.errors, ANSWER, SCHEME)["value"] == 6.0
-    per_100_words = SpanScheme(SCHEME.categories, MQM_CORE, normalisation="100 words")
-    assert answer_score(reply.errors, ANSWER, per_100_words)["value"] == pytest.approx(100 * 6 / 10)
+    # Minor 1 + major 5, per answer; the same per 100 of the answer's 10 words.
+    assert answer_score(reply.errors, ANSWER, SCHEME) == 6.0
+    per_100_words = SpanScheme(SCHEME.categories, SEVERITIES, normalisation="100_words")
+    assert answer_score(reply.errors, ANSWER, per_100_words) == pytest.approx(100 * 6 / 10)
 
 
 @pytest.mark.parametrize(
@@ -96,13 +98,18 @@ def _ctx(scheme: SpanScheme | None, *, answer: str = ANSWER, language: str = "en
 
 
 def test_the_prompt_lists_the_schemes_categories_and_severities_in_both_languages() -> None:
-    scheme = SpanScheme(categories=("Accuracy/Omission", "Non-translation!"), weights=WMT2020)
+    scheme = SpanScheme(
+        categories=("Accuracy/Omission", "Non-translation!"),
+        severities={"neutral": 0.0, "minor": 1.0, "major": 5.0},
+        labels={"ja": {"Accuracy/Omission": "正確さ/脱落", "minor": "軽微"}},
+    )
     english = next(error_spans_flow(_ctx(scheme))).messages[0]["content"]
     assert "- Accuracy/Omission\n- Non-translation!" in english
     assert "- major (weight 5)" in english and "critical" not in english
     assert ANSWER in english and "Le chat" in english and '{"errors": []}' in english
     japanese = next(error_spans_flow(_ctx(scheme, language="ja"))).messages[0]["content"]
-    assert "誤りのカテゴリ" in japanese and "- minor (重み 1)" in japanese
+    assert "誤りのカテゴリ" in japanese and "- Accuracy/Omission (正確さ/脱落)" in japanese
+    assert "- minor (軽微) (重み 1)" in japanese
 
 
 def test_the_flow_scores_the_answer_and_keeps_every_error() -> None:
@@ -137,16 +144,6 @@ def test_the_flow_refuses_a_scale_aspect_without_sending() -> None:
     with pytest.raises(StopIteration) as stop:
         next(error_spans_flow(_ctx(None)))
     assert not stop.value.value.ok and stop.value.value.error_kind == NOT_SPAN_ASPECT
-
-
-def test_an_empty_answer_has_no_score_per_100_characters() -> None:
-    scheme = SpanScheme(SCHEME.categories, MQM_CORE, normalisation="100 characters")
-    flow = error_spans_flow(_ctx(scheme, answer=""))
-    next(flow)
-    with pytest.raises(StopIteration) as stop:
-        flow.send(CallResult(content=_reply()))
-    outcome = stop.value.value
-    assert outcome.score is None and outcome.error_kind == "parse:no_score" and "characters" in outcome.error
 
 
 def test_config_rules_for_the_error_spans_method() -> None:
