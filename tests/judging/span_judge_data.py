@@ -91,9 +91,11 @@ def span_judge_config(fake: FakeProvider, name: str, **overrides: Any) -> dict[s
 
 
 def run_span_judge(dataset: Any, fake: FakeProvider, capture: Any, *, name: str, shift: int = 0) -> JudgeRun:
+    """A judge that shifts the error count sends no cached request: its replies differ from the exact judge's."""
     fake.script(default={"served_model": SNAPSHOT})
     fake.content_fn = judge_reading_truth(shift)
+    cfg = span_judge_config(fake, name, cache=shift == 0)
     with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=span_judge_config(fake, name), launched_by=None)
+        run = services.judge_run_launch(dataset=dataset, config=cfg, launched_by=None)
     run.refresh_from_db()
     return run

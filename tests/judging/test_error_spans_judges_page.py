@@ -114,8 +114,8 @@ def test_a_span_judge_is_certified_and_compared_through_its_mqm_score(
     assert certificate.status == CertificateStatus.PASSED, certificate.reason
     assert certificate.results["errors"]["verdict"] == "passed" and certificate.results["errors"]["n_judged"] == 40
     assert selectors.version_standing(good.version) == selectors.CERTIFIED
-    # A judge that reports two errors too many wherever there is one: its scores still rank the answers alike at
-    # the top, but off by a constant only where errors exist, so it tracks the humans less closely.
+    # A judge that reports two errors too many wherever there is one: its scores jump from 0 to 3 and then rise by
+    # one, so they follow the raters' counts less closely than the exact judge's.
     worse = run_span_judge(dataset, fake_provider, django_capture_on_commit_callbacks, name="spans-worse", shift=2)
     report = judge_comparison_report(dataset, "spans-good", "spans-worse", aspect="errors")
     entry = report["aspects"]["errors"]
