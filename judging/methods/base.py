@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from judging.llm.calls import CallResult, CallSpec
 from judging.methods import prompts
-from judging.methods.error_spans import SpanScheme
 
 if TYPE_CHECKING:  # the config type loads pydantic; code that reads a UnitContext does not need it
+    from annotations.span_schemes import SpanScheme
     from judging.methods.judge_settings import JudgeSettings
 
 

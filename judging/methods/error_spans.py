@@ -87,9 +87,9 @@ def _read_item(number: int, item: Any, answer: str, scheme: SpanScheme) -> Judge
     quote, category, severity = item.get("quote"), item.get("category"), item.get("severity")
     if not isinstance(quote, str):
         return f"error {number} has no quote string"
-    if category not in scheme.categories:
+    if not isinstance(category, str) or category not in scheme.categories:
         return f"error {number} names category {category!r}, which the scheme does not have"
-    if severity not in scheme.severities:
+    if not isinstance(severity, str) or severity not in scheme.severities:
         return f"error {number} names severity {severity!r}; expected one of {', '.join(scheme.severities)}"
     match = locate_quote(answer, quote)
     return JudgedError(
