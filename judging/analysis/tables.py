@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from annotations.datasets.exporting import csv_safe
 from judging.analysis.wording import column_label, phrase
 from judging.statistics.correlation import COEFFICIENTS, LEVELS
+from judging.statistics.results import undefined
 
 DIGITS = 3
 
@@ -177,6 +178,7 @@ def distribution_table(details: dict[str, Any]) -> dict[str, Any]:
 
 
 SPAN_REFERENCES = {"pooled": "all raters pooled", "consensus": "majority of the raters"}
+MAJORITY_HAS_NO_CATEGORY = "the majority's characters carry no category"
 
 
 def spans_table(details: dict[str, Any]) -> dict[str, Any]:
@@ -200,7 +202,7 @@ def spans_table(details: dict[str, Any]) -> dict[str, Any]:
                 span["precision"],
                 span["recall"],
                 span["f1"],
-                category["f1"] if category else None,
+                category["f1"] if category else undefined(MAJORITY_HAS_NO_CATEGORY),
             ]
         )
     columns = ["reference", "answers", "character precision", "character recall", "character F1"]

@@ -117,6 +117,7 @@ COLUMN_LABELS = {
 PHRASES = {
     "all raters pooled": gettext_lazy("all raters pooled"),
     "majority of the raters": gettext_lazy("majority of the raters"),
+    "the majority's characters carry no category": gettext_lazy("the majority's characters carry no category"),
     "no characters marked by the candidate": gettext_lazy("the judge marked no character"),
     "no characters marked by the reference": gettext_lazy("the raters marked no character"),
     "no spans marked by the candidate": gettext_lazy("the judge marked no span"),

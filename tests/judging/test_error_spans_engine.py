@@ -4,11 +4,13 @@ import json
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from judging import services
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
 from judging.selectors import judge_run_progress
 from judging.services import LaunchError
+from tests.conftest import client_for
 from tests.factories import AspectFactory
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
@@ -21,10 +23,10 @@ SCHEME = {
 }
 
 
-def span_dataset() -> Any:
+def span_dataset(owner: Any = None) -> Any:
     """Two items by two systems; a scale aspect "overall" and a span aspect "errors". Answers read
     "Answer <item> from system <system>: topic <item> is explained."."""
-    dataset = make_dataset(items=2, systems=2)
+    dataset = make_dataset(items=2, systems=2, owner=owner)
     AspectFactory(
         dataset=dataset,
         name="errors",
@@ -64,9 +66,9 @@ def _errors(*errors: tuple[str, str, str]) -> str:
 
 
 def test_a_span_judge_places_quotes_reports_the_others_and_scores_mqm(
-    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks: Any
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks: Any, researcher: Any, annotator: Any
 ) -> None:
-    dataset = span_dataset()
+    dataset = span_dataset(owner=researcher)
     fake_provider.script(
         default={"content": _errors()},
         rules=[
@@ -102,6 +104,16 @@ def test_a_span_judge_places_quotes_reports_the_others_and_scores_mqm(
     progress = judge_run_progress(run)
     assert progress.quote_placement == {"found": 1, "not found": 1, "ambiguous": 1, "empty quote": 0}
     assert progress.unplaced_quotes == 2
+    # The run page counts them, in English and Japanese.
+    url = reverse("research-judge-run", args=[run.pk])
+    page = client_for(researcher).get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Error quotes not placed" in html and "1 not found, 1 ambiguous" in html
+    japanese = client_for(researcher).get(url, HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    assert "位置を特定できなかった誤りの引用" in japanese and "見つからない 1 件、複数箇所に該当 1 件" in japanese
+    assert client_for(researcher).post(url).status_code == 405
+    assert client_for(annotator).get(url).status_code == 403
 
 
 def test_a_reply_outside_the_scheme_is_a_parse_error_and_nothing_is_stored(
