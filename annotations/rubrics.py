@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotations.errors import RubricError
-from annotations.models import MeasurementLevel
+from annotations.models import AspectKind, MeasurementLevel
+from annotations.span_schemes import DEFAULT_MAX_SCORE, SpanScheme, parse_span_scheme
 from annotations.storable import NUL, unstorable_character
 
 DEFAULT_MISSING: list[Any] = [None, "NA"]
@@ -28,6 +29,9 @@ class AspectSpec:
     translations: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The scale's spacing when only some values of [min, max] are scores (1: whole numbers from min); None: any.
     step: float | None = None
+    kind: str = AspectKind.SCALE
+    # A span aspect's categories, severities and normalisation; its value is the MQM score they give, 0 the ideal.
+    span_scheme: SpanScheme | None = None
 
     def is_missing_token(self, token: Any) -> bool:
         return any(same_json_token(token, code) for code in self.missing)
@@ -394,6 +398,22 @@ def aspect_rubric_texts(
     }
 
 
+def _aspect_kind(raw: dict[str, Any], where: str) -> tuple[str, SpanScheme | None, dict[str, Any]]:
+    """The aspect's kind, its span scheme, and its fields with a span aspect's scale filled in."""
+    kind = raw.get("kind", AspectKind.SCALE)
+    if kind not in AspectKind.values:
+        raise RubricError(f"{where}: 'kind' must be one of {', '.join(AspectKind.values)}, found {kind!r}")
+    if kind == AspectKind.SCALE:
+        if "spans" in raw:
+            raise RubricError(f'{where}: \'spans\' belongs to an aspect of kind "spans"; add "kind": "spans"')
+        return kind, None, raw
+    scheme = parse_span_scheme(raw.get("spans"), where=where)
+    if raw.get("min", 0) != 0:
+        raise RubricError(f"{where}: a span aspect's scores start at 0 (no error), found 'min' {raw['min']!r}")
+    # A score is a weighted error count: 0 is no error and the best, whatever the rubric writes.
+    return kind, scheme, {"min": 0, "max": DEFAULT_MAX_SCORE, "level": MeasurementLevel.RATIO, **raw, "ideal": 0}
+
+
 def parse_rubric(data: Any, *, source: str) -> RubricSpec:
     if not isinstance(data, dict):
         raise RubricError("rubric: expected a JSON object with an 'aspects' list")
@@ -414,6 +434,7 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
         if name in seen:
             raise RubricError(f"{where}: aspect name {name!r} appears twice")
         seen.add(name)
+        kind, scheme, raw = _aspect_kind(raw, where)
         lo = _require_number(raw, "min", where)
         hi = _require_number(raw, "max", where)
         if lo >= hi:
@@ -460,6 +481,8 @@ def parse_rubric(data: Any, *, source: str) -> RubricSpec:
                 missing=missing,
                 translations=texts.translations,
                 step=step,
+                kind=kind,
+                span_scheme=scheme,
             )
         )
     systems = data.get("systems", {})

@@ -6,7 +6,8 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from annotations.models import Campaign, Dataset
+from annotations.error_spans import Span
+from annotations.models import Campaign, Dataset, ErrorSpan, Rating
 from annotations.roles import ROLE_GROUPS, AnyUser
 
 
@@ -93,3 +94,25 @@ def campaign_for_researcher(user: AnyUser, pk: int) -> Campaign:
     if campaign is None:
         raise Http404("no such campaign")
     return campaign
+
+
+def human_error_spans(*, aspect_id: int) -> dict[tuple[int, int], list[Span]]:
+    """Every rater's error spans on every answer of one span aspect, by (response id, rater id), in marking order.
+
+    An answer a rater rated without marking an error (a "no error" confirmation) maps to an empty list, so agreement
+    counts it as a rater who found nothing; a rating left missing is absent.
+    """
+    found: dict[tuple[int, int], list[Span]] = {
+        key: []
+        for key in Rating.objects.filter(aspect_id=aspect_id, is_missing=False)
+        .order_by("response_id", "rater_id")
+        .values_list("response_id", "rater_id")
+    }
+    rows = (
+        ErrorSpan.objects.filter(rating__aspect_id=aspect_id, rating__is_missing=False)
+        .order_by("rating__response_id", "rating__rater_id", "position")
+        .values_list("rating__response_id", "rating__rater_id", "start", "end", "category", "severity")
+    )
+    for response_id, rater_id, start, end, category, severity in rows:
+        found[(response_id, rater_id)].append(Span(start, end, category, severity))
+    return found

@@ -22,6 +22,8 @@ def aspect_spec(aspect: Aspect) -> AspectSpec:
         description=aspect.description,
         labels=aspect.labels,
         missing=aspect.missing,
+        kind=aspect.kind,
+        span_scheme=aspect.scheme if aspect.is_spans else None,
     )
 
 

@@ -13,7 +13,9 @@ from factory.django import DjangoModelFactory
 
 from annotations.models import (
     Aspect,
+    AspectKind,
     Dataset,
+    ErrorSpan,
     Item,
     MeasurementLevel,
     Rater,
@@ -77,6 +79,26 @@ class AspectFactory(DjangoModelFactory):
     labels = factory.LazyFunction(dict)
     missing = factory.LazyFunction(lambda: [None, "NA"])
     position = factory.Sequence(lambda n: n)
+
+
+MQM_TEST_SCHEME = {
+    "categories": ["Accuracy/Mistranslation", "Accuracy/Omission", "Fluency/Grammar", "Fluency/Punctuation"],
+    "severities": {"minor": 1, "major": 5, "critical": 10},
+    "category_severity_weights": [{"category": "Fluency/Punctuation", "severity": "minor", "weight": 0.1}],
+    "no_error_confirmation": True,
+}
+
+
+class SpanAspectFactory(AspectFactory):
+    """A span aspect with an MQM-like scheme: its ratings' values are MQM scores, 0 the ideal."""
+
+    name = factory.Sequence(lambda n: f"mqm{n}")
+    kind = AspectKind.SPANS
+    span_scheme = factory.LazyFunction(lambda: dict(MQM_TEST_SCHEME))
+    min_value = 0.0
+    max_value = 25.0
+    ideal = 0.0
+    level = MeasurementLevel.RATIO
 
 
 class SystemFactory(DjangoModelFactory):
@@ -150,6 +172,18 @@ class RatingFactory(DjangoModelFactory):
     value = factory.LazyAttribute(lambda r: float(r.raw) if isinstance(r.raw, (int, float)) else None)
     is_missing = factory.LazyAttribute(lambda r: r.value is None)
     origin = RatingOrigin.IMPORT
+
+
+class ErrorSpanFactory(DjangoModelFactory):
+    class Meta:
+        model = ErrorSpan
+
+    rating = factory.SubFactory(RatingFactory)
+    position = factory.Sequence(lambda n: n)
+    start = 0
+    end = 1
+    category = "Accuracy/Mistranslation"
+    severity = "minor"
 
 
 class JudgeFactory(DjangoModelFactory):

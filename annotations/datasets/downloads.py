@@ -76,6 +76,9 @@ def dataset_rubric(dataset: Dataset) -> dict[str, Any]:
                 "missing": aspect.missing,
             }
         )
+        if aspect.is_spans:
+            entry["kind"] = aspect.kind
+            entry["spans"] = aspect.span_scheme
         aspects.append(entry)
     systems = getattr(dataset, "rubric", None)
     return {"aspects": aspects, "systems": dict(systems.systems) if systems is not None else {}}

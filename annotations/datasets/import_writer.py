@@ -167,6 +167,8 @@ class ImportWriter:
                 missing=spec.missing,
                 translations=spec.translations,
                 position=position,
+                kind=spec.kind,
+                span_scheme=spec.span_scheme.to_json() if spec.span_scheme is not None else {},
             )
         self.aspect_specs = {spec.name: spec for spec in rubric.aspects}
         self.systems: dict[str, System] = {}

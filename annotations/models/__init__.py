@@ -8,6 +8,7 @@ crowd-study and research packages' own models, which point back at these.
 # ruff: noqa: I001 - the app's own models first: the sub-packages' models import them from here
 from annotations.models.datasets import *  # noqa: F403 - the dataset models belong to this app
 from annotations.models.campaigns import *  # noqa: F403 - the campaign models belong to this app
+from annotations.models.spans import *  # noqa: F403 - error spans belong to this app
 
 from annotations.adjudication.models import *  # noqa: F403 - adjudication belongs to this app
 from annotations.gold.models import *  # noqa: F403 - gold items belong to this app

@@ -9,12 +9,21 @@ from django.db.models import Q
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
+from annotations.span_schemes import SpanScheme
+
 
 class MeasurementLevel(models.TextChoices):
     NOMINAL = "nominal"
     ORDINAL = "ordinal"
     INTERVAL = "interval"
     RATIO = "ratio"
+
+
+class AspectKind(models.TextChoices):
+    """A scale aspect takes one number per answer; a span aspect takes error spans, scored by its scheme."""
+
+    SCALE = "scale", _("Scale")
+    SPANS = "spans", _("Error spans")
 
 
 class AnswerFormat(models.TextChoices):
@@ -89,6 +98,10 @@ class Aspect(models.Model):
     translations = models.JSONField(
         default=dict, blank=True, help_text='Label, description and value labels in other languages: {"ja": {...}}.'
     )
+    kind = models.CharField(max_length=10, choices=AspectKind.choices, default=AspectKind.SCALE)
+    span_scheme = models.JSONField(
+        default=dict, blank=True, help_text="Categories, severities with weights and normalisation of a span aspect."
+    )
 
     class Meta:
         verbose_name = _("aspect")
@@ -100,6 +113,13 @@ class Aspect(models.Model):
             models.CheckConstraint(
                 condition=Q(ideal__gte=models.F("min_value")) & Q(ideal__lte=models.F("max_value")),
                 name="aspect_ideal_within_range",
+            ),
+            models.CheckConstraint(condition=Q(kind__in=AspectKind.values), name="aspect_kind_known"),
+            # A span aspect without categories and severities could take no span; a scale aspect has no scheme.
+            models.CheckConstraint(
+                condition=(Q(kind=AspectKind.SCALE) & Q(span_scheme={}))
+                | (Q(kind=AspectKind.SPANS) & Q(span_scheme__has_keys=["categories", "severities"])),
+                name="aspect_span_scheme_matches_kind",
             ),
         ]
 
@@ -125,6 +145,17 @@ class Aspect(models.Model):
     @property
     def span(self) -> float:
         return self.max_value - self.min_value
+
+    @property
+    def is_spans(self) -> bool:
+        return self.kind == AspectKind.SPANS
+
+    @property
+    def scheme(self) -> SpanScheme:
+        """The typed span scheme; only a span aspect has one."""
+        if not self.is_spans:
+            raise ValueError(f"aspect {self.name!r} is a scale, not a span aspect")
+        return SpanScheme.from_json(self.span_scheme)
 
 
 class System(models.Model):

@@ -47,6 +47,7 @@ from judging.analysis.selectors import (
     stats_version,
     system_models,
 )
+from judging.analysis.span_reports import span_agreement_report
 from judging.models import Judge
 from judging.statistics.agreement import Ratings, agreement_summary
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q, Labels, alt_test, metric_for_level
@@ -408,6 +409,7 @@ def compute_judge_details(
             ],
             "confusion": confusion_matrix(shown, aspect.min_value, aspect.max_value),
             "per_system": per_system_table(paired),
+            "spans": span_agreement_report(judge.pk, aspect, data.answers, data.ratings),
         }
     )
     return result

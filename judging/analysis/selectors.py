@@ -392,6 +392,14 @@ def judge_scores(judge: Judge, answers: Answers) -> dict[str, FloatArray]:
     return by_aspect
 
 
+def judge_error_spans(judge_id: int, aspect_name: str) -> dict[int, Any]:
+    """The errors an error-span judge stored for each answer of an aspect (its first sample), by response id."""
+    rows = Judgment.objects.filter(
+        run__judge_id=judge_id, aspect_name=aspect_name, sample=0, status=JudgmentStatus.DONE, spans__isnull=False
+    ).values_list("response_id", "spans")
+    return dict(rows)
+
+
 def answer_details(response_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Prompt, answer text and item id of a few answers, for the drill-down."""
     rows = Response.objects.filter(id__in=response_ids).values_list(

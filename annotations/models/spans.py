@@ -1,0 +1,53 @@
+"""Error spans a rater marked in an answer: the evidence behind a span aspect's rating, whose value is the MQM score
+the aspect's scheme gives them."""
+
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from annotations.error_spans import SEVERITIES
+from annotations.models.datasets import Rating
+from annotations.span_schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
+
+__all__ = ["ErrorSpan"]
+
+
+def _offsets_valid(start: str, end: str) -> Q:
+    """Both offsets or neither; with both, 0 <= start <= end."""
+    return Q(**{f"{start}__isnull": True, f"{end}__isnull": True}) | Q(
+        **{f"{start}__isnull": False, f"{end}__isnull": False, f"{start}__gte": 0, f"{end}__gte": models.F(start)}
+    )
+
+
+class ErrorSpan(models.Model):
+    """One error. Offsets are code-point indices into the answer text as stored (``text[start:end]``); an error with
+    no offsets (an omission, a whole-answer problem) counts in the score and is left out of span agreement.
+    ``source_start``/``source_end`` locate an omission in the prompt or source, as the WMT files mark it."""
+
+    rating = models.ForeignKey(Rating, on_delete=models.CASCADE, related_name="error_spans")
+    position = models.PositiveIntegerField(default=0)
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    source_start = models.PositiveIntegerField(null=True, blank=True)
+    source_end = models.PositiveIntegerField(null=True, blank=True)
+    category = models.CharField(max_length=CATEGORY_MAX_LENGTH)
+    severity = models.CharField(max_length=SEVERITY_MAX_LENGTH)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name = _("error span")
+        verbose_name_plural = _("error spans")
+        ordering = ["rating", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["rating", "position"], name="error_span_position_unique_per_rating"),
+            models.CheckConstraint(condition=_offsets_valid("start", "end"), name="error_span_offsets_ordered"),
+            models.CheckConstraint(
+                condition=_offsets_valid("source_start", "source_end"), name="error_span_source_offsets_ordered"
+            ),
+            models.CheckConstraint(condition=Q(severity__in=SEVERITIES), name="error_span_severity_known"),
+            models.CheckConstraint(condition=~Q(category=""), name="error_span_category_present"),
+        ]
+
+    def __str__(self) -> str:
+        where = "unplaced" if self.start is None else f"{self.start}..{self.end}"
+        return f"{self.category}/{self.severity} at {where}"
