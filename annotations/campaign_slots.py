@@ -59,4 +59,5 @@ CAMPAIGN_SLOTS = SlotPool(
     skip=Skip,
     personal="is_gold",
     barred=rated_before_sql("{task}"),
+    stopped="stopped_at",
 )

@@ -51,6 +51,10 @@ class SlotPool(Generic[SlotT]):
     # campaign, user): a task they could not submit. The claim rule never hands such a task out and an open lease on
     # one is given back instead of resumed. Empty when every task is open to everyone.
     barred: str = ""
+    # A nullable campaign column set when the campaign stops handing out tasks (its stopping rule was met): from
+    # then on the claim rule takes no new slot, while a lease already held may still be resumed and submitted.
+    # Empty when the campaigns of the pool never stop early.
+    stopped: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,21 @@ def _barred(pool: SlotPool[Any], task: str) -> str:
     return f"({pool.barred.format(task=task)})" if pool.barred else "(1 = 0)"
 
 
+def _not_stopped(pool: SlotPool[Any]) -> str:
+    """True while the campaign still hands out tasks (SlotPool.stopped), or always when its pool never stops."""
+    if not pool.stopped:
+        return "(1 = 1)"
+    campaigns = _names(pool)["campaigns"]
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {campaigns} halted WHERE halted.id = %(campaign)s"  # nosec B608 - model-metadata names, bound values
+        f" AND halted.{pool.stopped} IS NOT NULL)"
+    )
+
+
 def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
-    rule = f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')}"
+    rule = (
+        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {_not_stopped(pool)}"
+    )
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
 
 

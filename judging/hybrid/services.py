@@ -247,9 +247,37 @@ def hybrid_fill(*, calibration_id: int) -> str:
     return "done"
 
 
+def _sampled_for_humans(
+    campaign: Campaign, run: JudgeRun, tasks: list[Task], aspects: list[str], unscored: set[int]
+) -> set[int] | None:
+    """Under a sampling policy, the tasks drawn for the humans, each task's probability stored on it first; None when
+    the campaign keeps the calibrated threshold. A task the judge left without a score always goes to the humans
+    (probability 1), since the estimates need the judge's score wherever a human's may be missing."""
+    from judging.hybrid.sampling import judge_uncertainty, sampling_plan  # noqa: PLC0415 - numpy
+
+    if not campaign.human_sampling:
+        return None
+    answers = {task.pk: list(task.responses.all()) for task in tasks if task.pk not in unscored}
+    spread = judge_uncertainty(run, [a.pk for found in answers.values() for a in found], aspects)
+    plan = sampling_plan(
+        campaign=campaign,
+        tasks=[task for task in tasks if task.pk not in unscored],
+        uncertainty={pk: max((spread.get(a.pk, 0.0) for a in found), default=0.0) for pk, found in answers.items()},
+        systems={pk: found[0].system.key if found else "" for pk, found in answers.items()},
+    )
+    for task in tasks:
+        task.human_probability = plan.probability.get(task.pk, 1.0)
+    Task.objects.bulk_update(tasks, ["human_probability"])
+    return plan.to_humans | unscored
+
+
 def _fill(calibration: HybridCalibration) -> tuple[int, int, str]:
     run = calibration.run
-    tasks = list(Task.objects.filter(campaign=calibration.campaign, is_gold=False).prefetch_related("responses"))
+    tasks = list(
+        Task.objects.filter(campaign=calibration.campaign, is_gold=False)
+        .order_by("position")
+        .prefetch_related("responses__system")
+    )
     if run is None or run.status != RunStatus.SUCCEEDED:
         status = run.status if run is not None else "deleted"
         return 0, len(tasks), f"the judge run ended {status}; every task stays with the human raters"
@@ -267,11 +295,19 @@ def _fill(calibration: HybridCalibration) -> tuple[int, int, str]:
     names = [name for name, _ in aspects]
     response_ids = [response.pk for task in tasks for response in task.responses.all()]
     scores = unit_scores(run, response_ids, names)
+    unscored = {
+        task.pk
+        for task in tasks
+        if not task.responses.all()
+        or any(task_confidence(scores.by_response.get(a.pk, {}), names) is None for a in task.responses.all())
+    }
+    to_humans = _sampled_for_humans(calibration.campaign, run, tasks, names, unscored)
     judged = 0
     for task in tasks:
         answers = list(task.responses.all())
         confidences = [task_confidence(scores.by_response.get(answer.pk, {}), names) for answer in answers]
-        if not answers or any(c is None or c < calibration.threshold for c in confidences):
+        kept_by_threshold = all(c is not None and c >= calibration.threshold for c in confidences)
+        if task.pk in unscored or (task.pk in to_humans if to_humans is not None else not kept_by_threshold):
             continue
         values = [
             FilledValue(response_id=answer.pk, aspect_id=aspect_id, value=scores.by_response[answer.pk][name][0])
