@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import QuerySet
 
 from annotations.hybrid.selectors import HybridCounts, hybrid_counts
-from annotations.models import Campaign
+from annotations.models import Aspect, Campaign, Rating, RatingOrigin, StopRule, Task
 from judging.certification.selectors import version_standing
 from judging.models import HybridCalibration, JudgeVersion
 
@@ -50,3 +51,82 @@ def hybrid_panel(campaign: Campaign) -> HybridPanel:
     calibrations = calibrations_of_campaign(campaign)
     chosen = calibrations.exclude(apply_status="").first() or calibrations.first()
     return HybridPanel(calibration=chosen, counts=hybrid_counts(campaign))
+
+
+MAX_LOOKS_SHOWN = 40
+
+
+def _ratings_in_order(campaign: Campaign, aspect_id: int) -> list[tuple[int, str, float]]:
+    """The campaign's human ratings on one aspect in the order they were given: (response, system key, value)."""
+    rows = (
+        Rating.objects.filter(
+            response_id__in=Task.responses.through.objects.filter(task__campaign=campaign, task__is_gold=False).values(
+                "response_id"
+            ),
+            aspect_id=aspect_id,
+            origin=RatingOrigin.APP,
+            value__isnull=False,
+        )
+        .order_by("created_at", "pk")
+        .values_list("response__turn_id", "response__system__key", "value")
+    )
+    return [(turn, key, float(value)) for turn, key, value in rows]
+
+
+def _paired_differences(rows: list[tuple[int, str, float]], first: str, second: str) -> list[tuple[float, float]]:
+    """The pairs (first's score, second's score) on the same prompt, in the order each pair was completed; a prompt
+    rated more than once per system uses its first rating of each."""
+    seen: dict[int, dict[str, float]] = {}
+    pairs = []
+    for turn, key, value in rows:
+        if key not in (first, second):
+            continue
+        scores = seen.setdefault(turn, {})
+        if key in scores:
+            continue
+        scores[key] = value
+        if len(scores) == 2:
+            pairs.append((scores[first], scores[second]))
+    return pairs
+
+
+def stopping_evidence(campaign: Campaign) -> dict[str, Any] | None:
+    """The campaign's stopping rule read on its human ratings so far: the betting confidence sequence (one look per
+    rating, or per completed pair for "beats"), the decision, n and the looks (at most MAX_LOOKS_SHOWN, evenly spaced,
+    the last always kept). None when the campaign states no rule."""
+    from judging.statistics.sequences import (  # noqa: PLC0415 - numpy
+        confidence_sequence,
+        difference_decision,
+        paired_difference_sequence,
+        width_decision,
+    )
+
+    if not campaign.stop_rule or campaign.stop_aspect_id is None:
+        return None
+    aspect = Aspect.objects.get(pk=campaign.stop_aspect_id)
+    rows = _ratings_in_order(campaign, aspect.pk)
+    if campaign.stop_rule == StopRule.BEATS:
+        pairs = _paired_differences(rows, campaign.stop_first, campaign.stop_second)
+        looks = paired_difference_sequence(
+            [a for a, _ in pairs], [b for _, b in pairs], lower=aspect.min_value, upper=aspect.max_value
+        )
+        decision = difference_decision(looks, first=campaign.stop_first, second=campaign.stop_second)
+    else:
+        values = [value for _turn, key, value in rows if key == campaign.stop_first]
+        looks = confidence_sequence(values, lower=aspect.min_value, upper=aspect.max_value)
+        decision = width_decision(looks, float(campaign.stop_width or 0.0))
+    step = max(1, -(-len(looks) // MAX_LOOKS_SHOWN))
+    shown = [look for i, look in enumerate(looks) if i % step == 0 or i == len(looks) - 1]
+    return {
+        "rule": decision["rule"],
+        "aspect": aspect.name,
+        "met": bool(decision["met"]),
+        "decision": decision["decision"] or decision["undefined"],
+        "n": decision["n"],
+        "low": decision["evidence"]["low"],
+        "high": decision["evidence"]["high"],
+        "method": "betting (Waudby-Smith & Ramdas 2024), 95%",
+        "looks": [[look["n"], look["interval"]["low"], look["interval"]["high"]] for look in shown],
+        "lower": aspect.min_value,
+        "upper": aspect.max_value,
+    }

@@ -19,6 +19,7 @@ from annotations.hybrid.services import FilledValue, task_judge_fill
 from annotations.models import Campaign, Task
 from judging.certification.evaluations import fresh_config
 from judging.certification.selectors import SUSPENDED, version_standing
+from judging.hybrid.selectors import stopping_evidence
 from judging.models import (
     Certificate,
     CertificateStatus,
@@ -323,3 +324,19 @@ def _fill(calibration: HybridCalibration) -> tuple[int, int, str]:
         ):
             judged += 1
     return judged, len(tasks) - judged, ""
+
+
+def campaign_stop_check(*, campaign_id: int) -> str:
+    """Read the campaign's stopping rule on its ratings so far and, once it is met, stop the campaign with the
+    evidence (the sequence, n and the time). Safe twice: only the call that sets stopped_at stores the evidence."""
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is None or not campaign.stop_rule or campaign.stopped_at is not None:
+        return "nothing to check"
+    evidence = stopping_evidence(campaign)
+    if evidence is None or not evidence["met"]:
+        return "not met"
+    moment = timezone.now()
+    stopped = Campaign.objects.filter(pk=campaign_id, stopped_at__isnull=True).update(
+        stopped_at=moment, stop_evidence={**evidence, "stopped_at": moment.isoformat()}
+    )
+    return "stopped" if stopped else "already stopped"
