@@ -100,7 +100,12 @@ class Campaign(models.Model):
             models.CheckConstraint(
                 condition=Q(stop_rule="")
                 | (Q(stop_rule="beats") & Q(stop_aspect__isnull=False) & ~Q(stop_first="") & ~Q(stop_second=""))
-                | (Q(stop_rule="width") & Q(stop_aspect__isnull=False) & ~Q(stop_first="") & Q(stop_width__isnull=False)),
+                | (
+                    Q(stop_rule="width")
+                    & Q(stop_aspect__isnull=False)
+                    & ~Q(stop_first="")
+                    & Q(stop_width__isnull=False)
+                ),
                 name="campaign_stop_rule_complete",
             ),
             # Per dataset: only those who see the dataset learn which campaign names it holds.

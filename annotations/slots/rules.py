@@ -159,9 +159,7 @@ def _not_stopped(pool: SlotPool[Any]) -> str:
 
 
 def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
-    rule = (
-        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {_not_stopped(pool)}"
-    )
+    rule = f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {_not_stopped(pool)}"
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
 
 

@@ -55,7 +55,7 @@ def judge_uncertainty(run: JudgeRun, response_ids: list[int], aspect_names: list
     ).values_list("response_id", "aspect_name", "score", "distribution")
     for response_id, aspect, score, distribution in rows:
         found.setdefault((response_id, aspect), []).append(
-            (float(score), distribution if isinstance(distribution, dict) and distribution else None)
+            (float(score or 0.0), distribution if isinstance(distribution, dict) and distribution else None)
         )
     spread: dict[int, float] = {response_id: 0.0 for response_id in response_ids}
     for (response_id, _aspect), judgments in found.items():
@@ -81,7 +81,7 @@ def campaign_seed(campaign: Campaign) -> str:
 
 
 def _rng(seed: str) -> random.Random:
-    return random.Random(int.from_bytes(hashlib.sha256(f"human-sampling:{seed}".encode()).digest()[:8], "big"))  # noqa: S311  # nosec B311 - a reproducible sampling draw, not a secret
+    return random.Random(int.from_bytes(hashlib.sha256(f"human-sampling:{seed}".encode()).digest()[:8], "big"))  # nosec B311 - a reproducible sampling draw, not a secret
 
 
 def sampling_plan(
@@ -106,7 +106,9 @@ def sampling_plan(
         sizes = [len(strata[key]) for key in keys]
         deviations = [sum(uncertainty.get(t, 0.0) for t in strata[key]) / len(strata[key]) for key in keys]
         floor = sum(min(size, STRATUM_MINIMUM) for size in sizes)
-        counts = optimal_allocation(sizes, deviations, max(floor, min(len(ids), round(budget))), minimum=STRATUM_MINIMUM)
+        counts = optimal_allocation(
+            sizes, deviations, max(floor, min(len(ids), round(budget))), minimum=STRATUM_MINIMUM
+        )
         probability, chosen = {}, set()
         for key, count in zip(keys, counts, strict=True):
             members = strata[key]

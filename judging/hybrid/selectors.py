@@ -70,7 +70,7 @@ def _ratings_in_order(campaign: Campaign, aspect_id: int) -> list[tuple[int, str
         .order_by("created_at", "pk")
         .values_list("response__turn_id", "response__system__key", "value")
     )
-    return [(turn, key, float(value)) for turn, key, value in rows]
+    return [(turn, key, float(value or 0.0)) for turn, key, value in rows]
 
 
 def _paired_differences(rows: list[tuple[int, str, float]], first: str, second: str) -> list[tuple[float, float]]:

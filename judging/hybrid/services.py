@@ -19,6 +19,7 @@ from annotations.hybrid.services import FilledValue, task_judge_fill
 from annotations.models import Campaign, Task
 from judging.certification.evaluations import fresh_config
 from judging.certification.selectors import SUSPENDED, version_standing
+from judging.enqueue import CAMPAIGN_STOP_CHECK, run_task_enqueue
 from judging.hybrid.selectors import stopping_evidence
 from judging.models import (
     Certificate,
@@ -340,3 +341,48 @@ def campaign_stop_check(*, campaign_id: int) -> str:
         stopped_at=moment, stop_evidence={**evidence, "stopped_at": moment.isoformat()}
     )
     return "stopped" if stopped else "already stopped"
+
+
+def campaign_sampling_set(
+    *,
+    campaign: Campaign,
+    human_sampling: str,
+    human_share: float,
+    stop_rule: str,
+    stop_aspect_id: int | None,
+    stop_first: str,
+    stop_second: str,
+    stop_width: float | None,
+) -> None:
+    """Set the campaign's human sampling policy and stopping rule. The policy is refused once the judge's tasks were
+    handed out (the probabilities are fixed then); the rule is refused once the campaign stopped."""
+    if not 0 < human_share <= 1:
+        raise HybridError(f"the share of tasks for the raters must be more than 0 and at most 1, not {human_share}")
+    if stop_rule and stop_aspect_id is None:
+        raise HybridError("a stopping rule needs the aspect it is read on")
+    if stop_rule and not stop_first:
+        raise HybridError("a stopping rule needs the system (A) it is read on")
+    if stop_rule == "beats" and (not stop_second or stop_second == stop_first):
+        raise HybridError("“A beats B” needs a second system, other than A")
+    if stop_rule == "width" and stop_width is None:
+        raise HybridError("“width ≤ w” needs the largest width w")
+    applied = HybridCalibration.objects.filter(campaign=campaign).exclude(apply_status="").exists()
+    if applied and (human_sampling != campaign.human_sampling or human_share != campaign.human_share):
+        raise HybridError("the judge already took its tasks, so the sampling policy can no longer change")
+    if campaign.stopped_at is not None:
+        raise HybridError("the campaign already stopped; its stopping rule can no longer change")
+    updated = Campaign.objects.filter(pk=campaign.pk, stopped_at__isnull=True).update(
+        human_sampling=human_sampling,
+        human_share=human_share,
+        stop_rule=stop_rule,
+        stop_aspect_id=stop_aspect_id if stop_rule else None,
+        stop_first=stop_first if stop_rule else "",
+        stop_second=stop_second if stop_rule == "beats" else "",
+        stop_width=stop_width if stop_rule == "width" else None,
+    )
+    if not updated:
+        raise HybridError("the campaign already stopped; its stopping rule can no longer change")
+    campaign.refresh_from_db()
+    if stop_rule:
+        # The ratings given so far may already answer the question.
+        run_task_enqueue(CAMPAIGN_STOP_CHECK, campaign.pk, on_commit=True)
