@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from annotations.hybrid.selectors import HybridCounts, hybrid_counts
 from annotations.models import Aspect, Campaign, Rating, RatingOrigin, StopRule, Task
 from judging.certification.selectors import version_standing
-from judging.models import HybridCalibration, JudgeVersion
+from judging.models import HybridCalibration, JudgeVersion, Judgment, JudgmentStatus
 
 
 @dataclass(frozen=True)
@@ -130,3 +130,78 @@ def stopping_evidence(campaign: Campaign) -> dict[str, Any] | None:
         "lower": aspect.min_value,
         "upper": aspect.max_value,
     }
+
+
+@dataclass(frozen=True)
+class ActiveRow:
+    aspect: str
+    result: dict[str, Any]  # active_ppi.ActivePPIResult
+    sent: int  # tasks drawn for the humans
+    rated: int  # of those, rated so far
+
+
+def active_estimates(campaign: Campaign) -> list[ActiveRow]:
+    """Per aspect, the campaign's mean by inverse-probability-weighted PPI++ (active inference) from each task's
+    human mean, judge score and sampling probability, beside the interval uniform sampling would give for the same
+    expected number of ratings. Empty unless a sampling policy handed tasks out and the judge's run still exists."""
+    from judging.statistics.active_ppi import active_ppi_mean  # noqa: PLC0415 - numpy
+
+    calibration = (
+        HybridCalibration.objects.filter(campaign=campaign, apply_status="done", run__isnull=False)
+        .select_related("run")
+        .first()
+    )
+    if not campaign.human_sampling or calibration is None or calibration.run is None:
+        return []
+    tasks = list(
+        Task.objects.filter(campaign=campaign, is_gold=False, human_probability__isnull=False)
+        .prefetch_related("responses", "assignments")
+        .order_by("position")
+    )
+    rows = []
+    for aspect in campaign.aspects.order_by("position", "pk"):
+        judge: dict[int, list[float]] = {}
+        for response_id, score in Judgment.objects.filter(
+            run=calibration.run,
+            aspect_name=aspect.name,
+            other_response__isnull=True,
+            status=JudgmentStatus.DONE,
+            score__isnull=False,
+        ).values_list("response_id", "score"):
+            judge.setdefault(response_id, []).append(float(score or 0.0))
+        human: dict[int, list[float]] = {}
+        for response_id, value in Rating.objects.filter(
+            response_id__in=[r.pk for t in tasks for r in t.responses.all()],
+            aspect=aspect,
+            origin=RatingOrigin.APP,
+            value__isnull=False,
+        ).values_list("response_id", "value"):
+            human.setdefault(response_id, []).append(float(value or 0.0))
+        y, f, pi = [], [], []
+        sent = rated = 0
+        for task in tasks:
+            answer = task.responses.all()[0]
+            if answer.pk not in judge:
+                continue
+            drawn = any(slot.status != "judged" for slot in task.assignments.all())
+            values = human.get(answer.pk)
+            sent += drawn
+            rated += bool(drawn and values)
+            y.append(sum(values) / len(values) if drawn and values else None)
+            f.append(sum(judge[answer.pk]) / len(judge[answer.pk]))
+            pi.append(float(task.human_probability or 1.0))
+        if f:
+            result = active_ppi_mean(y, f, pi)
+            rows.append(ActiveRow(aspect.name, dict(result), sent, rated))
+    return rows
+
+
+def stopping_panel(campaign: Campaign) -> dict[str, Any] | None:
+    """What the progress page shows of the stopping rule: the stored evidence once the campaign stopped, else the
+    rule read on the ratings so far."""
+    if not campaign.stop_rule:
+        return None
+    if campaign.stopped_at is not None:
+        return {**campaign.stop_evidence, "stopped": True}
+    evidence = stopping_evidence(campaign)
+    return None if evidence is None else {**evidence, "stopped": False}
