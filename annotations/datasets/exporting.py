@@ -382,8 +382,10 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
             standings = judge_scores.judge_standings(
                 dataset, {name for scores in run_scores.values() for name in scores}
             )
-        judge_filled = _judge_filled_by_response(response_ids)
-        sampled = _sampling_by_response(response_ids)
+        per_answer = {
+            JUDGE_FILLED_KEY: _judge_filled_by_response(response_ids),
+            HUMAN_SAMPLING_KEY: _sampling_by_response(response_ids),
+        }
         gold_fields = {
             gold.item_id: gold_field(
                 kind=gold.kind, expected=gold.expected, tolerance=gold.tolerance, instruction=gold.instruction
@@ -412,10 +414,9 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
                     for a in answers:
                         answer_out = turn["responses"][a["system__key"]]
                         excluded.mark_answer(answer_out)
-                        if a["id"] in judge_filled:
-                            answer_out[JUDGE_FILLED_KEY] = judge_filled[a["id"]]
-                        if a["id"] in sampled:
-                            answer_out[HUMAN_SAMPLING_KEY] = sampled[a["id"]]
+                        answer_out.update(
+                            {key: found[a["id"]] for key, found in per_answer.items() if a["id"] in found}
+                        )
                         judged_by = sorted(run_scores.get(a["id"], {}))
                         if judged_by:
                             answer_out[JUDGE_CERTIFICATION_KEY] = {name: standings.get(name) for name in judged_by}

@@ -318,7 +318,7 @@ def iter_flat_rows(*, dataset: Dataset, history: bool = False, with_ties: bool =
         yield {key: row[key] for key in (HISTORY_FIELDS if history else FLAT_FIELDS)}
 
 
-def _sampling_probabilities(dataset: Dataset) -> dict[tuple[str, str, int, str], float]:
+def _sampling_probabilities(dataset: Dataset) -> dict[tuple[Any, ...], float | None]:
     """(campaign, item, turn, system) → the probability with which the campaign sent that answer's task to humans,
     for the campaigns of the dataset with a sampling policy."""
     return {

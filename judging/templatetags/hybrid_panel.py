@@ -7,7 +7,9 @@ from typing import Any
 
 from django import template
 
+from judging.hybrid.selectors import active_estimates
 from judging.hybrid.selectors import hybrid_panel as panel_of
+from judging.hybrid.selectors import stopping_panel as stopping_of
 
 register = template.Library()
 
@@ -40,8 +42,6 @@ def _sequence_lines(looks: list[list[Any]], lower: float, upper: float) -> dict[
 
 @register.inclusion_tag("judging/_stopping_panel.html")
 def stopping_panel(campaign: Any) -> dict[str, Any]:
-    from judging.hybrid.selectors import active_estimates, stopping_panel as stopping_of  # noqa: PLC0415 - numpy
-
     stopping = stopping_of(campaign)
     lines = (
         _sequence_lines(stopping.get("looks", []), stopping.get("lower", 0.0), stopping.get("upper", 1.0))
