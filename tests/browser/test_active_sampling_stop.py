@@ -26,27 +26,18 @@ from judging.hybrid.selectors import stopping_evidence
 from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus
 from tests.browser.test_adjudication import log_in
 from tests.browser.test_annotator_flow import ARTIFACTS
+from tests.browser.test_hybrid_campaign import WORKER_ENV, fake, rate_shown_task  # noqa: F401 - fake is a fixture
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import rated_dataset
-from tests.judging.hybrid_data import judge_config, script_judge
+from tests.judging.hybrid_data import judge_config
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "20", "JUDGE_RETRY_CAP_S": "1"}
 ITEMS = 60
 WIDTH = 2.5
-
-
-@pytest.fixture
-def fake(settings) -> Iterator[FakeProvider]:  # type: ignore[no-untyped-def]
-    provider = FakeProvider().start()
-    script_judge(provider)
-    settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1"]
-    yield provider
-    provider.stop()
 
 
 def shot(page: Page, step: str) -> None:
@@ -62,13 +53,7 @@ def rate_until_stopped(page: Page, base: str, campaign: Campaign) -> int:
         page.locator("form button.primary[autofocus]").click()
     rated = 0
     while "/tasks/" in page.url:
-        candidate = page.locator("#task-form section.candidate")
-        expect(candidate).to_have_count(1)
-        value = int(candidate.locator(".answer").inner_text().split("true quality ")[1][0])
-        candidate.locator(".scale-buttons label").filter(has=page.locator(f"input[value='{value}']")).click()
-        previous = page.url
-        page.locator("#task-form button[type=submit].primary").click()
-        page.wait_for_url(lambda url, previous=previous: url != previous)  # type: ignore[misc]
+        rate_shown_task(page)
         rated += 1
         evidence = stopping_evidence(Campaign.objects.get(pk=campaign.pk))
         if evidence is not None and evidence["met"]:

@@ -42,19 +42,24 @@ pytestmark = pytest.mark.django_db
 ITEMS = 60
 
 
+def set_rule(campaign: Campaign, **chosen: Any) -> None:
+    """campaign_sampling_set with everything left out set to "no policy, no rule"."""
+    fields: dict[str, Any] = {
+        "human_sampling": "",
+        "human_share": 0.5,
+        "stop_rule": "",
+        "stop_aspect_id": None,
+        "stop_first": "",
+        "stop_second": "",
+        "stop_width": None,
+    }
+    hybrid.campaign_sampling_set(campaign=campaign, **(fields | chosen))
+
+
 def sampled_campaign(fake: FakeProvider, capture, annotators, policy: str, share: float) -> Campaign:  # type: ignore[no-untyped-def]
     dataset, certificate = certified(fake, capture, items=ITEMS)
     campaign = campaign_of(dataset, annotators)
-    hybrid.campaign_sampling_set(
-        campaign=campaign,
-        human_sampling=policy,
-        human_share=share,
-        stop_rule="",
-        stop_aspect_id=None,
-        stop_first="",
-        stop_second="",
-        stop_width=None,
-    )
+    set_rule(campaign, human_sampling=policy, human_share=share)
     calibration = hybrid.hybrid_calibrate(
         campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
     )
@@ -159,16 +164,7 @@ def test_the_database_refuses_a_probability_outside_0_to_1_and_the_policy_is_fix
     with pytest.raises(IntegrityError), transaction.atomic():
         Campaign.objects.filter(pk=campaign.pk).update(stop_rule=StopRule.WIDTH)  # no aspect, system or width
     with pytest.raises(HybridError, match="can no longer change"):
-        hybrid.campaign_sampling_set(
-            campaign=campaign,
-            human_sampling=HumanSampling.UNCERTAINTY,
-            human_share=0.5,
-            stop_rule="",
-            stop_aspect_id=None,
-            stop_first="",
-            stop_second="",
-            stop_width=None,
-        )
+        set_rule(campaign, human_sampling=HumanSampling.UNCERTAINTY)
     # Share 1: every task goes to the humans, none to the judge.
     assert len(to_humans(campaign)) == ITEMS
 
@@ -200,16 +196,7 @@ def test_a_met_stopping_rule_stops_the_claim_with_its_evidence(
     aspect = campaign.aspects.get()
     width = 2.5
     with django_capture_on_commit_callbacks(execute=True):
-        hybrid.campaign_sampling_set(
-            campaign=campaign,
-            human_sampling="",
-            human_share=0.5,
-            stop_rule=StopRule.WIDTH,
-            stop_aspect_id=aspect.pk,
-            stop_first="llm_a",
-            stop_second="",
-            stop_width=width,
-        )
+        set_rule(campaign, stop_rule=StopRule.WIDTH, stop_aspect_id=aspect.pk, stop_first="llm_a", stop_width=width)
     campaign.refresh_from_db()
     assert campaign.stopped_at is None  # no rating yet: nothing to decide
     submitted = 0
@@ -244,13 +231,4 @@ def test_a_met_stopping_rule_stops_the_claim_with_its_evidence(
     campaign.refresh_from_db()
     assert campaign.stopped_at == stopped_at
     with pytest.raises(HybridError, match="already stopped"):
-        hybrid.campaign_sampling_set(
-            campaign=campaign,
-            human_sampling="",
-            human_share=0.5,
-            stop_rule="",
-            stop_aspect_id=None,
-            stop_first="",
-            stop_second="",
-            stop_width=None,
-        )
+        set_rule(campaign)
