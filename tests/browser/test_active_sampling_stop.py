@@ -9,7 +9,6 @@ Screenshots go to tests/artifacts/ (gitignored)."""
 import csv
 import io
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,20 @@ from judging.certification.certificates import certificate_request
 from judging.certification.reference_sets import reference_set_create
 from judging.hybrid.selectors import stopping_evidence
 from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus
+from tests.browser import test_hybrid_campaign as hybrid_browser
 from tests.browser.test_adjudication import log_in
 from tests.browser.test_annotator_flow import ARTIFACTS
-from tests.browser.test_hybrid_campaign import WORKER_ENV, fake, rate_shown_task  # noqa: F401 - fake is a fixture
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import rated_dataset
 from tests.judging.hybrid_data import judge_config
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+# The hybrid campaign test's fake judge (sure below quality 5, hesitant at 5), its worker settings and rating step.
+fake = hybrid_browser.fake
+WORKER_ENV = hybrid_browser.WORKER_ENV
+rate_shown_task = hybrid_browser.rate_shown_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -156,6 +156,7 @@ def test_the_database_refuses_a_probability_outside_0_to_1_and_the_policy_is_fix
         fake_provider, django_capture_on_commit_callbacks, annotators, HumanSampling.UNIFORM, 1.0
     )
     task = Task.objects.filter(campaign=campaign).first()
+    assert task is not None
     for bad in (0.0, -0.1, 1.5):
         with pytest.raises(IntegrityError), transaction.atomic():
             Task.objects.filter(pk=task.pk).update(human_probability=bad)
