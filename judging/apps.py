@@ -1,3 +1,4 @@
+import functools
 from typing import Any
 
 from django.apps import AppConfig
@@ -24,9 +25,15 @@ class JudgingConfig(AppConfig):
 
 
 def _stop_check_enqueue(campaign_id: int) -> None:
+    from django.db import transaction  # noqa: PLC0415 - only submits to campaigns with a stopping rule get here
+
     from judging.enqueue import CAMPAIGN_STOP_CHECK, run_task_enqueue  # noqa: PLC0415 - loads Celery on first send
 
-    run_task_enqueue(CAMPAIGN_STOP_CHECK, campaign_id, on_commit=True)
+    # Robust: the answer is already saved, so a broker outage is logged rather than turned into an error page; the
+    # next answer's check reads every rating so far, so a missed check only delays the stop.
+    transaction.on_commit(
+        functools.partial(run_task_enqueue, CAMPAIGN_STOP_CHECK, campaign_id, patient=False), robust=True
+    )
 
 
 def _agreement_report(dataset: Any) -> dict[str, Any]:
