@@ -61,4 +61,5 @@ CAMPAIGN_SLOTS = SlotPool(
     barred=rated_before_sql("{task}"),
     opens="opens_at",
     closes="closes_at",
+    stopped="stopped_at",
 )

@@ -158,10 +158,12 @@ def _next_or_done(request: HtmxHttpRequest, campaign: Campaign, *, saved: bool =
     if assignment is None:
         if crowd_session_finish(user=request.user, campaign=campaign):  # type: ignore[arg-type]
             return _redirect(request, reverse("crowd-done"))
-        messages.info(
-            request,
-            _outside_window_message(campaign) or _("There are no more tasks for you in this campaign. Thank you!"),
-        )
+        campaign.refresh_from_db(fields=["stopped_at"])
+        if campaign.stopped_at is None:
+            messages.info(
+                request,
+                _outside_window_message(campaign) or _("There are no more tasks for you in this campaign. Thank you!"),
+            )
         return _redirect(request, reverse("annotate-campaign", args=[campaign.pk]))
     return _redirect(request, _task_url(campaign, assignment.task_id))
 

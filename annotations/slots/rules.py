@@ -56,6 +56,10 @@ class SlotPool(Generic[SlotT]):
     # Empty when the pool's campaigns have no such window.
     opens: str = ""
     closes: str = ""
+    # A nullable campaign column set when the campaign stops handing out tasks (its stopping rule was met): from
+    # then on the claim rule takes no new slot, while a lease already held may still be resumed and submitted.
+    # Empty when the campaigns of the pool never stop early.
+    stopped: str = ""
 
 
 @dataclass(frozen=True)
@@ -185,9 +189,21 @@ def _barred(pool: SlotPool[Any], task: str) -> str:
     return f"({pool.barred.format(task=task)})" if pool.barred else "(1 = 0)"
 
 
+def _not_stopped(pool: SlotPool[Any]) -> str:
+    """True while the campaign still hands out tasks (SlotPool.stopped), or always when its pool never stops."""
+    if not pool.stopped:
+        return "(1 = 1)"
+    campaigns = _names(pool)["campaigns"]
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {campaigns} halted WHERE halted.id = %(campaign)s"  # nosec B608 - model-metadata names, bound values
+        f" AND halted.{pool.stopped} IS NOT NULL)"
+    )
+
+
 def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
     rule = (
-        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {window_open_sql(pool)}"
+        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')}"
+        f" AND {window_open_sql(pool)} AND {_not_stopped(pool)}"
     )
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
 
