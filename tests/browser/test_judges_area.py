@@ -1,15 +1,17 @@
 """The judge half of a study in real Chromium, without the admin, in English and in Japanese: from the menu, a
 G-Eval config from its template with the local fake provider's URL typed into its field, the prompt previewed, the
 estimate read, a pilot and then the whole run launched and followed on the live page to the end (a real Celery
-worker), the two judges compared on the judges page, one version certified against a named reference set, and the
-campaign's settings page. Every page visited passes axe-core (no serious or critical finding) and scrolls no page
-sideways at 390 px or 1,280 px.
+worker), a second judge config on another model launched the same way, the two judges compared on the judges page
+(a defined difference of their correlations with the humans, its interval, n and Williams's p), one version
+certified against a named reference set, and the campaign's settings page. Every page visited passes axe-core (no
+serious or critical finding) and scrolls no page sideways at 390 px or 1,280 px.
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -20,7 +22,7 @@ from tests.browser.test_annotator_flow import ARTIFACTS
 from tests.browser.test_task_layout import axe_violations
 from tests.conftest import CAST_PASSWORD, wait_for
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
+from tests.judging.certification_data import SNAPSHOT, TRUE_SCORE, answer_with_truth, rated_dataset
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
@@ -31,13 +33,31 @@ WIDTHS = (390, 1280)
 # allowlist, as the live server's settings allow it below.
 WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "20", "JUDGE_RETRY_CAP_S": "1"}
 ITEMS = 40
+# The second judge's model: the fake makes it confuse neighbouring grades (2 for 1, 4 for 3 and back), so its
+# scores differ from the first judge's and track the humans less closely.
+SECOND_MODEL = "openai/gpt-4o"
+CONFUSED_GRADES = {1: 2, 2: 1, 3: 4, 4: 3, 5: 5}
+
+
+def answer_per_model() -> Callable[[dict[str, Any]], str]:
+    """The true score for the template's model; the confused grade for the second judge's."""
+    exact = answer_with_truth()
+
+    def content(body: dict[str, Any]) -> str:
+        if body.get("model") != SECOND_MODEL.split("/", 1)[1]:
+            return exact(body)
+        found = TRUE_SCORE.search(body["messages"][-1]["content"])
+        truth = int(found.group(1)) if found else 3
+        return f"The answer is close to what it says. Score: {CONFUSED_GRADES[truth]}"
+
+    return content
 
 
 @pytest.fixture
 def fake(settings) -> Iterator[FakeProvider]:  # type: ignore[no-untyped-def]
     provider = FakeProvider().start()
     provider.script(default={"served_model": SNAPSHOT})
-    provider.content_fn = answer_with_truth()
+    provider.content_fn = answer_per_model()
     settings.JUDGE_API_BASE_ALLOWLIST = ["127.0.0.1"]
     yield provider
     provider.stop()
@@ -156,15 +176,44 @@ def test_the_judge_half_of_a_study(  # type: ignore[no-untyped-def]
     expect(page.locator("table.judge-runs tbody tr")).to_have_count(2)
     check_layout(page, f"runs-{tag}")
 
-    # Two judges compared on the judges page (Williams's test between them), reached from the run page.
-    go(page, "table.judge-runs tbody a >> nth=0")
+    # A second judge config, on another model, from the same template: launched on the whole dataset and followed.
+    go(page, "header a[href='/research/judges/']")
+    go(page, "a[href$='?template=geval']")
+    page.locator("#id_dataset").select_option(str(dataset.pk))
+    page.locator("#id_name").fill(f"geval-4o-{tag}")
+    page.locator("#id_model").fill(SECOND_MODEL)
+    page.locator("#id_api_base").fill(fake.base_url)
+    expect(page.locator("#id_config_json")).to_have_value(re.compile(re.escape(SECOND_MODEL)))
+    with page.expect_navigation():
+        page.locator("#judgeconfig_form button.primary").click()
+    second_config = JudgeConfig.objects.get(name=f"geval-4o-{tag}")
+    assert second_config.config["model"] == SECOND_MODEL
+    expect(page.locator("#id_config")).to_have_value(str(second_config.pk))
+    go(page, "button[name=action][value=estimate]")
+    go(page, "button[name=action][value=launch]")
+    second = JudgeRun.objects.get(config=second_config)
+    follow_to_the_end(page, second)
+    assert second.judge_id != run.judge_id
+
+    # The two judges compared on the judges page (Williams's test between them), reached from the run page.
     go(page, "nav.judge-run-links a[href*='/judges/?judge=']")
     # This is the judge-vs-human page: each judge against the human raters, and the judges against each other.
     expect(page.locator("h1")).to_contain_text({"en": "judges versus humans", "ja": "ジャッジと人手の比較"}[tag])
     expect(page.locator("#judge-matrix")).to_contain_text(pilot.judge.name)
     expect(page.locator("#judge-matrix")).to_contain_text(run.judge.name)
-    # A cell of the matrix holds the comparison itself: the difference, its interval and the number of answers.
-    expect(page.locator("#judge-matrix table.judge-matrix td .ci").first).to_be_visible()
+    expect(page.locator("#judge-matrix")).to_contain_text(second.judge.name)
+    # The cell of the second judge's row and the first judge's column holds a defined comparison: a negative
+    # difference (the confused grades track the humans less closely), its interval, n and the Holm-adjusted p.
+    matrix = page.locator("#judge-matrix table.judge-matrix")
+    column = matrix.locator("thead th").all_inner_texts().index(run.judge.name)
+    row = matrix.locator("tbody tr").filter(has=page.locator("th", has_text=second.judge.name))
+    cell = row.locator("td").nth(column - 1)
+    expect(cell.locator("strong")).to_have_text(re.compile(r"^-0\.\d{3}$"))
+    expect(cell.locator("strong")).not_to_have_text("-0.000")
+    expect(cell.locator(".ci")).to_have_text(re.compile(r"^\[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]$"))
+    holm = {"en": "Holm-adjusted p", "ja": "ホルム補正後の p"}[tag]
+    expect(cell.locator("small")).to_have_text(re.compile(rf"^n = {ITEMS} · {holm} [=<] [01]\.\d{{3}}$"))
+    expect(cell.locator(".why")).to_have_count(0)
     expect(page.locator("#judge-panels")).to_be_visible()
     check_layout(page, f"judges-vs-humans-{tag}")
 
