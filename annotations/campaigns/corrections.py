@@ -23,7 +23,7 @@ from annotations.campaigns.errors import RevisitRefused, SubmissionInvalid
 from annotations.campaigns.ratings import ratings_insert
 from annotations.campaigns.tasks import candidate_order
 from annotations.models import Assignment, Campaign, Rating, Submission, SubmissionRevision, Task
-from annotations.services import rater_for_user
+from annotations.services import error_spans_write, rater_for_user
 from annotations.task_sheet import Candidate, campaign_scales
 
 
@@ -126,6 +126,7 @@ def submission_revise(
         rating.rationale, rating.comment, rating.updated_at = wanted.rationale, wanted.comment, moment
         changed.append(rating)
     Rating.objects.bulk_update(changed, ["raw", "value", "is_missing", "rationale", "comment", "updated_at"])
+    error_spans_write(ratings=changed)
     if added:
         ratings_insert(rater=rater, entered=added, submission=submission)
     task_drafts_drop(task_id=assignment.task_id, user=user)
