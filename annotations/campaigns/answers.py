@@ -138,7 +138,8 @@ def answer_problems(
 def _span_answer(scale: Scale, candidate: Candidate, value: Any) -> SpanAnswer:
     """A span cell's answer; an empty cell is an answer that marks no error (refused where the scheme asks for a
     confirmation)."""
-    return parse_span_answer({} if value is None else value, text=candidate.text, scheme=scale.aspect.scheme)
+    empty = value is None or (isinstance(value, str) and not value.strip())
+    return parse_span_answer({} if empty else value, text=candidate.text, scheme=scale.aspect.scheme)
 
 
 def _span_problem(scale: Scale, candidate: Candidate, value: Any) -> str:
