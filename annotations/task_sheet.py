@@ -213,6 +213,11 @@ class SheetRow:
     candidate: Candidate
     cells: list[Cell]
 
+    @property
+    def has_spans(self) -> bool:
+        """A span cell shows the answer's exact text itself, so the row does not show it a second time."""
+        return any(cell.scale.aspect.is_spans for cell in self.cells)
+
 
 def task_sheet(
     campaign: Campaign,

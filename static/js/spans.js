@@ -131,8 +131,9 @@
 
     bind() {
       this.textEl.addEventListener("keydown", (event) => this.onKey(event));
-      this.textEl.addEventListener("focus", () => this.render());
-      this.textEl.addEventListener("blur", () => this.render());
+      // Only the text is redrawn for the caret: redrawing the list would drop the focus of the button being tabbed to.
+      this.textEl.addEventListener("focus", () => this.renderText());
+      this.textEl.addEventListener("blur", () => this.renderText());
       const fromPointer = () => window.setTimeout(() => this.readNativeSelection(true), 0);
       this.textEl.addEventListener("mouseup", fromPointer);
       this.textEl.addEventListener("touchend", fromPointer);
@@ -144,6 +145,18 @@
       this.root.querySelector("[data-span-save]").addEventListener("click", () => this.save());
       this.root.querySelector("[data-span-cancel]").addEventListener("click", () => this.closeEditor());
       this.editor.addEventListener("keydown", (event) => {
+        const onSeverity = event.target instanceof HTMLInputElement && event.target.hasAttribute("data-span-severity");
+        if (onSeverity && /^Arrow(Left|Right|Up|Down)$/.test(event.key)) {
+          // The radios belong to no form, so the browser's own arrow keys are not relied on to move between them.
+          event.preventDefault();
+          event.stopPropagation();
+          const step = event.key === "ArrowRight" || event.key === "ArrowDown" ? 1 : -1;
+          const index = this.severities.indexOf(event.target);
+          const next = this.severities[(index + step + this.severities.length) % this.severities.length];
+          next.checked = true;
+          next.focus();
+          return;
+        }
         if (event.key === "Enter" && !(event.target instanceof HTMLButtonElement)) {
           event.preventDefault();
           event.stopPropagation();
@@ -157,6 +170,13 @@
       this.noneBox.addEventListener("change", () => {
         if (this.noneBox.checked) this.spans = [];
         this.commit();
+      });
+      // Enter on Edit or Remove acts on that button alone; the page's own Enter (submit when complete) must not see it.
+      this.list.addEventListener("keydown", (event) => {
+        if (event.key !== "Enter" || !(event.target instanceof HTMLButtonElement)) return;
+        event.preventDefault();
+        event.stopPropagation();
+        event.target.click();
       });
       this.list.addEventListener("click", (event) => {
         const button = event.target instanceof Element ? event.target.closest("button") : null;
@@ -303,6 +323,11 @@
     }
 
     render() {
+      this.renderText();
+      this.renderList();
+    }
+
+    renderText() {
       const focused = document.activeElement === this.textEl;
       const cuts = new Set([0, this.text.length]);
       for (const span of this.spans) if (span.start !== null) cuts.add(span.start).add(span.end);
@@ -330,7 +355,6 @@
         fragment.append(end);
       }
       this.textEl.replaceChildren(fragment);
-      this.renderList();
     }
 
     renderList() {
