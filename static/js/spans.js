@@ -132,11 +132,21 @@
     bind() {
       this.textEl.addEventListener("keydown", (event) => this.onKey(event));
       // Only the text is redrawn for the caret: redrawing the list would drop the focus of the button being tabbed to.
-      this.textEl.addEventListener("focus", () => this.renderText());
+      // A pointer that focuses the text is starting a selection: redrawing now would drop the text it started in.
+      this.textEl.addEventListener("pointerdown", () => {
+        this.pointing = true;
+      });
+      this.textEl.addEventListener("focus", () => {
+        if (!this.pointing) this.renderText();
+      });
       this.textEl.addEventListener("blur", () => this.renderText());
-      const fromPointer = () => window.setTimeout(() => this.readNativeSelection(true), 0);
-      this.textEl.addEventListener("mouseup", fromPointer);
-      this.textEl.addEventListener("touchend", fromPointer);
+      const fromPointer = () =>
+        window.setTimeout(() => {
+          this.readNativeSelection(true);
+          this.pointing = false;
+        }, 0);
+      document.addEventListener("mouseup", () => this.pointing && fromPointer());
+      document.addEventListener("touchend", () => this.pointing && fromPointer());
       document.addEventListener("selectionchange", () => {
         const native = window.getSelection();
         if (native && native.rangeCount && this.textEl.contains(native.anchorNode)) this.readNativeSelection(false);
