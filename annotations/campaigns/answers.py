@@ -12,17 +12,17 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from annotations.campaigns.errors import FieldProblem, SubmissionInvalid
-from annotations.campaigns.span_answers import (
+from annotations.errors import RatingOutOfRange
+from annotations.models import Campaign, Submission
+from annotations.rubrics import format_number
+from annotations.services import rating_value_from_token
+from annotations.span_answers import (
     MAX_SPAN_VALUE_CHARS,
     SpanAnswer,
     SpanAnswerInvalid,
     is_span_value,
     parse_span_answer,
 )
-from annotations.errors import RatingOutOfRange
-from annotations.models import Campaign, Submission
-from annotations.rubrics import format_number
-from annotations.services import rating_value_from_token
 from annotations.storable import is_storable
 from annotations.task_sheet import NA_TOKEN, Candidate, Scale, rating_field_id
 

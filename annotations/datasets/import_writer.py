@@ -36,6 +36,7 @@ from annotations.rubrics import (
     RubricSpec,
     is_json_number,
 )
+from annotations.services import error_spans_write
 
 
 @dataclass
@@ -204,6 +205,14 @@ class ImportWriter:
             for rater in raters
         )
 
+    def _write_error_spans(self, response_ids: list[int]) -> None:
+        """The ErrorSpan rows of the span aspects' ratings just inserted, read back from their tokens."""
+        span_aspects = [aspect.pk for aspect in self.aspects.values() if aspect.is_spans]
+        if span_aspects:
+            error_spans_write(
+                ratings=list(Rating.objects.filter(response_id__in=response_ids, aspect_id__in=span_aspects))
+            )
+
     def write_chunk(self, chunk: list[dict[str, Any]], result: ImportResult) -> None:
         # Items and turns go in by COPY like the rest: bulk_create quotes every JSON source into a text array
         # client-side, which took most of the import time for turns carrying many preferences.
@@ -293,7 +302,7 @@ class ImportWriter:
                         if rater_ids is not None
                         else (f"{self.positional_prefix}{position + 1}", True)
                     )
-                    classified = classify_score(token, spec)
+                    classified = classify_score(token, spec, answer.get("response") or "")
                     assert classified is not None, "validated in the first pass"
                     value, is_missing = classified
                     ratings.append(
@@ -322,6 +331,7 @@ class ImportWriter:
                             }
                         )
         _insert_rows(Rating, ratings)
+        self._write_error_spans(response_ids)
         _insert_rows(judge_scores.score_model(), scores)
         result.items += len(item_ids)
         result.turns += len(turn_ids)

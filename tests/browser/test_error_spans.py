@@ -66,7 +66,9 @@ def page(browser: Browser, live_server, annotator1, setting) -> Iterator[Page]: 
     client = Client()
     assert client.login(username=annotator1.username, password=CAST_PASSWORD)
     host = live_server.url.split("//", 1)[1].split(":")[0]
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "domain": host, "path": "/"}])
+    context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "domain": host, "path": "/"}]
+    )
     page = context.new_page()
     page.problems = []  # type: ignore[attr-defined]
     page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
@@ -234,4 +236,3 @@ def test_marking_editing_and_removing_spans(page: Page, live_server, annotator1,
     page.wait_for_url(lambda url: url != first_url)
     assert stored(first_text) == [(word, "Fluency/Grammar", "minor")]
     assert page.problems == []  # type: ignore[attr-defined]
-

@@ -3,7 +3,7 @@ code points the site stores, and every span checked against the exact stored tex
 
 import pytest
 
-from annotations.campaigns.span_answers import (
+from annotations.span_answers import (
     SpanAnswerInvalid,
     code_points_to_utf16,
     parse_span_answer,
