@@ -91,9 +91,10 @@ def _offset(value: Any, name: str) -> int:
     return value
 
 
-def parse_span_answer(value: Any, *, text: str, scheme: SpanScheme) -> SpanAnswer:
+def parse_span_answer(value: Any, *, text: str, scheme: SpanScheme, allow_empty: bool = False) -> SpanAnswer:
     """The span answer in a form value (a JSON string or an already parsed object), checked against the answer text
-    and the aspect's scheme; SpanAnswerInvalid names the first problem."""
+    and the aspect's scheme; SpanAnswerInvalid names the first problem. An annotator's span must mark some text;
+    imported data may hold empty marks (``allow_empty``), kept as they are."""
     if isinstance(value, str):
         if len(value) > MAX_SPAN_VALUE_CHARS:
             raise SpanAnswerInvalid("too many spans or notes to save")
@@ -124,7 +125,7 @@ def parse_span_answer(value: Any, *, text: str, scheme: SpanScheme) -> SpanAnswe
                     start, end = utf16_to_code_points(text, start), utf16_to_code_points(text, end)
             span = Span(start, end, str(raw.get("category", "")), str(raw.get("severity", "")))
             span.check_within(len(text))
-            if span.located and span.start == span.end:
+            if span.located and span.start == span.end and not allow_empty:
                 raise SpanAnswerInvalid("it marks no text")
             scheme.check_span(span)
         except ValueError as exc:

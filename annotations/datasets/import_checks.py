@@ -191,7 +191,9 @@ def classify_score(token: Any, aspect: AspectSpec, text: str = "") -> tuple[floa
         if not isinstance(token, dict):
             return None
         try:
-            return parse_span_answer(token, text=text, scheme=aspect.span_scheme).score(aspect.span_scheme, text), False
+            return parse_span_answer(token, text=text, scheme=aspect.span_scheme, allow_empty=True).score(
+                aspect.span_scheme, text
+            ), False
         except SpanAnswerInvalid:
             return None
     if is_json_number(token) and aspect.on_scale(token):
