@@ -218,7 +218,7 @@ def rating_values(
     *, candidates: list[Candidate], scales: list[Scale], answer: TaskAnswer
 ) -> list[tuple[int, int, Any, float | None, bool]]:
     """(response id, aspect id, raw token, value, is missing) per candidate and aspect, as Rating rows store them."""
-    rows = []
+    rows: list[tuple[int, int, Any, float | None, bool]] = []
     for candidate in candidates:
         for scale in scales:
             entered = answer.ratings.get((candidate.number, scale.index))

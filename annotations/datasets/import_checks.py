@@ -435,7 +435,8 @@ def _validate_answer(line: int, here: str, system_key: str, answer: Any, state: 
     if RATER_EXCLUDED_KEY in answer:
         _validate_exclusion_marks(line, f"{here}.{RATER_EXCLUDED_KEY}", answer[RATER_EXCLUDED_KEY], raters, state)
     if "human_evals" in answer:
-        text = answer.get("response") if isinstance(answer.get("response"), str) else ""
+        response = answer.get("response")
+        text = response if isinstance(response, str) else ""
         _validate_scores(line, f"{here}.human_evals", answer["human_evals"], raters, state, text)
     if "auto_evals" in answer:
         _validate_auto_evals(line, f"{here}.auto_evals", answer["auto_evals"])
