@@ -1,8 +1,8 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.datasets.mqm_import import mqm_tsv_import
 from annotations.errors import DatasetImportError
+from annotations.management.owners import owner_option
 
 
 class Command(BaseCommand):
@@ -17,11 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--owner", help="username of the researcher who owns the dataset")
 
     def handle(self, *args: object, **options: object) -> None:
-        owner = None
-        if options["owner"]:
-            owner = get_user_model().objects.filter(username=options["owner"]).first()
-            if owner is None:
-                raise CommandError(f"no user named {options['owner']!r}")
+        owner = owner_option(options["owner"])
         try:
             with open(str(options["path"]), encoding="utf-8", newline="") as handle:
                 result = mqm_tsv_import(stream=handle, name=str(options["name"]), owner=owner)
