@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from annotations.error_spans import Span
 from annotations.span_schemes import SpanScheme
 from annotations.storable import is_storable
@@ -97,13 +99,13 @@ def parse_span_answer(value: Any, *, text: str, scheme: SpanScheme, allow_empty:
     imported data may hold empty marks (``allow_empty``), kept as they are."""
     if isinstance(value, str):
         if len(value) > MAX_SPAN_VALUE_CHARS:
-            raise SpanAnswerInvalid("too many spans or notes to save")
+            raise SpanAnswerInvalid(_("too many spans or notes to save"))
         try:
             value = json.loads(value)
         except ValueError:
-            raise SpanAnswerInvalid("the marked spans could not be read") from None
+            raise SpanAnswerInvalid(_("the marked spans could not be read")) from None
     if not isinstance(value, dict) or not isinstance(value.get("spans", []), list):
-        raise SpanAnswerInvalid("the marked spans could not be read")
+        raise SpanAnswerInvalid(_("the marked spans could not be read"))
     unit = value.get("offsets", "codepoints")
     if unit not in OFFSET_UNITS:
         raise SpanAnswerInvalid(f"unknown offset unit {unit!r}")
@@ -112,11 +114,11 @@ def parse_span_answer(value: Any, *, text: str, scheme: SpanScheme, allow_empty:
         raise SpanAnswerInvalid("'no error' must be true or false")
     raw_spans = value.get("spans", [])
     if len(raw_spans) > MAX_SPANS_PER_ANSWER:
-        raise SpanAnswerInvalid(f"mark at most {MAX_SPANS_PER_ANSWER} errors in one answer")
+        raise SpanAnswerInvalid(_("mark at most %(n)s errors in one answer") % {"n": MAX_SPANS_PER_ANSWER})
     spans = []
     for number, raw in enumerate(raw_spans, start=1):
         if not isinstance(raw, dict):
-            raise SpanAnswerInvalid(f"error {number} could not be read")
+            raise SpanAnswerInvalid(_("error %(number)s could not be read") % {"number": number})
         start, end = raw.get("start"), raw.get("end")
         try:
             if start is not None or end is not None:
@@ -126,16 +128,19 @@ def parse_span_answer(value: Any, *, text: str, scheme: SpanScheme, allow_empty:
             span = Span(start, end, str(raw.get("category", "")), str(raw.get("severity", "")))
             span.check_within(len(text))
             if span.located and span.start == span.end and not allow_empty:
-                raise SpanAnswerInvalid("it marks no text")
+                raise SpanAnswerInvalid(_("it marks no text"))
             scheme.check_span(span)
         except ValueError as exc:
-            raise SpanAnswerInvalid(f"error {number}: {exc}") from None
+            raise SpanAnswerInvalid(_("error %(number)s: %(problem)s") % {"number": number, "problem": exc}) from None
         note = raw.get("note", "")
         if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS or not is_storable(note):
-            raise SpanAnswerInvalid(f"error {number}: the note must be text of at most {MAX_NOTE_CHARS} characters")
+            raise SpanAnswerInvalid(
+                _("error %(number)s: the note must be text of at most %(n)s characters")
+                % {"number": number, "n": MAX_NOTE_CHARS}
+            )
         spans.append(MarkedSpan(span, note.strip()))
     if spans and no_error:
-        raise SpanAnswerInvalid("the answer cannot both have errors and be confirmed free of errors")
+        raise SpanAnswerInvalid(_("the answer cannot both have errors and be confirmed free of errors"))
     if not spans and not no_error and scheme.no_error_confirmation:
-        raise SpanAnswerInvalid("mark its errors, or confirm that it has none")
+        raise SpanAnswerInvalid(_("mark its errors, or confirm that it has none"))
     return SpanAnswer(spans=tuple(spans), no_error=no_error)
