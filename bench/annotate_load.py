@@ -1,6 +1,13 @@
 """Load test of the annotation hand-out: simulated annotators loop "next task -> draft -> submit" over real HTTP.
 
-    .venv/bin/python bench/annotate_load.py [--annotators 30] [--seconds 60]
+    .venv/bin/python bench/annotate_load.py [--annotators 30] [--seconds 60] [--tasks 100000]
+
+It runs two phases against the same gunicorn with the same clients: the task loop below, then a floor, where each
+annotator sends back-to-back requests to a minimal view (bench/floor_view.py: one statement claims a free slot with a
+conditional UPDATE and stores one row). It prints the submit's server CPU and p95 against the floor's, as ratios
+(targets: <= 2x each); the CPU is what the serving thread spent on each request, read from the Server-Timing header
+that the benchmark's gunicorn adds (EVALSITE_BENCH_FLOOR, set only here). `--tasks 100000` grows the campaign in SQL
+to that many tasks x N slots before the run, for the large-campaign figure (its p95 against the small one's).
 
 Each annotator saves one draft per task (half the form, as the task page does while they work) before submitting. It
 creates its own Postgres database (evalsite_bench_annotate or $BENCH_ANNOTATE_DB, dropped first), migrates it,
@@ -80,7 +87,9 @@ def _generated_jsonl(items: int, systems: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _setup(database_url: str, *, items: int, systems: int, annotators: int, raters: int) -> tuple[int, list[str]]:
+def _setup(
+    database_url: str, *, items: int, systems: int, annotators: int, raters: int, tasks: int | None
+) -> tuple[int, list[str]]:
     os.environ["DATABASE_URL"] = database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
     sys.path.insert(0, str(ROOT))
@@ -108,10 +117,62 @@ def _setup(database_url: str, *, items: int, systems: int, annotators: int, rate
     tokens = [Token.objects.create(user=user).key for user in users]
     from django.db import connection, connections
 
+    if tasks and tasks > items:
+        _grow_campaign(campaign.pk, dataset.pk, items=items, tasks=tasks, raters=raters)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     connections.close_all()
     return campaign.pk, tokens
+
+
+# A large campaign is grown in SQL from the imported one: item g is a copy of item g mod `items` (its turn and answers
+# too), and its task comes after the imported ones in hand-out order, with the N free slots campaign_create would
+# give it. Four INSERT … SELECT statements instead of an import of the whole dataset.
+_GROW_CAMPAIGN_SQL = (
+    """INSERT INTO annotations_item (external_id, position, source, dataset_id)
+    SELECT 'q' || g, g, model.source, model.dataset_id
+    FROM generate_series(%(items)s, %(tasks)s - 1) g
+    JOIN annotations_item model ON model.dataset_id = %(dataset)s AND model.position = g %% %(items)s""",
+    """INSERT INTO annotations_turn (index, prompt, reference, context, source, item_id)
+    SELECT model_turn.index, 'Question ' || item.position || '?', model_turn.reference, model_turn.context,
+           model_turn.source, item.id
+    FROM annotations_item item
+    JOIN annotations_item model ON model.dataset_id = item.dataset_id AND model.position = item.position %% %(items)s
+    JOIN annotations_turn model_turn ON model_turn.item_id = model.id
+    WHERE item.dataset_id = %(dataset)s AND item.position >= %(items)s""",
+    """INSERT INTO annotations_response (position, text, source, eval_aspects, has_human_evals, system_id, turn_id)
+    SELECT answer.position, answer.text, answer.source, answer.eval_aspects, answer.has_human_evals, answer.system_id,
+           turn.id
+    FROM annotations_item item
+    JOIN annotations_turn turn ON turn.item_id = item.id
+    JOIN annotations_item model ON model.dataset_id = item.dataset_id AND model.position = item.position %% %(items)s
+    JOIN annotations_turn model_turn ON model_turn.item_id = model.id AND model_turn.index = turn.index
+    JOIN annotations_response answer ON answer.turn_id = model_turn.id
+    WHERE item.dataset_id = %(dataset)s AND item.position >= %(items)s""",
+    """INSERT INTO annotations_task (chunk, position, campaign_id, turn_id, is_gold)
+    SELECT 0, item.position, %(campaign)s, turn.id, FALSE
+    FROM annotations_item item JOIN annotations_turn turn ON turn.item_id = item.id
+    WHERE item.dataset_id = %(dataset)s AND item.position >= %(items)s""",
+    """INSERT INTO annotations_task_responses (task_id, response_id)
+    SELECT task.id, answer.id
+    FROM annotations_task task JOIN annotations_response answer ON answer.turn_id = task.turn_id
+    WHERE task.campaign_id = %(campaign)s AND task.position >= %(items)s""",
+    """INSERT INTO annotations_assignment (task_position, slot, slot_limit, status, campaign_id, task_id, is_gold)
+    SELECT task.position, slot, %(raters)s, 'free', task.campaign_id, task.id, FALSE
+    FROM annotations_task task CROSS JOIN generate_series(1, %(raters)s) slot
+    WHERE task.campaign_id = %(campaign)s AND task.position >= %(items)s""",
+)
+
+
+def _grow_campaign(campaign_id: int, dataset_id: int, *, items: int, tasks: int, raters: int) -> None:
+    from django.db import connection, transaction
+
+    started = time.monotonic()
+    params = {"campaign": campaign_id, "dataset": dataset_id, "items": items, "tasks": tasks, "raters": raters}
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in _GROW_CAMPAIGN_SQL:
+            cursor.execute(statement, params)
+    print(f"grew the campaign to {tasks} tasks x {raters} slots in {time.monotonic() - started:.1f}s", flush=True)
 
 
 def _warm_up(base: str, tokens: list[str]) -> None:
@@ -148,6 +209,8 @@ def _start_gunicorn(database_url: str, port: int, workers: int, threads: int) ->
             "GUNICORN_BIND": f"127.0.0.1:{port}",
             "WEB_WORKERS": str(workers),
             "WEB_THREADS": str(threads),
+            # Mounts the floor view and the per-request CPU header (bench/floor_view.py); never set in production.
+            "EVALSITE_BENCH_FLOOR": "true",
         }
     )
     env.pop("CELERY_BROKER_URL", None)
@@ -175,9 +238,10 @@ def _start_gunicorn(database_url: str, port: int, workers: int, threads: int) ->
 
 
 class Reply:
-    def __init__(self, status_code: int, content: bytes) -> None:
+    def __init__(self, status_code: int, content: bytes, server_cpu_ms: float | None = None) -> None:
         self.status_code = status_code
         self.content = content
+        self.server_cpu_ms = server_cpu_ms
 
     @property
     def text(self) -> str:
@@ -185,6 +249,13 @@ class Reply:
 
     def json(self) -> Any:
         return json.loads(self.content)
+
+
+def _server_cpu_ms(server_timing: str | None) -> float | None:
+    """The CPU the serving thread spent on the request, from the benchmark server's `Server-Timing: cpu;dur=…`."""
+    if not server_timing or not server_timing.startswith("cpu;dur="):
+        return None
+    return float(server_timing.removeprefix("cpu;dur="))
 
 
 class KeepAliveClient:
@@ -213,7 +284,7 @@ class KeepAliveClient:
             try:
                 self.connection.request(method, path, body=payload, headers=self.headers)
                 response = self.connection.getresponse()
-                return Reply(response.status, response.read())
+                return Reply(response.status, response.read(), _server_cpu_ms(response.getheader("Server-Timing")))
             except self._errors:
                 # The server closed an idle keep-alive connection (long think times): reconnect once. Both
                 # requests are safe to repeat: "next" resumes the open task and a submit carries its idempotency key.
@@ -231,9 +302,14 @@ class KeepAliveClient:
 
 
 class Annotator(threading.Thread):
-    def __init__(self, base: str, campaign_id: int, token: str, deadline: float, seed: int, think_ms: float) -> None:
-        """deadline is wall-clock time (time.time()), shared by every client process."""
+    def __init__(
+        self, base: str, campaign_id: int, token: str, deadline: float, seed: int, think_ms: float, floor: bool
+    ) -> None:
+        """deadline is wall-clock time (time.time()), shared by every client process; `floor` sends the annotator to
+        the floor view instead of the task loop."""
         super().__init__(daemon=True)
+        self.floor = floor
+        self.submit_cpu_ms: list[float] = []  # the serving thread's CPU of each submit (or floor request)
         self.think_s = think_ms / 1000
         self.base = base
         self.campaign_id = campaign_id
@@ -258,13 +334,31 @@ class Annotator(threading.Thread):
         self.latencies.append((time.perf_counter() - started) * 1000)
         if body is not None and submit:
             self.submit_latencies.append(self.latencies[-1])
+            if response.server_cpu_ms is not None:
+                self.submit_cpu_ms.append(response.server_cpu_ms)
         return response
 
     def run(self) -> None:
         try:
-            self._loop()
+            self._floor_loop() if self.floor else self._loop()
         except Exception as exc:  # a timed-out or refused connection ends this annotator: count it, do not hide it
             self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _floor_loop(self) -> None:
+        """The floor phase: one request per task, which claims a slot and stores a row (bench/floor_view.py)."""
+        url = f"/bench-floor/campaigns/{self.campaign_id}/submit/"
+        with KeepAliveClient(self.base, {"Authorization": f"Token {self.token}"}) as client:
+            while time.time() < self.deadline:
+                response = self._post(client, url, {"idempotency_key": uuid.uuid4().hex})
+                if response.status_code == 204:
+                    self.ran_out = True
+                    return
+                if response.status_code == 201:
+                    self.acknowledged.append("floor")
+                else:
+                    self.errors.append(f"floor {response.status_code}: {response.text[:200]}")
+                    return
+                self._think()
 
     def _loop(self) -> None:
         with KeepAliveClient(self.base, {"Authorization": f"Token {self.token}"}) as client:
@@ -366,10 +460,11 @@ def _client_process(
     start: float,
     seconds: float,
     think_ms: float,
+    floor: bool,
     results: "multiprocessing.Queue[dict[str, Any]]",
 ) -> None:
     """Runs some of the annotators as threads of this process and sends back what they measured."""
-    clients = [Annotator(base, campaign_id, token, start + seconds, seed, think_ms) for seed, token in tokens]
+    clients = [Annotator(base, campaign_id, token, start + seconds, seed, think_ms, floor) for seed, token in tokens]
     time.sleep(max(0.0, start - time.time()))
     cpu_before = time.process_time()
     for client in clients:
@@ -380,6 +475,7 @@ def _client_process(
         {
             "latencies": [ms for client in clients for ms in client.latencies],
             "submit_latencies": [ms for client in clients for ms in client.submit_latencies],
+            "submit_cpu_ms": [ms for client in clients for ms in client.submit_cpu_ms],
             "acknowledged": [key for client in clients for key in client.acknowledged],
             "errors": [error for client in clients for error in client.errors],
             "replays": sum(client.replays for client in clients),
@@ -391,7 +487,7 @@ def _client_process(
 
 
 def _run_clients(
-    base: str, campaign_id: int, tokens: list[str], seconds: float, think_ms: float, processes: int
+    base: str, campaign_id: int, tokens: list[str], seconds: float, think_ms: float, processes: int, floor: bool
 ) -> tuple[list[dict[str, Any]], float]:
     # spawn, not fork: the children must not inherit this process's Django state and database connections.
     context = multiprocessing.get_context("spawn")
@@ -401,7 +497,7 @@ def _run_clients(
     children = [
         context.Process(
             target=_client_process,
-            args=(base, campaign_id, seeded[i::processes], start, seconds, think_ms, queue),
+            args=(base, campaign_id, seeded[i::processes], start, seconds, think_ms, floor, queue),
         )
         for i in range(max(1, processes))
     ]
@@ -465,6 +561,11 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--items", type=int, default=6000, help="prompts in the generated dataset (enough tasks for 60 s at full speed)"
     )
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        help="grow the campaign to this many tasks in SQL after importing --items (100000 for the large campaign)",
+    )
     parser.add_argument("--systems", type=int, default=4, help="answers per prompt = candidates per task")
     parser.add_argument("--raters", type=int, default=3, help="raters per task N")
     parser.add_argument("--workers", type=int, help="gunicorn workers (default: WEB_WORKERS or the deployed default)")
@@ -485,6 +586,38 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def _phase(
+    args: argparse.Namespace, base: str, campaign_id: int, tokens: list[str], server_pid: int, *, floor: bool
+) -> dict[str, Any]:
+    """One timed phase of the same clients against the same gunicorn: the task loop, or the floor view."""
+    load_before = os.getloadavg()
+    server_cpu_before = _process_tree_cpu(server_pid)
+    database_pid = _database_server_pid(args.postgres)
+    database_cpu_before = _process_tree_cpu(database_pid)
+    results, elapsed = _run_clients(
+        base, campaign_id, tokens, args.seconds, args.think_ms, args.client_processes, floor
+    )
+    latencies = [ms for result in results for ms in result["latencies"]]
+    submit_cpu = [ms for result in results for ms in result["submit_cpu_ms"]]
+    return {
+        "results": results,
+        "elapsed": elapsed,
+        "latencies": latencies,
+        "submit_latencies": [ms for result in results for ms in result["submit_latencies"]],
+        "submit_cpu_ms": statistics.fmean(submit_cpu) if submit_cpu else 0.0,
+        "server_cpu_ms": (_process_tree_cpu(server_pid) - server_cpu_before) / max(len(latencies), 1) * 1000,
+        "database_cpu_ms": (_process_tree_cpu(database_pid) - database_cpu_before) / max(len(latencies), 1) * 1000,
+        "client_cpu_ms": sum(result["cpu_s"] for result in results) / max(len(latencies), 1) * 1000,
+        "load": (load_before[0], os.getloadavg()[0]),
+        "errors": [error for result in results for error in result["errors"]],
+        "ran_out": sum(result["ran_out"] for result in results),
+    }
+
+
+def _ratio(ours: float, floor: float) -> float:
+    return ours / floor if floor else float("inf")
+
+
 def main() -> None:
     args = _arguments()
     from evalsite import gunicorn_config  # the deployed sizes, read from this environment as gunicorn would
@@ -494,55 +627,75 @@ def main() -> None:
 
     database_url = recreate_database(args.postgres, BENCH_DB)
     campaign_id, tokens = _setup(
-        database_url, items=args.items, systems=args.systems, annotators=args.annotators, raters=args.raters
+        database_url,
+        items=args.items,
+        systems=args.systems,
+        annotators=args.annotators,
+        raters=args.raters,
+        tasks=args.tasks,
     )
     port = _free_port()
+    base = f"http://127.0.0.1:{port}"
     server = _start_gunicorn(database_url, port, workers, threads)
     try:
-        _warm_up(f"http://127.0.0.1:{port}", tokens)
-        load_before = os.getloadavg()
-        server_cpu_before = _process_tree_cpu(server.pid)
-        database_pid = _database_server_pid(args.postgres)
-        database_cpu_before = _process_tree_cpu(database_pid)
-        results, elapsed = _run_clients(
-            f"http://127.0.0.1:{port}", campaign_id, tokens, args.seconds, args.think_ms, args.client_processes
-        )
-        server_cpu = _process_tree_cpu(server.pid) - server_cpu_before
-        database_cpu = _process_tree_cpu(database_pid) - database_cpu_before
-        load_after = os.getloadavg()
+        _warm_up(base, tokens)
+        loop = _phase(args, base, campaign_id, tokens, server.pid, floor=False)
+        # Checked before the floor phase, whose rows are answers without ratings by design.
+        acknowledged = [key for result in loop["results"] for key in result["acknowledged"]]
+        checks = _check_database(acknowledged, args.raters)
+        floor = _phase(args, base, campaign_id, tokens, server.pid, floor=True)
     finally:
         server.terminate()
         try:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
-    latencies = [ms for result in results for ms in result["latencies"]]
-    submit_latencies = [ms for result in results for ms in result["submit_latencies"]]
-    acknowledged = [key for result in results for key in result["acknowledged"]]
-    errors = [error for result in results for error in result["errors"]]
-    client_cpu = sum(result["cpu_s"] for result in results)
+    latencies, submit_latencies = loop["latencies"], loop["submit_latencies"]
+    results = loop["results"]
     client_means = [ms for result in results for ms in result["client_means"]]
-    checks = _check_database(acknowledged, args.raters)
-    requests = max(len(latencies), 1)
+    tasks = args.tasks or args.items
     print(
-        f"{len(latencies)} requests in {elapsed:.1f}s ({len(latencies) / max(elapsed, 1e-9):.0f}/s) from "
-        f"{args.annotators} annotators in {args.client_processes} client processes (think {args.think_ms:.0f} ms); "
-        f"gunicorn {workers}x{threads}; mean {statistics.fmean(latencies) if latencies else 0:.1f} ms; "
+        f"{len(latencies)} requests in {loop['elapsed']:.1f}s ({len(latencies) / max(loop['elapsed'], 1e-9):.0f}/s) "
+        f"from {args.annotators} annotators in {args.client_processes} client processes (think {args.think_ms:.0f} "
+        f"ms) on a campaign of {tasks} tasks x {args.raters} slots; gunicorn {workers}x{threads}; "
+        f"mean {statistics.fmean(latencies) if latencies else 0:.1f} ms; "
         f"submits p50 {_percentile(submit_latencies, 0.5):.1f} / p95 {_percentile(submit_latencies, 0.95):.1f} ms; "
-        f"CPU per request: server {server_cpu / requests * 1000:.2f} ms, "
-        f"database server {database_cpu / requests * 1000:.2f} ms, clients {client_cpu / requests * 1000:.2f} ms; "
-        f"load average {load_before[0]:.2f} -> {load_after[0]:.2f} on {os.cpu_count()} CPUs; "
-        f"acknowledged {len(acknowledged)}, replayed {sum(r['replays'] for r in results)}, errors {len(errors)}; "
-        f"each annotator's mean latency: {_spread(client_means)}"
+        f"CPU per request: server {loop['server_cpu_ms']:.2f} ms (per submit, its thread: "
+        f"{loop['submit_cpu_ms']:.2f} ms), database server {loop['database_cpu_ms']:.2f} ms, "
+        f"clients {loop['client_cpu_ms']:.2f} ms; load average {loop['load'][0]:.2f} -> {loop['load'][1]:.2f} on "
+        f"{os.cpu_count()} CPUs; acknowledged {len(acknowledged)}, replayed {sum(r['replays'] for r in results)}, "
+        f"errors {len(loop['errors'])}; each annotator's mean latency: {_spread(client_means)}"
     )
-    ran_out = sum(result["ran_out"] for result in results)
-    if ran_out:
-        print(f"warning: {ran_out} annotators ran out of tasks before the end; the run is shorter (raise --items)")
-    for error in errors[:10]:
+    floor_latencies = floor["latencies"]
+    print(
+        f"floor (one statement: claim a slot, store a row): {len(floor_latencies)} requests in "
+        f"{floor['elapsed']:.1f}s ({len(floor_latencies) / max(floor['elapsed'], 1e-9):.0f}/s); "
+        f"p50 {_percentile(floor_latencies, 0.5):.1f} / p95 {_percentile(floor_latencies, 0.95):.1f} ms; "
+        f"CPU per request: server {floor['server_cpu_ms']:.2f} ms (its thread: {floor['submit_cpu_ms']:.2f} ms), "
+        f"database server {floor['database_cpu_ms']:.2f} ms; load average {floor['load'][0]:.2f} -> "
+        f"{floor['load'][1]:.2f}; errors {len(floor['errors'])}"
+    )
+    cpu_ratio = _ratio(loop["submit_cpu_ms"], floor["submit_cpu_ms"])
+    p95_ratio = _ratio(_percentile(submit_latencies, 0.95), _percentile(floor_latencies, 0.95))
+    print(
+        f"submit against the floor: server CPU per request {cpu_ratio:.2f}x "
+        f"({loop['submit_cpu_ms']:.2f} vs {floor['submit_cpu_ms']:.2f} ms; target <= 2x), "
+        f"p95 {p95_ratio:.2f}x ({_percentile(submit_latencies, 0.95):.1f} vs "
+        f"{_percentile(floor_latencies, 0.95):.1f} ms; target <= 2x)"
+    )
+    for phase, name in ((loop, "task loop"), (floor, "floor")):
+        if phase["ran_out"]:
+            print(f"warning: in the {name}, {phase['ran_out']} annotators ran out of tasks; raise --items or --tasks")
+    for error in (loop["errors"] + floor["errors"])[:10]:
         print("error:", error)
     result = {
         "p50_ms": round(_percentile(latencies, 0.50), 1),
         "p95_ms": round(_percentile(latencies, 0.95), 1),
+        "submit_p95_ms": round(_percentile(submit_latencies, 0.95), 1),
+        "floor_p95_ms": round(_percentile(floor_latencies, 0.95), 1),
+        "submit_cpu_ratio": round(cpu_ratio, 2),
+        "submit_p95_ratio": round(p95_ratio, 2),
+        "tasks": tasks,
         **checks,
     }
     print(json.dumps(result))

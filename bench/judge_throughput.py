@@ -8,7 +8,8 @@ What it does:
 1. starts the fake OpenAI-compatible provider in its own process (scripted latency);
 2. creates a dataset with `--calls` single-aspect answers (fresh text each time, so nothing is cached),
    starts `--workers` Celery worker processes and launches a `single` judge run with
-   max_concurrency = `--concurrency`; times it from launch to the run's end;
+   max_concurrency = `--concurrency`; times it from launch to the run's end, which commits its scores
+   (JudgeScore rows) with its status, and checks that every answer got its score;
 3. makes the same number of calls with a bare asyncio+httpx client at the same concurrency;
 4. times `--baseline-calls` notebook-style sequential calls (1 s sleep after each) and
    extrapolates them to `--calls`.
@@ -172,7 +173,7 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
 
     set_up_django_database()
     from judging import services
-    from judging.models import JudgeRun, RunStatus
+    from judging.models import JudgeRun, JudgeScore, RunStatus
 
     dataset = build_dataset(args.calls)
     config = {
@@ -185,19 +186,28 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
         "max_retries": 3,
     }
     workers = start_workers(args.workers, args.tasks_per_run, args.concurrency)
+    # Like the workers' start-up, this process's one-time loads are not timed: litellm's import (the launch checks the
+    # model's route through it) and the tokenizer its estimate counts with, which a web process has loaded long before.
+    from judging.llm import gateway
+
+    gateway.load()
+    gateway.count_tokens(config["model"], [{"role": "user", "content": "warm up"}])
     try:
         control(base_url.removesuffix("/v1"), "reset", {})
         control(base_url.removesuffix("/v1"), "script", {"default": {"latency": args.latency}})
         started = time.monotonic()
         run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
+        launch_s = time.monotonic() - started
         deadline = started + args.timeout
         while time.monotonic() < deadline:
             status = JudgeRun.objects.filter(pk=run.pk).values_list("status", flat=True).first()
             if status not in (RunStatus.QUEUED, RunStatus.RUNNING):
                 break
             time.sleep(0.05)
+        # The run ends in the transaction that writes its scores, so they exist once its status says it ended.
         elapsed = time.monotonic() - started
         run.refresh_from_db()
+        scores = JudgeScore.objects.filter(judge_id=run.judge_id).count()
         stats = control(base_url.removesuffix("/v1"), "stats")
     finally:
         for worker in workers:
@@ -216,6 +226,8 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
         "done": run.done,
         "failed": run.failed,
         "elapsed_s": elapsed,
+        "launch_s": launch_s,
+        "scores_written": scores,
         "calls_per_s": run.done / elapsed if elapsed else 0.0,
         "provider_calls": stats["calls"],
         "max_in_flight": stats["max_in_flight"],
@@ -302,7 +314,8 @@ def main() -> int:
     }
     print(json.dumps(report, indent=2))
     print(
-        f"\nour run: {ours['calls_per_s']:.1f} calls/s ({ours['done']}/{ours['units']} in {ours['elapsed_s']:.1f} s, "
+        f"\nour run: {ours['calls_per_s']:.1f} calls/s ({ours['done']}/{ours['units']} in {ours['elapsed_s']:.1f} s "
+        f"from launch to the scores written, launch {ours['launch_s']:.1f} s, {ours['scores_written']} scores, "
         f"status {ours['status']}), max in-flight {ours['max_in_flight']} (limit {args.concurrency})\n"
         f"bare asyncio+httpx: {bare['calls_per_s']:.1f} calls/s (best of {bare['runs_calls_per_s']}, before and "
         f"after ours) -> ratio {ratio:.2f} (target >= 0.8)\n"
@@ -311,6 +324,7 @@ def main() -> int:
     )
     ok = (
         ours["status"] == "succeeded"
+        and ours["scores_written"] == ours["done"]
         and ours["max_in_flight"] <= args.concurrency
         and ratio >= 0.8
         and (speedup >= 100 or args.calls < 5000)

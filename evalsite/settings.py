@@ -80,6 +80,13 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "evalsite.urls"
+# bench/annotate_load.py measures the submit against a floor view served by the same gunicorn: only its gunicorn sets
+# this, and a production deployment refuses it, so the view is never reachable where real annotators work.
+if env_bool("EVALSITE_BENCH_FLOOR", False):
+    if PRODUCTION:
+        raise ImproperEnvironment("EVALSITE_BENCH_FLOOR mounts a benchmark view and must not be set in production")
+    ROOT_URLCONF = "bench.floor_urls"
+    MIDDLEWARE = ["bench.floor_view.ThreadCpuHeader", *MIDDLEWARE]
 WSGI_APPLICATION = "evalsite.wsgi.application"
 
 TEMPLATES = [

@@ -30,6 +30,7 @@ METHOD_LABELS: dict[str, Any] = {
     "summarize_then_judge": _("Summarize, then judge"),
     "factscore": _("FActScore: fact by fact"),
     "metric": _("Metric (BLEU, ROUGE, chrF…), no LLM"),
+    "error_spans": _("Error spans (MQM): errors marked by quote, category and severity"),
 }
 TEMPLATE_MODEL = "openai/gpt-4o-mini"
 # What each template sets beyond the config type's own defaults; the rest comes from JudgeSettings.
@@ -40,6 +41,7 @@ _TEMPLATE_CHOICES: dict[str, dict[str, Any]] = {
     "summarize_then_judge": {"model": TEMPLATE_MODEL},
     "factscore": {"model": TEMPLATE_MODEL, "factscore": {}},
     "metric": {"metric": "rougeL"},
+    "error_spans": {"model": TEMPLATE_MODEL, "parse_retries": 1},
 }
 
 

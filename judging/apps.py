@@ -1,3 +1,4 @@
+import functools
 from typing import Any
 
 from django.apps import AppConfig
@@ -11,6 +12,7 @@ class JudgingConfig(AppConfig):
 
     def ready(self) -> None:
         from annotations.agreement_summary import agreement_report_register  # noqa: PLC0415
+        from annotations.campaigns.submissions import campaign_rated_register  # noqa: PLC0415 - it imports models
         from annotations.datasets.judge_scores import judge_score_store_register  # noqa: PLC0415 - it imports models
         from judging.dataset_scores import STORE  # noqa: PLC0415 - it imports models
 
@@ -18,6 +20,20 @@ class JudgingConfig(AppConfig):
         judge_score_store_register(STORE)
         # The dataset card of the Hugging Face folder export summarises the raters' agreement.
         agreement_report_register(_agreement_report)
+        # A campaign with a stopping rule is checked after each new answer, by a worker once the answer commits.
+        campaign_rated_register(_stop_check_enqueue)
+
+
+def _stop_check_enqueue(campaign_id: int) -> None:
+    from django.db import transaction  # noqa: PLC0415 - only submits to campaigns with a stopping rule get here
+
+    from judging.enqueue import CAMPAIGN_STOP_CHECK, run_task_enqueue  # noqa: PLC0415 - loads Celery on first send
+
+    # Robust: the answer is already saved, so a broker outage is logged rather than turned into an error page; the
+    # next answer's check reads every rating so far, so a missed check only delays the stop.
+    transaction.on_commit(
+        functools.partial(run_task_enqueue, CAMPAIGN_STOP_CHECK, campaign_id, patient=False), robust=True
+    )
 
 
 def _agreement_report(dataset: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ CERTIFICATE_EVALUATE = "judging.certificate_evaluate"
 DRIFT_CHECK_EVALUATE = "judging.drift_check_evaluate"
 TEACHING_EVALUATE = "judging.judge_teaching_evaluate"
 HYBRID_FILL = "judging.hybrid_fill"
+CAMPAIGN_STOP_CHECK = "judging.campaign_stop_check"
 
 # Tasks enqueue their successors patiently: a broker restart of a minute or two must not end a run's chain of work.
 BROKER_RETRY_POLICY = {"max_retries": 60, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3.0}

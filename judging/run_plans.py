@@ -93,7 +93,9 @@ def _scope_responses(
 
 
 def _aspect_names(dataset: Dataset, cfg: JudgeSettings) -> list[str]:
-    available = list(aspect_infos(dataset.pk))
+    infos = aspect_infos(dataset.pk)
+    available = list(infos)
+    marks_spans = cfg.method == "error_spans"
     if cfg.method == "factscore":
         # One unit per answer scored as "factscore"; a rubric aspect named in the config gets the same
         # score too (its requests are identical, so the cache answers them), for `correlate`.
@@ -106,10 +108,23 @@ def _aspect_names(dataset: Dataset, cfg: JudgeSettings) -> list[str]:
         missing = [a for a in cfg.aspects if a not in available]
         if missing:
             raise LaunchError(f"aspect(s) not in the dataset's rubric: {', '.join(missing)}")
+        mismatched = [a for a in cfg.aspects if (infos[a].span_scheme is not None) != marks_spans]
+        if mismatched:
+            raise LaunchError(_kind_mismatch(cfg.method, mismatched))
         return list(cfg.aspects)
     if not available:
         raise LaunchError("the dataset has no aspects to judge")
-    return available
+    # Without a list, a method judges the aspects of its kind: error spans the span aspects, the others the scales.
+    fitting = [name for name in available if (infos[name].span_scheme is not None) == marks_spans]
+    if not fitting:
+        raise LaunchError(_kind_mismatch(cfg.method, available))
+    return fitting
+
+
+def _kind_mismatch(method: str, names: list[str]) -> str:
+    if method == "error_spans":
+        return f"the error_spans method marks errors on span aspects; not a span aspect: {', '.join(names)}"
+    return f"the {method} method scores scale aspects; a span aspect needs the error_spans method: {', '.join(names)}"
 
 
 def plan_units(

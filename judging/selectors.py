@@ -177,6 +177,16 @@ class RunProgress:
     # Per finished judgment that called the provider: the provider's own time, and the wait before sending apart.
     mean_latency_s: float | None = None
     mean_queue_wait_s: float | None = None
+    # Error-span runs: the reported errors by where their quote was placed (found, not found, ambiguous, empty).
+    quote_placement: dict[str, int] | None = None
+
+    @property
+    def unplaced_quotes(self) -> int:
+        return sum(n for status, n in (self.quote_placement or {}).items() if status != "found")
+
+    @property
+    def quotes_not_found(self) -> int:
+        return (self.quote_placement or {}).get("not found", 0) + (self.quote_placement or {}).get("empty quote", 0)
 
     @property
     def can_cancel(self) -> bool:
@@ -238,7 +248,15 @@ def judge_run_progress(run: JudgeRun) -> RunProgress:
         sampled_fallbacks=run.sampled_fallbacks,
         mean_latency_s=_rounded(timing["latency"]),
         mean_queue_wait_s=_rounded(timing["queue_wait"]),
+        quote_placement=quote_placement_of_run(run) if run.method == "error_spans" else None,
     )
+
+
+def quote_placement_of_run(run: JudgeRun) -> dict[str, int]:
+    from judging.methods.error_spans import quote_placement  # noqa: PLC0415 - error-span runs only
+
+    stored = Judgment.objects.filter(run=run, spans__isnull=False).values_list("spans", flat=True)
+    return quote_placement(stored.iterator(chunk_size=2000))
 
 
 def _rounded(seconds: float | None) -> float | None:

@@ -15,6 +15,7 @@ answer (SubmitResult.form)."""
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -130,7 +131,20 @@ def submission_create(
     result = submission_store(request)
     if not result.replayed and _campaign_adjudicates(campaign):
         dispute_find(task_id=task_id, now=now)
+    if not result.replayed and campaign.stop_rule and campaign.stopped_at is None:
+        for listener in _RATED_LISTENERS:
+            listener(campaign.pk)
     return result
+
+
+# Called with the campaign id after a new answer to a campaign with a stopping rule was stored; the judging app
+# registers the enqueueing of its stopping check here, as the annotations domain does not know the judge.
+_RATED_LISTENERS: list[Callable[[int], None]] = []
+
+
+def campaign_rated_register(listener: Callable[[int], None]) -> None:
+    if listener not in _RATED_LISTENERS:
+        _RATED_LISTENERS.append(listener)
 
 
 def submission_store(request: SubmitRequest) -> SubmitResult:

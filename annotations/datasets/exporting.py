@@ -41,6 +41,8 @@ CONSENSUS_KEY = "consensus"
 CONSENSUS_PREFERENCES_KEY = "consensus_preferences"
 # Ratings a certified judge gave in a hybrid campaign in place of the task's raters: never among the human_evals.
 JUDGE_FILLED_KEY = "judge_filled"
+# Per answer, the campaigns that sent it to the human raters with a known probability: [{"campaign", "probability"}].
+HUMAN_SAMPLING_KEY = "human_sampling"
 # Beside the judges' scores (auto_evals) of the export with judges: each judge version's standing, certified,
 # uncertified or suspended.
 JUDGE_CERTIFICATION_KEY = "judge_certification"
@@ -77,7 +79,10 @@ _FLAT_FIELDS_BEFORE_HISTORY = [
 # Last, who filled the row: "human" for every rating a person gave, "judge" for a rating a certified judge gave in a
 # hybrid campaign in place of the task's raters, with the judge version's fingerprint.
 FILLED_FIELDS = ["filled_by", "judge_version"]
-FLAT_FIELDS = [*_FLAT_FIELDS_BEFORE_HISTORY, "rater_excluded", CONSENSUS_KEY, *FILLED_FIELDS]
+# Then the probability with which the row's task was sent to the human raters, in a hybrid campaign with a sampling
+# policy (empty otherwise): the weight of a human rating in an unbiased estimate is its inverse.
+SAMPLING_FIELD = "human_probability"
+FLAT_FIELDS = [*_FLAT_FIELDS_BEFORE_HISTORY, "rater_excluded", CONSENSUS_KEY, *FILLED_FIELDS, SAMPLING_FIELD]
 RATING_FIELDS = FLAT_FIELDS[: FLAT_FIELDS.index("kind")]
 # The flat export with history adds, per row, the answer's version (app rows) and when a later version replaced it
 # (rows of earlier versions only; the current answer's rows leave it empty).
@@ -88,6 +93,7 @@ HISTORY_FIELDS = [
     "rater_excluded",
     CONSENSUS_KEY,
     *FILLED_FIELDS,
+    SAMPLING_FIELD,
 ]
 
 
@@ -98,8 +104,18 @@ def csv_safe(value: Any) -> Any:
     return value
 
 
+_FORMULA_FIRST_CHARACTERS = frozenset(FORMULA_PREFIXES)
+_WRITTEN_AS_THEY_ARE = frozenset({type(None), bool, int, float})
+
+
 def _csv_cell(value: Any) -> Any:
-    """``csv_safe`` of a flat row's cell, lists and objects as JSON; text is tested first, being most cells."""
+    """``csv_safe`` of a flat row's cell, lists and objects as JSON. Called for every cell of a million-row export,
+    so the common exact types are tested first, by identity."""
+    kind = type(value)
+    if kind is str:
+        return "'" + value if value[:1] in _FORMULA_FIRST_CHARACTERS else value
+    if kind in _WRITTEN_AS_THEY_ARE:
+        return value
     if isinstance(value, str):
         return "'" + value if value.startswith(FORMULA_PREFIXES) else value
     if isinstance(value, (dict, list)):
@@ -376,7 +392,10 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
             standings = judge_scores.judge_standings(
                 dataset, {name for scores in run_scores.values() for name in scores}
             )
-        judge_filled = _judge_filled_by_response(response_ids)
+        per_answer = {
+            JUDGE_FILLED_KEY: _judge_filled_by_response(response_ids),
+            HUMAN_SAMPLING_KEY: _sampling_by_response(response_ids),
+        }
         gold_fields = {
             gold.item_id: gold_field(
                 kind=gold.kind, expected=gold.expected, tolerance=gold.tolerance, instruction=gold.instruction
@@ -405,8 +424,9 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
                     for a in answers:
                         answer_out = turn["responses"][a["system__key"]]
                         excluded.mark_answer(answer_out)
-                        if a["id"] in judge_filled:
-                            answer_out[JUDGE_FILLED_KEY] = judge_filled[a["id"]]
+                        answer_out.update(
+                            {key: found[a["id"]] for key, found in per_answer.items() if a["id"] in found}
+                        )
                         judged_by = sorted(run_scores.get(a["id"], {}))
                         if judged_by:
                             answer_out[JUDGE_CERTIFICATION_KEY] = {name: standings.get(name) for name in judged_by}
@@ -444,6 +464,18 @@ def _judge_filled_by_response(response_ids: list[int]) -> dict[int, list[dict[st
             }
         )
     return filled
+
+
+def _sampling_by_response(response_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Per answer, the probability with which each hybrid campaign with a sampling policy sent its task to humans."""
+    sampled: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for response_id, campaign, probability in (
+        Task.responses.through.objects.filter(response_id__in=response_ids, task__human_probability__isnull=False)
+        .order_by("response_id", "task__campaign__name")
+        .values_list("response_id", "task__campaign__name", "task__human_probability")
+    ):
+        sampled[response_id].append({"campaign": campaign, "probability": probability})
+    return sampled
 
 
 def iter_export_lines(*, dataset: Dataset, include_judges: bool = False) -> Iterator[str]:

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import BigIntegerField, OuterRef, Subquery, Value
 
 from annotations.adjudication.selectors import consensus_numbers
 from annotations.datasets.exporting import (
@@ -20,6 +20,7 @@ from annotations.datasets.exporting import (
     HISTORY_FIELDS,
     PREFERENCES_KEY,
     RATING_FIELDS,
+    SAMPLING_FIELD,
     ExcludedRaters,
     _app_preferences,
     _app_raters_by_user,
@@ -58,10 +59,13 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
         .order_by("id")
         .values("id")[:1]
     )
+    # A dataset no campaign collected in (an imported one) has no submission to look up: the subquery, run once per
+    # rating, is left out rather than asked a million times for nothing.
+    collected = Submission.objects.filter(assignment__campaign__dataset=dataset).exists()
     ratings = (
         Rating.objects.filter(response__turn__item__dataset=dataset)
         .exclude(_COLLECTED_ON_GOLD)
-        .annotate(submission_id=Subquery(entered_with))
+        .annotate(submission_id=Subquery(entered_with) if collected else Value(None, output_field=BigIntegerField()))
         .order_by(
             "response__turn__item__position",
             "response__turn__index",
@@ -287,6 +291,7 @@ def iter_flat_rows(*, dataset: Dataset, history: bool = False, with_ties: bool =
     every row has the version and replaced_at columns. `with_ties` adds to preference rows whether the entry was
     a tie (an imported preference with "tie": true), which the Parquet export keeps as a column."""
     excluded = ExcludedRaters.of(dataset)
+    sampled = _sampling_probabilities(dataset)
     merged = heapq.merge(
         _flat_rating_rows(dataset),
         _flat_imported_preference_rows(dataset),
@@ -304,16 +309,36 @@ def iter_flat_rows(*, dataset: Dataset, history: bool = False, with_ties: bool =
         row["rater_excluded"] = excluded.marks(row["rater"])
         row[CONSENSUS_KEY] = row.pop(CONSENSUS_KEY, None)  # in the CSV header's order
         row.update(_FILLED_BY_HUMAN)
+        row[SAMPLING_FIELD] = sampled.get((row["campaign"], row["item_id"], row["turn"], row.get("system")))
         yield row
     if history:
         for row in _flat_history_rows(dataset):
             row["rater_excluded"] = excluded.marks(row["rater"])
             row[CONSENSUS_KEY] = row.pop(CONSENSUS_KEY, None)
             row.update(_FILLED_BY_HUMAN)
+            row[SAMPLING_FIELD] = sampled.get((row["campaign"], row["item_id"], row["turn"], row.get("system")))
             yield row
     for row in _judge_filled_rows(dataset):
         row["replaced_at"] = None
+        row[SAMPLING_FIELD] = sampled.get((row["campaign"], row["item_id"], row["turn"], row["system"]))
         yield {key: row[key] for key in (HISTORY_FIELDS if history else FLAT_FIELDS)}
+
+
+def _sampling_probabilities(dataset: Dataset) -> dict[tuple[Any, ...], float | None]:
+    """(campaign, item, turn, system) → the probability with which the campaign sent that answer's task to humans,
+    for the campaigns of the dataset with a sampling policy."""
+    return {
+        (campaign, item_id, turn + 1, system): probability
+        for campaign, item_id, turn, system, probability in Task.responses.through.objects.filter(
+            task__campaign__dataset=dataset, task__human_probability__isnull=False
+        ).values_list(
+            "task__campaign__name",
+            "response__turn__item__external_id",
+            "response__turn__index",
+            "response__system__key",
+            "task__human_probability",
+        )
+    }
 
 
 _FILLED_BY_HUMAN = {"filled_by": "human", "judge_version": None}

@@ -41,6 +41,7 @@ class ValidationState:
     gold_fields: list[tuple[int, Any, set[str]]] = field(default_factory=list)
     # Each rater the file marks ("rater_excluded"), with the mark and the first line that gave it.
     exclusion_marks: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    scores: "ScoreClassifier" = field(default_factory=lambda: ScoreClassifier())
 
     def mark_excluded(self, line: int, where: str, rater: Any, excluded: bool) -> None:
         """One mark per rater: an exclusion holds for the whole dataset, so every line must agree."""
@@ -109,9 +110,15 @@ def _finite_float(token: str) -> float:
     return value
 
 
+_CONTAINERS = (dict, list)
+_CONTAINERS_AND_TEXT = (dict, list, str)
+
+
 def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: bool) -> None:
     """Depth limit, and (when the line has \\u escapes, the only way to write them) no NUL or lone surrogates,
-    which Postgres text and UTF-8 output cannot hold."""
+    which Postgres text and UTF-8 output cannot hold. Only the nodes that can fail are visited: containers, and
+    strings when the text is checked (json.loads gives exact dicts, lists and strs)."""
+    walked = _CONTAINERS_AND_TEXT if check_text else _CONTAINERS
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -120,7 +127,7 @@ def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: 
                 "JSON nested too deeply", line=line_no, expected=f"at most {max_depth} levels", found="more"
             )
         if isinstance(node, str):
-            if check_text and (bad := unstorable_character(node)) is not None:
+            if (bad := unstorable_character(node)) is not None:
                 raise DatasetImportError(
                     "NUL character in a string" if bad == NUL else "unpaired surrogate in a string",
                     line=line_no,
@@ -128,21 +135,24 @@ def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: 
                     found=bad,
                 )
         elif isinstance(node, dict):
-            for key, child in node.items():
-                if check_text and (bad := unstorable_character(key)) is not None:
-                    raise DatasetImportError(
-                        "NUL character in a key" if bad == NUL else "unpaired surrogate in a key",
-                        line=line_no,
-                        expected="keys without U+0000 or unpaired surrogates",
-                        found=bad,
-                    )
-                stack.append((child, depth + 1))
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node)
+            if check_text:
+                for key in node:
+                    if (bad := unstorable_character(key)) is not None:
+                        raise DatasetImportError(
+                            "NUL character in a key" if bad == NUL else "unpaired surrogate in a key",
+                            line=line_no,
+                            expected="keys without U+0000 or unpaired surrogates",
+                            found=bad,
+                        )
+            stack.extend((child, depth + 1) for child in node.values() if type(child) in walked)
+        else:
+            stack.extend((child, depth + 1) for child in node if type(child) in walked)
 
 
-def iter_items(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yields (line number, parsed object) for every non-blank line, with precise errors for unreadable lines."""
+def iter_items(stream: IO[bytes], *, checked: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yields (line number, parsed object) for every non-blank line, with precise errors for unreadable lines.
+    `checked`: the same bytes already passed this reading once (the import's second pass), so the walk over every
+    value for depth and storable text is not repeated."""
     max_depth = settings.IMPORT_MAX_JSON_DEPTH
     for line_no, raw in _iter_raw_lines(stream):
         try:
@@ -173,7 +183,8 @@ def iter_items(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
             ) from None
         if not isinstance(obj, dict):
             raise DatasetImportError("not an item", line=line_no, expected="a JSON object", found=_type_name(obj))
-        _check_depth_and_text(obj, line_no, max_depth, "\\u" in text)
+        if not checked:
+            _check_depth_and_text(obj, line_no, max_depth, "\\u" in text)
         yield line_no, obj
 
 
@@ -199,6 +210,30 @@ def classify_score(token: Any, aspect: AspectSpec, text: str = "") -> tuple[floa
     if is_json_number(token) and aspect.on_scale(token):
         return float(token), False
     return None
+
+
+_MEMO_TYPES = (int, float, str, type(None))
+
+
+class ScoreClassifier:
+    """``classify_score`` remembered per aspect and token: a file repeats a handful of tokens a million times, and
+    both passes of the import ask. Tokens of other types (lists, objects, booleans) are classified each time."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, type, Any], tuple[float | None, bool] | None] = {}
+
+    def classify(self, token: Any, aspect: AspectSpec, text: str = "") -> tuple[float | None, bool] | None:
+        """``text``, the answer, only matters to a span aspect's token, an object, which is never remembered."""
+        kind = type(token)
+        if kind not in _MEMO_TYPES:
+            return classify_score(token, aspect, text)
+        # The type is in the key: 1, 1.0 and True are equal as dictionary keys but not as JSON tokens.
+        key = (aspect.name, kind, token)
+        try:
+            return self._known[key]
+        except KeyError:
+            result = self._known[key] = classify_score(token, aspect)
+            return result
 
 
 def _score_problem(token: Any, aspect: AspectSpec) -> str:
@@ -239,8 +274,9 @@ def _validate_scores(
                     expected=f"one of the rubric's aspects ({known})" if known else "no ratings (the rubric has none)",
                     found=_show(aspect_name),
                 )
+            classify = state.scores.classify
             for index, token in enumerate(scores):
-                if classify_score(token, aspect, text) is None:
+                if classify(token, aspect, text) is None:
                     raise DatasetImportError(
                         _score_problem(token, aspect),
                         line=line,

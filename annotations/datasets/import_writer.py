@@ -4,7 +4,6 @@ ratings, preferences, gold items, judge scores and exclusion marks), inside the 
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -16,7 +15,7 @@ from annotations.datasets import judge_scores
 from annotations.datasets.exporting import PREFERENCES_KEY, RATER_EXCLUDED_KEY
 from annotations.datasets.import_checks import (
     IMPORTED_EXCLUSION_REASON,
-    classify_score,
+    ScoreClassifier,
 )
 from annotations.gold.rules import GOLD_KEY, gold_spec
 from annotations.models import (
@@ -60,21 +59,17 @@ def seekable_copy(stream: IO[bytes]) -> IO[bytes]:
     return spooled  # type: ignore[return-value]
 
 
-def _copy_value(field: Any, value: Any) -> Any:
+# One encoder for every JSON cell: json.dumps with an option builds a new encoder on each call, which was a tenth of
+# the import's time at a million ratings.
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _json_cell(value: Any) -> str | None:
     if value is None:
         return None  # SQL NULL, as Django stores a Python None in a nullable JSONField
-    if isinstance(field, JSONField):
-        return json.dumps(value, ensure_ascii=False)
-    return value
-
-
-def _row_getter(field: Any) -> Callable[[dict[str, Any]], Any]:
-    attname = field.attname
-    return lambda row: _copy_value(field, row[attname])
-
-
-def _constant_getter(value: Any) -> Callable[[dict[str, Any]], Any]:
-    return lambda row: value
+    if type(value) is int:
+        return str(value)  # the JSON text of an integer, most raw scores
+    return _encode_json(value)
 
 
 def _insert_rows(model: type[Model], rows: list[dict[str, Any]], *, returning_ids: bool = False) -> list[int]:
@@ -92,14 +87,17 @@ def _insert_rows(model: type[Model], rows: list[dict[str, Any]], *, returning_id
         return [obj.pk for obj in objects]
     now = timezone.now()
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    # One getter per column: a constant default, or the row's value converted for COPY.
-    getters: list[Callable[[dict[str, Any]], Any]] = []
-    for f in fields:
+    # A template row of the constant columns (defaults, converted once), and the columns each row fills in.
+    template: list[Any] = []
+    plain: list[tuple[int, str]] = []
+    json_columns: list[tuple[int, str]] = []
+    for index, f in enumerate(fields):
         if f.attname in rows[0]:
-            getters.append(_row_getter(f))
+            template.append(None)
+            (json_columns if isinstance(f, JSONField) else plain).append((index, f.attname))
         else:
             default = now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default()
-            getters.append(_constant_getter(_copy_value(f, default)))
+            template.append(_json_cell(default) if isinstance(f, JSONField) else default)
     columns = [str(f.column) for f in fields]
     table = connection.ops.quote_name(model._meta.db_table)
     ids: list[int] = []
@@ -111,11 +109,20 @@ def _insert_rows(model: type[Model], rows: list[dict[str, Any]], *, returning_id
             )
             ids = [row[0] for row in cursor.fetchall()]
             columns = ["id", *columns]
+            template = [None, *template]
+            plain = [(index + 1, name) for index, name in plain]
+            json_columns = [(index + 1, name) for index, name in json_columns]
         column_sql = ", ".join(connection.ops.quote_name(c) for c in columns)
         with cursor.cursor.copy(f"COPY {table} ({column_sql}) FROM STDIN") as copy:
-            for index, row in enumerate(rows):
-                values = [get(row) for get in getters]
-                copy.write_row([ids[index], *values] if returning_ids else values)
+            for position, row in enumerate(rows):
+                values = template.copy()
+                for index, name in plain:
+                    values[index] = row[name]
+                for index, name in json_columns:
+                    values[index] = _json_cell(row[name])
+                if returning_ids:
+                    values[0] = ids[position]
+                copy.write_row(values)
     return ids
 
 
@@ -135,8 +142,16 @@ def _stored_turn_value(key: str, value: Any) -> Any:
 class ImportWriter:
     """Second pass: turns validated items into rows, chunk by chunk."""
 
-    def __init__(self, dataset: Dataset, rubric: RubricSpec, positional_prefix: str = "#") -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        rubric: RubricSpec,
+        positional_prefix: str = "#",
+        scores: ScoreClassifier | None = None,
+    ) -> None:
         self.dataset = dataset
+        # The first pass's classifier, when given: every token it met is known, so classifying again is a lookup.
+        self.scores = scores or ScoreClassifier()
         self.rubric = rubric
         self.aspects: dict[str, Aspect] = {}
         for position, spec in enumerate(rubric.aspects):
@@ -204,6 +219,17 @@ class ImportWriter:
             )
             for rater in raters
         )
+
+    def _rater_keys(self, answers: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+        """(rater id, is positional) of every score of these answers, in order."""
+        rater_keys: list[tuple[str, bool]] = []
+        for answer in answers:
+            if "raters" in answer:
+                rater_keys.extend((str(r), False) for r in answer["raters"])
+            else:
+                longest = max((len(v) for v in answer.get("human_evals", {}).values()), default=0)
+                rater_keys.extend((f"{self.positional_prefix}{i + 1}", True) for i in range(longest))
+        return rater_keys
 
     def _write_error_spans(self, response_ids: list[int]) -> None:
         """The ErrorSpan rows of the span aspects' ratings just inserted, read back from their tokens."""
@@ -280,17 +306,11 @@ class ImportWriter:
                 answers.append(answer)
         response_ids = _insert_rows(Response, responses, returning_ids=True)
 
-        rater_keys: list[tuple[str, bool]] = []
-        for answer in answers:
-            if "raters" in answer:
-                rater_keys.extend((str(r), False) for r in answer["raters"])
-            else:
-                longest = max((len(v) for v in answer.get("human_evals", {}).values()), default=0)
-                rater_keys.extend((f"{self.positional_prefix}{i + 1}", True) for i in range(longest))
-        self._raters_for(rater_keys)
+        self._raters_for(self._rater_keys(answers))
 
         ratings: list[dict[str, Any]] = []
         scores: list[dict[str, Any]] = []
+        classify = self.scores.classify
         for response_id, answer in zip(response_ids, answers, strict=True):
             rater_ids = answer.get("raters")
             for aspect_name, tokens in answer.get("human_evals", {}).items():
@@ -302,7 +322,7 @@ class ImportWriter:
                         if rater_ids is not None
                         else (f"{self.positional_prefix}{position + 1}", True)
                     )
-                    classified = classify_score(token, spec, answer.get("response") or "")
+                    classified = classify(token, spec, answer.get("response") or "")
                     assert classified is not None, "validated in the first pass"
                     value, is_missing = classified
                     ratings.append(

@@ -101,9 +101,9 @@ def dataset_import(
             dataset = Dataset.objects.create(name=name, owner=owner, notice=notice)
             Rubric.objects.create(dataset=dataset, source=rubric.source, systems=rubric.systems)
             result = ImportResult(dataset=dataset, notice=notice)
-            writer = ImportWriter(dataset, rubric, positional_prefix(state))
+            writer = ImportWriter(dataset, rubric, positional_prefix(state), state.scores)
             chunk: list[dict[str, Any]] = []
-            for _, obj in iter_items(stream):
+            for _, obj in iter_items(stream, checked=True):
                 chunk.append(obj)
                 if len(chunk) >= chunk_size:
                     writer.write_chunk(chunk, result)

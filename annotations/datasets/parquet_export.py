@@ -67,6 +67,7 @@ def _schemas() -> dict[str, pa.Schema]:
                 ("consensus", pa.float64()),
                 ("filled_by", pa.string()),
                 ("judge_version", pa.string()),
+                ("human_probability", pa.float64()),
             ]
         ),
         "preferences": pa.schema(

@@ -3,11 +3,22 @@ with their earlier versions, drafts, and ratings a certified judge filled in."""
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Aspect, Dataset, Response, Turn
 from annotations.slot_rows import SlotRow, SlotStatus
+
+
+class HumanSampling(models.TextChoices):
+    UNIFORM = "uniform", _("uniform")
+    UNCERTAINTY = "uncertainty", _("by the judge's uncertainty")
+    STRATIFIED = "stratified", _("stratified by system (variance-minimising allocation)")
+
+
+class StopRule(models.TextChoices):
+    BEATS = "beats", _("one system beats the other")
+    WIDTH = "width", _("a system's interval is narrow enough")
 
 
 class Campaign(models.Model):
@@ -32,6 +43,10 @@ class Campaign(models.Model):
     )
     lease_minutes = models.PositiveIntegerField(default=30)
     is_active = models.BooleanField(default=True)
+    # The hand-out window: no new task is handed out before opens_at or from closes_at on (the claim rule of
+    # annotations.slots); a task leased earlier may still be submitted until its lease ends. Empty means no limit.
+    opens_at = models.DateTimeField(null=True, blank=True)
+    closes_at = models.DateTimeField(null=True, blank=True)
     allow_revisit = models.BooleanField(
         default=True, help_text="Annotators may reopen and correct the tasks they submitted while the campaign is open."
     )
@@ -45,6 +60,24 @@ class Campaign(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="created_campaigns"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Which tasks of a hybrid campaign go to the humans (see judging.hybrid.sampling): empty keeps the calibrated
+    # confidence threshold; a policy sends every task with a known probability instead, so that the estimates can
+    # weight each rating by its inverse.
+    human_sampling = models.CharField(max_length=20, blank=True, default="", choices=HumanSampling.choices)
+    human_share = models.FloatField(
+        default=0.5, help_text="The expected share of tasks sent to the human raters under a sampling policy."
+    )
+    sampling_seed = models.CharField(max_length=64, blank=True, default="")
+    stop_rule = models.CharField(max_length=20, blank=True, default="", choices=StopRule.choices)
+    stop_aspect = models.ForeignKey(
+        Aspect, null=True, blank=True, on_delete=models.SET_NULL, related_name="stopping_campaigns"
+    )
+    stop_first = models.CharField(max_length=200, blank=True, default="")
+    stop_second = models.CharField(max_length=200, blank=True, default="")
+    stop_width = models.FloatField(null=True, blank=True)
+    # Set once, when the stopping rule is met: the claim rule hands out no new task from then on.
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    stop_evidence = models.JSONField(default=dict, blank=True)
 
     class Meta:
         verbose_name = _("campaign")
@@ -61,6 +94,27 @@ class Campaign(models.Model):
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="campaign_lease_positive"),
             models.CheckConstraint(
                 condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=0.5), name="campaign_gold_rate_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(opens_at__isnull=True) | Q(closes_at__isnull=True) | Q(opens_at__lt=F("closes_at")),
+                name="campaign_opens_before_it_closes",
+            ),
+            models.CheckConstraint(
+                condition=Q(human_share__gt=0) & Q(human_share__lte=1), name="campaign_human_share_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(stop_width__isnull=True) | Q(stop_width__gt=0), name="campaign_stop_width_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(stop_rule="")
+                | (Q(stop_rule="beats") & Q(stop_aspect__isnull=False) & ~Q(stop_first="") & ~Q(stop_second=""))
+                | (
+                    Q(stop_rule="width")
+                    & Q(stop_aspect__isnull=False)
+                    & ~Q(stop_first="")
+                    & Q(stop_width__isnull=False)
+                ),
+                name="campaign_stop_rule_complete",
             ),
             # Per dataset: only those who see the dataset learn which campaign names it holds.
             models.UniqueConstraint(fields=["dataset", "name"], name="campaign_name_unique_per_dataset"),
@@ -81,12 +135,20 @@ class Task(models.Model):
     responses = models.ManyToManyField(Response, related_name="campaign_tasks")
     # A task of a gold item or attention check: it measures the annotators, and its ratings are not the dataset's.
     is_gold = models.BooleanField(default=False)
+    # The probability with which the task was sent to the human raters under the campaign's sampling policy; empty
+    # when no policy chose (every task went to them). Estimates weight its ratings by the inverse.
+    human_probability = models.FloatField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("task")
         verbose_name_plural = _("tasks")
         ordering = ["campaign", "position"]
         constraints = [
+            models.CheckConstraint(
+                condition=Q(human_probability__isnull=True)
+                | (Q(human_probability__gt=0) & Q(human_probability__lte=1)),
+                name="task_human_probability_range",
+            ),
             models.UniqueConstraint(fields=["campaign", "turn", "chunk"], name="task_chunk_unique_per_turn"),
             models.UniqueConstraint(fields=["campaign", "position"], name="task_position_unique_per_campaign"),
         ]

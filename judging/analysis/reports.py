@@ -47,6 +47,7 @@ from judging.analysis.selectors import (
     stats_version,
     system_models,
 )
+from judging.analysis.span_reports import span_agreement_report
 from judging.models import Judge
 from judging.statistics.agreement import Ratings, agreement_summary
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q, Labels, alt_test, metric_for_level
@@ -132,7 +133,7 @@ def load_dataset_data(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> Dat
 
 # The last few datasets' arrays, keyed by (dataset, scope, data version): one page computes several reports from
 # the same ratings, and this keeps it to one round of queries. Entries of an old version are never read again.
-_DATA_MEMO: dict[tuple[int, tuple[str, int | None, str | None, bool, bool], str], DatasetData] = {}
+_DATA_MEMO: dict[tuple[int, tuple[str, int | None, str | None, bool, bool, str], str], DatasetData] = {}
 _DATA_MEMO_SIZE = 4
 _DATA_MEMO_LOCK = threading.Lock()
 
@@ -221,7 +222,30 @@ def human_means(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
     if data.scope.adjudicated:
         for row, value in data.adjudicated.get(aspect.id, {}).items():
             means[row] = value
+    if data.scope.rater_model != "none":
+        return model_scores(data, aspect)
     return means
+
+
+def model_scores(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
+    """Each answer row's human score estimated by the scope's rater model from all of the aspect's ratings: the
+    adjusted score of the severity model, the posterior label of Dawid–Skene and MACE; NaN for an answer without
+    ratings, and everywhere when the model is undefined (raters that are file columns, too little data)."""
+    from judging.statistics.rater_models import fit_rater_model  # noqa: PLC0415 - scipy-free but heavy to fit
+
+    scores = np.full(data.answers.response_ids.size, np.nan)
+    ratings = aspect_ratings(data, aspect)
+    if not ratings.raters_consistent:
+        return scores
+    triples = [
+        (int(unit), ratings.rater_labels[int(rater)], float(value))
+        for unit, rater, value in zip(ratings.unit, ratings.rater, ratings.value, strict=True)
+    ]
+    result = fit_rater_model(data.scope.rater_model, triples)
+    for item in result["items"]:
+        value = item["score"]["value"]
+        scores[int(str(item["item"]))] = float(item["label"] if value is None else value)
+    return scores
 
 
 # ---------------------------------------------------------------- agreement
@@ -408,6 +432,7 @@ def compute_judge_details(
             ],
             "confusion": confusion_matrix(shown, aspect.min_value, aspect.max_value),
             "per_system": per_system_table(paired),
+            "spans": span_agreement_report(judge.pk, aspect, data.answers, data.ratings),
         }
     )
     return result

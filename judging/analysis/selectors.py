@@ -72,18 +72,30 @@ class RatingScope:
     campaign_name: str | None = None
     include_excluded: bool = False
     adjudicated: bool = False
+    # "none", or a rater model (judging.statistics.rater_models.MODELS) whose per-answer estimate is the human score.
+    rater_model: str = "none"
 
     def as_json(self) -> dict[str, str | None]:
-        return {
+        found: dict[str, str | None] = {
             "origin": self.origin,
             "campaign": self.campaign_name,
             "human_score": "adjudicated" if self.adjudicated else "raw",
         }
+        if self.rater_model != "none":
+            found.update(human_score="rater-model", rater_model=self.rater_model)
+        return found
 
-    def cache_key(self) -> tuple[str, int | None, str | None, bool, bool]:
+    def cache_key(self) -> tuple[str, int | None, str | None, bool, bool, str]:
         # The name is part of the key because the reports print it: a renamed campaign must not show the old one.
         # Which raters are excluded is part of stats_version, so a new or revoked exclusion changes the key too.
-        return (self.origin, self.campaign_id, self.campaign_name, self.include_excluded, self.adjudicated)
+        return (
+            self.origin,
+            self.campaign_id,
+            self.campaign_name,
+            self.include_excluded,
+            self.adjudicated,
+            self.rater_model,
+        )
 
     def parameter(self) -> tuple[str, str]:
         """The one URL parameter that selects this scope's ratings (origin or campaign)."""
@@ -106,6 +118,9 @@ class RatingScope:
     def with_adjudicated(self, adjudicated: bool) -> RatingScope:
         return replace(self, adjudicated=adjudicated)
 
+    def with_rater_model(self, model: str) -> RatingScope:
+        return replace(self, rater_model=model)
+
     @property
     def label(self) -> str:
         if self.campaign_name is not None:
@@ -119,6 +134,11 @@ class RatingScope:
             text = gettext("%(scope)s, excluded raters included") % {"scope": text}
         if self.adjudicated:
             text = gettext("%(scope)s, adjudicated human scores") % {"scope": text}
+        if self.rater_model != "none":
+            text = gettext("%(scope)s, human scores from the %(model)s rater model") % {
+                "scope": text,
+                "model": self.rater_model,
+            }
         return text
 
 
@@ -390,6 +410,14 @@ def judge_scores(judge: Judge, answers: Answers) -> dict[str, FloatArray]:
             selected = np.asarray([name == aspect_name for name in names])
             column[answer_rows[selected]] = values[selected]
     return by_aspect
+
+
+def judge_error_spans(judge_id: int, aspect_name: str) -> dict[int, Any]:
+    """The errors an error-span judge stored for each answer of an aspect (its first sample), by response id."""
+    rows = Judgment.objects.filter(
+        run__judge_id=judge_id, aspect_name=aspect_name, sample=0, status=JudgmentStatus.DONE, spans__isnull=False
+    ).values_list("response_id", "spans")
+    return dict(rows)
 
 
 def answer_details(response_ids: list[int]) -> dict[int, dict[str, Any]]:

@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from annotations.datasets.exporting import csv_safe
 from judging.analysis.wording import column_label, phrase
 from judging.statistics.correlation import COEFFICIENTS, LEVELS
+from judging.statistics.results import undefined
 
 DIGITS = 3
 
@@ -174,6 +175,45 @@ def disagreements_table(details: dict[str, Any]) -> dict[str, Any]:
 def distribution_table(details: dict[str, Any]) -> dict[str, Any]:
     rows = [[dist["aspect"], bar["label"], bar["count"]] for dist in details["distributions"] for bar in dist["bars"]]
     return make_table("distribution", _("Rating distributions"), ["aspect", "value", "ratings"], rows)
+
+
+SPAN_REFERENCES = {"pooled": "all raters pooled", "consensus": "majority of the raters"}
+MAJORITY_HAS_NO_CATEGORY = "the majority's characters carry no category"
+
+
+def spans_table(details: dict[str, Any]) -> dict[str, Any]:
+    """The judge's error spans against each rater's, all raters' pooled and the raters' majority."""
+    report = details.get("spans") or {}
+    entries: list[tuple[str, dict[str, Any]]] = []
+    if report.get("available"):
+        entries = [(row["rater"], row) for row in report["raters"]]
+        entries += [(label, report[key]) for key, label in SPAN_REFERENCES.items()]
+    rows = []
+    for reference, figures in entries:
+        character, span = figures["character"], figures["span"]
+        category = figures.get("span_category")
+        rows.append(
+            [
+                reference,
+                figures["answers"],
+                character["precision"],
+                character["recall"],
+                character["f1"],
+                span["precision"],
+                span["recall"],
+                span["f1"],
+                category["f1"] if category else undefined(MAJORITY_HAS_NO_CATEGORY),
+            ]
+        )
+    columns = ["reference", "answers", "character precision", "character recall", "character F1"]
+    columns += ["span precision", "span recall", "span F1", "span F1 with category"]
+    return make_table(
+        "spans",
+        _("%(judge)s's error spans vs the raters' on %(aspect)s")
+        % {"judge": details["judge"], "aspect": details["aspect"]},
+        columns,
+        rows,
+    )
 
 
 def levels_table(details: dict[str, Any]) -> dict[str, Any]:

@@ -78,6 +78,7 @@ JUDGE_TABLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "confusion": tables.confusion_table,
     "bias": tables.bias_table,
     "scatter": tables.scatter_table,
+    "spans": tables.spans_table,
 }
 # The tables built from the agreement report alone; the others need the page's details.
 REPORT_TABLES = ("agreement", "preferences", "preference-judges")
@@ -359,6 +360,7 @@ def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     context.update(
         {
             "levels": tables.levels_table(details),
+            "spans_table": tables.spans_table(details) if details["spans"]["available"] else None,
             "alternative": tables.alternative_table(details),
             "systems_table": tables.systems_table(details),
             "bias": tables.bias_table(details),

@@ -115,6 +115,20 @@ COLUMN_LABELS = {
 
 # Cell texts that are words rather than data: diagnostic names, rater flags, yes and no.
 PHRASES = {
+    "all raters pooled": gettext_lazy("all raters pooled"),
+    "majority of the raters": gettext_lazy("majority of the raters"),
+    "the majority's characters carry no category": gettext_lazy("the majority's characters carry no category"),
+    "no characters marked by the candidate": gettext_lazy("the judge marked no character"),
+    "no characters marked by the reference": gettext_lazy("the raters marked no character"),
+    "no spans marked by the candidate": gettext_lazy("the judge marked no span"),
+    "no spans marked by the reference": gettext_lazy("the raters marked no span"),
+    "precision or recall is undefined": gettext_lazy("precision or recall is undefined"),
+    "no answer has both the judge's spans and a rater's in this scope": gettext_lazy(
+        "no answer has both the judge's spans and a rater's in this scope"
+    ),
+    "no answer the judge marked has spans from two or more raters": gettext_lazy(
+        "no answer the judge marked has spans from two or more raters"
+    ),
     "response": pgettext_lazy("correlation level", "response"),
     "per_prompt": gettext_lazy("per prompt"),
     "per_system": gettext_lazy("per system"),
@@ -310,6 +324,14 @@ def outlier_rule(min_overlap: int, min_correlation: float, max_mean_shift_sd: fl
 
 COLUMN_LABELS.update(
     {
+        "reference": gettext_lazy("reference"),
+        "character precision": gettext_lazy("character precision"),
+        "character recall": gettext_lazy("character recall"),
+        "character F1": gettext_lazy("character F1"),
+        "span precision": gettext_lazy("span precision"),
+        "span recall": gettext_lazy("span recall"),
+        "span F1": gettext_lazy("span F1"),
+        "span F1 with category": gettext_lazy("span F1 with category"),
         "human-rated answers (n)": gettext_lazy("human-rated answers (n)"),
         "answers (N)": gettext_lazy("answers (N)"),
         "PPI estimate": gettext_lazy("PPI estimate"),

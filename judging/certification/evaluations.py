@@ -30,8 +30,11 @@ from judging.models import (
 )
 from judging.services import LaunchError, free_run_name, judge_run_launch
 
-# Methods whose score is one number per answer and aspect, which the alternative-annotator test compares with raters.
-CERTIFIABLE_METHODS = ("single", "reference", "summarize_then_judge")
+# Methods whose score is one number per answer and aspect, which the alternative-annotator test compares with raters;
+# an error-span judge's is its MQM score, compared with the raters' MQM scores.
+CERTIFIABLE_METHODS = ("single", "reference", "summarize_then_judge", "error_spans")
+# Methods whose prompt can show rated examples, which teaching adds.
+TEACHABLE_METHODS = ("single", "reference", "summarize_then_judge")
 # An evaluation takes seconds; one still claimed after this long belongs to a worker that died.
 EVALUATION_LEASE_S = 600
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotations.models import Aspect, Dataset, Response
 from judging.certification.evaluations import (
-    CERTIFIABLE_METHODS,
+    TEACHABLE_METHODS,
     CertificationError,
     evaluation_claim,
     evaluation_run_launch,
@@ -124,10 +124,10 @@ def judge_version_teach(
     if not 0.0 < alpha < 1.0:
         raise CertificationError(f"the significance level must lie strictly between 0 and 1, not {alpha}")
     method = version.config_snapshot.get("method")
-    if method not in CERTIFIABLE_METHODS:
+    if method not in TEACHABLE_METHODS:
         raise CertificationError(
-            f"a {method} judge cannot be taught rated examples: its prompt scores one answer at a time only in "
-            f"methods {', '.join(CERTIFIABLE_METHODS)}"
+            f"a {method} judge cannot be taught rated examples: its prompt shows rated examples only in "
+            f"methods {', '.join(TEACHABLE_METHODS)}"
         )
     exemplars, record = _choose_exemplars(version, reference_set, per_level=per_level, seed=seed)
     if not exemplars:

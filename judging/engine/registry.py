@@ -11,7 +11,13 @@ from collections.abc import Callable
 from judging.factscore.method import flow as factscore_flow
 from judging.llm.calls import CallSpec
 from judging.methods.base import AnyFlow, CallBatch, UnitContext
-from judging.methods.flows import metric_flow, pairwise_flow, single_flow, summarize_then_judge_flow
+from judging.methods.flows import (
+    error_spans_flow,
+    metric_flow,
+    pairwise_flow,
+    single_flow,
+    summarize_then_judge_flow,
+)
 from judging.methods.judge_settings import JudgeSettings
 
 FLOWS: dict[str, Callable[[UnitContext], AnyFlow]] = {
@@ -21,6 +27,7 @@ FLOWS: dict[str, Callable[[UnitContext], AnyFlow]] = {
     "pairwise": pairwise_flow,
     "metric": metric_flow,
     "factscore": factscore_flow,
+    "error_spans": error_spans_flow,
 }
 
 
@@ -37,6 +44,8 @@ def calls_per_unit_range(cfg: JudgeSettings) -> tuple[int, int]:
     `fallback_samples` sampled replies (the first reply counts as one only when it was sent at the fallback
     temperature and needed no re-ask). Retries of failed requests (rate limits, provider errors) are not in either."""
     expected = calls_per_unit(cfg)
+    if cfg.method == "error_spans":
+        return expected, expected + cfg.parse_retries
     if cfg.method not in ("single", "reference", "summarize_then_judge"):
         return expected, expected
     extra = cfg.parse_retries

@@ -44,6 +44,7 @@ def aspect_infos(dataset_id: int) -> dict[str, AspectInfo]:
             ideal=a.ideal,
             labels={str(k): str(v) for k, v in (a.labels or {}).items()},
             translations=_texts_per_language(a.translations or {}),
+            span_scheme=a.scheme if a.is_spans else None,
         )
         for a in Aspect.objects.filter(dataset_id=dataset_id).order_by("position", "id")
     }

@@ -1,4 +1,5 @@
-"""The hybrid settings form: which judge version, the target agreement, δ and the fewest kept items."""
+"""The hybrid settings forms: which judge version, the target agreement, δ and the fewest kept items; the human
+sampling policy and the stopping rule."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from annotations.models import HumanSampling, StopRule
 from judging.hybrid.services import DEFAULT_DELTA, DEFAULT_TARGET
 from judging.statistics.trust_escalate import DEFAULT_MIN_KEPT
 
@@ -44,4 +46,47 @@ class HybridCalibrationForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["version"].queryset = versions  # type: ignore[attr-defined]
         for name in ("target", "delta"):
+            self.fields[name].widget.attrs["step"] = "any"
+
+
+class SamplingForm(forms.Form):
+    """Which tasks go to the humans, and when the campaign may stop."""
+
+    human_sampling = forms.ChoiceField(
+        label=_("Human sampling"),
+        required=False,
+        choices=[("", _("calibrated threshold (Trust or Escalate)")), *HumanSampling.choices],
+        help_text=_(
+            "Under a policy every task goes to the raters with a known probability, stored on the task and in the "
+            "exports; the estimates weight each rating by its inverse."
+        ),
+    )
+    human_share = forms.FloatField(
+        label=_("Expected share of tasks for the raters"),
+        initial=0.5,
+        min_value=0.01,
+        max_value=1.0,
+    )
+    stop_rule = forms.ChoiceField(
+        label=_("Stopping rule"), required=False, choices=[("", _("none: run to the planned size")), *StopRule.choices]
+    )
+    stop_aspect: forms.ModelChoiceField[Any] = forms.ModelChoiceField(
+        queryset=None, label=_("Aspect of the rule"), required=False
+    )
+    stop_first = forms.ChoiceField(label=_("System (A)"), required=False)
+    stop_second = forms.ChoiceField(label=_("Other system (B), for “A beats B”"), required=False)
+    stop_width = forms.FloatField(
+        label=_("Largest interval width, for “width ≤ w”"), required=False, min_value=0.000001
+    )
+
+    def __init__(self, *args: Any, campaign: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["stop_aspect"].queryset = campaign.aspects.order_by("position", "pk")  # type: ignore[attr-defined]
+        systems = [
+            ("", "—"),
+            *((key, key) for key in campaign.dataset.systems.order_by("key").values_list("key", flat=True)),
+        ]
+        self.fields["stop_first"].choices = systems  # type: ignore[attr-defined]
+        self.fields["stop_second"].choices = systems  # type: ignore[attr-defined]
+        for name in ("human_share", "stop_width"):
             self.fields[name].widget.attrs["step"] = "any"

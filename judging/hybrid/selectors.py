@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import QuerySet
 
 from annotations.hybrid.selectors import HybridCounts, hybrid_counts
-from annotations.models import Campaign
+from annotations.models import Aspect, Campaign, Rating, RatingOrigin, StopRule, Task
 from judging.certification.selectors import version_standing
-from judging.models import HybridCalibration, JudgeVersion
+from judging.models import HybridCalibration, JudgeVersion, Judgment, JudgmentStatus
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,157 @@ def hybrid_panel(campaign: Campaign) -> HybridPanel:
     calibrations = calibrations_of_campaign(campaign)
     chosen = calibrations.exclude(apply_status="").first() or calibrations.first()
     return HybridPanel(calibration=chosen, counts=hybrid_counts(campaign))
+
+
+MAX_LOOKS_SHOWN = 40
+
+
+def _ratings_in_order(campaign: Campaign, aspect_id: int) -> list[tuple[int, str, float]]:
+    """The campaign's human ratings on one aspect in the order they were given: (response, system key, value)."""
+    rows = (
+        Rating.objects.filter(
+            response_id__in=Task.responses.through.objects.filter(task__campaign=campaign, task__is_gold=False).values(
+                "response_id"
+            ),
+            aspect_id=aspect_id,
+            origin=RatingOrigin.APP,
+            value__isnull=False,
+        )
+        .order_by("created_at", "pk")
+        .values_list("response__turn_id", "response__system__key", "value")
+    )
+    return [(turn, key, float(value or 0.0)) for turn, key, value in rows]
+
+
+def _paired_differences(rows: list[tuple[int, str, float]], first: str, second: str) -> list[tuple[float, float]]:
+    """The pairs (first's score, second's score) on the same prompt, in the order each pair was completed; a prompt
+    rated more than once per system uses its first rating of each."""
+    seen: dict[int, dict[str, float]] = {}
+    pairs = []
+    for turn, key, value in rows:
+        if key not in (first, second):
+            continue
+        scores = seen.setdefault(turn, {})
+        if key in scores:
+            continue
+        scores[key] = value
+        if len(scores) == 2:
+            pairs.append((scores[first], scores[second]))
+    return pairs
+
+
+def stopping_evidence(campaign: Campaign) -> dict[str, Any] | None:
+    """The campaign's stopping rule read on its human ratings so far: the betting confidence sequence (one look per
+    rating, or per completed pair for "beats"), the decision, n and the looks (at most MAX_LOOKS_SHOWN, evenly spaced,
+    the last always kept). None when the campaign states no rule."""
+    from judging.statistics.sequences import (  # noqa: PLC0415 - numpy
+        confidence_sequence,
+        difference_decision,
+        paired_difference_sequence,
+        width_decision,
+    )
+
+    if not campaign.stop_rule or campaign.stop_aspect_id is None:
+        return None
+    aspect = Aspect.objects.get(pk=campaign.stop_aspect_id)
+    rows = _ratings_in_order(campaign, aspect.pk)
+    if campaign.stop_rule == StopRule.BEATS:
+        pairs = _paired_differences(rows, campaign.stop_first, campaign.stop_second)
+        looks = paired_difference_sequence(
+            [a for a, _ in pairs], [b for _, b in pairs], lower=aspect.min_value, upper=aspect.max_value
+        )
+        decision = difference_decision(looks, first=campaign.stop_first, second=campaign.stop_second)
+    else:
+        values = [value for _turn, key, value in rows if key == campaign.stop_first]
+        looks = confidence_sequence(values, lower=aspect.min_value, upper=aspect.max_value)
+        decision = width_decision(looks, float(campaign.stop_width or 0.0))
+    step = max(1, -(-len(looks) // MAX_LOOKS_SHOWN))
+    shown = [look for i, look in enumerate(looks) if i % step == 0 or i == len(looks) - 1]
+    return {
+        "rule": decision["rule"],
+        "aspect": aspect.name,
+        "met": bool(decision["met"]),
+        "decision": decision["decision"] or decision["undefined"],
+        "n": decision["n"],
+        "low": decision["evidence"]["low"],
+        "high": decision["evidence"]["high"],
+        "method": "betting (Waudby-Smith & Ramdas 2024), 95%",
+        "looks": [[look["n"], look["interval"]["low"], look["interval"]["high"]] for look in shown],
+        "lower": aspect.min_value,
+        "upper": aspect.max_value,
+    }
+
+
+@dataclass(frozen=True)
+class ActiveRow:
+    aspect: str
+    result: dict[str, Any]  # active_ppi.ActivePPIResult
+    sent: int  # tasks drawn for the humans
+    rated: int  # of those, rated so far
+
+
+def active_estimates(campaign: Campaign) -> list[ActiveRow]:
+    """Per aspect, the campaign's mean by inverse-probability-weighted PPI++ (active inference) from each task's
+    human mean, judge score and sampling probability, beside the interval uniform sampling would give for the same
+    expected number of ratings. Empty unless a sampling policy handed tasks out and the judge's run still exists."""
+    from judging.statistics.active_ppi import active_ppi_mean  # noqa: PLC0415 - numpy
+
+    calibration = (
+        HybridCalibration.objects.filter(campaign=campaign, apply_status="done", run__isnull=False)
+        .select_related("run")
+        .first()
+    )
+    if not campaign.human_sampling or calibration is None or calibration.run is None:
+        return []
+    tasks = list(
+        Task.objects.filter(campaign=campaign, is_gold=False, human_probability__isnull=False)
+        .prefetch_related("responses", "assignments")
+        .order_by("position")
+    )
+    rows = []
+    for aspect in campaign.aspects.order_by("position", "pk"):
+        judge: dict[int, list[float]] = {}
+        for response_id, score in Judgment.objects.filter(
+            run=calibration.run,
+            aspect_name=aspect.name,
+            other_response__isnull=True,
+            status=JudgmentStatus.DONE,
+            score__isnull=False,
+        ).values_list("response_id", "score"):
+            judge.setdefault(response_id, []).append(float(score or 0.0))
+        human: dict[int, list[float]] = {}
+        for response_id, value in Rating.objects.filter(
+            response_id__in=[r.pk for t in tasks for r in t.responses.all()],
+            aspect=aspect,
+            origin=RatingOrigin.APP,
+            value__isnull=False,
+        ).values_list("response_id", "value"):
+            human.setdefault(response_id, []).append(float(value or 0.0))
+        y, f, pi = [], [], []
+        sent = rated = 0
+        for task in tasks:
+            answer = task.responses.all()[0]
+            if answer.pk not in judge:
+                continue
+            drawn = any(slot.status != "judged" for slot in task.assignments.all())
+            values = human.get(answer.pk)
+            sent += drawn
+            rated += bool(drawn and values)
+            y.append(sum(values) / len(values) if drawn and values else None)
+            f.append(sum(judge[answer.pk]) / len(judge[answer.pk]))
+            pi.append(float(task.human_probability or 1.0))
+        if f:
+            result = active_ppi_mean(y, f, pi)
+            rows.append(ActiveRow(aspect.name, dict(result), sent, rated))
+    return rows
+
+
+def stopping_panel(campaign: Campaign) -> dict[str, Any] | None:
+    """What the progress page shows of the stopping rule: the stored evidence once the campaign stopped, else the
+    rule read on the ratings so far."""
+    if not campaign.stop_rule:
+        return None
+    if campaign.stopped_at is not None:
+        return {**campaign.stop_evidence, "stopped": True}
+    evidence = stopping_evidence(campaign)
+    return None if evidence is None else {**evidence, "stopped": False}

@@ -19,6 +19,8 @@ from annotations.hybrid.services import FilledValue, task_judge_fill
 from annotations.models import Campaign, Task
 from judging.certification.evaluations import fresh_config
 from judging.certification.selectors import SUSPENDED, version_standing
+from judging.enqueue import CAMPAIGN_STOP_CHECK, run_task_enqueue
+from judging.hybrid.selectors import stopping_evidence
 from judging.models import (
     Certificate,
     CertificateStatus,
@@ -247,9 +249,37 @@ def hybrid_fill(*, calibration_id: int) -> str:
     return "done"
 
 
+def _sampled_for_humans(
+    campaign: Campaign, run: JudgeRun, tasks: list[Task], aspects: list[str], unscored: set[int]
+) -> set[int] | None:
+    """Under a sampling policy, the tasks drawn for the humans, each task's probability stored on it first; None when
+    the campaign keeps the calibrated threshold. A task the judge left without a score always goes to the humans
+    (probability 1), since the estimates need the judge's score wherever a human's may be missing."""
+    from judging.hybrid.sampling import judge_uncertainty, sampling_plan  # noqa: PLC0415 - numpy
+
+    if not campaign.human_sampling:
+        return None
+    answers = {task.pk: list(task.responses.all()) for task in tasks if task.pk not in unscored}
+    spread = judge_uncertainty(run, [a.pk for found in answers.values() for a in found], aspects)
+    plan = sampling_plan(
+        campaign=campaign,
+        tasks=[task for task in tasks if task.pk not in unscored],
+        uncertainty={pk: max((spread.get(a.pk, 0.0) for a in found), default=0.0) for pk, found in answers.items()},
+        systems={pk: found[0].system.key if found else "" for pk, found in answers.items()},
+    )
+    for task in tasks:
+        task.human_probability = plan.probability.get(task.pk, 1.0)
+    Task.objects.bulk_update(tasks, ["human_probability"])
+    return plan.to_humans | unscored
+
+
 def _fill(calibration: HybridCalibration) -> tuple[int, int, str]:
     run = calibration.run
-    tasks = list(Task.objects.filter(campaign=calibration.campaign, is_gold=False).prefetch_related("responses"))
+    tasks = list(
+        Task.objects.filter(campaign=calibration.campaign, is_gold=False)
+        .order_by("position")
+        .prefetch_related("responses__system")
+    )
     if run is None or run.status != RunStatus.SUCCEEDED:
         status = run.status if run is not None else "deleted"
         return 0, len(tasks), f"the judge run ended {status}; every task stays with the human raters"
@@ -267,11 +297,19 @@ def _fill(calibration: HybridCalibration) -> tuple[int, int, str]:
     names = [name for name, _ in aspects]
     response_ids = [response.pk for task in tasks for response in task.responses.all()]
     scores = unit_scores(run, response_ids, names)
+    unscored = {
+        task.pk
+        for task in tasks
+        if not task.responses.all()
+        or any(task_confidence(scores.by_response.get(a.pk, {}), names) is None for a in task.responses.all())
+    }
+    to_humans = _sampled_for_humans(calibration.campaign, run, tasks, names, unscored)
     judged = 0
     for task in tasks:
         answers = list(task.responses.all())
         confidences = [task_confidence(scores.by_response.get(answer.pk, {}), names) for answer in answers]
-        if not answers or any(c is None or c < calibration.threshold for c in confidences):
+        kept_by_threshold = all(c is not None and c >= calibration.threshold for c in confidences)
+        if task.pk in unscored or (task.pk in to_humans if to_humans is not None else not kept_by_threshold):
             continue
         values = [
             FilledValue(response_id=answer.pk, aspect_id=aspect_id, value=scores.by_response[answer.pk][name][0])
@@ -287,3 +325,64 @@ def _fill(calibration: HybridCalibration) -> tuple[int, int, str]:
         ):
             judged += 1
     return judged, len(tasks) - judged, ""
+
+
+def campaign_stop_check(*, campaign_id: int) -> str:
+    """Read the campaign's stopping rule on its ratings so far and, once it is met, stop the campaign with the
+    evidence (the sequence, n and the time). Safe twice: only the call that sets stopped_at stores the evidence."""
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is None or not campaign.stop_rule or campaign.stopped_at is not None:
+        return "nothing to check"
+    evidence = stopping_evidence(campaign)
+    if evidence is None or not evidence["met"]:
+        return "not met"
+    moment = timezone.now()
+    stopped = Campaign.objects.filter(pk=campaign_id, stopped_at__isnull=True).update(
+        stopped_at=moment, stop_evidence={**evidence, "stopped_at": moment.isoformat()}
+    )
+    return "stopped" if stopped else "already stopped"
+
+
+def campaign_sampling_set(
+    *,
+    campaign: Campaign,
+    human_sampling: str,
+    human_share: float,
+    stop_rule: str,
+    stop_aspect_id: int | None,
+    stop_first: str,
+    stop_second: str,
+    stop_width: float | None,
+) -> None:
+    """Set the campaign's human sampling policy and stopping rule. The policy is refused once the judge's tasks were
+    handed out (the probabilities are fixed then); the rule is refused once the campaign stopped."""
+    if not 0 < human_share <= 1:
+        raise HybridError(f"the share of tasks for the raters must be more than 0 and at most 1, not {human_share}")
+    if stop_rule and stop_aspect_id is None:
+        raise HybridError("a stopping rule needs the aspect it is read on")
+    if stop_rule and not stop_first:
+        raise HybridError("a stopping rule needs the system (A) it is read on")
+    if stop_rule == "beats" and (not stop_second or stop_second == stop_first):
+        raise HybridError("“A beats B” needs a second system, other than A")
+    if stop_rule == "width" and stop_width is None:
+        raise HybridError("“width ≤ w” needs the largest width w")
+    applied = HybridCalibration.objects.filter(campaign=campaign).exclude(apply_status="").exists()
+    if applied and (human_sampling != campaign.human_sampling or human_share != campaign.human_share):
+        raise HybridError("the judge already took its tasks, so the sampling policy can no longer change")
+    if campaign.stopped_at is not None:
+        raise HybridError("the campaign already stopped; its stopping rule can no longer change")
+    updated = Campaign.objects.filter(pk=campaign.pk, stopped_at__isnull=True).update(
+        human_sampling=human_sampling,
+        human_share=human_share,
+        stop_rule=stop_rule,
+        stop_aspect_id=stop_aspect_id if stop_rule else None,
+        stop_first=stop_first if stop_rule else "",
+        stop_second=stop_second if stop_rule == "beats" else "",
+        stop_width=stop_width if stop_rule == "width" else None,
+    )
+    if not updated:
+        raise HybridError("the campaign already stopped; its stopping rule can no longer change")
+    campaign.refresh_from_db()
+    if stop_rule:
+        # The ratings given so far may already answer the question.
+        run_task_enqueue(CAMPAIGN_STOP_CHECK, campaign.pk, on_commit=True)

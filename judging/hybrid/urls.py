@@ -10,6 +10,11 @@ urlpatterns = [
         name="research-campaign-hybrid-calibrate",
     ),
     path(
+        "campaigns/<int:campaign_id>/hybrid/sampling/",
+        views.hybrid_sampling_view,
+        name="research-campaign-hybrid-sampling",
+    ),
+    path(
         "campaigns/<int:campaign_id>/hybrid/<int:calibration_id>/apply/",
         views.hybrid_apply_view,
         name="research-campaign-hybrid-apply",

@@ -16,15 +16,27 @@ from django.views.decorators.http import require_GET, require_POST
 from annotations.models import Campaign
 from annotations.selectors import campaign_for_researcher
 from judging.hybrid import selectors
-from judging.hybrid.forms import HybridCalibrationForm
-from judging.hybrid.services import HybridError, hybrid_apply, hybrid_calibrate
+from judging.hybrid.forms import HybridCalibrationForm, SamplingForm
+from judging.hybrid.services import HybridError, campaign_sampling_set, hybrid_apply, hybrid_calibrate
 from judging.models import HybridCalibration
 
 
-def _page(request: HttpRequest, campaign: Campaign, form: HybridCalibrationForm, status: int = 200) -> HttpResponse:
+def _sampling_initial(campaign: Campaign) -> dict[str, Any]:
+    names = ["human_sampling", "human_share", "stop_rule", "stop_first", "stop_second", "stop_width"]
+    return {**{name: getattr(campaign, name) for name in names}, "stop_aspect": campaign.stop_aspect_id}
+
+
+def _page(
+    request: HttpRequest,
+    campaign: Campaign,
+    form: HybridCalibrationForm,
+    status: int = 200,
+    sampling_form: SamplingForm | None = None,
+) -> HttpResponse:
     context: dict[str, Any] = {
         "campaign": campaign,
         "form": form,
+        "sampling_form": sampling_form or SamplingForm(campaign=campaign, initial=_sampling_initial(campaign)),
         "choices": selectors.version_choices(campaign),
         "calibrations": selectors.calibrations_of_campaign(campaign)[:20],
         "panel": selectors.hybrid_panel(campaign),
@@ -89,4 +101,31 @@ def hybrid_apply_view(request: HttpRequest, campaign_id: int, calibration_id: in
         request,
         _("The judge is rating the campaign's tasks; those it is sure of leave the raters' queue when it ends."),
     )
+    return HttpResponseRedirect(reverse("research-campaign-hybrid", args=[campaign.pk]))
+
+
+@require_POST
+@login_required
+def hybrid_sampling_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    sampling_form = SamplingForm(request.POST, campaign=campaign)
+    calibration_form = HybridCalibrationForm(versions=selectors.versions_of_campaign_dataset(campaign))
+    if not sampling_form.is_valid():
+        return _page(request, campaign, calibration_form, status=400, sampling_form=sampling_form)
+    data = sampling_form.cleaned_data
+    try:
+        campaign_sampling_set(
+            campaign=campaign,
+            human_sampling=data["human_sampling"],
+            human_share=data["human_share"],
+            stop_rule=data["stop_rule"],
+            stop_aspect_id=data["stop_aspect"].pk if data["stop_aspect"] is not None else None,
+            stop_first=data["stop_first"],
+            stop_second=data["stop_second"],
+            stop_width=data["stop_width"],
+        )
+    except HybridError as exc:
+        sampling_form.add_error(None, str(exc))
+        return _page(request, campaign, calibration_form, status=400, sampling_form=sampling_form)
+    messages.success(request, _("Sampling policy and stopping rule saved."))
     return HttpResponseRedirect(reverse("research-campaign-hybrid", args=[campaign.pk]))

@@ -16,6 +16,7 @@ from judging.llm.calls import CallResult, CallSpec
 from judging.methods import prompts
 
 if TYPE_CHECKING:  # the config type loads pydantic; code that reads a UnitContext does not need it
+    from annotations.span_schemes import SpanScheme
     from judging.methods.judge_settings import JudgeSettings
 
 
@@ -32,6 +33,8 @@ class AspectInfo:
     # Texts in other languages: {"ja": {"label": ..., "description": ..., "labels": {...}}}, and
     # {"_default": {"language": ...}} naming the default text's own language when the rubric said it.
     translations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A span aspect's categories, severities and normalisation; None for an aspect scored on a scale.
+    span_scheme: SpanScheme | None = None
 
     def texts(self, language: str) -> tuple[str, str, dict[str, str]]:
         """Label, description and value labels in `language`, each falling back to the default text."""
@@ -111,6 +114,8 @@ class Outcome:
     error_kind: str = ""
     error: str = ""
     prompt_hash: str = ""
+    # Error spans: each error the judge reported with where its quote was found, or why it was not (JudgedError).
+    spans: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

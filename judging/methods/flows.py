@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from judging.llm.calls import CallResult, CallSpec
-from judging.methods import metrics, prompts
+from judging.methods import error_spans, metrics, prompts
 from judging.methods.base import Flow, Outcome, UnitContext
 from judging.methods.geval import NO_LOGPROBS, PARSED, SAMPLED, score_from_logprobs
 from judging.methods.parsing import ParseResult, parse_score, parse_verdict
@@ -256,6 +256,65 @@ def pairwise_flow(ctx: UnitContext) -> Flow:
     outcome.verdict = parsed.verdict
     outcome.score = verdict_score_for_response(parsed.verdict, ctx.pair_order)
     outcome.score_mode = PARSED
+    return outcome
+
+
+# Permanent: an aspect scored on a scale has no categories or severities for the judge to mark errors with.
+NOT_SPAN_ASPECT = "not_span_aspect"
+SPANS = "mqm"  # score_mode: the MQM score computed from the reported errors
+
+_SPAN_REASK = {
+    "en": "Your reply did not end with an errors list I could read ({problem}). Reply again with only the JSON "
+    'object: {"errors": [{"quote": ..., "category": ..., "severity": ...}]}',
+    "ja": "誤りの一覧を読み取れませんでした（{problem}）。JSON オブジェクトだけで答え直してください。"
+    '{"errors": [{"quote": ..., "category": ..., "severity": ...}]}',
+}
+
+
+def error_spans_flow(ctx: UnitContext) -> Flow:
+    """MQM-style error marking: the judge lists errors as quotes with a category and severity; the score is the
+    answer's MQM score from them (higher is worse), normalised as the aspect's scheme says."""
+    scheme = ctx.aspect.span_scheme
+    if scheme is None:
+        return Outcome(
+            ok=False,
+            error_kind=NOT_SPAN_ASPECT,
+            error=f"not sent: aspect {ctx.aspect.name} is scored on a scale, not marked with error spans",
+        )
+    language = ctx.language
+    values = _values(
+        ctx,
+        categories=error_spans.categories_text(scheme, language),
+        severities=error_spans.severities_text(scheme, language),
+    )
+    rendered = prompts.render(_template(ctx, "error_spans"), values)
+    spec = _spec(ctx, rendered)
+    result = yield spec
+    if not result.ok:
+        return _call_failed(result, rendered.prompt_hash)
+    raw = result.content or ""
+    reply = error_spans.parse_error_spans(result.content, ctx.answer, scheme)
+    messages = list(spec.messages)
+    for _ in range(ctx.cfg.parse_retries):
+        if reply.ok:
+            break
+        messages = [
+            *messages,
+            {"role": "assistant", "content": result.content or ""},
+            # The reason is our own text; str.replace keeps the JSON braces of the instruction literal.
+            {"role": "user", "content": _SPAN_REASK[language].replace("{problem}", reply.error)},
+        ]
+        result = yield replace(spec, messages=messages)
+        if not result.ok:
+            break
+        raw = f"{raw}\n\n--- re-ask ---\n{result.content or ''}"
+        reply = error_spans.parse_error_spans(result.content, ctx.answer, scheme)
+    outcome = Outcome(raw_output=raw, reasoning=reply.reasoning, prompt_hash=rendered.prompt_hash)
+    if not reply.ok:
+        outcome.error_kind, outcome.error = f"parse:{reply.error_kind}", reply.error
+        return outcome
+    outcome.spans = [error.stored() for error in reply.errors]
+    outcome.score, outcome.score_mode = error_spans.answer_score(reply.errors, ctx.answer, scheme), SPANS
     return outcome
 
 

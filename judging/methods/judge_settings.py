@@ -28,7 +28,7 @@ from judging.methods.metrics import BLEU_TOKENIZERS, METRICS, ja_mecab_missing
 from judging.methods.parsing import RegexRejected, compile_user_regex
 from judging.methods.prompts import placeholders_in
 
-Method = Literal["single", "reference", "pairwise", "summarize_then_judge", "factscore", "metric"]
+Method = Literal["single", "reference", "pairwise", "summarize_then_judge", "factscore", "metric", "error_spans"]
 OutputFormat = Literal["auto", "json", "regex"]
 METHODS: tuple[str, ...] = get_args(Method)
 LLM_METHODS = frozenset(METHODS) - {"metric"}
@@ -237,7 +237,7 @@ def _check_prompts(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
                 errors.append("a pairwise prompt needs {answer_a} and {answer_b}")
             elif method == "summarize_then_judge" and "summary" not in placeholders_in(prompt):
                 errors.append("a summarize_then_judge prompt needs {summary}")
-            elif method in ("single", "reference") and "answer" not in placeholders_in(prompt):
+            elif method in ("single", "reference", "error_spans") and "answer" not in placeholders_in(prompt):
                 errors.append("the prompt needs the {answer} placeholder")
     if cfg["summarizer_prompt"] is not None and (
         not isinstance(cfg["summarizer_prompt"], str) or "answer" not in placeholders_in(cfg["summarizer_prompt"])
@@ -332,6 +332,16 @@ def _check_tokenize(cfg: dict[str, Any], method: Any, errors: list[str]) -> None
                 f"tokenize ja-mecab needs {' and '.join(missing)} (sacreBLEU's Japanese tokenizer: MeCab with the "
                 "IPA dictionary), which this installation does not have; use unidic or install them"
             )
+
+
+def _check_error_spans(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
+    """The error-span judge reads a JSON list of errors from the reply text: no score token, no score format."""
+    if method != "error_spans":
+        return
+    if cfg["logprobs"] is True:
+        errors.append("the error_spans method reads no log-probabilities; set logprobs to false")
+    if isinstance(cfg["output"], dict) and cfg["output"].get("format", "auto") != "auto":
+        errors.append("the error_spans method reads its own JSON list of errors; leave output.format at auto")
 
 
 def _check_samples(cfg: dict[str, Any], method: Any, errors: list[str]) -> None:
@@ -510,5 +520,6 @@ def _apply_rules(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     _check_output(cfg, errors)
     _check_numbers(cfg, errors)
     _check_method_fields(cfg, method, model, errors)
+    _check_error_spans(cfg, method, errors)
     _check_samples(cfg, method, errors)
     return cfg, errors

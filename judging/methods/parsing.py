@@ -90,7 +90,7 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text[:MAX_PARSE_CHARS])
 
 
-def _json_objects(text: str) -> list[tuple[dict[str, Any], int]]:
+def json_objects(text: str) -> list[tuple[dict[str, Any], int]]:
     """The JSON objects in the text, each with the offset of its opening brace."""
     decoder = json.JSONDecoder()
     found: list[tuple[dict[str, Any], int]] = []
@@ -215,7 +215,7 @@ def _score_key_found(obj: dict[str, Any]) -> str | None:
 
 
 def _from_json(text: str, scale: tuple[float, float] | None) -> ParseResult | None:
-    for obj, start in reversed(_json_objects(text)):
+    for obj, start in reversed(json_objects(text)):
         key = _score_key_found(obj)
         if key is None:
             continue
@@ -352,7 +352,7 @@ def parse_verdict(text: str | None) -> VerdictResult:
     if not text or not text.strip():
         return VerdictResult(None, "", "empty output", "empty")
     normal = normalise(text)
-    for obj, _start in reversed(_json_objects(normal)):
+    for obj, _start in reversed(json_objects(normal)):
         raw = _lookup(obj, _VERDICT_KEYS)
         if raw is None:
             continue

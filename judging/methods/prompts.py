@@ -33,6 +33,8 @@ PLACEHOLDERS = (
     "answer_b",
     "scale_labels",
     "scale",
+    "categories",
+    "severities",
 )
 DATA_PLACEHOLDERS = frozenset({"question", "answer", "reference", "context", "summary", "answer_a", "answer_b"})
 _PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
@@ -286,7 +288,64 @@ _SUMMARY_JUDGE_JA = """AI アシスタントの回答を、その忠実な要約
 評価理由を 2〜3 文で書き、最後の行に次の形式で点数だけを書いてください。
 スコア: <{scale_min} から {scale_max} の数>"""
 
+_ERROR_SPANS_EN = """You are reviewing one answer written by an AI assistant and marking every error in it, in the
+manner of an MQM error annotation.
+{guard}
+
+Criterion: {aspect}
+What it means: {aspect_description}
+
+Error categories (use one of these names exactly):
+{categories}
+
+Severities (use one of these names exactly):
+{severities}
+
+Source or question:
+{question}
+
+Reference (may be empty):
+{reference}
+
+Answer to review:
+{answer}
+
+For each error, copy the smallest stretch of the answer that shows it, character for character, as its quote.
+Quote enough words that the quote occurs only once in the answer. Do not mark the same error twice.
+Write a few sentences of reasoning if you wish, then finish with one JSON object exactly like
+{"errors": [{"quote": "<text copied from the answer>", "category": "<category>", "severity": "<severity>"}]}
+An answer without errors gets {"errors": []}."""
+
+_ERROR_SPANS_JA = """AI アシスタントの回答を 1 つ読み、MQM の誤り注釈と同じやり方で、誤りをすべて指摘します。
+{guard}
+
+評価観点: {aspect}
+観点の説明: {aspect_description}
+
+誤りのカテゴリ（次の名前をそのまま使ってください）:
+{categories}
+
+重大度（次の名前をそのまま使ってください）:
+{severities}
+
+原文または質問:
+{question}
+
+参照（空の場合あり）:
+{reference}
+
+確認する回答:
+{answer}
+
+誤りごとに、それが分かる回答中の最も短い部分を 1 文字も変えずに写し、quote としてください。
+quote が回答の中で 1 回だけ現れるよう、十分な長さを写してください。同じ誤りを 2 回挙げないでください。
+必要なら理由を数文書き、最後に次の形式の JSON オブジェクトを 1 つ書いてください。
+{"errors": [{"quote": "<回答から写した文字列>", "category": "<カテゴリ>", "severity": "<重大度>"}]}
+誤りのない回答には {"errors": []} と書いてください。"""
+
 BUILTIN: dict[tuple[str, str], str] = {
+    ("error_spans", "en"): _ERROR_SPANS_EN,
+    ("error_spans", "ja"): _ERROR_SPANS_JA,
     ("single", "en"): _SINGLE_EN,
     ("single", "ja"): _SINGLE_JA,
     ("reference", "en"): _REFERENCE_EN,

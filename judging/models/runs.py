@@ -293,6 +293,12 @@ class Judgment(models.Model):
     distribution = models.JSONField(
         null=True, blank=True, help_text="G-Eval: probability of each scale value at the score token, as used."
     )
+    spans = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Error spans: each error the judge reported (quote, category, severity) with its offsets in the "
+        "answer when the quote occurs there exactly once, else its status (not found, ambiguous) and no offsets.",
+    )
     logprob_fallback = models.BooleanField(default=False)
     logprob_fallback_reason = models.TextField(
         blank=True,
@@ -362,6 +368,11 @@ class Judgment(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(pair_order__lte=1), name="judgment_pair_order_0_or_1"),
             models.CheckConstraint(condition=models.Q(lost_cost_usd__gte=0), name="judgment_lost_cost_not_negative"),
+            # An MQM score is computed from the errors the judgment keeps; a score without them could not be checked.
+            models.CheckConstraint(
+                condition=~models.Q(score_mode="mqm") | models.Q(spans__isnull=False),
+                name="mqm_judgment_keeps_its_spans",
+            ),
         ]
         indexes = [
             models.Index(fields=["run", "status", "request_key"]),

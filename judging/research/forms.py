@@ -20,6 +20,7 @@ TEMPLATE_LABELS: dict[str, Any] = {
     "geval": _("G-Eval: single answer, scored from log-probabilities"),
     "factscore": METHOD_LABELS["factscore"],
     "metric": METHOD_LABELS["metric"],
+    "error_spans": METHOD_LABELS["error_spans"],
 }
 
 

@@ -142,3 +142,29 @@ def span_agreement(
         candidate_matched += sum(any(_matches(c, r, matching, with_category) for r in reference) for c in candidate)
         reference_matched += sum(any(_matches(c, r, matching, with_category) for c in candidate) for r in reference)
     return _precision_recall(candidate_matched, candidate_total, reference_matched, reference_total, "spans")
+
+
+def majority_spans(annotations: Sequence[Sequence[Span]], text_length: int) -> list[Span]:
+    """The characters more than half of the annotators marked (category and severity ignored), as maximal runs.
+
+    Majority voting over characters, the usual aggregation of several annotators' spans into one reference; the
+    runs carry no category (category "") and severity "neutral", so they serve category-blind agreement only. With
+    two annotators a character needs both.
+    """
+    if not annotations:
+        return []
+    votes = [0] * text_length
+    for spans in annotations:
+        for position, _label in _characters(_located(spans, text_length), with_category=False):
+            votes[position] += 1
+    needed = len(annotations) // 2 + 1
+    runs: list[Span] = []
+    start: int | None = None
+    for position in range(text_length + 1):
+        marked = position < text_length and votes[position] >= needed
+        if marked and start is None:
+            start = position
+        elif not marked and start is not None:
+            runs.append(Span(start, position, "", "neutral"))
+            start = None
+    return runs

@@ -50,6 +50,20 @@ def shot(page: Page, step: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"hybrid-campaign-{step}.png"), full_page=True)
 
 
+def rate_shown_task(page: Page) -> int:
+    """Gives the task on the page its answer's true quality, read from the answer's text, submits it and waits for
+    the next page; returns the value given."""
+    candidate = page.locator("#task-form section.candidate")
+    expect(candidate).to_have_count(1)
+    text = candidate.locator(".answer").inner_text()
+    value = int(text.split("true quality ")[1][0])
+    candidate.locator(".scale-buttons label").filter(has=page.locator(f"input[value='{value}']")).click()
+    previous = page.url
+    page.locator("#task-form button[type=submit].primary").click()
+    page.wait_for_url(lambda url, previous=previous: url != previous)  # type: ignore[misc]
+    return value
+
+
 def rate_every_task(page: Page, base: str, campaign: Campaign) -> list[int]:
     """Rates every task the campaign serves this annotator, giving each answer its true quality read from its text;
     returns the answers rated."""
@@ -58,15 +72,7 @@ def rate_every_task(page: Page, base: str, campaign: Campaign) -> list[int]:
         page.locator("form button.primary[autofocus]").click()
     rated = []
     while "/tasks/" in page.url:
-        candidate = page.locator("#task-form section.candidate")
-        expect(candidate).to_have_count(1)
-        text = candidate.locator(".answer").inner_text()
-        value = int(text.split("true quality ")[1][0])
-        candidate.locator(".scale-buttons label").filter(has=page.locator(f"input[value='{value}']")).click()
-        previous = page.url
-        page.locator("#task-form button[type=submit].primary").click()
-        page.wait_for_url(lambda url, previous=previous: url != previous)  # type: ignore[misc]
-        rated.append(value)
+        rated.append(rate_shown_task(page))
     expect(page).to_have_url(f"{base}/annotate/{campaign.pk}/")
     return rated
 

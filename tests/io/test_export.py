@@ -81,6 +81,7 @@ def test_flat_jsonl_has_one_row_per_rating_in_file_order(lfqa: Dataset, tmp_path
         "consensus",
         "filled_by",
         "judge_version",
+        "human_probability",
     }
     assert {r["kind"] for r in rows} == {"rating"}
     assert (first["item_id"], first["turn"], first["system"], first["rater"]) == (HOSTILE_ID, 1, "+sys", "@w1")

@@ -12,7 +12,7 @@ from judging.admin_forms import EDITOR_FIELDS, JudgeConfigForm, config_template,
 from judging.config import METHODS, validate_config
 from judging.methods.judge_settings import KNOWN_KEYS
 from judging.models import CachedCompletion, JudgeConfig, JudgeRun
-from tests.factories import UserFactory
+from tests.factories import SpanAspectFactory, UserFactory
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
@@ -251,6 +251,8 @@ def test_the_references_example_per_method_validates(settings) -> None:  # type:
 @pytest.mark.parametrize("method", METHODS)
 def test_every_templates_preview_renders(researcher: User, method: str) -> None:
     dataset = make_dataset(owner=researcher, items=1, systems=2)
+    if method == "error_spans":  # it marks errors on span aspects only
+        SpanAspectFactory(dataset=dataset, name="errors", position=1)
     response = logged_in(researcher).post(
         PREVIEW_URL, _preview_body(dataset.pk, config_template(method)), HTTP_HX_REQUEST="true"
     )
@@ -258,6 +260,8 @@ def test_every_templates_preview_renders(researcher: User, method: str) -> None:
     assert response.status_code == 200 and "errornote" not in body, body[:2000]
     if method == "metric":
         assert "sends no prompt" in body
+    elif method == "error_spans":
+        assert "Error categories" in body and "Accuracy/Mistranslation" in body and "(weight 5)" in body
     else:
         # Each LLM method's first request carries the item's first answer (FActScore decomposes it into facts).
         assert "Answer 0 from system 0: topic 0 is explained." in body

@@ -253,8 +253,8 @@ def test_exports_mark_judge_filled_ratings_and_human_agreement_ignores_them(
     assert {row["origin"] for row in judge_rows} == {"judge"} and {row["campaign"] for row in judge_rows} == {"hybrid"}
     assert {row["filled_by"] for row in rows if row not in judge_rows} == {"human"}
     header, *body = list(csv.reader(io.StringIO("".join(iter_export(dataset=dataset, kind="flat-csv")))))
-    assert header[-2:] == ["filled_by", "judge_version"]
-    assert sum(1 for line in body if line[-2] == "judge") == n_filled
+    assert header[-3:-1] == ["filled_by", "judge_version"]
+    assert sum(1 for line in body if line[-3] == "judge") == n_filled
     objects = [json.loads(line) for line in iter_export(dataset=dataset, kind="judges-jsonl")]
     answers = [a for item in objects for turn in item["turns"] for a in turn["responses"].values()]
     filled = [entry for a in answers for entry in a.get("judge_filled", [])]

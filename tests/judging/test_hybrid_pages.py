@@ -92,3 +92,51 @@ def test_refusal_is_shown_on_the_page(setup, researcher) -> None:  # type: ignor
     assert response.status_code == 400
     assert "drifted on purpose" in response.content.decode()
     assert not HybridCalibration.objects.exists()
+
+
+def sampling_data(campaign, **overrides):  # type: ignore[no-untyped-def]
+    return {
+        "human_sampling": "uncertainty",
+        "human_share": 0.5,
+        "stop_rule": "width",
+        "stop_aspect": campaign.aspects.get().pk,
+        "stop_first": "llm_a",
+        "stop_second": "",
+        "stop_width": 0.5,
+        **overrides,
+    }
+
+
+def test_sampling_and_stopping_rule_through_the_page(  # type: ignore[no-untyped-def]
+    setup, researcher, annotator1, django_capture_on_commit_callbacks
+) -> None:
+    campaign, certificate = setup
+    client = client_for(researcher)
+    url = reverse("research-campaign-hybrid-sampling", args=[campaign.pk])
+    assert client.get(url).status_code == 405
+    assert client_for(None).post(url, sampling_data(campaign)).status_code == 302
+    assert client_for(annotator1).post(url, sampling_data(campaign)).status_code == 403
+    other = User.objects.create_user("other-researcher", password=CAST_PASSWORD, is_staff=True)
+    assert client_for(other).post(url, sampling_data(campaign)).status_code == 404
+    bad = client.post(url, sampling_data(campaign, stop_width=""))
+    assert bad.status_code == 400 and "needs the largest width" in bad.content.decode()
+    assert client.post(url, sampling_data(campaign, human_share=0)).status_code == 400
+    campaign.refresh_from_db()
+    assert campaign.stop_rule == "" and campaign.human_sampling == ""
+    with django_capture_on_commit_callbacks(execute=True):
+        saved = client.post(url, sampling_data(campaign), follow=True)
+    assert saved.status_code == 200 and "Sampling policy and stopping rule saved" in saved.content.decode()
+    campaign.refresh_from_db()
+    assert (campaign.human_sampling, campaign.human_share, campaign.stop_rule, campaign.stop_width) == (
+        "uncertainty",
+        0.5,
+        "width",
+        0.5,
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("research-campaign-hybrid-calibrate", args=[campaign.pk]), form_data(certificate))
+        calibration = HybridCalibration.objects.get(campaign=campaign)
+        client.post(reverse("research-campaign-hybrid-apply", args=[campaign.pk, calibration.pk]))
+    progress = client.get(reverse("campaign-progress", args=[campaign.pk])).content.decode()
+    assert 'id="active-estimates"' in progress and "valid only at the planned size" in progress
+    assert 'id="stopping-pending"' in progress and "width &lt;= 0.5" in progress

@@ -70,6 +70,7 @@ def test_every_template_validates_and_geval_scores_from_logprobs() -> None:
         "summarize_then_judge",
         "factscore",
         "metric",
+        "error_spans",
     }
 
 

@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import precision_recall_fscore_support
 
 from annotations.error_spans import MQM_CORE, WMT2020, Span
-from judging.statistics.spans import SpanPair, character_agreement, mqm_score, span_agreement
+from judging.statistics.spans import SpanPair, character_agreement, majority_spans, mqm_score, span_agreement
 
 
 def _span(start, end, category="Accuracy/Mistranslation", severity="minor"):
@@ -137,3 +137,15 @@ def test_span_agreement_ignores_unlocated_errors_and_touching_spans_do_not_overl
     assert result["candidate_units"] == 1
     assert result["precision"]["value"] == 0.0 and result["f1"]["value"] == 0.0
     assert span_agreement([SpanPair(4, [], [])])["f1"]["undefined"] == "precision or recall is undefined"
+
+
+def test_majority_spans_keep_the_characters_most_annotators_marked() -> None:
+    # Worked by hand on a 10-character text: annotator A marks 0..4 and 6..8, B marks 2..6, C marks 3..4 and 7..9.
+    # Votes per character: 1 1 2 3 1 1 1 2 1 0; a majority of three is two, so 2..4 and 7..8 stand.
+    a = [Span(0, 4, "Accuracy", "major"), Span(6, 8, "Fluency", "minor")]
+    b = [Span(2, 6, "Accuracy", "minor")]
+    c = [Span(3, 4, "Fluency", "minor"), Span(7, 9, "Style", "minor"), Span(None, None, "Omission", "major")]
+    assert majority_spans([a, b, c], 10) == [Span(2, 4, "", "neutral"), Span(7, 8, "", "neutral")]
+    # Two annotators: a character needs both.
+    assert majority_spans([a, b], 10) == [Span(2, 4, "", "neutral")]
+    assert majority_spans([], 10) == []

@@ -49,7 +49,21 @@ def scope_or_error(dataset: Dataset, options: dict[str, Any]) -> RatingScope:
         scope = rating_scope(options.get("origin"), campaign, include_excluded=bool(options.get("include_excluded")))
     except ScopeError as exc:
         raise CommandError(str(exc)) from None
-    return scope.with_adjudicated(options.get("human") == "adjudicated")
+    return scope.with_adjudicated(options.get("human") == "adjudicated").with_rater_model(
+        str(options.get("rater_model") or "none")
+    )
+
+
+def add_rater_model_argument(parser: CommandParser) -> None:
+    from judging.statistics.rater_models import MODELS  # noqa: PLC0415 - the commands' startup stays light
+
+    parser.add_argument(
+        "--rater-model",
+        choices=("none", *MODELS),
+        default="none",
+        help="an answer's human score estimated by a rater model from every rating of the aspect (Dawid-Skene or "
+        "MACE: the posterior label; severity: the score adjusted for each rater's severity) instead of the mean",
+    )
 
 
 def exclusions_text(scope: dict[str, Any], *, hint: bool = True) -> str | None:

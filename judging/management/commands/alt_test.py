@@ -16,6 +16,7 @@ from judging.analysis.reports import (
 from judging.certification.selectors import judge_certification
 from judging.management.argument_types import open_unit_interval, whole_number_at_least
 from judging.management.commands.agreement import (
+    add_rater_model_argument,
     add_scope_arguments,
     as_json,
     number,
@@ -72,6 +73,7 @@ class Command(BaseCommand):
             help=f"raters with fewer usable answers are skipped (default {DEFAULT_MIN_INSTANCES})",
         )
         add_scope_arguments(parser)
+        add_rater_model_argument(parser)
         parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
 
     @no_translations

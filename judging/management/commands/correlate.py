@@ -8,6 +8,7 @@ from annotations.management.lookup import add_owner_argument, dataset_or_error
 from judging.analysis.reports import JudgeNotFound, correlation_report
 from judging.certification.selectors import judge_certification
 from judging.management.commands.agreement import (
+    add_rater_model_argument,
     add_scope_arguments,
     as_json,
     interval_text,
@@ -33,6 +34,7 @@ class Command(BaseCommand):
         add_owner_argument(parser)
         parser.add_argument("--judge", required=True, help="judge name: a run, an imported auto_evals name, or derived")
         add_scope_arguments(parser)
+        add_rater_model_argument(parser)
         parser.add_argument("--json", action="store_true", help="print the stable JSON documented in the README")
 
     # Reports are for scripts and logs: always in English, whatever language the calling process had active.

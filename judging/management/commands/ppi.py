@@ -8,6 +8,7 @@ from annotations.management.lookup import add_owner_argument, dataset_or_error
 from judging.analysis.prediction_powered import ppi_report
 from judging.analysis.reports import JudgeNotFound, ReportError
 from judging.management.commands.agreement import (
+    add_rater_model_argument,
     add_scope_arguments,
     as_json,
     interval_text,
@@ -60,6 +61,7 @@ class Command(BaseCommand):
             help="ppi++ (default: the variance-minimising weight on the judge) or ppi (weight 1)",
         )
         add_scope_arguments(parser)
+        add_rater_model_argument(parser)
         parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
 
     @no_translations

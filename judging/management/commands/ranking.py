@@ -9,6 +9,7 @@ from judging.analysis.ranking_reports import HUMANS, ranking_report
 from judging.analysis.reports import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, JudgeNotFound, ReportError
 from judging.management.argument_types import whole_number_at_least
 from judging.management.commands.agreement import (
+    add_rater_model_argument,
     add_scope_arguments,
     as_json,
     interval_text,
@@ -51,6 +52,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=_seed, default=BOOTSTRAP_SEED, help="bootstrap seed (default 0)")
         add_scope_arguments(parser)
+        add_rater_model_argument(parser)
         parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
 
     @no_translations

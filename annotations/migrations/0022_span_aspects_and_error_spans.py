@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0020_dispute_closed_by_exclusion'),
+        ('annotations', '0021_campaign_deadlines'),
     ]
 
     operations = [

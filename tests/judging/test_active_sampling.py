@@ -1,0 +1,235 @@
+"""Active human sampling in hybrid campaigns and the stopping rule: each task's probability of going to the humans
+(stored, constrained, exported), the seeded draw, and a campaign that stops handing out tasks once its confidence
+sequence answers the question (Celery eager, the fake provider on a real socket)."""
+
+import csv
+import io
+import json
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from annotations.campaigns.answers import TaskAnswer
+from annotations.campaigns.claims import assignment_claim
+from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
+from annotations.datasets.downloads import iter_export
+from annotations.datasets.flat_export import iter_flat_rows
+from annotations.models import (
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    HumanSampling,
+    Rating,
+    RatingOrigin,
+    StopRule,
+    Task,
+)
+from judging.hybrid import services as hybrid
+from judging.hybrid.sampling import judge_uncertainty, sampling_plan
+from judging.hybrid.services import HybridError
+from judging.models import HybridApplyStatus
+from judging.statistics.sequences import confidence_sequence
+from tests.annotate.factories import make_campaign
+from tests.fakeprovider import FakeProvider
+from tests.judging.certification_data import true_score
+from tests.judging.hybrid_data import HESITANT, SURE
+from tests.judging.test_hybrid import DELTA, MIN_KEPT, TARGET, campaign_of, certified
+
+pytestmark = pytest.mark.django_db
+
+ITEMS = 60
+
+
+def set_rule(campaign: Campaign, **chosen: Any) -> None:
+    """campaign_sampling_set with everything left out set to "no policy, no rule"."""
+    fields: dict[str, Any] = {
+        "human_sampling": "",
+        "human_share": 0.5,
+        "stop_rule": "",
+        "stop_aspect_id": None,
+        "stop_first": "",
+        "stop_second": "",
+        "stop_width": None,
+    }
+    hybrid.campaign_sampling_set(campaign=campaign, **(fields | chosen))
+
+
+def sampled_campaign(fake: FakeProvider, capture, annotators, policy: str, share: float) -> Campaign:  # type: ignore[no-untyped-def]
+    dataset, certificate = certified(fake, capture, items=ITEMS)
+    campaign = campaign_of(dataset, annotators)
+    set_rule(campaign, human_sampling=policy, human_share=share)
+    calibration = hybrid.hybrid_calibrate(
+        campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
+    )
+    with capture(execute=True):
+        hybrid.hybrid_apply(calibration=calibration, user=None)
+    calibration.refresh_from_db()
+    assert calibration.apply_status == HybridApplyStatus.DONE, calibration.apply_note
+    campaign.refresh_from_db()
+    return campaign
+
+
+def to_humans(campaign: Campaign) -> set[int]:
+    return set(
+        Assignment.objects.filter(campaign=campaign, status=AssignmentStatus.FREE).values_list("task_id", flat=True)
+    )
+
+
+def test_uncertainty_sampling_records_each_probability_and_sends_the_drawn_tasks_to_humans(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
+) -> None:  # type: ignore[no-untyped-def]
+    campaign = sampled_campaign(
+        fake_provider, django_capture_on_commit_callbacks, annotators, HumanSampling.UNCERTAINTY, 0.3
+    )
+    tasks = list(Task.objects.filter(campaign=campaign).prefetch_related("responses"))
+    probability = {task.pk: task.human_probability for task in tasks}
+    assert all(p is not None and 0 < p <= 1 for p in probability.values())
+    # The budget is the expected number of human tasks: Σπ = 0.3 · 60.
+    assert sum(probability.values()) == pytest.approx(0.3 * ITEMS)
+    # The judge's spread is sqrt(p(1 − p)) over two adjacent scores: larger where it hesitates.
+    hesitant = {t.pk for t in tasks if true_score(t.responses.get().pk) == 5}
+    spread_sure, spread_hesitant = (SURE * (1 - SURE)) ** 0.5, (HESITANT * (1 - HESITANT)) ** 0.5
+    share_sure = 0.9 * spread_sure / (len(hesitant) * spread_hesitant + (ITEMS - len(hesitant)) * spread_sure)
+    expected_sure = 0.3 * ITEMS * (share_sure + 0.1 / ITEMS)
+    for task_id, p in probability.items():
+        if task_id in hesitant:
+            assert p > expected_sure
+        else:
+            assert p == pytest.approx(expected_sure)
+    drawn = to_humans(campaign)
+    assert 0 < len(drawn) < ITEMS
+    judged = set(
+        Assignment.objects.filter(campaign=campaign, status=AssignmentStatus.JUDGED).values_list("task_id", flat=True)
+    )
+    assert drawn | judged == set(probability) and not drawn & judged
+    # The draw replays from the campaign's recorded seed.
+    assert len(campaign.sampling_seed) == 32
+    run = campaign.hybrid_calibrations.get().run
+    spread = judge_uncertainty(run, [t.responses.get().pk for t in tasks], ["overall"])
+    again = sampling_plan(
+        campaign=campaign,
+        tasks=tasks,
+        uncertainty={t.pk: spread[t.responses.get().pk] for t in tasks},
+        systems={t.pk: "llm_a" for t in tasks},
+    )
+    assert again.to_humans == drawn and again.probability == pytest.approx(probability)
+    # Every export row of the campaign carries the probability of its task.
+    by_response = {t.responses.get().pk: t.human_probability for t in tasks}
+    objects = [json.loads(line) for line in iter_export(dataset=campaign.dataset, kind="judges-jsonl")]
+    sampled = [
+        (a["human_sampling"], a)
+        for item in objects
+        for turn in item["turns"]
+        for a in turn["responses"].values()
+        if "human_sampling" in a
+    ]
+    assert len(sampled) == ITEMS
+    assert sorted(entry[0][0]["probability"] for entry in sampled) == pytest.approx(sorted(by_response.values()))
+    judge_rows = [row for row in iter_flat_rows(dataset=campaign.dataset) if row["filled_by"] == "judge"]
+    assert judge_rows and all(0 < row["human_probability"] <= 1 for row in judge_rows)
+    header, *body = list(csv.reader(io.StringIO("".join(iter_export(dataset=campaign.dataset, kind="flat-csv")))))
+    assert header[-1] == "human_probability"
+    assert sum(1 for line in body if line[-3] == "judge" and line[-1]) == len(judge_rows)
+
+
+def test_uniform_and_stratified_policies_give_their_probabilities(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
+) -> None:  # type: ignore[no-untyped-def]
+    uniform = sampled_campaign(
+        fake_provider, django_capture_on_commit_callbacks, annotators, HumanSampling.UNIFORM, 0.4
+    )
+    assert set(Task.objects.filter(campaign=uniform).values_list("human_probability", flat=True)) == {0.4}
+    stratified = sampled_campaign(
+        fake_provider, django_capture_on_commit_callbacks, annotators, HumanSampling.STRATIFIED, 0.25
+    )
+    # One system, one stratum: exactly round(0.25 · 60) = 15 tasks drawn, each with probability 15 / 60.
+    assert set(Task.objects.filter(campaign=stratified).values_list("human_probability", flat=True)) == {0.25}
+    assert len(to_humans(stratified)) == 15
+
+
+def test_the_database_refuses_a_probability_outside_0_to_1_and_the_policy_is_fixed_once_applied(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
+) -> None:  # type: ignore[no-untyped-def]
+    campaign = sampled_campaign(
+        fake_provider, django_capture_on_commit_callbacks, annotators, HumanSampling.UNIFORM, 1.0
+    )
+    task = Task.objects.filter(campaign=campaign).first()
+    assert task is not None
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            Task.objects.filter(pk=task.pk).update(human_probability=bad)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Campaign.objects.filter(pk=campaign.pk).update(human_share=0)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Campaign.objects.filter(pk=campaign.pk).update(stop_rule=StopRule.WIDTH)  # no aspect, system or width
+    with pytest.raises(HybridError, match="can no longer change"):
+        set_rule(campaign, human_sampling=HumanSampling.UNCERTAINTY)
+    # Share 1: every task goes to the humans, none to the judge.
+    assert len(to_humans(campaign)) == ITEMS
+
+
+def rate(campaign: Campaign, user: Any, key: str) -> bool:
+    """Claim and submit one task with its answer's true quality; False when the campaign hands out nothing."""
+    slot = assignment_claim(campaign=campaign, user=user)
+    if slot is None:
+        return False
+    numbers = [c.number for c in task_candidates(assignment=slot, user_id=user.pk)]
+    value = float(true_score(slot.task.responses.get().pk))
+    submission_create(
+        campaign=campaign,
+        task_id=slot.task_id,
+        user=user,
+        idempotency_key=key,
+        answer=TaskAnswer(ratings={(n, 1): value for n in numbers}),
+    )
+    return True
+
+
+def test_a_met_stopping_rule_stops_the_claim_with_its_evidence(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
+) -> None:  # type: ignore[no-untyped-def]
+    dataset, _certificate = certified(fake_provider, django_capture_on_commit_callbacks, items=ITEMS)
+    campaign = make_campaign(
+        dataset, annotators[:1], name="stopping", raters_per_item=1, rationale_required=False, ask_preference=False
+    )
+    aspect = campaign.aspects.get()
+    width = 2.5
+    with django_capture_on_commit_callbacks(execute=True):
+        set_rule(campaign, stop_rule=StopRule.WIDTH, stop_aspect_id=aspect.pk, stop_first="llm_a", stop_width=width)
+    campaign.refresh_from_db()
+    assert campaign.stopped_at is None  # no rating yet: nothing to decide
+    submitted = 0
+    for n in range(ITEMS):
+        with django_capture_on_commit_callbacks(execute=True):
+            if not rate(campaign, annotators[0], f"stop-key-{n:04d}"):
+                break
+        submitted += 1
+    campaign.refresh_from_db()
+    assert campaign.stopped_at is not None
+    evidence = campaign.stop_evidence
+    n = evidence["n"]
+    assert 2 <= n == submitted < ITEMS
+    # The evidence is the betting confidence sequence of the values rated, stopped at its first look narrow enough.
+    rated = list(
+        Rating.objects.filter(origin=RatingOrigin.APP, aspect=aspect)
+        .order_by("created_at", "pk")
+        .values_list("value", flat=True)
+    )
+    looks = confidence_sequence(rated, lower=1, upper=5)
+    widths = [
+        look["interval"]["high"] - look["interval"]["low"] for look in looks if look["interval"]["low"] is not None
+    ]
+    assert widths[-1] <= width < widths[-2]
+    assert evidence["high"] - evidence["low"] == pytest.approx(widths[-1])
+    assert evidence["met"] and evidence["stopped_at"] and evidence["looks"][-1][0] == n
+    # Stopped: no new task for anyone, though free slots remain; the check is safe to run again.
+    assert Assignment.objects.filter(campaign=campaign, status=AssignmentStatus.FREE).count() == ITEMS - n
+    assert assignment_claim(campaign=campaign, user=annotators[0]) is None
+    stopped_at = campaign.stopped_at
+    assert hybrid.campaign_stop_check(campaign_id=campaign.pk) == "nothing to check"
+    campaign.refresh_from_db()
+    assert campaign.stopped_at == stopped_at
+    with pytest.raises(HybridError, match="already stopped"):
+        set_rule(campaign)
