@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from annotations.errors import RatingOutOfRange
-from annotations.models import Aspect, Dataset, Rater, Rating, RatingOrigin, Response
+from annotations.models import Aspect, Dataset, ErrorSpan, Rater, Rating, RatingOrigin, Response
 from annotations.rubrics import AspectSpec, is_json_number
 
 
@@ -86,3 +86,27 @@ def rating_create(
         seconds_spent=seconds_spent,
         origin=origin,
     )
+
+
+def error_spans_write(*, ratings: list[Rating]) -> None:
+    """Makes the ErrorSpan rows of these ratings what their raw tokens say: a span aspect's token is
+    {"no_error": ..., "spans": [{"start", "end", "category", "severity", "note"?}]} in code points, already checked
+    against the answer (annotations.span_answers). A rating whose token holds no spans keeps none."""
+    ErrorSpan.objects.filter(rating__in=[rating.pk for rating in ratings]).delete()
+    rows = [
+        ErrorSpan(
+            rating_id=rating.pk,
+            position=position,
+            start=entry.get("start"),
+            end=entry.get("end"),
+            source_start=entry.get("source_start"),
+            source_end=entry.get("source_end"),
+            category=entry["category"],
+            severity=entry["severity"],
+            note=entry.get("note", ""),
+        )
+        for rating in ratings
+        if isinstance(rating.raw, dict)
+        for position, entry in enumerate(rating.raw.get("spans") or [])
+    ]
+    ErrorSpan.objects.bulk_create(rows)

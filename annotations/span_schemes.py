@@ -185,7 +185,8 @@ def parse_span_scheme(data: Any, *, where: str) -> SpanScheme:
         raise RubricError(f"{where}: 'labels' must map a language to texts for the categories and severities")
     return SpanScheme(
         categories=categories,
-        severities=severities,
+        # From least to most severe whatever the order written: a jsonb column does not keep the order of keys.
+        severities={name: severities[name] for name in SEVERITIES if name in severities},
         category_weights=category_weights,
         category_severity_weights=pairs,
         normalisation=normalisation,

@@ -14,6 +14,8 @@ from typing import Any
 
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
+from django.utils.translation import gettext_lazy as _
 
 from annotations.models import Aspect, Campaign
 from annotations.rubrics import format_number
@@ -73,8 +75,27 @@ class Scale:
         return self.aspect.min_value < 0
 
     @property
+    def span_categories(self) -> list[tuple[str, str]]:
+        """A span aspect's categories as (stored name, name shown in the active language)."""
+        scheme = self.aspect.scheme
+        language = (get_language() or "").split("-")[0]
+        return [(category, scheme.label(category, language)) for category in scheme.categories]
+
+    @property
+    def span_severities(self) -> list[tuple[str, str]]:
+        scheme = self.aspect.scheme
+        language = (get_language() or "").split("-")[0]
+        return [
+            (severity, (scheme.labels.get(language) or {}).get(severity) or str(SEVERITY_LABELS[severity]))
+            for severity in scheme.severities
+        ]
+
+    @property
     def range_text(self) -> str:
         return f"{format_number(self.aspect.min_value)}–{format_number(self.aspect.max_value)}"
+
+
+SEVERITY_LABELS = {"neutral": _("neutral"), "minor": _("minor"), "major": _("major"), "critical": _("critical")}
 
 
 NA_TOKEN = "na"  # noqa: S105 - a form value, not a secret
@@ -102,7 +123,8 @@ def aspect_scale(aspect: Aspect, index: int) -> Scale:
     options: list[ScaleOption] = []
     lo, hi = aspect.min_value, aspect.max_value
     value_labels = aspect.display_value_labels()
-    if _is_whole(lo) and _is_whole(hi) and hi - lo + 1 <= MAX_DISCRETE_OPTIONS:
+    # A span aspect is marked in the text; its score is never chosen from values.
+    if not aspect.is_spans and _is_whole(lo) and _is_whole(hi) and hi - lo + 1 <= MAX_DISCRETE_OPTIONS:
         values = list(range(int(lo), int(hi) + 1))
         for position, value in enumerate(values, start=1):
             text = format_number(value)
@@ -190,6 +212,11 @@ def sheet_cell(
 class SheetRow:
     candidate: Candidate
     cells: list[Cell]
+
+    @property
+    def has_spans(self) -> bool:
+        """A span cell shows the answer's exact text itself, so the row does not show it a second time."""
+        return any(cell.scale.aspect.is_spans for cell in self.cells)
 
 
 def task_sheet(

@@ -27,7 +27,7 @@ from django_htmx.middleware import HtmxDetails
 from annotations.adjudication.selectors import dispute_queue, may_adjudicate
 from annotations.agreement_summary import agreement_report
 from annotations.ascii_numbers import ascii_decimal, ascii_int
-from annotations.campaigns.answers import MAX_VALUE_CHARS, MISSING, TaskAnswer
+from annotations.campaigns.answers import MISSING, TaskAnswer, value_limit
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
 from annotations.campaigns.errors import (
@@ -310,7 +310,8 @@ def answer_from_form(data: QueryDict) -> tuple[TaskAnswer, dict[str, str]]:
     for key in data:
         match = RATING_FIELD.match(key)
         if match:
-            raw = str(data.get(key, ""))[:MAX_VALUE_CHARS]
+            sent = str(data.get(key, ""))
+            raw = sent[: value_limit(sent)]
             values[key] = raw.strip()
             ratings[(int(match[1]), int(match[2]))] = _parse_value(raw)
     preference_text = str(data.get("preference", "")).strip()

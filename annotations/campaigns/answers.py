@@ -16,6 +16,13 @@ from annotations.errors import RatingOutOfRange
 from annotations.models import Campaign, Submission
 from annotations.rubrics import format_number
 from annotations.services import rating_value_from_token
+from annotations.span_answers import (
+    MAX_SPAN_VALUE_CHARS,
+    SpanAnswer,
+    SpanAnswerInvalid,
+    is_span_value,
+    parse_span_answer,
+)
 from annotations.storable import is_storable
 from annotations.task_sheet import NA_TOKEN, Candidate, Scale, rating_field_id
 
@@ -23,6 +30,11 @@ MAX_TEXT_CHARS = 10_000
 
 
 MAX_VALUE_CHARS = 50  # a rating cell or the preference, as the form sends it
+
+
+def value_limit(value: str) -> int:
+    """The longest a form value may be: a span aspect's cell holds its marked spans as JSON."""
+    return MAX_SPAN_VALUE_CHARS if is_span_value(value) else MAX_VALUE_CHARS
 
 
 IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
@@ -71,7 +83,17 @@ def answer_problems(
             field_id = rating_field_id(candidate.number, scale.index)
             value = answer.ratings.get((candidate.number, scale.index))
             label = scale.aspect.display_label
-            if value is None:
+            if scale.aspect.is_spans and value is not MISSING:
+                problem = _span_problem(scale, candidate, value)
+                if problem:
+                    problems.append(
+                        FieldProblem(
+                            field_id,
+                            _("Candidate %(n)s: %(aspect)s: %(problem)s")
+                            % {"n": candidate.number, "aspect": label, "problem": problem},
+                        )
+                    )
+            elif value is None:
                 problems.append(
                     FieldProblem(
                         field_id,
@@ -113,6 +135,23 @@ def answer_problems(
     return problems
 
 
+def _span_answer(scale: Scale, candidate: Candidate, value: Any) -> SpanAnswer:
+    """A span cell's answer; an empty cell is an answer that marks no error (refused where the scheme asks for a
+    confirmation)."""
+    empty = value is None or (isinstance(value, str) and not value.strip())
+    return parse_span_answer({} if empty else value, text=candidate.text, scheme=scale.aspect.scheme)
+
+
+def _span_problem(scale: Scale, candidate: Candidate, value: Any) -> str:
+    if value is not None and not isinstance(value, str):
+        return _("the marked spans could not be read")
+    try:
+        _span_answer(scale, candidate, value)
+    except SpanAnswerInvalid as exc:
+        return str(exc)
+    return ""
+
+
 def _value_allowed(scale: Scale, value: Any) -> bool:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
         return False
@@ -135,6 +174,8 @@ def answer_form_values(answer: TaskAnswer) -> dict[str, str]:
             values[rating_field_id(number, index)] = NA_TOKEN
         elif isinstance(value, (int, float)) and value == value:
             values[rating_field_id(number, index)] = format_number(value)
+        elif isinstance(value, str) and is_span_value(value) and len(value) <= MAX_SPAN_VALUE_CHARS:
+            values[rating_field_id(number, index)] = value
     if answer.preference:
         values["preference"] = str(answer.preference)
     if answer.none_appropriate:
@@ -177,10 +218,20 @@ def rating_values(
     *, candidates: list[Candidate], scales: list[Scale], answer: TaskAnswer
 ) -> list[tuple[int, int, Any, float | None, bool]]:
     """(response id, aspect id, raw token, value, is missing) per candidate and aspect, as Rating rows store them."""
-    rows = []
+    rows: list[tuple[int, int, Any, float | None, bool]] = []
     for candidate in candidates:
         for scale in scales:
-            raw = _raw_token(scale, answer.ratings[(candidate.number, scale.index)])
+            entered = answer.ratings.get((candidate.number, scale.index))
+            if scale.aspect.is_spans and entered is not MISSING:
+                try:
+                    spans = _span_answer(scale, candidate, entered)
+                except SpanAnswerInvalid as exc:  # answer_problems already refused these
+                    field_id = rating_field_id(candidate.number, scale.index)
+                    raise SubmissionInvalid([FieldProblem(field_id, str(exc))]) from None
+                score = spans.score(scale.aspect.scheme, candidate.text)
+                rows.append((candidate.response_id, scale.aspect.pk, spans.token(), score, False))
+                continue
+            raw = _raw_token(scale, entered)
             try:
                 value, is_missing = rating_value_from_token(aspect=scale.aspect, raw=raw)
             except RatingOutOfRange as exc:  # answer_problems already refused these; this guards the invariant

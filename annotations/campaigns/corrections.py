@@ -22,8 +22,8 @@ from annotations.campaigns.drafts import task_drafts_drop
 from annotations.campaigns.errors import RevisitRefused, SubmissionInvalid
 from annotations.campaigns.ratings import ratings_insert
 from annotations.campaigns.tasks import candidate_order
-from annotations.models import Assignment, Campaign, Rating, Submission, SubmissionRevision, Task
-from annotations.services import rater_for_user
+from annotations.models import Assignment, Campaign, Rating, Response, Submission, SubmissionRevision, Task
+from annotations.services import error_spans_write, rater_for_user
 from annotations.task_sheet import Candidate, campaign_scales
 
 
@@ -56,8 +56,14 @@ def submission_revise(
     through = Task.responses.through.objects
     shown = list(through.filter(task_id=assignment.task_id).values_list("response_id", flat=True))
     order = candidate_order(campaign=campaign, task=assignment.task, user_id=user.pk, response_ids=shown)
-    candidates = [Candidate(number=i + 1, response_id=pk, text="") for i, pk in enumerate(order)]
     scales = campaign_scales(campaign)
+    # Error spans are checked against the answer texts; scales need no text.
+    texts = (
+        dict(Response.objects.filter(pk__in=order).values_list("pk", "text"))
+        if any(scale.aspect.is_spans for scale in scales)
+        else {}
+    )
+    candidates = [Candidate(number=i + 1, response_id=pk, text=texts.get(pk, "")) for i, pk in enumerate(order)]
     problems = answer_problems(campaign=campaign, candidates=candidates, scales=scales, answer=answer)
     if problems:
         raise SubmissionInvalid(problems)
@@ -126,6 +132,7 @@ def submission_revise(
         rating.rationale, rating.comment, rating.updated_at = wanted.rationale, wanted.comment, moment
         changed.append(rating)
     Rating.objects.bulk_update(changed, ["raw", "value", "is_missing", "rationale", "comment", "updated_at"])
+    error_spans_write(ratings=changed)
     if added:
         ratings_insert(rater=rater, entered=added, submission=submission)
     task_drafts_drop(task_id=assignment.task_id, user=user)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotations.campaign_slots import CAMPAIGN_SLOTS
-from annotations.campaigns.answers import MAX_TEXT_CHARS, MAX_VALUE_CHARS, TaskAnswer, answer_form_values
+from annotations.campaigns.answers import MAX_TEXT_CHARS, TaskAnswer, answer_form_values, value_limit
 from annotations.campaigns.errors import DraftInvalid
 from annotations.campaigns.selectors import campaign_has_annotator
 from annotations.campaigns.tasks import draftable_assignment
@@ -37,7 +37,7 @@ def _draft_problem(*, values: Mapping[str, Any], known_fields: set[str]) -> str 
     for name, value in values.items():
         if not isinstance(value, str) or not is_storable(value):
             return _("The draft holds a value that is not text.")
-        limit = MAX_TEXT_CHARS if name in DRAFT_TEXT_FIELDS else MAX_VALUE_CHARS
+        limit = MAX_TEXT_CHARS if name in DRAFT_TEXT_FIELDS else value_limit(value)
         if len(value) > limit:
             return _("The draft holds a value that is too long.")
     return None

@@ -10,7 +10,7 @@ from django.db.models import Max
 from annotations.campaigns.answers import TaskAnswer, rating_values
 from annotations.campaigns.errors import already_rated
 from annotations.models import Campaign, Rating, RatingOrigin, Submission
-from annotations.services import rater_for_user
+from annotations.services import error_spans_write, rater_for_user
 from annotations.task_sheet import Candidate, Scale
 
 
@@ -58,6 +58,7 @@ def ratings_insert(
     try:
         # No savepoint: a failure here aborts the whole submission, which is what the caller's atomic block wants.
         Rating.objects.bulk_create(rows)
+        error_spans_write(ratings=[rating for rating in rows if isinstance(rating.raw, dict)])
     except IntegrityError:
         # The annotator already rated one of these answers (in another campaign on the same dataset).
         raise already_rated() from None

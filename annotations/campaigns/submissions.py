@@ -92,6 +92,7 @@ class Declined(Enum):
     NO_SLOT = "no slot of the user's: a lease lost to someone else, or never held"
     NOT_A_FIRST_ANSWER = "a correction or a stale page"
     RACE_LOST = "another request finished the lease or took the key first"
+    SPAN_ASPECT = "error spans are checked against the answer texts and stored as rows of their own"
 
 
 def submission_create(
@@ -412,6 +413,8 @@ def _submit_in_one_statement(request: SubmitRequest) -> SubmitResult | Declined:
         raise outdated_form()
     if state.assignment_id is None:
         return Declined.NO_SLOT
+    if any(scale.aspect.is_spans for scale in campaign_scales(campaign)):
+        return Declined.SPAN_ASPECT
     order = candidate_order(campaign=campaign, task=Task(pk=task_id), user_id=user.pk, response_ids=state.response_ids)
     candidates = [Candidate(number=i + 1, response_id=pk, text="") for i, pk in enumerate(order)]
     scales = campaign_scales(campaign)

@@ -3,6 +3,7 @@ correct it): the lease checks, their drafts and submitted answers as form values
 their own order. No read here selects system keys, other raters' ratings or judge scores."""
 
 import hashlib
+import json
 import random
 from dataclasses import dataclass
 from datetime import datetime
@@ -127,14 +128,17 @@ def submission_form_values(*, assignment: Assignment, user: AnyUser) -> dict[str
     number_of = {c.response_id: c.number for c in candidates}
     index_of = {scale.aspect.pk: scale.index for scale in campaign_scales(assignment.campaign)}
     values: dict[str, str] = {}
-    for response_id, aspect_id, value, is_missing in Rating.objects.filter(
+    for response_id, aspect_id, raw, value, is_missing in Rating.objects.filter(
         rater__user_id=int(user.pk or 0),
         rater__dataset_id=assignment.campaign.dataset_id,
         response_id__in=list(number_of),
         aspect_id__in=list(index_of),
-    ).values_list("response_id", "aspect_id", "value", "is_missing"):
+    ).values_list("response_id", "aspect_id", "raw", "value", "is_missing"):
         field_id = rating_field_id(number_of[response_id], index_of[aspect_id])
-        values[field_id] = NA_TOKEN if is_missing or value is None else format_number(value)
+        if isinstance(raw, dict) and not is_missing:  # a span aspect's token, in code points as the form reads it
+            values[field_id] = json.dumps(raw, ensure_ascii=False)
+        else:
+            values[field_id] = NA_TOKEN if is_missing or value is None else format_number(value)
     preferred = number_of.get(submission.preferred_response_id or 0)
     values["preference"] = str(preferred) if preferred else ""
     values["none_appropriate"] = "1" if submission.none_appropriate else ""

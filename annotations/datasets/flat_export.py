@@ -28,6 +28,7 @@ from annotations.datasets.exporting import (
     _csv_cell,
     _dumps,
 )
+from annotations.datasets.span_rows import error_span_rows
 from annotations.models import (
     Aspect,
     Dataset,
@@ -120,6 +121,8 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
                     record["comment"] = ""
             record[CONSENSUS_KEY] = adjudicated.get((response_id, aspect_id))
             yield key, record
+            for span_row in error_span_rows(record):
+                yield key, span_row
 
 
 def _preference_row(

@@ -19,6 +19,7 @@ from annotations.rubrics import (
     is_json_number,
     same_json_token,
 )
+from annotations.span_answers import SpanAnswerInvalid, parse_span_answer
 from annotations.storable import NUL, unstorable_character
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -191,10 +192,21 @@ def _fail(line: int, where: str, expected: str, value: Any) -> DatasetImportErro
     return DatasetImportError("invalid value", line=line, field=where, expected=expected, found=_type_name(value))
 
 
-def classify_score(token: Any, aspect: AspectSpec) -> tuple[float | None, bool] | None:
-    """(value, is_missing) for an acceptable token, None when the token is not acceptable for the aspect."""
+def classify_score(token: Any, aspect: AspectSpec, text: str = "") -> tuple[float | None, bool] | None:
+    """(value, is_missing) for an acceptable token, None when the token is not acceptable for the aspect. A span
+    aspect's token is its error spans ({"no_error": ..., "spans": [...]}, code points into ``text``); its value is
+    the MQM score the aspect's scheme gives them."""
     if aspect.is_missing_token(token):
         return None, True
+    if aspect.span_scheme is not None:
+        if not isinstance(token, dict):
+            return None
+        try:
+            return parse_span_answer(token, text=text, scheme=aspect.span_scheme, allow_empty=True).score(
+                aspect.span_scheme, text
+            ), False
+        except SpanAnswerInvalid:
+            return None
     if is_json_number(token) and aspect.on_scale(token):
         return float(token), False
     return None
@@ -210,10 +222,11 @@ class ScoreClassifier:
     def __init__(self) -> None:
         self._known: dict[tuple[str, type, Any], tuple[float | None, bool] | None] = {}
 
-    def classify(self, token: Any, aspect: AspectSpec) -> tuple[float | None, bool] | None:
+    def classify(self, token: Any, aspect: AspectSpec, text: str = "") -> tuple[float | None, bool] | None:
+        """``text``, the answer, only matters to a span aspect's token, an object, which is never remembered."""
         kind = type(token)
         if kind not in _MEMO_TYPES:
-            return classify_score(token, aspect)
+            return classify_score(token, aspect, text)
         # The type is in the key: 1, 1.0 and True are equal as dictionary keys but not as JSON tokens.
         key = (aspect.name, kind, token)
         try:
@@ -224,6 +237,8 @@ class ScoreClassifier:
 
 
 def _score_problem(token: Any, aspect: AspectSpec) -> str:
+    if aspect.span_scheme is not None:
+        return "invalid error spans (offsets, category or severity)"
     if not is_json_number(token):
         return "invalid score"
     if aspect.min_value <= token <= aspect.max_value:
@@ -231,7 +246,9 @@ def _score_problem(token: Any, aspect: AspectSpec) -> str:
     return "score out of range"
 
 
-def _validate_scores(line: int, where: str, human_evals: Any, raters: list[Any] | None, state: ValidationState) -> None:
+def _validate_scores(
+    line: int, where: str, human_evals: Any, raters: list[Any] | None, state: ValidationState, text: str = ""
+) -> None:
     if not isinstance(human_evals, dict):
         raise _fail(line, where, "an object mapping aspect names to lists of scores", human_evals)
     for aspect_name, scores in human_evals.items():
@@ -259,7 +276,7 @@ def _validate_scores(line: int, where: str, human_evals: Any, raters: list[Any] 
                 )
             classify = state.scores.classify
             for index, token in enumerate(scores):
-                if classify(token, aspect) is None:
+                if classify(token, aspect, text) is None:
                     raise DatasetImportError(
                         _score_problem(token, aspect),
                         line=line,
@@ -454,7 +471,9 @@ def _validate_answer(line: int, here: str, system_key: str, answer: Any, state: 
     if RATER_EXCLUDED_KEY in answer:
         _validate_exclusion_marks(line, f"{here}.{RATER_EXCLUDED_KEY}", answer[RATER_EXCLUDED_KEY], raters, state)
     if "human_evals" in answer:
-        _validate_scores(line, f"{here}.human_evals", answer["human_evals"], raters, state)
+        response = answer.get("response")
+        text = response if isinstance(response, str) else ""
+        _validate_scores(line, f"{here}.human_evals", answer["human_evals"], raters, state, text)
     if "auto_evals" in answer:
         _validate_auto_evals(line, f"{here}.auto_evals", answer["auto_evals"])
 

@@ -35,6 +35,7 @@ from annotations.rubrics import (
     RubricSpec,
     is_json_number,
 )
+from annotations.services import error_spans_write
 
 
 @dataclass
@@ -219,6 +220,25 @@ class ImportWriter:
             for rater in raters
         )
 
+    def _rater_keys(self, answers: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+        """(rater id, is positional) of every score of these answers, in order."""
+        rater_keys: list[tuple[str, bool]] = []
+        for answer in answers:
+            if "raters" in answer:
+                rater_keys.extend((str(r), False) for r in answer["raters"])
+            else:
+                longest = max((len(v) for v in answer.get("human_evals", {}).values()), default=0)
+                rater_keys.extend((f"{self.positional_prefix}{i + 1}", True) for i in range(longest))
+        return rater_keys
+
+    def _write_error_spans(self, response_ids: list[int]) -> None:
+        """The ErrorSpan rows of the span aspects' ratings just inserted, read back from their tokens."""
+        span_aspects = [aspect.pk for aspect in self.aspects.values() if aspect.is_spans]
+        if span_aspects:
+            error_spans_write(
+                ratings=list(Rating.objects.filter(response_id__in=response_ids, aspect_id__in=span_aspects))
+            )
+
     def write_chunk(self, chunk: list[dict[str, Any]], result: ImportResult) -> None:
         # Items and turns go in by COPY like the rest: bulk_create quotes every JSON source into a text array
         # client-side, which took most of the import time for turns carrying many preferences.
@@ -286,14 +306,7 @@ class ImportWriter:
                 answers.append(answer)
         response_ids = _insert_rows(Response, responses, returning_ids=True)
 
-        rater_keys: list[tuple[str, bool]] = []
-        for answer in answers:
-            if "raters" in answer:
-                rater_keys.extend((str(r), False) for r in answer["raters"])
-            else:
-                longest = max((len(v) for v in answer.get("human_evals", {}).values()), default=0)
-                rater_keys.extend((f"{self.positional_prefix}{i + 1}", True) for i in range(longest))
-        self._raters_for(rater_keys)
+        self._raters_for(self._rater_keys(answers))
 
         ratings: list[dict[str, Any]] = []
         scores: list[dict[str, Any]] = []
@@ -309,7 +322,7 @@ class ImportWriter:
                         if rater_ids is not None
                         else (f"{self.positional_prefix}{position + 1}", True)
                     )
-                    classified = classify(token, spec)
+                    classified = classify(token, spec, answer.get("response") or "")
                     assert classified is not None, "validated in the first pass"
                     value, is_missing = classified
                     ratings.append(
@@ -338,6 +351,7 @@ class ImportWriter:
                             }
                         )
         _insert_rows(Rating, ratings)
+        self._write_error_spans(response_ids)
         _insert_rows(judge_scores.score_model(), scores)
         result.items += len(item_ids)
         result.turns += len(turn_ids)

@@ -1,8 +1,8 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError, RubricError
+from annotations.management.owners import owner_option
 from annotations.rubrics import PRESETS, load_rubric_file
 
 
@@ -18,11 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--owner", help="username of the researcher who owns the dataset")
 
     def handle(self, *args: object, **options: object) -> None:
-        owner = None
-        if options["owner"]:
-            owner = get_user_model().objects.filter(username=options["owner"]).first()
-            if owner is None:
-                raise CommandError(f"no user named {options['owner']!r}")
+        owner = owner_option(options["owner"])
         try:
             rubric = load_rubric_file(str(options["rubric"])) if options["rubric"] else None
             with open(str(options["path"]), "rb") as stream:

@@ -2,13 +2,13 @@ import dataclasses
 import json
 from contextlib import ExitStack
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.datasets.mapped_import import MappedTable, mapped_import, mapped_preview
 from annotations.datasets.mapping import MappingError, load_mapping, ready_made_mappings
 from annotations.datasets.tables import DEFAULT_DUPLICATES, DUPLICATE_POLICIES
 from annotations.errors import DatasetImportError, RubricError
+from annotations.management.owners import owner_option
 from annotations.rubrics import PRESETS, load_rubric_file, preset_rubric
 
 
@@ -44,11 +44,7 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         if not options["preview"] and not options["name"]:
             raise CommandError("--dataset NAME is required (or --preview)")
-        owner = None
-        if options["owner"]:
-            owner = get_user_model().objects.filter(username=options["owner"]).first()
-            if owner is None:
-                raise CommandError(f"no user named {options['owner']!r}")
+        owner = owner_option(options["owner"])
         paths = [str(p) for p in options["paths"]]  # type: ignore[attr-defined]
         try:
             mapping = load_mapping(str(options["mapping"]))
