@@ -9,7 +9,6 @@ import pytest
 from django.db import DatabaseError, transaction
 
 from annotations.models import Response
-from judging import services
 from judging.certification.certificates import certificate_request
 from judging.certification.evaluations import CertificationError
 from judging.certification.reference_sets import reference_set_create
@@ -31,29 +30,14 @@ from judging.models import (
 from judging.versions import judge_run_assign_version
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT, rated_dataset
+from tests.judging.factories import judge_config, launch
 from tests.judging.teaching_data import EXAMPLES_HEAD, learns_from_examples
 
 pytestmark = pytest.mark.django_db
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    return {
-        "name": "taught-judge",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "max_concurrency": 8,
-        "timeout_s": 5,
-        "max_retries": 2,
-        **overrides,
-    }
-
-
-def launch(dataset, cfg, capture, **kwargs) -> JudgeRun:  # type: ignore[no-untyped-def]
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=cfg, launched_by=None, **kwargs)
-    run.refresh_from_db()
-    return run
+    return judge_config(fake, name="taught-judge", max_concurrency=8, max_retries=2) | overrides
 
 
 def versioned(dataset, fake, capture, *, helps: bool = True) -> JudgeVersion:  # type: ignore[no-untyped-def]
