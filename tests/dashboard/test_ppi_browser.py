@@ -14,7 +14,7 @@ from django.urls import reverse
 from playwright.sync_api import sync_playwright
 
 from judging.models import Judge, JudgeKind, JudgeScore
-from tests.browser.test_task_layout import AXE
+from tests.browser.pages import AXE
 from tests.chromium import launch_chromium
 from tests.dashboard.test_ppi import JUDGE, make_ppi_dataset
 
