@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.claims import assignment_claim
@@ -12,15 +11,9 @@ from annotations.campaigns.submissions import submission_create
 from annotations.models import Dataset
 from judging.models import Judge, JudgeKind, JudgeRun, RunStatus
 from tests.annotate.factories import make_campaign, make_dataset
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture

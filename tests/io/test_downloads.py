@@ -13,7 +13,6 @@ from urllib.parse import quote, unquote
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.answers import MISSING, TaskAnswer
@@ -28,6 +27,7 @@ from annotations.errors import DatasetImportError
 from annotations.models import Campaign, Dataset, Rater, Rating, RatingOrigin, Response, Submission
 from judging.models import JudgeKind, JudgeScore
 from tests.annotate.factories import make_campaign, make_dataset
+from tests.conftest import client_for
 from tests.factories import JudgeFactory
 from tests.io.helpers import assert_json_equal, row_counts
 
@@ -50,13 +50,6 @@ CLI_FLAGS = {
     "flat-csv": ["--flat", "--format", "csv"],
     "flat-jsonl": ["--flat"],
 }
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def page_url(dataset: Dataset, kind: str) -> str:
