@@ -17,8 +17,7 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.models import Adjudication, Dispute, Rating
 from annotations.roles import adjudicator_grant
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset
 from tests.browser.pages import axe_violations, log_in, page_factory, shooter
 from tests.conftest import CAST_PASSWORD
 

@@ -40,10 +40,15 @@ def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
     return judge_config(fake, name="taught-judge", max_concurrency=8, max_retries=2) | overrides
 
 
-def versioned(dataset, fake, capture, *, helps: bool = True) -> JudgeVersion:  # type: ignore[no-untyped-def]
+def learning_run(dataset, fake, capture, *, helps: bool = True) -> JudgeRun:  # type: ignore[no-untyped-def]
+    """A run of a judge that scores better with rated examples in its prompt (or, with `helps=False`, worse)."""
     fake.script(default={"served_model": SNAPSHOT})
     fake.content_fn = learns_from_examples(helps=helps)
-    run = launch(dataset, config(fake), capture)
+    return launch(dataset, config(fake), capture)
+
+
+def versioned(dataset, fake, capture, *, helps: bool = True) -> JudgeVersion:  # type: ignore[no-untyped-def]
+    run = learning_run(dataset, fake, capture, helps=helps)
     assert run.version is not None, run.version_problem
     return run.version
 
@@ -176,9 +181,7 @@ def test_the_database_refuses_a_versions_score_of_its_own_example(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = rated_dataset(items=4)
-    fake_provider.script(default={"served_model": SNAPSHOT})
-    fake_provider.content_fn = learns_from_examples()
-    run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
+    run = learning_run(dataset, fake_provider, django_capture_on_commit_callbacks)
     first, second = Response.objects.filter(turn__item__dataset=dataset).order_by("pk")[:2]
     other = JudgeVersion.objects.create(
         fingerprint="c" * 64, config_name="x", provider_model=SNAPSHOT, material={}, config_snapshot={}
@@ -251,9 +254,7 @@ def test_the_statistics_leave_a_versions_example_out_even_past_the_database_guar
     from judging.analysis.selectors import judge_scores, stats_answers
 
     dataset = rated_dataset(items=4)
-    fake_provider.script(default={"served_model": SNAPSHOT})
-    fake_provider.content_fn = learns_from_examples()
-    run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
+    run = learning_run(dataset, fake_provider, django_capture_on_commit_callbacks)
     assert run.version is not None
     first = Response.objects.filter(turn__item__dataset=dataset).order_by("pk")[0]
     answers = stats_answers(dataset)
