@@ -18,21 +18,13 @@ from judging.models import JudgeRun
 from tests.conftest import client_for
 from tests.factories import JudgeFactory, JudgeScoreFactory
 from tests.factscore.conftest import _world_server, finished_run, world, world_provider  # noqa: F401 (fixtures)
-from tests.factscore.factories import ENGLISH_ANSWERS
+from tests.factscore.factories import truth
 
 pytestmark = pytest.mark.django_db
 
 CURIE_THIRD = "Marie Curie won the Nobel Prize in Chemistry in 1911."
 BASEL = "The Rhine passes Basel."
 BLACK_SEA = "The Rhine flows into the Black Sea."
-
-
-def truth(fact_text: str) -> str:
-    for _answer, facts in ENGLISH_ANSWERS.values():
-        for text, supported in facts:
-            if text == fact_text:
-                return "supported" if supported else "not_supported"
-    raise KeyError(fact_text)
 
 
 def review_all(campaign, user: User, overrides: dict[str, str]) -> None:  # type: ignore[no-untyped-def]

@@ -9,17 +9,9 @@ from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import AtomicFact, FactLabel, FactOrigin, FactReviewAssignment, FactReviewCampaign
 from judging.factscore.selectors import factscore_report
-from tests.factscore.factories import ENGLISH_ANSWERS, factscore_config, make_fact_dataset
+from tests.factscore.factories import factscore_config, make_fact_dataset, truth
 
 pytestmark = pytest.mark.django_db
-
-
-def truth(fact_text: str) -> str:
-    for _answer, facts in ENGLISH_ANSWERS.values():
-        for text, supported in facts:
-            if text == fact_text:
-                return "supported" if supported else "not_supported"
-    raise KeyError(fact_text)
 
 
 def review_all(campaign, user, decide) -> int:  # type: ignore[no-untyped-def]
