@@ -59,4 +59,6 @@ CAMPAIGN_SLOTS = SlotPool(
     skip=Skip,
     personal="is_gold",
     barred=rated_before_sql("{task}"),
+    opens="opens_at",
+    closes="closes_at",
 )

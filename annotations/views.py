@@ -17,6 +17,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -69,7 +71,7 @@ from annotations.selectors import (
     dataset_for_user_or_404,
     datasets_for_user,
 )
-from annotations.slots import NotInPool, NotLeased
+from annotations.slots import HandOut, NotInPool, NotLeased, hand_out_window
 from annotations.task_sheet import NA_TOKEN, campaign_scales, task_sheet
 
 
@@ -117,8 +119,26 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "progress": annotator_progress(campaign=campaign, user=request.user),
             "scales": campaign_scales(campaign),
             "submitted": submitted_tasks(campaign=campaign, user=request.user),
+            "window_open": _hand_out(campaign) == HandOut.OPEN,
         },
     )
+
+
+def _hand_out(campaign: Campaign) -> HandOut:
+    return hand_out_window(opens_at=campaign.opens_at, closes_at=campaign.closes_at, now=timezone.now())
+
+
+def _outside_window_message(campaign: Campaign) -> str | None:
+    """Why no task is handed out when the campaign is outside its hand-out window; None inside it."""
+    window = _hand_out(campaign)
+    zone = timezone.get_current_timezone_name()
+    if window == HandOut.NOT_YET_OPEN:
+        when = date_format(timezone.localtime(campaign.opens_at), "Y-m-d H:i")
+        return _("This campaign opens at %(when)s (%(zone)s).") % {"when": when, "zone": zone}
+    if window == HandOut.CLOSED:
+        when = date_format(timezone.localtime(campaign.closes_at), "Y-m-d H:i")
+        return _("This campaign closed at %(when)s (%(zone)s).") % {"when": when, "zone": zone}
+    return None
 
 
 def _redirect(request: HtmxHttpRequest, url: str) -> HttpResponse:
@@ -138,7 +158,10 @@ def _next_or_done(request: HtmxHttpRequest, campaign: Campaign, *, saved: bool =
     if assignment is None:
         if crowd_session_finish(user=request.user, campaign=campaign):  # type: ignore[arg-type]
             return _redirect(request, reverse("crowd-done"))
-        messages.info(request, _("There are no more tasks for you in this campaign. Thank you!"))
+        messages.info(
+            request,
+            _outside_window_message(campaign) or _("There are no more tasks for you in this campaign. Thank you!"),
+        )
         return _redirect(request, reverse("annotate-campaign", args=[campaign.pk]))
     return _redirect(request, _task_url(campaign, assignment.task_id))
 

@@ -23,7 +23,7 @@ class CampaignForm(forms.ModelForm):
         fields = (
             "name", "dataset", "is_active", "raters_per_item", "candidates_per_task", "aspects", "guidelines",
             "show_reference", "show_context", "ask_preference", "rationale_required", "lease_minutes", "annotators",
-            "scale_dropdowns", "allow_revisit", "gold_rate",
+            "scale_dropdowns", "allow_revisit", "gold_rate", "opens_at", "closes_at",
         )  # fmt: skip
         # The form's words live here, not on the model, so they follow the reader's language without a migration.
         labels = {
@@ -43,6 +43,8 @@ class CampaignForm(forms.ModelForm):
             "scale_dropdowns": _("Scales as drop-downs"),
             "allow_revisit": _("Allow revisit"),
             "gold_rate": _("Gold rate"),
+            "opens_at": _("Opens at (UTC)"),
+            "closes_at": _("Closes at (UTC)"),
         }
         help_texts = {
             "candidates_per_task": _("Answers per task; empty means all answers of a turn."),
@@ -54,6 +56,11 @@ class CampaignForm(forms.ModelForm):
                 "Annotators may reopen and correct the tasks they submitted while the campaign is open."
             ),
             "gold_rate": _("Share of each annotator's tasks drawn from gold items and attention checks (0 to 0.5)."),
+            "opens_at": _("No task is handed out before this moment. Empty: open now."),
+            "closes_at": _(
+                "No new task is handed out from this moment; a task already started may still be submitted until "
+                "its time runs out. Empty: no closing time."
+            ),
         }
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
@@ -68,6 +75,13 @@ class CampaignForm(forms.ModelForm):
         if "annotators" in self.fields:
             pool = self.instance.annotators.values_list("pk", flat=True) if self.instance.pk else []
             self.fields["annotators"].queryset = annotator_accounts(user, keep=pool)  # type: ignore[attr-defined]
+
+    def _post_clean(self) -> None:
+        # Once the service refused, the model's own validation would only repeat the refusal in database words
+        # ("Constraint … is violated") next to the service's sentence.
+        if self.errors:
+            return
+        super()._post_clean()  # type: ignore[misc]  # a ModelForm hook the stubs leave out
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -131,6 +145,7 @@ class CampaignAdmin(WholeObjectDeleteAdmin):
             {"fields": ("aspects", "guidelines", "show_reference", "show_context", "scale_dropdowns")},
         ),
         (_("Questions"), {"fields": ("ask_preference", "rationale_required", "lease_minutes", "allow_revisit")}),
+        (_("Deadlines"), {"fields": ("opens_at", "closes_at")}),
         (_("Gold items and attention checks"), {"fields": ("gold_rate",)}),
         (_("Annotator pool"), {"fields": ("annotators",)}),
         (_("Record"), {"fields": ("created_by", "created_at")}),

@@ -72,7 +72,7 @@ _CAMPAIGN_FOR_ANNOTATOR_SQL = """
 SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item, campaign.candidates_per_task,
        campaign.guidelines, campaign.show_reference, campaign.show_context, campaign.ask_preference,
        campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active,
-       campaign.allow_revisit, campaign.gold_rate,
+       campaign.allow_revisit, campaign.gold_rate, campaign.opens_at, campaign.closes_at,
        campaign.shuffle_seed, campaign.created_by_id,
        EXISTS (
            SELECT 1 FROM annotations_campaign_annotators member

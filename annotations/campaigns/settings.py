@@ -7,7 +7,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
+
+from django.utils.translation import gettext as _
 
 from annotations.storable import NUL, unstorable_character
 
@@ -20,7 +23,13 @@ MAX_LEASE_MINUTES = 7 * 24 * 60
 MAX_RATERS_PER_ITEM = 100
 MAX_CANDIDATES_PER_TASK = 100
 # The settings' annotations are strings (postponed evaluation); each names the Python types a value may have.
-_KINDS: dict[str, tuple[type, ...]] = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float)}
+_KINDS: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "bool": (bool,),
+    "int": (int,),
+    "float": (int, float),
+    "datetime | None": (datetime, type(None)),
+}
 
 
 class CampaignSettingsError(ValueError):
@@ -40,6 +49,9 @@ class CampaignSettings:
     allow_revisit: bool = True
     # The share of each annotator's tasks that are gold items or attention checks.
     gold_rate: float = 0.0
+    # The hand-out window (see Campaign.opens_at); None means no limit on that side.
+    opens_at: datetime | None = None
+    closes_at: datetime | None = None
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -57,6 +69,11 @@ class CampaignSettings:
             raise CampaignSettingsError(f"the minutes to finish a task must be between 1 and {MAX_LEASE_MINUTES}")
         if not (math.isfinite(self.gold_rate) and 0 <= self.gold_rate <= MAX_GOLD_RATE):
             raise CampaignSettingsError("the gold rate must be between 0 and 0.5")
+        for moment in (self.opens_at, self.closes_at):
+            if moment is not None and moment.utcoffset() is None:
+                raise CampaignSettingsError(_("Opening and closing times need a time zone."))
+        if self.opens_at is not None and self.closes_at is not None and self.closes_at <= self.opens_at:
+            raise CampaignSettingsError(_("The closing time must be after the opening time."))
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> CampaignSettings:

@@ -9,10 +9,13 @@ annotators converge on the same tasks."""
 
 import secrets
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.errors import CampaignError
@@ -78,6 +81,7 @@ def campaign_create(
     options: any of the settings of annotations.campaigns.settings.CampaignSettings; the others keep their
     defaults."""
     _check_settings(name, options)
+    _check_closing_time(options, kept=None)
     if not 1 <= raters_per_item <= MAX_RATERS_PER_ITEM:
         raise CampaignError(f"raters per item must be between 1 and {MAX_RATERS_PER_ITEM}")
     if candidates_per_task is not None and not 1 <= candidates_per_task <= MAX_CANDIDATES_PER_TASK:
@@ -100,6 +104,20 @@ def campaign_create(
         campaign.annotators.set(users)
         campaign_tasks_build(campaign=campaign)
     return campaign
+
+
+def _check_closing_time(options: Mapping[str, Any], *, kept: datetime | None) -> None:
+    """A closing time set to a moment already past is almost always a typo (a wrong year or day), and would close
+    the campaign without anyone noticing; "Open to annotators" is the way to stop handing out tasks at once. A past
+    closing time the campaign already has (it closed) is kept when other settings change."""
+    closes_at = options.get("closes_at")
+    if closes_at is None or closes_at == kept:
+        return
+    if closes_at <= timezone.now():
+        raise CampaignError(
+            _('The closing time %(when)s is in the past. To stop handing out tasks now, untick "Open to annotators".')
+            % {"when": closes_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+        )
 
 
 def _check_settings(name: str, options: Mapping[str, Any]) -> None:
@@ -127,6 +145,7 @@ def campaign_update(
     """Changes what a campaign shows and who rates. Its dataset and N and K stay as created: its tasks and rater
     slots were built from them. Someone taken out of the pool loses their open task at once."""
     _check_settings(name, options)
+    _check_closing_time(options, kept=campaign.closes_at)
     if Campaign.objects.filter(dataset_id=campaign.dataset_id, name=name).exclude(pk=campaign.pk).exists():
         raise CampaignError(f"this dataset already has a campaign named {name!r}")
     chosen_aspects = _resolve_aspects(campaign.dataset, aspects)

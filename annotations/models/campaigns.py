@@ -3,7 +3,7 @@ with their earlier versions, drafts, and ratings a certified judge filled in."""
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Aspect, Dataset, Response, Turn
@@ -32,6 +32,10 @@ class Campaign(models.Model):
     )
     lease_minutes = models.PositiveIntegerField(default=30)
     is_active = models.BooleanField(default=True)
+    # The hand-out window: no new task is handed out before opens_at or from closes_at on (the claim rule of
+    # annotations.slots); a task leased earlier may still be submitted until its lease ends. Empty means no limit.
+    opens_at = models.DateTimeField(null=True, blank=True)
+    closes_at = models.DateTimeField(null=True, blank=True)
     allow_revisit = models.BooleanField(
         default=True, help_text="Annotators may reopen and correct the tasks they submitted while the campaign is open."
     )
@@ -61,6 +65,10 @@ class Campaign(models.Model):
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="campaign_lease_positive"),
             models.CheckConstraint(
                 condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=0.5), name="campaign_gold_rate_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(opens_at__isnull=True) | Q(closes_at__isnull=True) | Q(opens_at__lt=F("closes_at")),
+                name="campaign_opens_before_it_closes",
             ),
             # Per dataset: only those who see the dataset learn which campaign names it holds.
             models.UniqueConstraint(fields=["dataset", "name"], name="campaign_name_unique_per_dataset"),

@@ -23,6 +23,8 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -58,6 +60,7 @@ from annotations.recruitment.services import (
     screening_outcome_record,
 )
 from annotations.selectors import campaign_for_researcher
+from annotations.slots import HandOut, hand_out_window
 from annotations.task_sheet import Candidate, campaign_scales, task_sheet
 
 MTURK_FRAME_ANCESTORS = " ".join(sorted(entry.MTURK_SUBMIT_ORIGINS))
@@ -118,6 +121,17 @@ def _refusal(request: HttpRequest, link: RecruitmentLink) -> HttpResponse | None
         return _page(
             request, _("This study has ended"), _("This study is closed. Thank you for your interest."), status=410
         )
+    campaign = link.campaign
+    window = hand_out_window(opens_at=campaign.opens_at, closes_at=campaign.closes_at, now=timezone.now())
+    zone = timezone.get_current_timezone_name()
+    if window == HandOut.CLOSED:
+        when = date_format(timezone.localtime(campaign.closes_at), "Y-m-d H:i")
+        message = _("This study closed at %(when)s (%(zone)s). Thank you for your interest.")
+        return _page(request, _("This study has ended"), message % {"when": when, "zone": zone}, status=410)
+    if window == HandOut.NOT_YET_OPEN:
+        when = date_format(timezone.localtime(campaign.opens_at), "Y-m-d H:i")
+        message = _("This study opens at %(when)s (%(zone)s). Please come back then.")
+        return _page(request, _("This study has not started yet"), message % {"when": when, "zone": zone}, status=403)
     return None
 
 

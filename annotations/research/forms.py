@@ -17,6 +17,11 @@ from annotations.research.selectors import pool_accounts
 from annotations.roles import AnyUser
 
 
+def minute_input() -> forms.DateTimeInput:
+    """The browser's date-and-time picker, read and written in the site's time zone (UTC, as the labels say)."""
+    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
 class CampaignBuilderForm(forms.Form):
     """A campaign of one dataset: only that dataset's aspects are offered."""
 
@@ -51,6 +56,21 @@ class CampaignBuilderForm(forms.Form):
         max_value=MAX_LEASE_MINUTES,
         initial=30,
         help_text=_("1 to 10080 (a week)."),
+    )
+    opens_at = forms.DateTimeField(
+        label=_("Opens at (UTC)"),
+        required=False,
+        widget=minute_input(),
+        help_text=_("No task is handed out before this moment. Empty: open now."),
+    )
+    closes_at = forms.DateTimeField(
+        label=_("Closes at (UTC)"),
+        required=False,
+        widget=minute_input(),
+        help_text=_(
+            "No new task is handed out from this moment; a task already started may still be submitted until "
+            "its time runs out. Empty: no closing time."
+        ),
     )
     guidelines = forms.CharField(
         label=_("Guidelines (Markdown)"), required=False, widget=forms.Textarea(attrs={"rows": 4})

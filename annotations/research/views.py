@@ -41,6 +41,7 @@ from annotations.research.forms import (
     InviteAcceptForm,
     InviteForm,
     PoolAddForm,
+    minute_input,
 )
 from annotations.research.services import (
     InviteError,
@@ -517,7 +518,8 @@ def item_gold_remove(request: HttpRequest, dataset_id: int, item_id: int) -> Htt
 # What a campaign's settings page may change; the rest was fixed when its tasks and rater slots were built.
 CAMPAIGN_EDITABLE = (
     "name", "is_active", "aspects", "guidelines", "show_reference", "show_context", "scale_dropdowns",
-    "ask_preference", "rationale_required", "lease_minutes", "allow_revisit", "gold_rate", "annotators",
+    "ask_preference", "rationale_required", "lease_minutes", "allow_revisit", "gold_rate", "opens_at", "closes_at",
+    "annotators",
 )  # fmt: skip
 
 
@@ -535,7 +537,11 @@ def campaign_settings_page(request: HttpRequest, campaign_id: int) -> HttpRespon
         Campaign,
         form=CampaignForm,
         fields=CAMPAIGN_EDITABLE,
-        widgets={"aspects": forms.CheckboxSelectMultiple, "annotators": forms.CheckboxSelectMultiple},
+        widgets={
+            "aspects": forms.CheckboxSelectMultiple,
+            "annotators": forms.CheckboxSelectMultiple,
+            **{name: minute_input() for name in ("opens_at", "closes_at")},
+        },
     )
     form = form_class(request.POST or None, instance=campaign, user=request.user)  # type: ignore[call-arg]
     form.fields["aspects"].queryset = campaign.dataset.aspects.order_by("position")  # type: ignore[attr-defined]

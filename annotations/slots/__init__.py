@@ -19,6 +19,11 @@ The rules, each written once here
   constraint) unless its task became barred to them, which gives it back; otherwise it leases the claimable slot
   lowest in hand-out order. The same fragment is the Postgres one-statement claim, the portable claim and the
   "available" count of the progress query.
+* The hand-out window (`SlotPool.opens`, `SlotPool.closes`, `window_open_sql`): the claim rule holds only from the
+  campaign's opening time (inclusive) until its closing time (exclusive), so before the opening and after the
+  closing no new slot is handed out, on either path and in the "available" count. Outside the window "next" still
+  resumes the user's open lease, without extending it and only until it ends, and completing accepts such a lease
+  until its end; inside the window a lease keeps counting while the slot is the user's, as before.
 * A claim locks the picked row (`FOR UPDATE SKIP LOCKED` where supported) and re-checks the open lease in the
   conditional UPDATE that takes it (which is also what keeps SQLite correct), so two requests never take one slot.
 * Releasing (skip, leaving the pool) and completing are conditional updates on the user's open lease.
@@ -41,6 +46,7 @@ from annotations.slots.claiming import (
     slot_release,
     slot_release_barred,
     slot_skip,
+    slot_window_open,
 )
 from annotations.slots.personal import (
     PERSONAL_SLOT_LIMIT,
@@ -60,18 +66,21 @@ from annotations.slots.rules import (
     AnyUser,
     Claim,
     ClaimDetails,
+    HandOut,
     NotInPool,
     NotLeased,
     SlotCounts,
     SlotPool,
     SlotT,
     hand_out_order,
+    hand_out_window,
     seeded_random,
     slot_complete_sql,
     slot_pool_has,
     slot_pool_sql,
     slots_build,
     slots_release_outside_pool,
+    window_open_sql,
 )
 
 __all__ = [
@@ -82,6 +91,7 @@ __all__ = [
     "AnyUser",
     "Claim",
     "ClaimDetails",
+    "HandOut",
     "NotInPool",
     "NotLeased",
     "PersonalState",
@@ -89,6 +99,7 @@ __all__ = [
     "SlotPool",
     "SlotT",
     "hand_out_order",
+    "hand_out_window",
     "seeded_random",
     "slot_claim",
     "slot_complete",
@@ -103,8 +114,10 @@ __all__ = [
     "slot_release",
     "slot_release_barred",
     "slot_skip",
+    "slot_window_open",
     "slots_build",
     "slots_release_outside_pool",
     "slots_replace",
     "slots_unreplace",
+    "window_open_sql",
 ]

@@ -38,6 +38,7 @@ from annotations.slots.rules import (
     _take_sql,
     slot_complete_sql,
     slot_pool_has,
+    window_open_sql,
 )
 from annotations.statements import instance_from_row, statement_cursor, statement_rows
 
@@ -102,9 +103,13 @@ def _claim_portable(
                     .filter(campaign=campaign, annotator=user, status=SlotStatus.LEASED)
                     .first()
                 )
+                window_open = slot_window_open(pool=pool, campaign=campaign, now=moment)
                 if current is not None and not _is_barred(pool=pool, slot=current, user=user):
-                    current.lease_expires_at = moment + lease
-                    current.save(update_fields=["lease_expires_at"])
+                    if window_open:
+                        current.lease_expires_at = moment + lease
+                        current.save(update_fields=["lease_expires_at"])
+                    elif current.lease_expires_at < moment:
+                        return None  # outside the window a lease is only finished, never held on to
                     return Claim(slot=current, resumed=True, details=())
                 if current is not None:
                     slot_release(pool=pool, slot_id=current.pk, user=user)
@@ -127,6 +132,18 @@ def _claim_portable(
             # resumes what that request leased.
             continue
     return None
+
+
+@functools.cache
+def _window_sql(pool: SlotPool[Any]) -> str:
+    return f"SELECT {window_open_sql(pool)}"
+
+
+def slot_window_open(*, pool: SlotPool[Any], campaign: Model, now: datetime | None = None) -> bool:
+    """Whether the campaign hands out new slots at `now` (the hand-out window of the claim rule)."""
+    with statement_cursor() as cursor:
+        cursor.execute(_window_sql(pool), {"campaign": campaign.pk, "now": _moment(now or timezone.now())})
+        return bool(cursor.fetchone()[0])
 
 
 @functools.cache

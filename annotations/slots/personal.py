@@ -18,6 +18,7 @@ from django.utils import timezone
 from annotations.slot_rows import SlotStatus
 from annotations.slots.claiming import (
     claim_by_statement,
+    slot_window_open,
 )
 from annotations.slots.rules import (
     CLAIM_ATTEMPTS,
@@ -33,8 +34,10 @@ from annotations.slots.rules import (
     _moment,
     _names,
     _no_open_lease,
+    resume_sql,
     slot_pool_has,
     slot_pool_sql,
+    window_open_sql,
 )
 from annotations.statements import statement_cursor
 
@@ -93,9 +96,7 @@ def _personal_claim_sql(pool: SlotPool[Any], details: ClaimDetails) -> str:
     return f"""
 WITH pool AS (SELECT 1 WHERE {slot_pool_sql(pool)}),
 resumed AS (
-    UPDATE {names["slots"]} SET lease_expires_at = %(expires)s
-    WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
-      AND NOT {_barred(pool, f"{names['slots']}.task_id")}
+    {resume_sql(pool)}
     RETURNING {columns}
 ),
 picked AS (
@@ -103,7 +104,7 @@ picked AS (
     WHERE task.campaign_id = %(campaign)s AND task.{personal}
       AND NOT EXISTS (SELECT 1 FROM {names["slots"]} mine WHERE mine.task_id = task.id AND mine.annotator_id = %(user)s)
       AND NOT EXISTS (SELECT 1 FROM {names["skips"]} skip WHERE skip.task_id = task.id AND skip.annotator_id = %(user)s)
-      AND NOT {_barred(pool, "task.id")}
+      AND NOT {_barred(pool, "task.id")} AND {window_open_sql(pool)}
       AND EXISTS (SELECT 1 FROM pool) AND {_no_open_lease(pool)}
     ORDER BY task.position
     LIMIT 1
@@ -157,6 +158,8 @@ def slot_personal_lease(
     lease = timedelta(minutes=campaign.lease_minutes)
     for _attempt in range(CLAIM_ATTEMPTS):
         moment = now or timezone.now()
+        if not slot_window_open(pool=pool, campaign=campaign, now=moment):
+            return None
         try:
             with transaction.atomic():
                 last = pool.slot.objects.filter(task=task).aggregate(last=Max("slot"))["last"]  # type: ignore[attr-defined]

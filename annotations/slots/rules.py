@@ -5,6 +5,7 @@ result types, the SQL fragments of the pool, the claim rule and completing, and 
 # bind every value as a parameter.
 # ruff: noqa: S608
 
+import enum
 import functools
 import hashlib
 import random
@@ -51,6 +52,10 @@ class SlotPool(Generic[SlotT]):
     # campaign, user): a task they could not submit. The claim rule never hands such a task out and an open lease on
     # one is given back instead of resumed. Empty when every task is open to everyone.
     barred: str = ""
+    # Nullable timestamp columns of the campaign bounding when new slots are handed out (see "the hand-out window").
+    # Empty when the pool's campaigns have no such window.
+    opens: str = ""
+    closes: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,10 @@ _CLAIMABLE = (
         WHERE skip.annotator_id = %(user)s AND task.campaign_id = %(campaign)s
     )"""  # nosec B608 - model-metadata names, bound values
 )
+_WINDOW_OPEN = """EXISTS (
+    SELECT 1 FROM {campaigns} timing WHERE timing.id = %(campaign)s
+    AND (timing.{opens} IS NULL OR timing.{opens} <= %(now)s) AND (timing.{closes} IS NULL OR %(now)s < timing.{closes})
+)"""  # nosec B608 - model-metadata names, bound values
 _COMPLETE = (
     "UPDATE {slots} SET status = 'submitted', submitted_at = %(now)s, seconds_spent = %(spent)s\n"
     "    WHERE id = %(slot)s AND annotator_id = %(user)s AND status = 'leased' AND " + _IN_POOL  # nosec B608 - model-metadata names, bound values
@@ -138,13 +147,48 @@ def _fragment(pool: SlotPool[Any], template: str, alias: str = "slot") -> str:
     return template.format(alias=alias, **_names(pool))
 
 
+def window_open_sql(pool: SlotPool[Any]) -> str:
+    """The hand-out window as a boolean SQL expression (params: campaign, now): true from the campaign's opening
+    time (inclusive) until its closing time (exclusive), either of which may be empty. New slots are handed out
+    only while it holds; outside it an open lease is resumed without being extended, and only until it ends."""
+    if not (pool.opens and pool.closes):
+        return "(1 = 1)"
+    return _WINDOW_OPEN.format(opens=pool.opens, closes=pool.closes, **_names(pool))
+
+
+class HandOut(enum.StrEnum):
+    """Where a moment falls in a campaign's hand-out window."""
+
+    OPEN = "open"
+    NOT_YET_OPEN = "not_yet_open"
+    CLOSED = "closed"
+
+
+def hand_out_window(*, opens_at: datetime | None, closes_at: datetime | None, now: datetime) -> HandOut:
+    """The window of window_open_sql for pages to show, which hold the campaign already: the opening moment is
+    inside, the closing moment outside. tests/annotate/test_slots.py checks both say the same at the boundaries."""
+    if opens_at is not None and now < opens_at:
+        return HandOut.NOT_YET_OPEN
+    if closes_at is not None and now >= closes_at:
+        return HandOut.CLOSED
+    return HandOut.OPEN
+
+
+def _lease_still_runs(pool: SlotPool[Any], alias: str) -> str:
+    """A lease of the user may be resumed or completed: inside the window any lease the user still holds (a lease
+    that expired counts while nobody took it), outside it only one whose time has not run out."""
+    return f"({window_open_sql(pool)} OR {alias}.lease_expires_at >= %(now)s)"
+
+
 def _barred(pool: SlotPool[Any], task: str) -> str:
     """`SlotPool.barred` for the task id expression given, or a condition that is never true."""
     return f"({pool.barred.format(task=task)})" if pool.barred else "(1 = 0)"
 
 
 def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
-    rule = f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')}"
+    rule = (
+        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {window_open_sql(pool)}"
+    )
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
 
 
@@ -162,9 +206,22 @@ def slot_pool_sql(pool: SlotPool[Any]) -> str:
     return _fragment(pool, _IN_POOL)
 
 
+@functools.cache
 def slot_complete_sql(pool: SlotPool[Any]) -> str:
     """The completing UPDATE (params: slot, user, campaign, now, spent), for statements that build on it."""
-    return _fragment(pool, _COMPLETE)
+    slots = _names(pool)["slots"]
+    return f"{_fragment(pool, _COMPLETE)} AND {_lease_still_runs(pool, slots)}"
+
+
+def resume_sql(pool: SlotPool[Any]) -> str:
+    """The UPDATE that resumes the user's open lease (params: campaign, user, now, expires), for the one-statement
+    claims, whose CTE `pool` holds a row when the user is in the pool. Outside the hand-out window the lease keeps its
+    end, so work leased before the close can be finished but not held on to."""
+    slots = _names(pool)["slots"]
+    return f"""UPDATE {slots}
+    SET lease_expires_at = CASE WHEN {window_open_sql(pool)} THEN %(expires)s ELSE {slots}.lease_expires_at END
+    WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
+      AND NOT {_barred(pool, f"{slots}.task_id")} AND {_lease_still_runs(pool, slots)}"""  # nosec B608 - model-metadata names, bound values
 
 
 @functools.cache
@@ -177,9 +234,7 @@ def _claim_sql(pool: SlotPool[Any], details: ClaimDetails) -> str:
     return f"""
 WITH pool AS (SELECT 1 WHERE {slot_pool_sql(pool)}),
 resumed AS (
-    UPDATE {names["slots"]} SET lease_expires_at = %(expires)s
-    WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased' AND EXISTS (SELECT 1 FROM pool)
-      AND NOT {_barred(pool, f"{names['slots']}.task_id")}
+    {resume_sql(pool)}
     RETURNING {columns}
 ),
 picked AS (

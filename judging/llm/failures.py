@@ -16,6 +16,7 @@ from django.conf import settings
 
 from judging.llm import netguard
 from judging.llm.calls import CallSpec
+from judging.llm.keys import KeyNotAllowed, ProviderNotSupported
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -154,6 +155,49 @@ class ProviderAnswered(Exception):
         self.status_code = status_code
         self.response = response
         self.auth = auth
+
+
+_GUARD_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (netguard.HostUnresolvable, "connection"),
+    (netguard.ApiBaseRefused, "refused_host"),
+    (KeyNotAllowed, "key_not_allowed"),
+    (ProviderNotSupported, "unsupported_provider"),
+)
+
+
+def guard_kind(chain: list[BaseException]) -> str | None:
+    for guard, kind in _GUARD_KINDS:
+        if any(isinstance(e, guard) for e in chain):
+            return kind
+    return None
+
+
+def answered_kind(exc: BaseException, chain: list[BaseException]) -> str | None:
+    answered = http_status(chain)
+    if answered is not None and 300 <= answered < 400:
+        return "redirect"
+    if isinstance(exc, ProviderAnswered):
+        if exc.auth and 400 <= exc.status_code < 500:
+            return "auth"
+        return kind_of_status(exc.status_code) or "server"
+    return None
+
+
+def status_kind(exc: BaseException, *, connection_error: bool) -> str | None:
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        return None
+    if 300 <= status < 400:
+        return "redirect"
+    if status == 408:
+        return "timeout"
+    if status == 429:
+        return "rate_limit"
+    if status >= 500 and not connection_error:
+        return "server"
+    if 400 <= status < 500:
+        return "bad_request"
+    return None
 
 
 def transport_error(exc: Exception) -> BaseException:

@@ -46,12 +46,15 @@ from judging.llm import netguard
 from judging.llm.calls import SUPPORTED_PROVIDERS, TEMPORARY, CallResult, CallSpec, provider_problem
 from judging.llm.failures import (
     ProviderAnswered,
+    answered_kind,
     backoff_delay,
     error_chain,
+    guard_kind,
     http_status,
     kind_of_status,
     provider_wait,
     safe_message,
+    status_kind,
     transport_error,
 )
 from judging.llm.keys import (
@@ -184,23 +187,20 @@ def _response_cost(response: Any, model: str) -> float | None:
 
 
 def classify(exc: BaseException) -> str:
+    """The failure kind of a provider call, asked in order: our own guards, an HTTP answer we read ourselves,
+    litellm's typed errors, a bare status code, and last a connection or parse failure."""
     chain = error_chain(exc)
+    return (
+        guard_kind(chain)
+        or answered_kind(exc, chain)
+        or _litellm_kind(exc, chain)
+        or status_kind(exc, connection_error=isinstance(exc, _litellm().APIConnectionError))
+        or _connection_kind(exc, chain)
+    )
+
+
+def _litellm_kind(exc: BaseException, chain: list[BaseException]) -> str | None:
     litellm = _litellm()
-    answered = http_status(chain)
-    if any(isinstance(e, netguard.HostUnresolvable) for e in chain):
-        return "connection"
-    if any(isinstance(e, netguard.ApiBaseRefused) for e in chain):
-        return "refused_host"
-    if any(isinstance(e, KeyNotAllowed) for e in chain):
-        return "key_not_allowed"
-    if any(isinstance(e, ProviderNotSupported) for e in chain):
-        return "unsupported_provider"
-    if answered is not None and 300 <= answered < 400:
-        return "redirect"
-    if isinstance(exc, ProviderAnswered):
-        if exc.auth and 400 <= exc.status_code < 500:
-            return "auth"
-        return kind_of_status(exc.status_code) or "server"
     if isinstance(exc, litellm.ContextWindowExceededError):
         return "context_length"
     if isinstance(exc, litellm.Timeout) or any(isinstance(e, asyncio.TimeoutError | TimeoutError) for e in chain):
@@ -216,19 +216,12 @@ def classify(exc: BaseException) -> str:
         if "context length" in text or "context_length" in text or "maximum context" in text:
             return "context_length"
         return "bad_request"
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        if 300 <= status < 400:
-            return "redirect"
-        if status == 408:
-            return "timeout"
-        if status == 429:
-            return "rate_limit"
-        if status >= 500 and not isinstance(exc, litellm.APIConnectionError):
-            return "server"
-        if 400 <= status < 500:
-            return "bad_request"
-    if isinstance(exc, litellm.APIConnectionError):
+    return None
+
+
+def _connection_kind(exc: BaseException, chain: list[BaseException]) -> str:
+    if isinstance(exc, _litellm().APIConnectionError):
+        answered = http_status(chain)
         if answered is not None and (kind := kind_of_status(answered)):
             return kind
         text = str(exc).lower()

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotations import slots
 from annotations.campaign_slots import CAMPAIGN_SLOTS
-from annotations.models import Assignment, AssignmentStatus, Skip
+from annotations.models import Assignment, AssignmentStatus, Campaign, Skip
 from annotations.slots import claiming
 from tests.annotate.factories import make_campaign, make_dataset
 
@@ -103,3 +103,62 @@ def test_complete_needs_the_open_lease_and_the_pool(claim, researcher, annotator
     assert not slots.slot_complete(pool=CAMPAIGN_SLOTS, slot=mine, user=annotator1, now=now, seconds_spent=1.0)
     assert slots.slots_release_outside_pool(pool=CAMPAIGN_SLOTS, campaign=campaign) == 1
     assert Assignment.objects.get(pk=mine.pk).status == AssignmentStatus.FREE
+
+
+def _windowed(campaign, *, opens_at=None, closes_at=None):  # type: ignore[no-untyped-def]
+    Campaign.objects.filter(pk=campaign.pk).update(opens_at=opens_at, closes_at=closes_at)
+    campaign.refresh_from_db()
+    return campaign
+
+
+def test_no_task_is_handed_out_before_the_opening_or_from_the_closing(claim, researcher, annotator1):  # type: ignore[no-untyped-def]
+    now = timezone.now()
+    campaign = make_campaign(make_dataset(owner=researcher, items=3, systems=2), [annotator1], raters_per_item=1)
+    opens_at, closes_at = now + timedelta(hours=1), now + timedelta(hours=2)
+    _windowed(campaign, opens_at=opens_at, closes_at=closes_at)
+    assert claim(campaign, annotator1, now=now) is None
+    assert slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1, now=now).available == 0
+    # The pages' reading of the window agrees with the claim rule's at both boundaries and around them.
+    for moment in (now, opens_at, opens_at + timedelta(minutes=1), closes_at - timedelta(microseconds=1), closes_at):
+        shown = slots.hand_out_window(opens_at=opens_at, closes_at=closes_at, now=moment)
+        claimable = slots.slot_window_open(pool=CAMPAIGN_SLOTS, campaign=campaign, now=moment)
+        assert (shown == slots.HandOut.OPEN) == claimable
+    first = claim(campaign, annotator1, now=opens_at)  # the opening moment itself is inside the window
+    assert first is not None and first.resumed is False
+    assert slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1, now=opens_at).available == 2
+    assert slots.slot_complete(pool=CAMPAIGN_SLOTS, slot=first.slot, user=annotator1, now=opens_at, seconds_spent=1.0)
+    assert claim(campaign, annotator1, now=closes_at) is None  # the closing moment is outside
+    assert slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1, now=closes_at).available == 0
+    assert not Assignment.objects.filter(annotator=annotator1, status=AssignmentStatus.LEASED).exists()
+
+
+def test_a_lease_taken_before_the_close_is_finished_until_it_ends(claim, researcher, annotator1, annotator2):  # type: ignore[no-untyped-def]
+    now = timezone.now()
+    campaign = make_campaign(
+        make_dataset(owner=researcher, items=3, systems=2), [annotator1, annotator2], raters_per_item=1
+    )
+    closes_at = now + timedelta(hours=1)
+    _windowed(campaign, closes_at=closes_at)
+    lease = timedelta(minutes=campaign.lease_minutes)
+    before = closes_at - timedelta(minutes=1)
+    mine = claim(campaign, annotator1, now=before)
+    theirs = claim(campaign, annotator2, now=before)
+    after = closes_at + timedelta(minutes=1)
+    resumed = claim(campaign, annotator1, now=after)
+    assert resumed.resumed is True and resumed.slot.pk == mine.slot.pk
+    # Resumed but not extended: the lease still ends when it ended before the close.
+    assert Assignment.objects.get(pk=mine.slot.pk).lease_expires_at == before + lease
+    assert slots.slot_complete(pool=CAMPAIGN_SLOTS, slot=mine.slot, user=annotator1, now=after, seconds_spent=1.0)
+    assert claim(campaign, annotator1, now=after) is None  # finished: nothing new after the close
+    ended = before + lease + timedelta(seconds=1)
+    assert claim(campaign, annotator2, now=ended) is None  # its lease ran out after the close
+    assert not slots.slot_complete(pool=CAMPAIGN_SLOTS, slot=theirs.slot, user=annotator2, now=ended, seconds_spent=1)
+
+
+def test_the_database_refuses_a_campaign_that_closes_before_it_opens(researcher, annotator1):  # type: ignore[no-untyped-def]
+    from django.db import IntegrityError, transaction
+
+    campaign = make_campaign(make_dataset(owner=researcher, items=1, systems=2), [annotator1], raters_per_item=1)
+    now = timezone.now()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Campaign.objects.filter(pk=campaign.pk).update(opens_at=now, closes_at=now)

@@ -2,7 +2,7 @@
 G-Eval config from its template with the local fake provider's URL typed into its field, the prompt previewed, the
 estimate read, a pilot and then the whole run launched and followed on the live page to the end (a real Celery
 worker), the two judges compared on the judges page, one version certified against a named reference set, and the
-campaign's settings page. Every new page passes axe-core (no serious or critical finding) and scrolls no page
+campaign's settings page. Every page visited passes axe-core (no serious or critical finding) and scrolls no page
 sideways at 390 px or 1,280 px.
 
 Screenshots go to tests/artifacts/ (gitignored)."""
@@ -139,9 +139,14 @@ def test_the_judge_half_of_a_study(  # type: ignore[no-untyped-def]
     # Two judges compared on the judges page (Williams's test between them), reached from the run page.
     go(page, "table.judge-runs tbody a >> nth=0")
     go(page, "nav.judge-run-links a[href*='/judges/?judge=']")
+    # This is the judge-vs-human page: each judge against the human raters, and the judges against each other.
+    expect(page.locator("h1")).to_contain_text({"en": "judges versus humans", "ja": "ジャッジと人手の比較"}[tag])
     expect(page.locator("#judge-matrix")).to_contain_text(pilot.judge.name)
     expect(page.locator("#judge-matrix")).to_contain_text(run.judge.name)
+    # A cell of the matrix holds the comparison itself: the difference, its interval and the number of answers.
+    expect(page.locator("#judge-matrix table.judge-matrix td .ci").first).to_be_visible()
     expect(page.locator("#judge-panels")).to_be_visible()
+    check_layout(page, f"judges-vs-humans-{tag}")
 
     # One version certified against a reference set named here.
     page.go_back()
