@@ -165,35 +165,12 @@ def iter_llm_jp_items(
         yield {"id": f"{source}###{index}", "turns": turns}
 
 
-def generate_llm_jp_jsonl(
-    path: str | Path,
-    items: int = 404,
-    systems: int = 10,
-    raters: int = 3,
-    seed: int = 0,
-    min_chars: int = 40,
-    max_chars: int = 6000,
-    *,
-    two_turn_share: float = 0.1,
-    missing_rate: float = 0.02,
-    with_rater_ids: bool = False,
-    rate_every_turn: bool = False,
-) -> dict[str, int]:
-    """Writes the file and returns counts: items, turns, responses, ratings (scores in human_evals), bytes."""
+def _write_counted(path: str | Path, lines: Iterator[dict[str, Any]]) -> dict[str, int]:
+    """Writes the lines as JSONL and returns counts: items, turns, responses, ratings (scores in human_evals),
+    bytes."""
     counts = {"items": 0, "turns": 0, "responses": 0, "ratings": 0, "bytes": 0}
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        for obj in iter_llm_jp_items(
-            items=items,
-            systems=systems,
-            raters=raters,
-            seed=seed,
-            min_chars=min_chars,
-            max_chars=max_chars,
-            two_turn_share=two_turn_share,
-            missing_rate=missing_rate,
-            with_rater_ids=with_rater_ids,
-            rate_every_turn=rate_every_turn,
-        ):
+        for obj in lines:
             line = json.dumps(obj, ensure_ascii=False) + "\n"
             handle.write(line)
             counts["items"] += 1
@@ -204,6 +181,13 @@ def generate_llm_jp_jsonl(
                     counts["responses"] += 1
                     counts["ratings"] += sum(len(v) for v in answer.get("human_evals", {}).values())
     return counts
+
+
+def generate_llm_jp_jsonl(
+    path: str | Path, items: int = 404, systems: int = 10, raters: int = 3, seed: int = 0, **options: Any
+) -> dict[str, int]:
+    """Writes the file (`options` as `iter_llm_jp_items` takes them) and returns `_write_counted`'s counts."""
+    return _write_counted(path, iter_llm_jp_items(items=items, systems=systems, raters=raters, seed=seed, **options))
 
 
 def iter_lfqa_items(
@@ -240,25 +224,11 @@ def iter_lfqa_items(
 
 
 def generate_lfqa_jsonl(
-    path: str | Path,
-    questions: int = 8,
-    candidates: int = 4,
-    raters: int = 3,
-    seed: int = 0,
-    *,
-    with_auto_evals: bool = True,
+    path: str | Path, questions: int = 8, candidates: int = 4, raters: int = 3, seed: int = 0, **options: Any
 ) -> dict[str, int]:
-    counts = {"items": 0, "responses": 0, "ratings": 0}
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        for obj in iter_lfqa_items(
-            questions=questions, candidates=candidates, raters=raters, seed=seed, with_auto_evals=with_auto_evals
-        ):
-            handle.write(json.dumps(obj, ensure_ascii=False) + "\n")
-            counts["items"] += 1
-            for answer in obj["turns"][0]["responses"].values():
-                counts["responses"] += 1
-                counts["ratings"] += sum(len(v) for v in answer["human_evals"].values())
-    return counts
+    """Writes the file (`options` as `iter_lfqa_items` takes them) and returns `_write_counted`'s counts."""
+    lines = iter_lfqa_items(questions=questions, candidates=candidates, raters=raters, seed=seed, **options)
+    return _write_counted(path, lines)
 
 
 if __name__ == "__main__":

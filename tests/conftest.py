@@ -92,6 +92,26 @@ def database_url_for_subprocess() -> str:
     return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
 
 
+def gunicorn_env(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:
+    """The environment of a gunicorn child serving this project on `port`, with its own unused SQLite database and
+    no broker."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DEBUG": "false",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
+            "GUNICORN_BIND": f"127.0.0.1:{port}",
+            "WEB_WORKERS": "1",
+            "WEB_THREADS": "2",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            **extra,
+        }
+    )
+    env.pop("CELERY_BROKER_URL", None)
+    return env
+
+
 class WorkerProcess:
     def __init__(self, broker_url: str, extra_env: dict[str, str] | None = None, concurrency: int = 4) -> None:
         self.broker_url = broker_url

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: the whole suite on Postgres + Redis, and the suites whose writes have a separate ORM
-# path for other databases (annotate, import/export, judge engine, FActScore engine) again on SQLite + the embedded
-# SQLAlchemy broker, the README's run defaults.
+# path for other databases (annotate and the campaign services in annotations, import/export, judge engine, FActScore
+# engine) again on SQLite + the embedded SQLAlchemy broker, the README's run defaults.
 #
 # Four runs go side by side: the Postgres suite in two halves, and the SQLite pass in two halves. Most tests wait on real workers,
 # servers, browsers and timeouts rather than compute, so two cores finish the four together in well under the time
@@ -21,7 +21,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-FIRST_HALF=(tests/annotate tests/browser tests/dashboard tests/faults tests/i18n tests/io)
+FIRST_HALF=(tests/annotate tests/annotations tests/browser tests/dashboard tests/faults tests/i18n tests/io)
 
 run() {
   local name=$1
@@ -41,7 +41,7 @@ run postgres-2 env DATABASE_URL="${postgres}_b" CELERY_BROKER_URL="$redis_server
 second=$!
 run sqlite-1 env -u DATABASE_URL CELERY_BROKER_URL="sqla+sqlite:///$work/celery-broker-1.sqlite3" \
   TEST_REDIS_BROKER_URL="$redis_server/1" JUDGE_TEST_REDIS_URL="$redis_server/4" \
-  "$PYTHON" -m pytest tests/annotate tests/io &
+  "$PYTHON" -m pytest tests/annotate tests/annotations tests/io &
 third=$!
 run sqlite-2 env -u DATABASE_URL CELERY_BROKER_URL="sqla+sqlite:///$work/celery-broker-2.sqlite3" \
   TEST_REDIS_BROKER_URL="$redis_server/5" JUDGE_TEST_REDIS_URL="$redis_server/6" \

@@ -3,7 +3,6 @@ the development server's log (rundemo's runserver) and of gunicorn's access log,
 
 import http.client
 import logging
-import os
 import subprocess
 import sys
 import threading
@@ -14,6 +13,7 @@ import pytest
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 from django.core.wsgi import get_wsgi_application
 
+from tests.conftest import gunicorn_env
 from tests.fakeprovider import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -58,19 +58,7 @@ def test_runserver_access_log_has_no_platform_ids() -> None:
 
 def test_gunicorn_access_log_has_no_platform_ids(tmp_path: Path) -> None:
     port = free_port()
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-            "DEBUG": "false",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
-            "GUNICORN_BIND": f"127.0.0.1:{port}",
-            "WEB_WORKERS": "1",
-            "WEB_THREADS": "2",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        }
-    )
-    env.pop("CELERY_BROKER_URL", None)
+    env = gunicorn_env(tmp_path, port)
     access = tmp_path / "access.log"
     with open(tmp_path / "gunicorn.log", "wb") as log:
         server = subprocess.Popen(

@@ -15,6 +15,7 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 from evalsite.env import ImproperEnvironment
+from tests.conftest import gunicorn_env
 from tests.fakeprovider import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -82,22 +83,13 @@ def test_a_worker_over_its_share_closes_the_connection_after_the_response(monkey
 @pytest.fixture
 def gunicorn_with_share_of_one(tmp_path: Path) -> Iterator[int]:
     port = free_port()
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-            "DEBUG": "false",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
-            "GUNICORN_BIND": f"127.0.0.1:{port}",
-            "WEB_WORKERS": "1",
-            "WEB_THREADS": "2",
-            "WEB_CONNECTIONS_PER_WORKER": "1",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            # An idle keep-alive connection outlives any pause a loaded machine puts between the test's requests.
-            "GUNICORN_CMD_ARGS": "--keep-alive 60",
-        }
+    env = gunicorn_env(
+        tmp_path,
+        port,
+        WEB_CONNECTIONS_PER_WORKER="1",
+        # An idle keep-alive connection outlives any pause a loaded machine puts between the test's requests.
+        GUNICORN_CMD_ARGS="--keep-alive 60",
     )
-    env.pop("CELERY_BROKER_URL", None)
     with open(tmp_path / "gunicorn.log", "wb") as log:  # the child keeps its own copy of the descriptor
         server = subprocess.Popen(
             [str(Path(sys.executable).with_name("gunicorn")), "--config", "python:evalsite.gunicorn_config"],

@@ -8,16 +8,10 @@ from django.test import Client
 from django.urls import reverse
 
 from evalsite.help_pages import ORDER, help_documents
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def test_every_reference_document_is_listed_in_reading_order(researcher: User) -> None:

@@ -63,36 +63,28 @@ def test_env_database_sqlite_url_waits_for_locks_like_the_default(monkeypatch: p
     assert config["TEST"] == {"NAME": f"{tmp_path}/test_shared.sqlite3"}
 
 
-def test_settings_fail_loudly_on_a_bad_value() -> None:
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DEBUG": "sometimes"}, "DEBUG must be a boolean"),
+        ({"EVALSITE_PRODUCTION": "true"}, "SECRET_KEY must be set"),
+    ],
+    ids=["a bad value fails loudly", "production requires a secret key"],
+)
+def test_settings_refuse_to_start(env: dict[str, str], message: str) -> None:
     result = subprocess.run(
         [
             sys.executable,
             "-c",
             "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='evalsite.settings'; django.setup()",
         ],
-        env={"DEBUG": "sometimes", "PATH": "/usr/bin:/bin"},
+        env={**env, "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode != 0
-    assert "DEBUG must be a boolean" in result.stderr
-
-
-def test_production_requires_a_secret_key() -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='evalsite.settings'; django.setup()",
-        ],
-        env={"EVALSITE_PRODUCTION": "true", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode != 0
-    assert "SECRET_KEY must be set" in result.stderr
+    assert message in result.stderr
 
 
 def test_env_float_refuses_non_numbers_non_finite_and_values_below_minimum(monkeypatch: pytest.MonkeyPatch) -> None:

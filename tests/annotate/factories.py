@@ -6,7 +6,10 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from annotations.campaigns.answers import MISSING, TaskAnswer
 from annotations.campaigns.setup import campaign_create
+from annotations.campaigns.submissions import submission_create
+from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import Campaign, Dataset
 
@@ -95,3 +98,20 @@ def make_dataset(
 def make_campaign(dataset: Dataset, annotators: list[User], *, name: str = "campaign", **kwargs: Any) -> Campaign:
     kwargs.setdefault("raters_per_item", 2)
     return campaign_create(name=name, dataset=dataset, annotators=annotators, **kwargs)
+
+
+def full_answer(assignment: Any, user: User, *, value: float = 2, preference: int = 1) -> TaskAnswer:
+    """Every candidate scored `value` on the first aspect and 0 on the second (the first candidate's second left
+    missing), with a preference and a rationale: an answer every default campaign accepts."""
+    ratings: dict[tuple[int, int], Any] = {}
+    for c in task_candidates(assignment=assignment, user_id=user.pk):
+        ratings[(c.number, 1)] = value
+        ratings[(c.number, 2)] = MISSING if c.number == 1 else 0
+    return TaskAnswer(ratings=ratings, preference=preference, rationale="clear and correct")
+
+
+def submit_answer(campaign: Campaign, assignment: Any, user: User, key: str, answer: Any, **kwargs: Any) -> Any:
+    """`submission_create` of `answer` for the task `assignment` holds, by `user`, under idempotency key `key`."""
+    return submission_create(
+        campaign=campaign, task_id=assignment.task_id, user=user, idempotency_key=key, answer=answer, **kwargs
+    )

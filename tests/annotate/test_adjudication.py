@@ -23,8 +23,7 @@ from annotations.campaigns.tasks import task_candidates
 from annotations.models import Adjudication, AdjudicationRule, Aspect, Campaign, Dispute, Rating, Task
 from annotations.quality.services import rater_exclude
 from annotations.roles import adjudicator_grant
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,13 +31,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def rate_all(campaign: Campaign, user: User, *, value: float) -> int:
     done = 0
     while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=user,
-            idempotency_key=uuid.uuid4().hex,
-            answer=full_answer(assignment, user, value=value),
-        )
+        submit_answer(campaign, assignment, user, uuid.uuid4().hex, full_answer(assignment, user, value=value))
         done += 1
     return done
 

@@ -11,10 +11,8 @@ from django.utils import timezone
 from annotations import slots
 from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_slots import CLAIM_PATHS
 
 # Runs on both databases CI uses: row locking between real connections on Postgres, and the ORM path's
@@ -58,12 +56,12 @@ def test_concurrent_annotators_fill_every_task_exactly_n_times():
             assignment = assignment_claim(campaign=campaign, user=user)
             if assignment is None:
                 return
-            submission_create(
-                campaign=campaign,
-                task_id=assignment.task_id,
-                user=user,
-                idempotency_key=f"task{assignment.task_id}-user{user.pk}",
-                answer=full_answer(assignment, user, preference=1),
+            submit_answer(
+                campaign,
+                assignment,
+                user,
+                f"task{assignment.task_id}-user{user.pk}",
+                full_answer(assignment, user, preference=1),
             )
             with lock:
                 submitted[assignment.task_id] += 1
@@ -123,13 +121,7 @@ def test_concurrent_double_submit_writes_once():
     lock = threading.Lock()
 
     def submit(_index: int) -> None:
-        result = submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=user,
-            idempotency_key="double-click-key",
-            answer=full_answer(assignment, user),
-        )
+        result = submit_answer(campaign, assignment, user, "double-click-key", full_answer(assignment, user))
         with lock:
             replays.append(result.replayed)
 

@@ -10,11 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 
 from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
 from annotations.quality.services import ExclusionError, rater_exclude, rater_exclusion_revoke
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -23,13 +21,7 @@ def rate_one(campaign: Campaign, user: User) -> Assignment:
     campaign.annotators.add(user)
     assignment = assignment_claim(campaign=campaign, user=user)
     assert assignment is not None
-    submission_create(
-        campaign=campaign,
-        task_id=assignment.task_id,
-        user=user,
-        idempotency_key=uuid.uuid4().hex,
-        answer=full_answer(assignment, user),
-    )
+    submit_answer(campaign, assignment, user, uuid.uuid4().hex, full_answer(assignment, user))
     return assignment
 
 

@@ -11,7 +11,6 @@ from django.db import connections
 
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.progress import campaign_progress
-from annotations.campaigns.submissions import submission_create
 from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS
 from annotations.datasets.flat_export import iter_flat_csv, iter_flat_rows
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
@@ -22,8 +21,7 @@ from annotations.quality.services import (
     rater_slots_reopen,
 )
 from annotations.services import rater_for_user
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,13 +30,7 @@ def rate_all(campaign: Campaign, user: User) -> int:
     """The user claims and submits every task left for them; returns how many."""
     done = 0
     while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=user,
-            idempotency_key=uuid.uuid4().hex,
-            answer=full_answer(assignment, user),
-        )
+        submit_answer(campaign, assignment, user, uuid.uuid4().hex, full_answer(assignment, user))
         done += 1
     return done
 
@@ -147,13 +139,7 @@ def test_revoke_keeps_the_record_and_deletes_only_untaken_replacements(rated, re
     rater_exclude(rater=rater_of(rated, annotator1), reason="second look", by=researcher)
     assert RaterExclusion.objects.filter(revoked_at__isnull=True).count() == 1
     # The taken replacement, once submitted, makes N+1 ratings that count after the revocation.
-    submission_create(
-        campaign=rated,
-        task_id=taken.task_id,
-        user=annotator3,
-        idempotency_key=uuid.uuid4().hex,
-        answer=full_answer(taken, annotator3),
-    )
+    submit_answer(rated, taken, annotator3, uuid.uuid4().hex, full_answer(taken, annotator3))
 
 
 def test_revoked_exclusion_cannot_reopen(rated, researcher, annotator1):  # type: ignore[no-untyped-def]

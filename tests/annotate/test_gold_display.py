@@ -10,12 +10,10 @@ from django.urls import reverse
 from annotations import slots
 from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, GoldItem, GoldKind, Item, Rating, Submission, Task
 from annotations.opaque import opaque_pk
-from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_annotator_api import token_client
-from tests.annotate.test_services import full_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -106,23 +104,11 @@ def test_attention_instruction_naming_no_system_is_shown_with_every_answer(clien
 def test_gold_submission_and_revisit_store_ratings_through_the_normal_path(client, campaign, annotator2):
     gold = lease_gold(campaign, annotator2, kind=GoldKind.GOLD)
     gold.task = Task.objects.select_related("turn").get(pk=gold.task_id)
-    submission_create(
-        campaign=campaign,
-        task_id=gold.task_id,
-        user=annotator2,
-        idempotency_key="gold-submit-0001",
-        answer=full_answer(gold, annotator2, value=3),
-    )
+    submit_answer(campaign, gold, annotator2, "gold-submit-0001", full_answer(gold, annotator2, value=3))
     assert Submission.objects.get(assignment=gold).version == 1
     ratings = Rating.objects.filter(rater__user=annotator2, aspect__name="factuality")
     assert ratings.count() == 2 and set(ratings.values_list("value", flat=True)) == {3.0}
-    submission_create(
-        campaign=campaign,
-        task_id=gold.task_id,
-        user=annotator2,
-        idempotency_key="gold-submit-0002",
-        answer=full_answer(gold, annotator2, value=1),
-    )
+    submit_answer(campaign, gold, annotator2, "gold-submit-0002", full_answer(gold, annotator2, value=1))
     assert Submission.objects.get(assignment=gold).version == 2
     assert set(ratings.values_list("value", flat=True)) == {1.0}
     client.force_login(annotator2)

@@ -14,13 +14,11 @@ from django.urls import reverse
 
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.progress import annotator_progress
-from annotations.campaigns.submissions import submission_create
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Task
 from annotations.recruitment.models import CrowdWorker, Platform
 from annotations.recruitment.services import link_create
-from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_recruitment import join, next_task, prolific_url, submit_current
-from tests.annotate.test_services import full_answer
 from tests.conftest import CAST_PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -34,13 +32,7 @@ def gold_last_campaign(owner, annotators, *, regular: int, gold: int, rate: floa
 
 
 def submit(campaign: Campaign, assignment: Assignment, user) -> None:  # type: ignore[no-untyped-def]
-    submission_create(
-        campaign=campaign,
-        task_id=assignment.task_id,
-        user=user,
-        idempotency_key=f"key-{assignment.pk:06d}-{user.pk:04d}",
-        answer=full_answer(assignment, user),
-    )
+    submit_answer(campaign, assignment, user, f"key-{assignment.pk:06d}-{user.pk:04d}", full_answer(assignment, user))
 
 
 def login(user) -> Client:  # type: ignore[no-untyped-def]

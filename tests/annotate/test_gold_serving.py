@@ -14,11 +14,9 @@ from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns import claims
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.errors import CampaignError
-from annotations.campaigns.submissions import submission_create
 from annotations.gold.selectors import gold_block_size, gold_is_due
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Rating, Task
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_slots import CLAIM_PATHS
 
 pytestmark = pytest.mark.django_db
@@ -50,12 +48,8 @@ def work_through(campaign: Campaign, user) -> list[bool]:  # type: ignore[no-unt
     while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
         handed.append(assignment.is_gold)
         assert assignment.task.is_gold == assignment.is_gold
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=user,
-            idempotency_key=f"key-{assignment.task_id:04d}-{user.pk:04d}",
-            answer=full_answer(assignment, user),
+        submit_answer(
+            campaign, assignment, user, f"key-{assignment.task_id:04d}-{user.pk:04d}", full_answer(assignment, user)
         )
     return handed
 
@@ -138,12 +132,8 @@ def test_gold_slot_is_never_claimed_by_someone_else(claim_path, researcher, anno
         assert assignment is not None
         if assignment.is_gold:
             break
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=annotator1,
-            idempotency_key=f"key-a-{assignment.task_id:04d}",
-            answer=full_answer(assignment, annotator1),
+        submit_answer(
+            campaign, assignment, annotator1, f"key-a-{assignment.task_id:04d}", full_answer(assignment, annotator1)
         )
     Assignment.objects.filter(pk=assignment.pk).update(lease_expires_at=timezone.now() - timezone.timedelta(hours=1))
     campaign.gold_rate = 0
@@ -152,13 +142,7 @@ def test_gold_slot_is_never_claimed_by_someone_else(claim_path, researcher, anno
     while (other := assignment_claim(campaign=campaign, user=annotator2)) is not None:
         assert other.pk != assignment.pk and not other.is_gold
         taken.append(other.pk)
-        submission_create(
-            campaign=campaign,
-            task_id=other.task_id,
-            user=annotator2,
-            idempotency_key=f"key-b-{other.task_id:04d}",
-            answer=full_answer(other, annotator2),
-        )
+        submit_answer(campaign, other, annotator2, f"key-b-{other.task_id:04d}", full_answer(other, annotator2))
     assert len(taken) == 4
     # Its owner resumes it.
     assert assignment_claim(campaign=campaign, user=annotator1).pk == assignment.pk
@@ -167,12 +151,8 @@ def test_gold_slot_is_never_claimed_by_someone_else(claim_path, researcher, anno
 def test_skipped_gold_task_is_not_offered_again(researcher, annotator1):
     campaign = gold_campaign(researcher, [annotator1], items=4, gold=2, rate=0.5, raters_per_item=1)
     while not (assignment := assignment_claim(campaign=campaign, user=annotator1)).is_gold:
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=annotator1,
-            idempotency_key=f"key-s-{assignment.task_id:04d}",
-            answer=full_answer(assignment, annotator1),
+        submit_answer(
+            campaign, assignment, annotator1, f"key-s-{assignment.task_id:04d}", full_answer(assignment, annotator1)
         )
     assignment_skip(assignment=assignment, user=annotator1, reason="other")
     following = assignment_claim(campaign=campaign, user=annotator1)

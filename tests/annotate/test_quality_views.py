@@ -5,8 +5,6 @@ import csv
 import io
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -16,18 +14,12 @@ from annotations.quality.models import RaterExclusion
 from annotations.quality.views import PAYMENT_FIELDS, QUALITY_FIELDS
 from annotations.recruitment.models import Platform
 from tests.annotate.quality_world import careful, crowd_worker, one_value, rate, study
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
 CANARY = "CANARY-PID-7f3a9c"
 GOLD = {"sys_alpha": {"factuality": 3}, "sys_beta": {"factuality": 0}}
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def csv_rows(response) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]

@@ -5,9 +5,8 @@ beside the raw ratings. axe-core finds nothing serious on the queue or the dispu
 Screenshots go to tests/artifacts/ (gitignored)."""
 
 import json
-import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.contrib.auth.models import User
@@ -18,20 +17,14 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.models import Adjudication, Dispute, Rating
 from annotations.roles import adjudicator_grant
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
-from tests.browser.test_annotator_flow import ARTIFACTS
-from tests.browser.test_task_layout import axe_violations
+from tests.annotate.factories import full_answer, make_campaign, make_dataset
+from tests.browser.pages import axe_violations, log_in, page_factory, shooter
 from tests.conftest import CAST_PASSWORD
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"adjudication-{name}.png"), full_page=True)
+shot = shooter("adjudication")
 
 
 @pytest.fixture(params=["en-US", "ja-JP"])
@@ -40,31 +33,9 @@ def locale(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def context_for(browser: Browser, locale: str) -> Iterator:  # type: ignore[type-arg]
-    contexts = []
-    problems: list[str] = []
-
-    def make():  # type: ignore[no-untyped-def]
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=locale)
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-        page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert problems == []
-
-
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.locator("#id_username").fill(username)
-    page.locator("#id_password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-    expect(page).to_have_url(f"{base}/")
+def context_for(browser: Browser, locale: str) -> Iterator[Callable[[], Page]]:
+    with page_factory(browser, locale=locale) as make:
+        yield make
 
 
 def test_three_raters_disagree_an_adjudicator_settles_both_and_the_export_shows_consensus(  # type: ignore[no-untyped-def]
@@ -88,7 +59,7 @@ def test_three_raters_disagree_an_adjudicator_settles_both_and_the_export_shows_
     tag = locale[:2]
 
     page = context_for()
-    log_in(page, live_server.url, "adjudicator1")
+    log_in(page, live_server.url, "adjudicator1", by_label=False)
     expect(page.locator("#my-disputes")).to_be_visible()
     with page.expect_navigation():
         page.locator("section[aria-labelledby=my-disputes] a").click()
@@ -120,7 +91,7 @@ def test_three_raters_disagree_an_adjudicator_settles_both_and_the_export_shows_
     assert sorted(Rating.objects.values_list("id", "value")) == raw_before
 
     researcher_page = context_for()
-    log_in(researcher_page, live_server.url, "researcher")
+    log_in(researcher_page, live_server.url, "researcher", by_label=False)
     response = researcher_page.request.get(f"{live_server.url}/datasets/{campaign.dataset.pk}/export/jsonl/")
     assert response.status == 200
     items = [json.loads(line) for line in response.text().splitlines()]

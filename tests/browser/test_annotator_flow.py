@@ -2,10 +2,8 @@
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -13,12 +11,7 @@ from playwright.sync_api import Browser, Page, expect
 from annotations.campaigns.setup import campaign_create
 from annotations.models import AnswerFormat, AssignmentDraft, Dataset, Submission
 from tests.annotate.factories import SYSTEM_NAMES, lfqa_lines, make_dataset
-from tests.conftest import CAST_PASSWORD
-
-# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+from tests.browser.pages import log_in, open_page, shooter
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -38,36 +31,12 @@ LONG_MARKDOWN = (
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
-    page = context.new_page()
-    page.problems = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
-    page.on(
-        "console",
-        # The refused submit is an expected 422; every other console error is a failure.
-        lambda msg: (
-            page.problems.append(f"console {msg.type}: {msg.text}")  # type: ignore[attr-defined]
-            if msg.type == "error" and "status of 422" not in msg.text
-            else None
-        ),
-    )
-    page.on("dialog", lambda dialog: (page.problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    # The refused submit is an expected 422; every other console error is a failure.
+    with open_page(browser, height=720, expected=["status of 422"], dialogs=True) as page:
+        yield page
 
 
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"annotator-{name}.png"), full_page=True)
-
-
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-    expect(page).to_have_url(f"{base}/")
+shot = shooter("annotator")
 
 
 def assert_blind(page: Page) -> None:
@@ -192,7 +161,7 @@ def test_long_markdown_answer_at_200_percent_zoom_in_japanese(browser: Browser, 
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     try:
-        log_in_ja(page, live_server.url, annotator1.username)
+        log_in(page, live_server.url, annotator1.username, by_label=False)
         page.goto(f"{live_server.url}/annotate/{campaign.pk}/")
         expect(page.locator("form button.primary[autofocus]")).to_be_focused()
         page.keyboard.press("Enter")
@@ -213,15 +182,6 @@ def test_long_markdown_answer_at_200_percent_zoom_in_japanese(browser: Browser, 
         assert errors == []
     finally:
         context.close()
-
-
-def log_in_ja(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.locator("#id_username").fill(username)
-    page.locator("#id_password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-    expect(page).to_have_url(f"{base}/")
 
 
 def draft_values(campaign) -> dict:  # type: ignore[no-untyped-def]

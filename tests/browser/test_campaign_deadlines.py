@@ -5,7 +5,6 @@ instead of getting a task. Each page passes axe-core and scrolls no page sideway
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 from datetime import UTC, datetime
 
 import pytest
@@ -13,15 +12,11 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from annotations.models import Assignment, Campaign
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.browser.test_annotator_flow import ARTIFACTS
-from tests.browser.test_task_layout import axe_violations
-from tests.conftest import CAST_PASSWORD
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+from tests.browser import pages
+from tests.browser.pages import log_in, new_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = (390, 1280)
 WORDS = {
     "en": {"refused": "The closing time must be after the opening time.", "opens": "This campaign opens at"},
     "ja": {"refused": "締切時刻は開始時刻より後にしてください。", "opens": "に始まります"},
@@ -29,25 +24,13 @@ WORDS = {
 
 
 def check_layout(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 900})
-        scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-        assert scroll <= inner, f"{name} scrolls sideways at {width} px: {scroll} > {inner}"
-        assert axe_violations(page) == [], name
-        page.screenshot(path=str(ARTIFACTS / f"deadlines-{name}-{width}.png"), full_page=True)
-    page.set_viewport_size({"width": 1280, "height": 900})
+    pages.check_layout(page, f"deadlines-{name}")
 
 
 def signed_in(browser: Browser, base: str, username: str, locale: str) -> tuple[BrowserContext, Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=locale)
-    page = context.new_page()
-    page.goto(f"{base}/accounts/login/")
-    page.locator("#id_username").fill(username)
-    page.locator("#id_password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-    return context, page
+    page = new_page(browser, locale=locale)
+    log_in(page, base, username, by_label=False)
+    return page.context, page
 
 
 def save(page: Page) -> None:

@@ -5,12 +5,10 @@ getting other tasks.
 The platforms are played by a small HTTP server on 127.0.0.1 that records what reaches it. Screenshots go to
 tests/artifacts/ (gitignored)."""
 
-import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -25,11 +23,8 @@ from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, 
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import SYSTEM_NAMES, lfqa_lines, make_dataset
 from tests.annotate.test_recruitment import row_counts
-from tests.browser.test_annotator_flow import log_in
+from tests.browser.pages import log_in, page_factory, shooter
 
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 PID = "PROLIFIC-canary-5f0c0ffee"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -83,29 +78,12 @@ def platform_server() -> Iterator[PlatformStandIn]:
 
 
 @pytest.fixture
-def new_page(browser: Browser) -> Iterator[Any]:
-    contexts = []
-
-    def make() -> Page:
-        context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
-        contexts.append(context)
-        page = context.new_page()
-        page.problems = []  # type: ignore[attr-defined]
-        page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
-        page.on(
-            "console",
-            lambda msg: page.problems.append(f"console: {msg.text}") if msg.type == "error" else None,  # type: ignore[attr-defined]
-        )
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
+def new_page(browser: Browser) -> Iterator[Callable[[], Page]]:
+    with page_factory(browser, height=800, clean=False) as make:
+        yield make
 
 
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"crowd-{name}.png"), full_page=True)
+shot = shooter("crowd")
 
 
 def make_campaign(researcher: Any, *, items: int = 4, raters: int = 2, name: str = "Crowd study") -> Campaign:

@@ -4,7 +4,6 @@ axe-core finds nothing serious on the consent, screening or end page.
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
@@ -16,10 +15,7 @@ from annotations.models import Assignment
 from annotations.recruitment.models import CrowdWorker, Platform, ScreeningOutcome
 from annotations.recruitment.services import link_create, link_screening_set
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.browser.test_annotator_flow import ARTIFACTS
-from tests.browser.test_task_layout import axe_violations
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+from tests.browser.pages import ARTIFACTS, axe_violations, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,14 +23,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture(params=["en-US", "ja-JP"])
 def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     cache.clear()  # the join rate limit counts per address
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=str(request.param))
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
-    yield page
-    context.close()
-    assert problems == []
+    with open_page(browser, locale=str(request.param), clean=True) as page:
+        yield page
 
 
 def shot(page: Page, name: str) -> None:

@@ -3,7 +3,6 @@ one click, and the filters keep that choice.
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 import re
 from collections.abc import Iterator
 
@@ -14,29 +13,18 @@ from annotations.models import Rater
 from annotations.quality.services import rater_exclude
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_exclusions import rate_all
-from tests.browser.test_annotator_flow import ARTIFACTS, log_in
-
-# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+from tests.browser.pages import log_in, open_page, shooter
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"exclusion-{name}.png"), full_page=True)
+shot = shooter("exclusion")
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
-    yield page
-    context.close()
-    assert problems == []
+    with open_page(browser, clean=True) as page:
+        yield page
 
 
 def test_agreement_page_names_the_excluded_rater_and_brings_them_back(  # type: ignore[no-untyped-def]

@@ -1,26 +1,20 @@
 """Every page names the site's own icon, and the icon loads: no page, the admin's included, makes the browser ask
 for a file the site does not have."""
 
-import os
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, Response
 
-from tests.browser.test_annotator_flow import log_in
-
-# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+from tests.browser.pages import log_in, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
-    page = context.new_page()
-    yield page
-    context.close()
+    with open_page(browser, height=800) as page:
+        yield page
 
 
 def test_every_page_links_an_icon_that_loads(live_server, page: Page, researcher) -> None:  # type: ignore[no-untyped-def]

@@ -6,7 +6,8 @@ from playwright.sync_api import Page, expect
 
 from annotations.campaigns.setup import campaign_create
 from tests.annotate.factories import lfqa_lines, make_dataset
-from tests.browser.test_annotator_flow import log_in, page  # noqa: F401 - fixtures and helpers
+from tests.browser.pages import log_in
+from tests.browser.test_annotator_flow import page  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

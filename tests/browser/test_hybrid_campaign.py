@@ -7,7 +7,6 @@ Screenshots go to /tmp/h27c-*.png and tests/artifacts/ (gitignored)."""
 
 import csv
 import io
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,14 +19,11 @@ from annotations.campaigns.setup import campaign_create
 from annotations.models import Assignment, AssignmentStatus, Campaign, JudgeFilledRating, Rating, RatingOrigin
 from judging import services
 from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus
-from tests.browser.test_adjudication import log_in
-from tests.browser.test_annotator_flow import ARTIFACTS
+from tests.browser.pages import ARTIFACTS, log_in
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import rated_dataset, true_score
 from tests.judging.hybrid_data import judge_config, script_judge
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -115,7 +111,7 @@ def test_a_hybrid_campaign_from_certification_to_the_marked_export(  # type: ign
     problems: list[str] = []
     page = context.new_page()
     page.on("pageerror", lambda exc: problems.append(str(exc)))
-    log_in(page, base, researcher.username)
+    log_in(page, base, researcher.username, by_label=False)
 
     # 1. Certify: freeze the imported ratings as the reference set, then certify the version on it.
     page.goto(f"{base}/dashboard/{dataset.pk}/certification/")
@@ -181,7 +177,7 @@ def test_a_hybrid_campaign_from_certification_to_the_marked_export(  # type: ign
     rater_context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
     rater_page = rater_context.new_page()
     rater_page.on("pageerror", lambda exc: problems.append(str(exc)))
-    log_in(rater_page, base, annotator1.username)
+    log_in(rater_page, base, annotator1.username, by_label=False)
     rated = rate_every_task(rater_page, base, campaign)
     assert len(rated) == ITEMS - expected_kept and set(rated) == {5}
     shot(rater_page, "annotator-done")

@@ -7,10 +7,8 @@ or it is a term kept in Latin letters. Screenshots go to tests/artifacts/."""
 
 import io
 import json
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -19,12 +17,9 @@ from annotations.campaigns.setup import campaign_create
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
 from annotations.rubrics import preset_rubric
+from tests.browser.pages import ARTIFACTS, open_page
 from tests.conftest import CAST_PASSWORD
 from tests.i18n.test_japanese_pages import KEPT_LATIN, LATIN_WORD, data_words
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -59,12 +54,9 @@ LINES = [
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="ja-JP")
-    page = context.new_page()
-    page.problems = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    # The refused submit is an expected 422; every other console error is a failure.
+    with open_page(browser, height=800, locale="ja-JP", expected=["status of 422"]) as page:
+        yield page
 
 
 @pytest.fixture

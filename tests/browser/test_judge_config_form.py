@@ -4,57 +4,28 @@ its field, and the save; what is stored equals what was entered.
 Screenshots go to tests/artifacts/ (gitignored)."""
 
 import json
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from judging.admin_forms import config_template
 from judging.models import JudgeConfig
+from tests.browser.pages import open_page, shooter
 from tests.conftest import CAST_PASSWORD
 from tests.judging.factories import make_dataset
-
-# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-    page = context.new_page()
-    page.problems = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
-    # A failed load is reported by its response below, with its URL; every other console error fails.
-    page.on(
-        "console",
-        lambda msg: (
-            page.problems.append(f"console {msg.type}: {msg.text}")  # type: ignore[attr-defined]
-            if msg.type == "error" and not msg.text.startswith("Failed to load resource")
-            else None
-        ),
-    )
-    page.on(
-        "response",
-        lambda response: (
-            page.problems.append(f"{response.status} {response.url}")  # type: ignore[attr-defined]
-            if response.status >= 400
-            else None
-        ),
-    )
-    page.on("dialog", lambda dialog: (page.problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    # A failed load is reported by its response, with its URL; every other console error fails.
+    with open_page(browser, expected=["Failed to load resource"], responses=True, dialogs=True) as page:
+        yield page
 
 
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"judge-config-{name}.png"), full_page=True)
+shot = shooter("judge-config")
 
 
 def json_view(page: Page) -> dict:  # type: ignore[type-arg]

@@ -8,7 +8,6 @@ serious or critical finding) and scrolls no page sideways at 390 px or 1,280 px.
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,17 +17,14 @@ from playwright.sync_api import Browser, Page, expect
 
 from annotations.campaigns.setup import campaign_create
 from judging.models import Certificate, CertificateStatus, JudgeConfig, JudgeRun, RunStatus
-from tests.browser.test_annotator_flow import ARTIFACTS
-from tests.browser.test_task_layout import axe_violations
-from tests.conftest import CAST_PASSWORD, wait_for
+from tests.browser import pages
+from tests.browser.pages import log_in, new_page
+from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT, TRUE_SCORE, answer_with_truth, rated_dataset
 
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = (390, 1280)
 # The worker runs in its own process: the fake provider on loopback is allowed there through the operator's
 # allowlist, as the live server's settings allow it below.
 WORKER_ENV = {"JUDGE_API_BASE_ALLOWLIST": "127.0.0.1", "JUDGE_RETRY_BASE_MS": "20", "JUDGE_RETRY_CAP_S": "1"}
@@ -64,15 +60,7 @@ def fake(settings) -> Iterator[FakeProvider]:  # type: ignore[no-untyped-def]
 
 
 def check_layout(page: Page, name: str) -> None:
-    """No serious axe finding and no sideways scrolling at either width; a full-page screenshot at each."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 900})
-        scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-        assert scroll <= inner, f"{name} scrolls sideways at {width} px: {scroll} > {inner}"
-        assert axe_violations(page) == [], name
-        page.screenshot(path=str(ARTIFACTS / f"judges-{name}-{width}.png"), full_page=True)
-    page.set_viewport_size({"width": 1280, "height": 900})
+    pages.check_layout(page, f"judges-{name}")
 
 
 def go(page: Page, selector: str) -> None:
@@ -106,17 +94,9 @@ def test_the_judge_half_of_a_study(  # type: ignore[no-untyped-def]
     dataset.save(update_fields=["owner"])
     campaign = campaign_create(name="round one", dataset=dataset, raters_per_item=2, annotators=annotators)
     tag = locale[:2]
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=locale)
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+    page = new_page(browser, locale=locale)
     base = live_server.url
-    page.goto(f"{base}/accounts/login/")
-    page.locator("#id_username").fill(researcher.username)
-    page.locator("#id_password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    log_in(page, base, researcher.username, by_label=False)
     expect(page.locator("html")).to_have_attribute("lang", tag)
     # The menu leads to the judges area and never to the admin.
     assert page.locator("header a[href^='/admin/']").count() == 0
@@ -244,5 +224,5 @@ def test_the_judge_half_of_a_study(  # type: ignore[no-untyped-def]
     go(page, f"a[href='/research/campaigns/{campaign.pk}/settings/']")
     expect(page.locator("[data-fixed-reason]")).to_be_visible()
     check_layout(page, f"campaign-settings-{tag}")
-    assert problems == []
-    context.close()
+    assert page.problems == []  # type: ignore[attr-defined]
+    page.context.close()

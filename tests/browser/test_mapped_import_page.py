@@ -2,31 +2,22 @@
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from annotations.models import Dataset
-from tests.browser.test_annotator_flow import ARTIFACTS, log_in
+from tests.browser.pages import ARTIFACTS, log_in, open_page
 from tests.io.test_mapped_import import ARENA_SCHEMA, arena_rows, write_parquet
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
-    yield page
-    context.close()
-    assert problems == []
+    with open_page(browser, width=390, height=844, clean=True) as page:
+        yield page
 
 
 def test_preview_and_import_an_arena_table(live_server, page: Page, researcher, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -1,7 +1,6 @@
 """A researcher in real Chromium reads the quality panel of a crowd study: a flagged straight-liner first, the gold
 accuracy chart, and the CSV downloads. Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,12 +9,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from annotations.models import Rater
 from tests.annotate.quality_world import careful, crowd_worker, one_value, rate, study
-from tests.conftest import CAST_PASSWORD
+from tests.browser.pages import ARTIFACTS, log_in, open_page
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 CANARY = "CANARY-PID-7f3a9c"
 GOLD = {"sys_alpha": {"factuality": 3}, "sys_beta": {"factuality": 0}}
 
@@ -24,16 +19,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US", accept_downloads=True)
-    page = context.new_page()
-    page.problems = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
-    page.on(
-        "console",
-        lambda msg: page.problems.append(f"console: {msg.text}") if msg.type == "error" else None,  # type: ignore[attr-defined]
-    )
-    yield page
-    context.close()
+    with open_page(browser, height=800, accept_downloads=True) as page:
+        yield page
 
 
 def test_researcher_sees_the_flagged_worker_the_chart_and_downloads(live_server, page, researcher, annotators):
@@ -76,14 +63,6 @@ def test_researcher_sees_the_flagged_worker_the_chart_and_downloads(live_server,
         panel.get_by_role("link", name="Payment export").click()
     assert CANARY in Path(payment_download.value.path()).read_text(encoding="utf-8")
     assert page.problems == []  # type: ignore[attr-defined]
-
-
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
 
 
 def reversed_scores(position: int, system: str, aspect: str) -> float:

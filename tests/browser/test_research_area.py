@@ -6,7 +6,6 @@ axe-core (no serious or critical finding) and scrolls no page sideways at 390 px
 Screenshots go to tests/artifacts/ (gitignored)."""
 
 import json
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -14,27 +13,18 @@ from playwright.sync_api import Browser, Page, expect
 
 from annotations.models import AnnotatorInvite, Campaign, Dataset, GoldItem, Item
 from tests.annotate.factories import lfqa_lines, make_dataset
-from tests.browser.test_annotator_flow import ARTIFACTS, log_in
-from tests.browser.test_task_layout import axe_violations
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+from tests.browser import pages
+from tests.browser.pages import log_in, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = (390, 1280)
 NEW_PASSWORD = "a-long-and-unusual-passphrase-91"
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
-    yield page
-    context.close()
-    assert problems == []
+    with open_page(browser, clean=True) as page:
+        yield page
 
 
 def study_file(tmp_path) -> str:  # type: ignore[no-untyped-def]
@@ -50,15 +40,7 @@ def study_file(tmp_path) -> str:  # type: ignore[no-untyped-def]
 
 
 def check_layout(page: Page, name: str) -> None:
-    """No serious axe finding and no sideways scrolling at either width; a full-page screenshot at each."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 900})
-        scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-        assert scroll <= inner, f"{name} scrolls sideways at {width} px: {scroll} > {inner}"
-        assert axe_violations(page) == [], name
-        page.screenshot(path=str(ARTIFACTS / f"research-{name}-{width}.png"), full_page=True)
-    page.set_viewport_size({"width": 1280, "height": 900})
+    pages.check_layout(page, f"research-{name}")
 
 
 def test_a_study_is_set_up_in_the_research_area(live_server, browser, page: Page, researcher, tmp_path) -> None:  # type: ignore[no-untyped-def]

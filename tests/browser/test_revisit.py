@@ -4,7 +4,6 @@ holds the corrected answer and the earlier one. Screenshots go to tests/artifact
 
 import json
 import os
-import re
 
 import pytest
 from django.test import Client
@@ -14,7 +13,8 @@ from playwright.sync_api import Page, expect
 from annotations.campaigns.setup import campaign_create
 from annotations.models import AssignmentDraft, Submission, SubmissionRevision
 from tests.annotate.factories import lfqa_lines, make_dataset
-from tests.browser.test_annotator_flow import log_in, page, shot  # noqa: F401 - fixtures and helpers
+from tests.browser.pages import log_in, start_first_task
+from tests.browser.test_annotator_flow import page, shot  # noqa: F401 - the fixture and its screenshots
 from tests.conftest import CAST_PASSWORD
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -56,10 +56,7 @@ def test_submit_reopen_correct_and_find_both_versions_in_the_export(
 ):
     base = live_server.url
     log_in(page, base, annotator1.username)
-    page.goto(f"{base}/annotate/{campaign.pk}/")
-    page.get_by_role("button", name="Start").click()
-    page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
-    task_url = page.url
+    task_url = start_first_task(page, base, campaign)
     fill_task(page, "3")
     page.get_by_role("button", name="Submit and go to the next task").click()
     page.wait_for_url(lambda url: url != task_url)

@@ -2,13 +2,12 @@
 is already filled (a revisit, a restored draft); Enter and Ctrl+Enter submit from anywhere on the page, as the help
 says; letters typed into the reason box stay text and fire no shortcut."""
 
-import re
-
 import pytest
 from playwright.sync_api import Page, expect
 
 from annotations.models import SubmissionRevision
-from tests.browser.test_annotator_flow import log_in, page, shot  # noqa: F401 - fixtures and helpers
+from tests.browser.pages import log_in, start_first_task
+from tests.browser.test_annotator_flow import page, shot  # noqa: F401 - the fixture and its screenshots
 from tests.browser.test_revisit import campaign, fill_task  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -29,10 +28,7 @@ def test_focus_starts_where_the_work_is_and_enter_submits_from_anywhere(
 ):
     base = live_server.url
     log_in(page, base, annotator1.username)
-    page.goto(f"{base}/annotate/{campaign.pk}/")
-    page.get_by_role("button", name="Start").click()
-    page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
-    task_url = page.url
+    task_url = start_first_task(page, base, campaign)
     # A fresh task: the first score has the focus.
     expect(page.locator("input[name='r-1-1']").first).to_be_focused()
     fill_task(page, "3")

@@ -4,8 +4,6 @@ layouts without sideways scrolling, and axe-core (vendored in static/) finding n
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,13 +17,9 @@ from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import Assignment, Rating, Submission
 from annotations.rubrics import preset_rubric
-from tests.conftest import CAST_PASSWORD
+from tests.browser.pages import ARTIFACTS, axe_violations, log_in, shooter
 
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 SAMPLE = Path(settings.BASE_DIR) / "annotations" / "sample_data" / "lfqa_sample.jsonl"
-AXE = Path(settings.BASE_DIR) / "static" / "vendor" / "axe-core" / "axe.min.js"
 SYSTEM_KEYS = ("model_formal", "model_casual", "human_top", "human_random")
 ASPECTS = ("factuality", "acceptability", "amount_info", "formality")  # the preset's order on the page
 
@@ -51,9 +45,7 @@ def pages(browser: Browser) -> Iterator[list[Page]]:
         context.close()
 
 
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"task-layout-{name}.png"), full_page=True)
+shot = shooter("task-layout")
 
 
 def make_campaign(owner, annotators, **options):  # type: ignore[no-untyped-def]
@@ -76,14 +68,6 @@ def campaign(live_server, researcher, annotator1):  # type: ignore[no-untyped-de
     return make_campaign(researcher, [annotator1])
 
 
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.locator("#id_username").fill(username)
-    page.locator("#id_password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-
-
 def open_task(page: Page, base: str, campaign) -> str:  # type: ignore[no-untyped-def]
     page.goto(f"{base}/annotate/{campaign.pk}/")
     expect(page.locator("form button.primary[autofocus]")).to_be_focused()
@@ -101,18 +85,6 @@ def assert_blind(page: Page) -> None:
 def assert_no_horizontal_scroll(page: Page) -> None:
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0, f"page scrolls sideways by {overflow}px"
-
-
-def axe_violations(page: Page) -> list[str]:
-    """Serious and critical axe-core findings. The script is read from the vendored file and evaluated through
-    the DevTools protocol, so the page's CSP stays as it is and nothing is fetched."""
-    page.evaluate(AXE.read_text(encoding="utf-8"))
-    results = page.evaluate("async () => JSON.stringify((await axe.run(document)).violations)")
-    return [
-        f"{violation['id']} ({violation['impact']}): {[node['target'] for node in violation['nodes']][:5]}"
-        for violation in json.loads(results)
-        if violation["impact"] in {"serious", "critical"}
-    ]
 
 
 def stored_values(campaign, user) -> dict[tuple[int, str], float]:  # type: ignore[no-untyped-def]
@@ -155,7 +127,7 @@ def test_keyboard_only_on_the_multiaspect_preset_with_signed_scales(browser, pag
     page = new_page(browser, width=1280, height=800)
     pages.append(page)
     base = live_server.url
-    log_in(page, base, annotator1.username)
+    log_in(page, base, annotator1.username, by_label=False)
     open_task(page, base, campaign)
     assert_blind(page)
     # four candidates of four aspects: every aspect a row of buttons, the first value focused
@@ -219,7 +191,7 @@ def test_one_click_per_cell_side_by_side_then_the_next_task_fits_above_the_fold(
     page = new_page(browser, width=1280, height=800)
     pages.append(page)
     base = live_server.url
-    log_in(page, base, annotator1.username)
+    log_in(page, base, annotator1.username, by_label=False)
     first_url = open_task(page, base, campaign)
     # the annotator's first task opens with the instructions; two candidates sit side by side, aspects in rows
     expect(page.locator("details.instructions")).to_have_attribute("open", "")
@@ -269,7 +241,7 @@ def test_the_form_posts_without_script_and_the_server_still_checks_it(
     pages.append(page)
     page.context.route("**/*.js", lambda route: route.abort())
     base = live_server.url
-    log_in(page, base, annotator1.username)
+    log_in(page, base, annotator1.username, by_label=False)
     page.goto(f"{base}/annotate/{campaign.pk}/")
     with page.expect_navigation():
         page.locator("form button.primary").click()
@@ -299,7 +271,7 @@ def test_layouts_do_not_scroll_sideways_and_axe_finds_nothing_serious(
     for name, (width, height, scale) in sizes.items():
         page = new_page(browser, width=width, height=height, scale=scale, locale="ja-JP" if locale == "ja" else "en-US")
         pages.append(page)
-        log_in(page, base, annotator1.username)
+        log_in(page, base, annotator1.username, by_label=False)
         if locale == "ja":
             with page.expect_navigation():
                 page.locator("#lang-select").select_option("ja")
@@ -330,7 +302,7 @@ def test_drop_downs_when_the_campaign_asks_for_them(browser, pages, live_server,
     campaign = make_campaign(researcher, [annotator1], scale_dropdowns=True)
     page = new_page(browser, width=1280, height=800)
     pages.append(page)
-    log_in(page, live_server.url, annotator1.username)
+    log_in(page, live_server.url, annotator1.username, by_label=False)
     open_task(page, live_server.url, campaign)
     assert page.locator("[role=radiogroup]").count() == 0
     assert page.locator("select[data-aspect-control]").count() == 16

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page
 
-from tests.browser.test_annotator_flow import ARTIFACTS, log_in
+from tests.browser.pages import ARTIFACTS, log_in
 from tests.browser.test_revisit import campaign  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

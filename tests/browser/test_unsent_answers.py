@@ -6,10 +6,8 @@ copy in the browser that a reload puts back, and drop that copy once the server 
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
@@ -17,11 +15,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from annotations.campaigns.setup import campaign_create
 from annotations.models import Rating, RatingOrigin, Submission
 from tests.annotate.factories import make_dataset
-from tests.conftest import CAST_PASSWORD
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+from tests.browser.pages import log_in, open_page, shooter
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -30,21 +24,9 @@ RATIONALE = "Candidate 1 answers the question; typed while the server was away."
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
-    page = context.new_page()
-    page.problems = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
-    page.on(
-        "console",
-        # The 503s this test serves are logged by Chromium and htmx; any other console error is a failure.
-        lambda msg: (
-            page.problems.append(f"console {msg.type}: {msg.text}")  # type: ignore[attr-defined]
-            if msg.type == "error" and "status of 503" not in msg.text and "Error Code 503" not in msg.text
-            else None
-        ),
-    )
-    yield page
-    context.close()
+    # The 503s this test serves are logged by Chromium and htmx; any other console error is a failure.
+    with open_page(browser, width=390, height=844, expected=["status of 503", "Error Code 503"]) as page:
+        yield page
 
 
 @pytest.fixture
@@ -63,9 +45,7 @@ def server_away(route: Route) -> None:
     )
 
 
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"unsent-{name}.png"), full_page=True)
+shot = shooter("unsent")
 
 
 def local_copies(page: Page) -> list[str]:
@@ -76,11 +56,7 @@ def local_copies(page: Page) -> list[str]:
 
 def test_typed_answers_survive_a_failed_submit_and_a_reload(page: Page, live_server, campaign, annotator1) -> None:  # type: ignore[no-untyped-def]
     base = live_server.url
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(annotator1.username)
-    page.get_by_label("Password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    log_in(page, base, annotator1.username)
     page.goto(f"{base}/annotate/{campaign.pk}/")
     page.locator("form button.primary[autofocus]").click()
     page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))

@@ -7,7 +7,6 @@ the consensus beside the untouched raw ratings.
 Screenshots of every step go to tests/artifacts/ (gitignored)."""
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +17,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from annotations.models import Adjudication, Campaign, Dataset, Dispute, GoldItem, Item, Rating
 from tests.annotate.factories import lfqa_lines
-from tests.browser.test_adjudication import log_in
-from tests.browser.test_annotator_flow import ARTIFACTS
+from tests.browser.pages import ARTIFACTS, log_in
 from tests.conftest import CAST_PASSWORD
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -159,7 +155,7 @@ def test_the_whole_study_from_login_to_the_consensus_export_without_the_admin(  
 
     # 1. Import with a preview first.
     page = session.page()
-    log_in(page, base, "researcher")
+    log_in(page, base, "researcher", by_label=False)
     page.goto(f"{base}/research/import/")
     page.locator("#id_name").fill("whole study")
     page.locator("#id_file").set_input_files(data_file)
@@ -269,7 +265,7 @@ def test_the_whole_study_from_login_to_the_consensus_export_without_the_admin(  
 
     # 5. The adjudicator settles both disputes with the scale buttons and a reason.
     judge = session.page()
-    log_in(judge, base, "adjudicator1")
+    log_in(judge, base, "adjudicator1", by_label=False)
     with judge.expect_navigation():
         judge.locator("section[aria-labelledby=my-disputes] a").click()
     expect(judge.locator("#dispute-queue tbody tr")).to_have_count(2)

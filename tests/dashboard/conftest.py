@@ -21,12 +21,12 @@ from django.core.cache import cache
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.setup import campaign_create
-from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import Campaign, Dataset, Response
 from annotations.task_sheet import campaign_scales
 from bench.datagen import LLM_JP_ASPECTS, generate_llm_jp_jsonl
+from tests.annotate.factories import submit_answer
 from tests.conftest import CAST_PASSWORD
 
 DATASET_NAME = "stats demo Ξ §"
@@ -176,12 +176,8 @@ def _submit_tasks(campaign: Campaign, users: list[User], tasks: int, rng: random
                     ratings[(candidate.number, scale.index)] = value
                     answers = entered.setdefault(scale.aspect.name, {})
                     answers.setdefault(keys[candidate.response_id], []).append(float(value))
-            result = submission_create(
-                campaign=campaign,
-                task_id=assignment.task_id,
-                user=user,
-                idempotency_key=f"scope-{assignment.pk}-{user.pk}",
-                answer=TaskAnswer(ratings=ratings),
+            result = submit_answer(
+                campaign, assignment, user, f"scope-{assignment.pk}-{user.pk}", TaskAnswer(ratings=ratings)
             )
             assert not result.replayed
     return entered

@@ -25,8 +25,7 @@ from annotations.models import Dispute
 from annotations.roles import adjudicator_grant
 from judging.analysis.reports import agreement_report, human_means, load_dataset_data
 from judging.analysis.selectors import ALL_RATINGS
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset
 
 pytestmark = pytest.mark.django_db
 

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
-from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Dataset
+from tests.commands import command_json as cli
+from tests.conftest import client_for
 from tests.dashboard.conftest import DATASET_NAME, JUDGE_NAME
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
-
-
-def cli(*args: str) -> dict:
-    out = io.StringIO()
-    call_command(*args, "--json", stdout=out)
-    return json.loads(out.getvalue())
 
 
 @pytest.mark.parametrize("endpoint", ["api-stats-agreement", "api-stats-correlation"])

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 from playwright.sync_api import sync_playwright
 
 from annotations.models import Dataset
+from tests.browser.pages import signed_in_page
 from tests.chromium import launch_chromium
 from tests.dashboard.conftest import JUDGE_NAME
 
@@ -22,33 +22,13 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 @pytest.mark.django_db(transaction=True)
 def test_dashboard_pages_render_in_chromium(live_server: Any, stats_dataset: Dataset, researcher: User) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
-    client = Client()
-    client.force_login(researcher)
-    session = client.cookies["sessionid"].value
     problems: list[str] = []
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
-            page = context.new_page()
             # CSP violations and script errors surface as console errors; failed loads are checked by their
-            # response below, which names the URL.
-            page.on(
-                "console",
-                lambda message: (
-                    problems.append(message.text)
-                    if message.type == "error" and not message.text.startswith("Failed to load resource")
-                    else None
-                ),
-            )
-            page.on(
-                "response",
-                lambda response: (
-                    problems.append(f"{response.status} {response.url}") if response.status >= 400 else None
-                ),
-            )
-            page.on("pageerror", lambda error: problems.append(str(error)))
+            # response, which names the URL.
+            page = signed_in_page(browser, live_server.url, researcher, responses=True, problems=problems)
 
             page.goto(live_server.url + reverse("dashboard-dataset", args=[stats_dataset.pk]) + "?aspect=overall")
             page.wait_for_selector("svg.plot rect")

@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
 import krippendorff
 import numpy as np
 import pytest
-from django.core.management import call_command
 from django.core.management.base import CommandError
 from scipy import stats
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotations.models import Dataset
 from judging.models import Judge, JudgeKind, JudgeScore
+from tests.commands import command_output as run
 from tests.dashboard.conftest import ASPECTS, DATASET_NAME, JUDGE_NAME, reference_matrix, reference_pairs
 
 pytestmark = pytest.mark.django_db
 
 STAT_KEYS = {"value", "undefined"}
 INTERVAL_KEYS = {"low", "high", "undefined"}
-
-
-def run(*args: str) -> str:
-    out = io.StringIO()
-    call_command(*args, stdout=out)
-    return out.getvalue()
 
 
 def test_agreement_json_shape_and_reference_values(stats_dataset: Dataset, stats_jsonl: list[dict[str, Any]]) -> None:

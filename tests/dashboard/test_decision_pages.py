@@ -21,6 +21,7 @@ from judging.analysis.reports import agreement_report
 from judging.analysis.selectors import rating_scope
 from judging.statistics.judge_comparison import holm_adjust
 from judging.statistics.planning import expected_width, items_for_width
+from tests.browser.pages import signed_in_page
 from tests.chromium import launch_chromium
 from tests.dashboard.conftest import ASPECTS, JUDGE_NAME, ScopedData
 from tests.dashboard.test_decisions import NOISY, RANDOM, TWO_JUDGES, two_judges  # noqa: F401 -- the fixture
@@ -131,9 +132,6 @@ def test_matrix_and_plan_render_in_chromium_in_english_and_japanese(
 ) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     dataset, _ = two_judges
-    client = Client()
-    client.force_login(researcher)
-    session = client.cookies["sessionid"].value
     problems: list[str] = []
     judges_url = live_server.url + reverse("dashboard-judges", args=[dataset.pk])
     progress_url = live_server.url + reverse("campaign-progress", args=[scoped.campaign_a.pk])
@@ -141,17 +139,8 @@ def test_matrix_and_plan_render_in_chromium_in_english_and_japanese(
         browser = launch_chromium(playwright)
         try:
             for locale, width in (("en-US", 1280), ("ja-JP", 390)):
-                context = browser.new_context(viewport={"width": width, "height": 900}, locale=locale)
-                context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
-                page = context.new_page()
-                page.on("pageerror", lambda error: problems.append(str(error)))
-                page.on(
-                    "console",
-                    lambda message: (
-                        problems.append(message.text)
-                        if message.type == "error" and not message.text.startswith("Failed to load resource")
-                        else None
-                    ),
+                page = signed_in_page(
+                    browser, live_server.url, researcher, width=width, locale=locale, problems=problems
                 )
                 page.goto(judges_url)
                 page.wait_for_selector("#judge-matrix table.judge-matrix")
@@ -170,7 +159,7 @@ def test_matrix_and_plan_render_in_chromium_in_english_and_japanese(
                     assert heading != "What this campaign's size buys"
                     assert "ICC" in page.locator("#campaign-plan").inner_text()
                 page.locator("#campaign-plan").screenshot(path=str(ARTIFACTS / f"campaign-plan-{locale}.png"))
-                context.close()
+                page.context.close()
         finally:
             browser.close()
     assert not problems, problems

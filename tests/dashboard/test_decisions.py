@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 from django.urls import reverse
 from scipy import stats
 
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset, Response
 from judging.statistics.judge_comparison import steiger_z, williams_t, zou_interval
+from tests.commands import command_output as run
+from tests.conftest import client_for
 from tests.dashboard.conftest import (
     ASPECTS,
     CAMPAIGN_A,
@@ -38,12 +38,6 @@ NOISY = "noisy judge"
 RANDOM = "random judge"
 STAT_KEYS = {"value", "undefined"}
 INTERVAL_KEYS = {"low", "high", "undefined"}
-
-
-def run(*args: str) -> str:
-    out = io.StringIO()
-    call_command(*args, stdout=out)
-    return out.getvalue()
 
 
 @pytest.fixture
@@ -213,13 +207,6 @@ def test_plan_study_command(db: None) -> None:
 
 
 # ---------------------------------------------------------------- API
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def test_compare_judges_api_equals_the_command_and_checks_access(

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 from playwright.sync_api import sync_playwright
 
+from tests.browser.pages import signed_in_page
 from tests.chromium import launch_chromium
 from tests.dashboard.decision_data import COPY_JUDGE, PAIRWISE_JUDGE, make_decision_dataset
 
@@ -22,26 +22,12 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 def test_verdict_and_rankings_render_in_chromium(live_server: Any, researcher: User) -> None:
     dataset = make_decision_dataset(researcher)
     ARTIFACTS.mkdir(exist_ok=True)
-    client = Client()
-    client.force_login(researcher)
-    session = client.cookies["sessionid"].value
     problems: list[str] = []
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         try:
             for width, suffix in ((1280, ""), (390, "-390")):
-                context = browser.new_context(viewport={"width": width, "height": 900})
-                context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
-                page = context.new_page()
-                page.on("pageerror", lambda error: problems.append(str(error)))
-                page.on(
-                    "console",
-                    lambda message: (
-                        problems.append(message.text)
-                        if message.type == "error" and not message.text.startswith("Failed to load resource")
-                        else None
-                    ),
-                )
+                page = signed_in_page(browser, live_server.url, researcher, width=width, problems=problems)
                 judges = reverse("dashboard-judges", args=[dataset.pk])
                 page.goto(live_server.url + judges + f"?judge={COPY_JUDGE}&aspect=overall")
                 verdict = page.locator("#alt-test .verdict")
@@ -62,7 +48,7 @@ def test_verdict_and_rankings_render_in_chromium(live_server: Any, researcher: U
                 assert "Kendall" in page.locator("#ranking-agreement").inner_text()
                 page.screenshot(path=str(ARTIFACTS / f"dashboard-rankings{suffix}.png"), full_page=True)
                 assert page.evaluate("document.documentElement.scrollWidth") <= width
-                context.close()
+                page.context.close()
         finally:
             browser.close()
     assert not problems, problems

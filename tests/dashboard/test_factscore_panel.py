@@ -12,34 +12,19 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from judging import services as engine
 from judging.factscore import services
 from judging.factscore.selectors import factscore_report
 from judging.models import JudgeRun
+from tests.conftest import client_for
 from tests.factories import JudgeFactory, JudgeScoreFactory
-from tests.factscore.conftest import _world_server, world, world_provider  # noqa: F401 (fixtures)
-from tests.factscore.factories import ENGLISH_ANSWERS, factscore_config, make_fact_dataset, script_world
+from tests.factscore.conftest import _world_server, finished_run, world, world_provider  # noqa: F401 (fixtures)
+from tests.factscore.factories import truth
 
 pytestmark = pytest.mark.django_db
 
 CURIE_THIRD = "Marie Curie won the Nobel Prize in Chemistry in 1911."
 BASEL = "The Rhine passes Basel."
 BLACK_SEA = "The Rhine flows into the Black Sea."
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
-
-
-def truth(fact_text: str) -> str:
-    for _answer, facts in ENGLISH_ANSWERS.values():
-        for text, supported in facts:
-            if text == fact_text:
-                return "supported" if supported else "not_supported"
-    raise KeyError(fact_text)
 
 
 def review_all(campaign, user: User, overrides: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
@@ -51,12 +36,7 @@ def review_all(campaign, user: User, overrides: dict[str, str]) -> None:  # type
 
 @pytest.fixture
 def run(world, world_provider, eager, django_capture_on_commit_callbacks, researcher) -> JudgeRun:  # type: ignore[no-untyped-def]  # noqa: F811
-    script_world(world)
-    dataset = make_fact_dataset(owner=researcher)
-    with django_capture_on_commit_callbacks(execute=True):
-        launched = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
-    launched.refresh_from_db()
-    return launched
+    return finished_run(world, world_provider, django_capture_on_commit_callbacks, researcher)
 
 
 @pytest.fixture

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
 from annotations.models import Dataset
 from judging.models import Judge, JudgeKind, JudgeRun, RunStatus
-from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.factories import make_campaign, make_dataset, submit_answer
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -95,19 +87,13 @@ def test_overview_access(researcher: User, annotator1: User, outsider: User, wor
 
 
 def test_overview_counts_ratings_of_the_app(researcher: User, annotator1: User, world: dict) -> None:
-    from tests.annotate.test_services import full_answer
+    from tests.annotate.factories import full_answer
 
     campaign = world["campaign"]
     slot = campaign.assignments.get(annotator=annotator1)
     before = client_for(researcher).get(reverse("dashboard-overview", args=[world["dataset"].pk])).content.decode()
     assert "imported and 0 app raters" in before
-    submission_create(
-        campaign=campaign,
-        task_id=slot.task_id,
-        user=annotator1,
-        idempotency_key="overview-1",
-        answer=full_answer(slot, annotator1),
-    )
+    submit_answer(campaign, slot, annotator1, "overview-1", full_answer(slot, annotator1))
     after = client_for(researcher).get(reverse("dashboard-overview", args=[world["dataset"].pk])).content.decode()
     # one app rater now, and one of the 4 slots submitted
     assert "imported and 1 app raters" in after and "1 / 4 (25.0%)" in after

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Aspect, Dataset, Response
@@ -23,6 +21,8 @@ from judging.analysis.reports import ReportError
 from judging.models import Judge, JudgeKind, JudgeRun, JudgeScore, Judgment, JudgmentStatus
 from judging.statistics.ppi import ppi_mean
 from judging.statistics.trust_escalate import trust_or_escalate
+from tests.commands import command_json as run
+from tests.conftest import client_for
 from tests.factories import (
     AspectFactory,
     DatasetFactory,
@@ -107,19 +107,6 @@ def make_ppi_dataset(owner: User) -> tuple[Dataset, Plan]:
 @pytest.fixture
 def planned(researcher: User) -> tuple[Dataset, Plan]:
     return make_ppi_dataset(researcher)
-
-
-def run(*args: str) -> dict[str, Any]:
-    out = io.StringIO()
-    call_command(*args, "--json", stdout=out)
-    return json.loads(out.getvalue())
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def test_system_means_equal_the_pure_estimator_on_the_plan(planned: tuple[Dataset, Plan]) -> None:

@@ -3,7 +3,6 @@ filter, and axe-core finds nothing serious on it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from django.urls import reverse
 from playwright.sync_api import sync_playwright
 
 from judging.models import Judge, JudgeKind, JudgeScore
-from tests.browser.test_task_layout import AXE
+from tests.browser.pages import axe_violations
 from tests.chromium import launch_chromium
 from tests.dashboard.test_ppi import JUDGE, make_ppi_dataset
 
@@ -23,13 +22,7 @@ SCREENSHOT = Path("/tmp") / "evalsite-ppi-panel.png"
 
 def panel_axe_violations(page: Any) -> list[str]:
     """Serious and critical axe-core findings inside the panel (the rest of the page has its own tests)."""
-    page.evaluate(AXE.read_text(encoding="utf-8"))
-    results = page.evaluate("async () => JSON.stringify((await axe.run('#ppi-panel')).violations)")
-    return [
-        f"{violation['id']} ({violation['impact']}): {[node['target'] for node in violation['nodes']][:5]}"
-        for violation in json.loads(results)
-        if violation["impact"] in {"serious", "critical"}
-    ]
+    return axe_violations(page, within="#ppi-panel")
 
 
 @pytest.mark.browser

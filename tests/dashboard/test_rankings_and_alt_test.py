@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
 
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Dataset
 from judging.statistics.alt_test import Labels, alt_test
 from judging.statistics.pairwise import comparisons_from, preference_comparisons
 from judging.statistics.ranking import bradley_terry
+from tests.commands import command_json as run
+from tests.conftest import client_for
 from tests.dashboard.decision_data import (
     COPY_JUDGE,
     DATASET,
@@ -38,19 +38,6 @@ INTERVAL_KEYS = {"low", "high", "undefined"}
 @pytest.fixture
 def dataset(researcher: User) -> Dataset:
     return make_decision_dataset(researcher)
-
-
-def run(*args: str) -> dict[str, Any]:
-    out = io.StringIO()
-    call_command(*args, "--json", stdout=out)
-    return json.loads(out.getvalue())
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def _file_labels(judge: str) -> tuple[Labels, np.ndarray]:

@@ -4,7 +4,6 @@ on the same ratings, taken from the test's own plan (not the ORM)."""
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,7 @@ from django.core.management.base import CommandError
 
 from annotations.models import Dataset
 from judging.statistics.rater_models import dawid_skene, severity
+from tests.commands import command_json
 from tests.factories import (
     AspectFactory,
     DatasetFactory,
@@ -57,9 +57,7 @@ def make_dataset(owner: User) -> tuple[Dataset, list[tuple[int, str, float]]]:
 
 
 def run(*args: str) -> dict[str, Any]:
-    out = io.StringIO()
-    call_command("rater_model", *args, "--json", stdout=out)
-    return json.loads(out.getvalue())
+    return command_json("rater_model", *args)  # type: ignore[no-any-return]
 
 
 def test_reliabilities_and_labels_equal_the_pure_models(researcher: User) -> None:

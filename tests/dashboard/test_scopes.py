@@ -7,7 +7,6 @@ from the values the annotators submitted, never from the ORM's ratings.
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
@@ -15,10 +14,8 @@ import krippendorff
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from scipy import stats
@@ -27,6 +24,8 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 from annotations.campaigns.setup import campaign_create
 from annotations.models import Rating
 from tests.annotate.factories import make_dataset
+from tests.commands import command_output as run
+from tests.conftest import client_for
 from tests.dashboard.conftest import (
     ASPECTS,
     CAMPAIGN_A,
@@ -44,21 +43,8 @@ CAMPAIGN_ASPECTS = {"factuality", "overall"}
 NO_EXCLUSIONS = {"left_out": True, "raters": []}
 
 
-def run(*args: str) -> str:
-    out = io.StringIO()
-    call_command(*args, stdout=out)
-    return out.getvalue()
-
-
 def cli(*args: str) -> dict[str, Any]:
     return json.loads(run(*args, "--json"))
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def assert_agreement_matches(summary: dict[str, Any], matrix: np.ndarray) -> None:

@@ -14,18 +14,11 @@ from django.urls import reverse
 
 from annotations.models import Aspect, Dataset, Rating
 from judging.models import Judge, JudgeKind
-from tests.conftest import CAST_PASSWORD
+from tests.conftest import CAST_PASSWORD, client_for
 from tests.dashboard.conftest import ASPECTS, DATASET_NAME, JUDGE_NAME
 from tests.factories import JudgeFactory, JudgeScoreFactory
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def page_urls(dataset: Dataset) -> dict[str, str]:

@@ -1,9 +1,13 @@
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from judging.factscore import services
+from judging.models import JudgeRun
+from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 from tests.factscore.fakeworld import FactWorld, FactWorldProvider
+from tests.judging.factories import launch
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +37,15 @@ def world(world_provider: FactWorldProvider) -> FactWorld:
     scripted = FactWorld()
     scripted.install(world_provider)
     return scripted
+
+
+def finished_run(world: FactWorld, world_provider: FactWorldProvider, capture: Any, owner: Any) -> JudgeRun:
+    """A FActScore run over the scripted world's biographies, finished in this process (`capture` is
+    django_capture_on_commit_callbacks, with the `eager` fixture)."""
+    script_world(world)
+    return launch(make_fact_dataset(owner=owner), factscore_config(world_provider), capture)
+
+
+@pytest.fixture
+def run(world, world_provider, eager, django_capture_on_commit_callbacks, researcher) -> JudgeRun:  # type: ignore[no-untyped-def]
+    return finished_run(world, world_provider, django_capture_on_commit_callbacks, researcher)

@@ -97,3 +97,12 @@ def factscore_config(provider: Any, **options: Any) -> dict[str, Any]:
     }
     cfg.update(options)
     return cfg
+
+
+def truth(fact_text: str) -> str:
+    """The label a careful reviewer gives the English world's fact `fact_text`."""
+    for _answer, facts in ENGLISH_ANSWERS.values():
+        for text, supported in facts:
+            if text == fact_text:
+                return "supported" if supported else "not_supported"
+    raise KeyError(fact_text)

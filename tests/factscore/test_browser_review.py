@@ -2,9 +2,7 @@
 
 Screenshots go to tests/artifacts/ (gitignored)."""
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -12,40 +10,19 @@ from playwright.sync_api import Browser, Page, expect
 from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import AtomicFact, FactLabel, FactOrigin, FactReviewAssignment
-from tests.conftest import CAST_PASSWORD
+from tests.browser.pages import log_in, open_page, shooter
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
-
-# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test are still synchronous.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on("console", lambda msg: problems.append(f"console: {page.url}: {msg.text}") if msg.type == "error" else None)
-    page.problems = problems  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    with open_page(browser, height=800) as page:
+        yield page
 
 
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"factscore-{name}.png"), full_page=True)
-
-
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(CAST_PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+shot = shooter("factscore")
 
 
 @pytest.fixture

@@ -15,15 +15,9 @@ from judging.factscore.selectors import factscore_report, factscore_results_pend
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.factories import DatasetFactory, ItemFactory, ResponseFactory, SystemFactory, TurnFactory
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
+from tests.judging.factories import launch
 
 pytestmark = pytest.mark.django_db
-
-
-def launch(dataset, cfg, capture, **kwargs) -> JudgeRun:  # type: ignore[no-untyped-def]
-    with capture(execute=True):
-        run = engine.judge_run_launch(dataset=dataset, config=cfg, launched_by=None, **kwargs)
-    run.refresh_from_db()
-    return run
 
 
 def scores_by_answer(run: JudgeRun, aspect: str = "factscore") -> dict[tuple[str, str], float]:

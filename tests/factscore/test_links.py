@@ -7,24 +7,12 @@ from django.test import RequestFactory
 from django.urls import reverse
 
 from annotations.models import Dataset
-from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import FactReviewCampaign
 from judging.models import Judge, JudgeKind, JudgeRun, RunStatus
 from tests.conftest import client_for
-from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def run(world, world_provider, eager, django_capture_on_commit_callbacks, researcher) -> JudgeRun:  # type: ignore[no-untyped-def]
-    script_world(world)
-    dataset = make_fact_dataset(owner=researcher)
-    with django_capture_on_commit_callbacks(execute=True):
-        launched = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
-    launched.refresh_from_db()
-    return launched
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from judging import services as engine
 from judging import tasks
 from judging.factscore import results
 from judging.factscore.models import AtomicFact, FactAnswer
@@ -20,15 +19,9 @@ from judging.factscore.results import factscore_runs_unprojected
 from judging.factscore.selectors import factscore_report, factscore_results_pending
 from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
+from tests.judging.factories import launch
 
 pytestmark = pytest.mark.django_db
-
-
-def launch(dataset, cfg, capture) -> JudgeRun:  # type: ignore[no-untyped-def]
-    with capture(execute=True):
-        run = engine.judge_run_launch(dataset=dataset, config=cfg, launched_by=None)
-    run.refresh_from_db()
-    return run
 
 
 def forget_projection(run: JudgeRun) -> None:

@@ -9,28 +9,9 @@ from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import AtomicFact, FactLabel, FactOrigin, FactReviewAssignment, FactReviewCampaign
 from judging.factscore.selectors import factscore_report
-from judging.models import JudgeRun
-from tests.factscore.factories import ENGLISH_ANSWERS, factscore_config, make_fact_dataset, script_world
+from tests.factscore.factories import factscore_config, make_fact_dataset, truth
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def run(world, world_provider, eager, django_capture_on_commit_callbacks, researcher) -> JudgeRun:  # type: ignore[no-untyped-def]
-    script_world(world)
-    dataset = make_fact_dataset(owner=researcher)
-    with django_capture_on_commit_callbacks(execute=True):
-        launched = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
-    launched.refresh_from_db()
-    return launched
-
-
-def truth(fact_text: str) -> str:
-    for _answer, facts in ENGLISH_ANSWERS.values():
-        for text, supported in facts:
-            if text == fact_text:
-                return "supported" if supported else "not_supported"
-    raise KeyError(fact_text)
 
 
 def review_all(campaign, user, decide) -> int:  # type: ignore[no-untyped-def]

@@ -9,7 +9,6 @@ from django.contrib.auth.models import User
 from judging.factscore import services
 from judging.factscore.models import FactReviewStatus
 from tests.annotate.test_concurrency import _run_threads
-from tests.factscore.test_review import run  # noqa: F401 - the fixture, shared with the review tests
 
 # Runs on both databases CI uses, like tests/annotate/test_concurrency.py.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -17,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 REVIEWERS = 8
 
 
-def test_concurrent_reviewers_fill_every_answer_exactly_n_times(run):  # type: ignore[no-untyped-def]  # noqa: F811
+def test_concurrent_reviewers_fill_every_answer_exactly_n_times(run):  # type: ignore[no-untyped-def]
     people = [User.objects.create_user(f"reviewer{i}") for i in range(REVIEWERS)]
     campaign = services.fact_review_campaign_create(name="race", run=run, raters_per_answer=3, annotators=people)
     submitted: Counter[int] = Counter()

@@ -6,14 +6,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from judging import services as engine
 from judging.factscore import services
 from judging.factscore.models import FactAnswer, FactLabel, KnowledgeCorpus
-from judging.models import JudgeRun
 from tests.conftest import CAST_PASSWORD
 from tests.factories import UserFactory
 from tests.factscore.corpora import ENGLISH_DOCUMENTS, as_jsonl
-from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
+from tests.factscore.factories import make_fact_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -22,16 +20,6 @@ def client_for(user) -> Client:  # type: ignore[no-untyped-def]
     client = Client()
     assert client.login(username=user.username, password=CAST_PASSWORD)
     return client
-
-
-@pytest.fixture
-def run(world, world_provider, eager, django_capture_on_commit_callbacks, researcher) -> JudgeRun:  # type: ignore[no-untyped-def]
-    script_world(world)
-    dataset = make_fact_dataset(owner=researcher)
-    with django_capture_on_commit_callbacks(execute=True):
-        launched = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
-    launched.refresh_from_db()
-    return launched
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from judging.factscore.models import FactAnswer, FactVerdict
 from judging.models import CachedCompletion, JudgeRun, JudgeScore, Judgment, JudgmentStatus, RunStatus
 from tests.conftest import wait_for
 from tests.judging.factories import make_dataset
+from tests.judging.test_worker_runs import WORKER_ENV
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,13 +16,6 @@ MAX_CONCURRENCY = 3
 # At a kill: up to MAX_CONCURRENCY calls in flight, and as many answered but not yet written (the
 # engine writes results and cache entries every 0.1 s).
 IN_FLIGHT_OR_UNWRITTEN = 2 * MAX_CONCURRENCY
-WORKER_ENV = {
-    "JUDGE_API_BASE_ALLOWLIST": "127.0.0.1",
-    "JUDGE_RETRY_BASE_MS": "20",
-    "JUDGE_RETRY_CAP_S": "1",
-    "JUDGE_LEASE_S": "4",
-    "JUDGE_TIME_SLICE_S": "30",
-}
 
 
 def finished(run: JudgeRun) -> bool:

@@ -19,8 +19,7 @@ from annotations.datasets.flat_export import iter_flat_rows
 from annotations.datasets.parquet_export import parquet_bytes
 from annotations.models import Campaign, Dispute, Response
 from annotations.roles import adjudicator_grant
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset
 
 pytestmark = pytest.mark.django_db
 

@@ -13,6 +13,7 @@ from django.urls import reverse
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
 from judging.models import JudgeKind, JudgeScore
+from tests.conftest import client_for
 from tests.factories import JudgeFactory
 from tests.io.helpers import assert_json_equal, row_counts
 
@@ -24,13 +25,6 @@ IMPORT_URL = reverse("api-dataset-import")
 def upload(name: str = "uploaded", content: bytes | None = None, **fields: Any) -> dict[str, Any]:
     data = SAMPLE.read_bytes() if content is None else content
     return {"file": SimpleUploadedFile("data.jsonl", data, "application/jsonl"), "name": name, **fields}
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture

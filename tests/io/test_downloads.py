@@ -13,7 +13,6 @@ from urllib.parse import quote, unquote
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.answers import MISSING, TaskAnswer
@@ -27,7 +26,8 @@ from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
 from annotations.models import Campaign, Dataset, Rater, Rating, RatingOrigin, Response, Submission
 from judging.models import JudgeKind, JudgeScore
-from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.factories import make_campaign, make_dataset, submit_answer
+from tests.conftest import client_for
 from tests.factories import JudgeFactory
 from tests.io.helpers import assert_json_equal, row_counts
 
@@ -50,13 +50,6 @@ CLI_FLAGS = {
     "flat-csv": ["--flat", "--format", "csv"],
     "flat-jsonl": ["--flat"],
 }
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def page_url(dataset: Dataset, kind: str) -> str:
@@ -319,12 +312,12 @@ def test_preferred_system_is_the_candidate_the_annotator_picked(researcher: User
         candidates = task_candidates(assignment=assignment, user_id=annotator1.pk)
         ratings = {(c.number, s): 1 for c in candidates for s in (1, 2)}
         picked.append(Response.objects.get(pk=candidates[-1].response_id).system.key)
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=annotator1,
-            idempotency_key=f"pick-{assignment.task_id}-x",
-            answer=TaskAnswer(ratings=ratings, preference=len(candidates), rationale="why"),
+        submit_answer(
+            campaign,
+            assignment,
+            annotator1,
+            f"pick-{assignment.task_id}-x",
+            TaskAnswer(ratings=ratings, preference=len(candidates), rationale="why"),
         )
     (line,) = [json.loads(x) for x in iter_export_lines(dataset=dataset)]
     preferences = line["turns"][0]["preferences"]
@@ -399,12 +392,12 @@ def submit_all_factuality(campaign: Campaign, user: User) -> int:
     done = 0
     while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
         candidates = task_candidates(assignment=assignment, user_id=user.pk)
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=user,
-            idempotency_key=f"again-{assignment.task_id}-x",
-            answer=TaskAnswer(ratings={(c.number, 1): 3 for c in candidates}, preference=1, rationale="ok"),
+        submit_answer(
+            campaign,
+            assignment,
+            user,
+            f"again-{assignment.task_id}-x",
+            TaskAnswer(ratings={(c.number, 1): 3 for c in candidates}, preference=1, rationale="ok"),
         )
         done += 1
     return done
@@ -463,12 +456,12 @@ def test_a_campaign_without_the_preference_question_still_exports_the_reason(
     campaign = make_campaign(dataset, [annotator1], raters_per_item=1, ask_preference=False)
     assignment = assignment_claim(campaign=campaign, user=annotator1)
     candidates = task_candidates(assignment=assignment, user_id=annotator1.pk)
-    submission_create(
-        campaign=campaign,
-        task_id=assignment.task_id,
-        user=annotator1,
-        idempotency_key="no-preference-1",
-        answer=TaskAnswer(ratings={(c.number, s): 1 for c in candidates for s in (1, 2)}, rationale="both vague"),
+    submit_answer(
+        campaign,
+        assignment,
+        annotator1,
+        "no-preference-1",
+        TaskAnswer(ratings={(c.number, s): 1 for c in candidates for s in (1, 2)}, rationale="both vague"),
     )
     (line,) = [json.loads(x) for x in iter_export_lines(dataset=dataset)]
     (preference,) = line["turns"][0]["preferences"]

@@ -17,8 +17,7 @@ from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
 from annotations.models import Campaign, GoldItem, GoldKind, Item, Rating, RatingOrigin, Task
 from annotations.slots import slot_personal_lease
-from tests.annotate.factories import lfqa_lines, make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, lfqa_lines, make_campaign, make_dataset, submit_answer
 from tests.io.helpers import assert_json_equal, row_counts
 
 pytestmark = pytest.mark.django_db
@@ -143,13 +142,7 @@ def rated(researcher, annotator1, annotator2) -> Campaign:  # type: ignore[no-un
     campaign = make_campaign(dataset, [annotator1, annotator2], raters_per_item=1)
     regular = assignment_claim(campaign=campaign, user=annotator1)
     assert regular is not None and not regular.is_gold
-    submission_create(
-        campaign=campaign,
-        task_id=regular.task_id,
-        user=annotator1,
-        idempotency_key="regular-0001",
-        answer=full_answer(regular, annotator1),
-    )
+    submit_answer(campaign, regular, annotator1, "regular-0001", full_answer(regular, annotator1))
     gold_task = Task.objects.get(campaign=campaign, is_gold=True)
     gold = slot_personal_lease(pool=CAMPAIGN_SLOTS, campaign=campaign, task=gold_task, user=annotator1)
     gold.task = gold_task

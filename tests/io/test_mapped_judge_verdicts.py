@@ -11,7 +11,6 @@ by hand (see ``test_agreement_with_and_without_ties_on_a_hand_counted_sample``).
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from annotations.datasets.mapping import MappingError, parse_mapping
 from annotations.models import Dataset, Rater
 from judging.analysis.reports import compute_preferences
 from judging.models import Judge, JudgeKind, JudgeScore, Judgment, JudgmentStatus
+from tests.commands import command_json as _json
 from tests.io.test_mapped_import import MT_BENCH_SCHEMA, conversation, write_parquet
 
 Q81 = [("Compose a travel blog post about Hawaii.", "{m} blog"), ("Rewrite it starting with A.", "{m} A")]
@@ -71,12 +71,6 @@ def _import(tmp_path: Path, name: str, votes: list[tuple[int, str, str, str, str
     out = io.StringIO()
     call_command("import_mapped", str(path), "--mapping", "mt-bench-human", "--dataset", name, stdout=out)
     return Dataset.objects.get(name=name)
-
-
-def _json(*args: str) -> dict[str, Any]:
-    out = io.StringIO()
-    call_command(*args, "--json", stdout=out)
-    return json.loads(out.getvalue())
 
 
 @pytest.mark.django_db

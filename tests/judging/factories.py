@@ -3,6 +3,8 @@
 from typing import Any
 
 from annotations.models import Dataset
+from judging import services
+from judging.models import JudgeRun
 from tests.factories import AspectFactory, DatasetFactory, ItemFactory, ResponseFactory, SystemFactory, TurnFactory
 
 
@@ -43,3 +45,24 @@ def make_dataset(
             )
             ResponseFactory(turn=turn, system=system, position=s, text=text)
     return dataset
+
+
+def judge_config(fake: Any, *, name: str, **settings: Any) -> dict[str, Any]:
+    """A single-method judge config sending to the local fake provider `fake`, with the test's own settings."""
+    return {
+        "name": name,
+        "method": "single",
+        "model": "openai/gpt-4o-mini",
+        "api_base": fake.base_url,
+        "timeout_s": 5,
+        **settings,
+    }
+
+
+def launch(dataset: Dataset, cfg: dict[str, Any], capture: Any, launched_by: Any = None, **kwargs: Any) -> JudgeRun:
+    """Launch a run with its on-commit enqueue executed (`capture` is django_capture_on_commit_callbacks), and
+    return it as stored once the eager tasks are done."""
+    with capture(execute=True):
+        run = services.judge_run_launch(dataset=dataset, config=cfg, launched_by=launched_by, **kwargs)
+    run.refresh_from_db()
+    return run

@@ -4,6 +4,7 @@ those of quality 5, for the hybrid campaign tests."""
 from typing import Any
 
 from tests.fakeprovider import FakeProvider
+from tests.judging import factories
 from tests.judging.certification_data import SNAPSHOT
 
 SURE, HESITANT = 0.95, 0.55
@@ -35,16 +36,5 @@ def script_judge(fake: FakeProvider, served_model: str = SNAPSHOT) -> None:
 
 
 def judge_config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    cfg = {
-        "name": "hybrid-judge",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "max_concurrency": 8,
-        "timeout_s": 5,
-        "max_retries": 2,
-        "logprobs": True,
-        "logprob_scoring": "top-token",
-    }
-    cfg.update(overrides)
-    return cfg
+    settings = {"max_concurrency": 8, "max_retries": 2, "logprobs": True, "logprob_scoring": "top-token"}
+    return factories.judge_config(fake, name="hybrid-judge", **settings) | overrides

@@ -8,11 +8,11 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from judging import run_plans, services
+from judging import run_plans
 from judging.config import validate_config
 from judging.models import CachedCompletion, JudgeRun, RunStatus
 from tests.fakeprovider import FakeProvider
-from tests.judging.factories import make_dataset
+from tests.judging.factories import launch, make_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -27,10 +27,7 @@ def _config(fake: FakeProvider) -> dict[str, Any]:
 
 
 def _launch(dataset, cfg, user, capture) -> JudgeRun:  # type: ignore[no-untyped-def]
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=cfg, launched_by=user)
-    run.refresh_from_db()
-    return run
+    return launch(dataset, cfg, capture, launched_by=user)
 
 
 def _api_estimate(user: User, dataset_pk: int, cfg: dict[str, Any]) -> dict[str, Any]:

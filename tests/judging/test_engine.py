@@ -8,32 +8,15 @@ import sacrebleu
 from annotations.models import Turn
 from judging import run_plans, services
 from judging.config import validate_config
-from judging.models import JudgeRun, JudgeScore, Judgment, RunStatus
+from judging.models import JudgeScore, Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
-from tests.judging.factories import make_dataset
+from tests.judging.factories import judge_config, launch, make_dataset
 
 pytestmark = pytest.mark.django_db
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    cfg = {
-        "name": "geval-test",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "max_concurrency": 8,
-        "timeout_s": 5,
-        "max_retries": 4,
-    }
-    cfg.update(overrides)
-    return cfg
-
-
-def launch(dataset, cfg, django_capture_on_commit_callbacks, **kwargs) -> JudgeRun:  # type: ignore[no-untyped-def]
-    with django_capture_on_commit_callbacks(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=cfg, launched_by=None, **kwargs)
-    run.refresh_from_db()
-    return run
+    return judge_config(fake, name="geval-test", max_concurrency=8, max_retries=4) | overrides
 
 
 def test_single_method_judges_every_answer_and_writes_scores(

@@ -14,7 +14,7 @@ from judging import run_plans, services
 from judging.config import validate_config
 from judging.models import JudgeRun, RunStatus
 from tests.fakeprovider import FakeProvider
-from tests.judging.factories import make_dataset
+from tests.judging.factories import judge_config, make_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -23,16 +23,7 @@ WITH_LOGPROBS = {**SCORED, "logprobs": {"4": 0.6, "5": 0.3, "3": 0.1}}
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    return {
-        "name": "estimate-range",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "logprobs": True,
-        "timeout_s": 5,
-        "max_retries": 1,
-        **overrides,
-    }
+    return judge_config(fake, name="estimate-range", logprobs=True, max_retries=1) | overrides
 
 
 def _estimate_and_run(

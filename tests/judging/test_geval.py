@@ -9,7 +9,7 @@ import pytest
 from judging import services
 from judging.models import JudgeRun, Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
-from tests.judging.factories import make_dataset
+from tests.judging.factories import judge_config, make_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -67,16 +67,7 @@ CASES: dict[str, tuple[list[Any], float, dict[str, float]]] = {
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    return {
-        "name": "geval-tokens",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "logprobs": True,
-        "timeout_s": 5,
-        "max_retries": 1,
-        **overrides,
-    }
+    return judge_config(fake, name="geval-tokens", logprobs=True, max_retries=1) | overrides
 
 
 def judged(fake: FakeProvider, tokens: list[Any], capture: Any, **overrides: Any) -> tuple[JudgeRun, Judgment]:

@@ -15,29 +15,21 @@ from annotations.datasets.flat_export import iter_flat_rows
 from annotations.datasets.parquet_export import parquet_bytes
 from annotations.hybrid.selectors import hybrid_counts
 from annotations.models import Assignment, AssignmentStatus, Campaign, JudgeFilledRating, Response
-from judging import services
 from judging.certification.certificates import certificate_request, certificate_suspend
 from judging.certification.reference_sets import reference_set_create
 from judging.hybrid import services as hybrid
 from judging.hybrid.services import HybridError
-from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus
+from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, RunStatus
 from judging.statistics.trust_escalate import modal_label, trust_or_escalate
 from tests.annotate.factories import make_campaign
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import rated_dataset, true_score
-from tests.judging.factories import make_dataset
+from tests.judging.factories import launch, make_dataset
 from tests.judging.hybrid_data import HESITANT, SURE, judge_config, script_judge
 
 pytestmark = pytest.mark.django_db
 
 TARGET, DELTA, MIN_KEPT = 0.8, 0.1, 10
-
-
-def launch(dataset, cfg, capture) -> JudgeRun:  # type: ignore[no-untyped-def]
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=cfg, launched_by=None)
-    run.refresh_from_db()
-    return run
 
 
 def certified(fake: FakeProvider, capture, items: int = 60) -> tuple[Any, Certificate]:  # type: ignore[no-untyped-def]

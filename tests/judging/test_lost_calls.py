@@ -22,7 +22,7 @@ from judging.llm.ratelimit import Limits, LocalLimiter
 from judging.llm.sending import CURRENT_GATE, SendGate
 from judging.models import JudgeRun, Judgment, JudgmentStatus, ProviderSend, RunStatus
 from tests.fakeprovider import FakeProvider, free_port
-from tests.judging.factories import make_dataset
+from tests.judging.factories import judge_config, make_dataset
 
 
 def _spec(api_base: str, text: str, max_retries: int, timeout_s: float = 5.0) -> CallSpec:
@@ -99,15 +99,7 @@ def test_an_attempt_that_never_reaches_a_provider_is_not_handed_over(fake_provid
 
 
 def _config(fake: FakeProvider) -> dict[str, Any]:
-    return {
-        "name": "lost-calls",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "max_concurrency": 4,
-        "timeout_s": 5,
-        "max_retries": 0,
-    }
+    return judge_config(fake, name="lost-calls", max_concurrency=4, max_retries=0)
 
 
 @pytest.mark.django_db

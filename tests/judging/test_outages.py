@@ -143,26 +143,27 @@ def _assert_complete_without_duplicates(run: JudgeRun, fake: FakeProvider, in_fl
     assert run.calls == sum(fake.attempts_per_request().values())
 
 
-def test_redis_outage_of_ten_seconds_mid_run(
-    fake_provider: FakeProvider, private_redis: PrivateRedis, celery_worker_factory
-) -> None:  # type: ignore[no-untyped-def]
-    fake_provider.script(default={"latency": 0.25})
+@pytest.mark.parametrize(
+    ("latency", "items", "outage_s", "after_done", "total"),
+    [(0.25, 75, 10, 60, 300), (0.2, 25, 60, 20, 100)],
+    ids=["of_ten_seconds", "of_a_minute"],
+)
+def test_redis_outage_mid_run(  # type: ignore[no-untyped-def]
+    fake_provider: FakeProvider,
+    private_redis: PrivateRedis,
+    celery_worker_factory,
+    latency: float,
+    items: int,
+    outage_s: int,
+    after_done: int,
+    total: int,
+) -> None:
+    fake_provider.script(default={"latency": latency})
     run, in_flight = _run_through_outage(
-        fake_provider, private_redis, celery_worker_factory, items=75, outage_s=10, after_done=60
+        fake_provider, private_redis, celery_worker_factory, items=items, outage_s=outage_s, after_done=after_done
     )
     _assert_complete_without_duplicates(run, fake_provider, in_flight)
-    assert run.total == 300
-
-
-def test_redis_outage_of_a_minute_mid_run(
-    fake_provider: FakeProvider, private_redis: PrivateRedis, celery_worker_factory
-) -> None:  # type: ignore[no-untyped-def]
-    fake_provider.script(default={"latency": 0.2})
-    run, in_flight = _run_through_outage(
-        fake_provider, private_redis, celery_worker_factory, items=25, outage_s=60, after_done=20
-    )
-    _assert_complete_without_duplicates(run, fake_provider, in_flight)
-    assert run.total == 100
+    assert run.total == total
 
 
 async def _release_without_redis() -> None:

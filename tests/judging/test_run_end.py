@@ -21,7 +21,7 @@ from annotations.models import Response
 from judging import services
 from judging.models import JudgeRun, JudgeScore, Judgment, JudgmentStatus, RunStatus
 from tests.fakeprovider import FakeProvider
-from tests.judging.factories import make_dataset
+from tests.judging.factories import judge_config, make_dataset
 
 score_check = importlib.import_module("judging.migrations.0022_judge_score_check_uses_the_unit_index")
 
@@ -29,16 +29,7 @@ SNAPSHOT = "gpt-4o-mini-2024-07-18"
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    return {
-        "name": "end-judge",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "max_concurrency": 4,
-        "timeout_s": 5,
-        "max_retries": 2,
-        **overrides,
-    }
+    return judge_config(fake, name="end-judge", max_concurrency=4, max_retries=2) | overrides
 
 
 def _execute(*statements: str) -> None:

@@ -16,7 +16,8 @@ from judging.config import ConfigError, validate_config
 from judging.llm.calls import CallSpec
 from judging.models import CachedCompletion, JudgeConfig, JudgeRun, JudgeScore, Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
-from tests.judging.factories import make_dataset
+from tests.judging import factories
+from tests.judging.factories import judge_config, make_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -42,24 +43,11 @@ def no_logprobs(fake_provider: FakeProvider) -> FakeProvider:
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    return {
-        "name": "sampled-fallback",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "logprobs": True,
-        "timeout_s": 5,
-        "max_retries": 1,
-        **overrides,
-    }
+    return judge_config(fake, name="sampled-fallback", logprobs=True, max_retries=1) | overrides
 
 
 def launch(fake: FakeProvider, capture: Any, dataset: Any = None, **overrides: Any) -> JudgeRun:
-    dataset = dataset or make_dataset(items=2, systems=1)
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=config(fake, **overrides), launched_by=None)
-    run.refresh_from_db()
-    return run
+    return factories.launch(dataset or make_dataset(items=2, systems=1), config(fake, **overrides), capture)
 
 
 def test_without_logprobs_the_score_is_the_mean_of_k_samples_at_the_fallback_temperature(

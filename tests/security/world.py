@@ -52,25 +52,24 @@ class World:
             "superuser": self.superuser,
         }
 
-    @property
-    def params_a(self) -> dict[str, str]:
-        values = {"pk": str(self.dataset_a.pk), "dataset_id": str(self.dataset_a.pk)}
-        if self.campaign_a is not None:
-            values["campaign_id"] = str(self.campaign_a.pk)
-        if self.task_a is not None:
-            values["task_id"] = opaque_ref("task", self.task_a.pk)
-        values.update({k: str(v) for k, v in self.extra.get("params_a", {}).items()})
+    def _params(self, side: str) -> dict[str, str]:
+        """URL parameters naming side a's or side b's dataset, campaign and task, and that side's extras."""
+        dataset, campaign, task = (getattr(self, f"{name}_{side}") for name in ("dataset", "campaign", "task"))
+        values = {"pk": str(dataset.pk), "dataset_id": str(dataset.pk)}
+        if campaign is not None:
+            values["campaign_id"] = str(campaign.pk)
+        if task is not None:
+            values["task_id"] = opaque_ref("task", task.pk)
+        values.update({k: str(v) for k, v in self.extra.get(f"params_{side}", {}).items()})
         return values
 
     @property
+    def params_a(self) -> dict[str, str]:
+        return self._params("a")
+
+    @property
     def params_b(self) -> dict[str, str]:
-        values = {"pk": str(self.dataset_b.pk), "dataset_id": str(self.dataset_b.pk)}
-        if self.campaign_b is not None:
-            values["campaign_id"] = str(self.campaign_b.pk)
-        if self.task_b is not None:
-            values["task_id"] = opaque_ref("task", self.task_b.pk)
-        values.update({k: str(v) for k, v in self.extra.get("params_b", {}).items()})
-        return values
+        return self._params("b")
 
 
 def _user(username: str, **flags: bool) -> User:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from django.core.management.base import CommandError
 
 from judging.statistics.active_ppi import active_ppi_mean, sampling_probabilities
 from judging.statistics.stratified_ppi import stratified_ppi_mean
+from tests.commands import command_json
 
 
 def _export(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
@@ -37,9 +37,7 @@ def _export(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
 
 
 def run(*args: str) -> dict[str, Any]:
-    out = io.StringIO()
-    call_command("active_ppi", *args, "--json", stdout=out)
-    return json.loads(out.getvalue())
+    return command_json("active_ppi", *args)  # type: ignore[no-any-return]
 
 
 def test_active_design_equals_the_pure_function(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from judging.statistics.sequences import confidence_sequence, paired_difference_sequence
+from tests.commands import command_json
 
 
 def _stream(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
@@ -30,9 +31,7 @@ def _stream(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
 
 
 def run(*args: str) -> dict[str, Any]:
-    out = io.StringIO()
-    call_command("monitor", *args, "--json", stdout=out)
-    return json.loads(out.getvalue())
+    return command_json("monitor", *args)  # type: ignore[no-any-return]
 
 
 def test_looks_equal_the_pure_sequence(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ import pytest
 from django.db import DatabaseError, transaction
 
 from annotations.models import Rater, Rating, RatingOrigin, Response
-from judging import services
 from judging.certification import selectors
 from judging.certification.certificates import certificate_evaluate, certificate_request, certificate_suspend
 from judging.certification.drift import drift_check_evaluate, drift_checks_start, drift_sample
@@ -27,30 +26,13 @@ from judging.models import (
 )
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT, answer_with_truth, rated_dataset
-from tests.judging.factories import make_dataset
+from tests.judging.factories import judge_config, launch, make_dataset
 
 pytestmark = pytest.mark.django_db
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    cfg = {
-        "name": "certified-judge",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "max_concurrency": 8,
-        "timeout_s": 5,
-        "max_retries": 2,
-    }
-    cfg.update(overrides)
-    return cfg
-
-
-def launch(dataset, cfg, capture, **kwargs) -> JudgeRun:  # type: ignore[no-untyped-def]
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=cfg, launched_by=None, **kwargs)
-    run.refresh_from_db()
-    return run
+    return judge_config(fake, name="certified-judge", max_concurrency=8, max_retries=2) | overrides
 
 
 def test_a_run_records_the_provider_model_and_gets_a_version(

@@ -15,11 +15,10 @@ from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
 from annotations.campaigns.errors import DraftInvalid, SubmissionInvalid
 from annotations.campaigns.setup import campaign_annotator_remove
-from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import assignment_draft_values, leased_assignment, task_candidates
 from annotations.models import Assignment, AssignmentDraft, Rating, Submission
 from annotations.slots import NotInPool
-from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.factories import make_campaign, make_dataset, submit_answer
 from tests.conftest import CAST_PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -115,13 +114,7 @@ def test_only_the_lease_holder_may_save(campaign, leased, annotator1, annotator2
 
 def test_submit_deletes_the_draft_with_the_lease(campaign, leased, annotator1):
     save(campaign, leased, annotator1, HALF)
-    submission_create(
-        campaign=campaign,
-        task_id=leased.task_id,
-        user=annotator1,
-        idempotency_key="draft-submit-1",
-        answer=full_answer(leased, annotator1),
-    )
+    submit_answer(campaign, leased, annotator1, "draft-submit-1", full_answer(leased, annotator1))
     assert not AssignmentDraft.objects.exists()
     # Submitted, the task takes drafts of a correction while the campaign allows corrections, and none once not.
     save(campaign, leased, annotator1, HALF)
@@ -137,13 +130,7 @@ def test_submit_deletes_the_draft_with_the_lease(campaign, leased, annotator1):
 def test_a_refused_submit_keeps_the_draft(campaign, leased, annotator1):
     save(campaign, leased, annotator1, HALF)
     with pytest.raises(SubmissionInvalid):
-        submission_create(
-            campaign=campaign,
-            task_id=leased.task_id,
-            user=annotator1,
-            idempotency_key="draft-submit-2",
-            answer=TaskAnswer(ratings={}),
-        )
+        submit_answer(campaign, leased, annotator1, "draft-submit-2", TaskAnswer(ratings={}))
     assert AssignmentDraft.objects.get(assignment=leased).values == HALF
 
 

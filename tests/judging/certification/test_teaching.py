@@ -9,7 +9,6 @@ import pytest
 from django.db import DatabaseError, transaction
 
 from annotations.models import Response
-from judging import services
 from judging.certification.certificates import certificate_request
 from judging.certification.evaluations import CertificationError
 from judging.certification.reference_sets import reference_set_create
@@ -31,35 +30,25 @@ from judging.models import (
 from judging.versions import judge_run_assign_version
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT, rated_dataset
+from tests.judging.factories import judge_config, launch
 from tests.judging.teaching_data import EXAMPLES_HEAD, learns_from_examples
 
 pytestmark = pytest.mark.django_db
 
 
 def config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
-    return {
-        "name": "taught-judge",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": fake.base_url,
-        "max_concurrency": 8,
-        "timeout_s": 5,
-        "max_retries": 2,
-        **overrides,
-    }
+    return judge_config(fake, name="taught-judge", max_concurrency=8, max_retries=2) | overrides
 
 
-def launch(dataset, cfg, capture, **kwargs) -> JudgeRun:  # type: ignore[no-untyped-def]
-    with capture(execute=True):
-        run = services.judge_run_launch(dataset=dataset, config=cfg, launched_by=None, **kwargs)
-    run.refresh_from_db()
-    return run
+def learning_run(dataset, fake, capture, *, helps: bool = True) -> JudgeRun:  # type: ignore[no-untyped-def]
+    """A run of a judge that scores better with rated examples in its prompt (or, with `helps=False`, worse)."""
+    fake.script(default={"served_model": SNAPSHOT})
+    fake.content_fn = learns_from_examples(helps=helps)
+    return launch(dataset, config(fake), capture)
 
 
 def versioned(dataset, fake, capture, *, helps: bool = True) -> JudgeVersion:  # type: ignore[no-untyped-def]
-    fake.script(default={"served_model": SNAPSHOT})
-    fake.content_fn = learns_from_examples(helps=helps)
-    run = launch(dataset, config(fake), capture)
+    run = learning_run(dataset, fake, capture, helps=helps)
     assert run.version is not None, run.version_problem
     return run.version
 
@@ -192,9 +181,7 @@ def test_the_database_refuses_a_versions_score_of_its_own_example(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = rated_dataset(items=4)
-    fake_provider.script(default={"served_model": SNAPSHOT})
-    fake_provider.content_fn = learns_from_examples()
-    run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
+    run = learning_run(dataset, fake_provider, django_capture_on_commit_callbacks)
     first, second = Response.objects.filter(turn__item__dataset=dataset).order_by("pk")[:2]
     other = JudgeVersion.objects.create(
         fingerprint="c" * 64, config_name="x", provider_model=SNAPSHOT, material={}, config_snapshot={}
@@ -267,9 +254,7 @@ def test_the_statistics_leave_a_versions_example_out_even_past_the_database_guar
     from judging.analysis.selectors import judge_scores, stats_answers
 
     dataset = rated_dataset(items=4)
-    fake_provider.script(default={"served_model": SNAPSHOT})
-    fake_provider.content_fn = learns_from_examples()
-    run = launch(dataset, config(fake_provider), django_capture_on_commit_callbacks)
+    run = learning_run(dataset, fake_provider, django_capture_on_commit_callbacks)
     assert run.version is not None
     first = Response.objects.filter(turn__item__dataset=dataset).order_by("pk")[0]
     answers = stats_answers(dataset)

@@ -11,11 +11,9 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.models import Rating, Submission, SubmissionRevision
-from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_services import full_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,13 +25,7 @@ def test_ten_parallel_corrections_apply_one_after_another_without_a_500():
     rater = User.objects.create_user("rater", password="pw-for-the-test")
     campaign = make_campaign(make_dataset(owner=owner, items=1, systems=2), [rater], raters_per_item=1)
     assignment = assignment_claim(campaign=campaign, user=rater)
-    submission_create(
-        campaign=campaign,
-        task_id=assignment.task_id,
-        user=rater,
-        idempotency_key="first-answer-key",
-        answer=full_answer(assignment, rater, value=1),
-    )
+    submit_answer(campaign, assignment, rater, "first-answer-key", full_answer(assignment, rater, value=1))
     numbers = [c.number for c in task_candidates(assignment=assignment, user_id=rater.pk)]
     url = reverse("annotate-submit", args=[campaign.pk, assignment.task_id])
     clients = []

@@ -73,18 +73,9 @@ def test_teach_judge_command(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset, run = judged_dataset(researcher, fake_provider, django_capture_on_commit_callbacks)
     reference_set_create(dataset=dataset, name="cli gold", owner=None)
+    arguments = ["--dataset", dataset.name, "--judge", run.judge.name, "--reference-set", "cli gold"]
     with django_capture_on_commit_callbacks(execute=True):
-        call_command(
-            "teach_judge",
-            "--dataset",
-            dataset.name,
-            "--judge",
-            run.judge.name,
-            "--reference-set",
-            "cli gold",
-            "--per-level",
-            "1",
-        )
+        call_command("teach_judge", *arguments, "--per-level", "1")
     out = capsys.readouterr().out
     assert "overall: 5 example(s); levels without one: none" in out
     assert "both versions judge 35 held-out answers" in out
@@ -94,7 +85,6 @@ def test_teach_judge_command(
     teaching.refresh_from_db()
     assert teaching.decision == TeachingDecision.KEPT and "n = 35" in teaching.reason
     # With --wait it polls for the decision; nothing is committed in this test, so none comes, and it says so.
-    arguments = ["--dataset", dataset.name, "--judge", run.judge.name, "--reference-set", "cli gold"]
     call_command("teach_judge", *arguments, "--wait", "1")
     waiting = JudgeTeaching.objects.exclude(pk=teaching.pk).get()
     assert f"teaching {waiting.pk}: running" in capsys.readouterr().out
@@ -103,14 +93,4 @@ def test_teach_judge_command(
     with pytest.raises(CommandError, match="no judge run named"):
         call_command("teach_judge", "--dataset", dataset.name, "--judge", "nobody", "--reference-set", "cli gold")
     with pytest.raises(CommandError, match="between 1 and 10"):
-        call_command(
-            "teach_judge",
-            "--dataset",
-            dataset.name,
-            "--judge",
-            run.judge.name,
-            "--reference-set",
-            "cli gold",
-            "--per-level",
-            "11",
-        )
+        call_command("teach_judge", *arguments, "--per-level", "11")

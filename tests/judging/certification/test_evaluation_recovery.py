@@ -17,6 +17,8 @@ from judging.models import (
     CertificateStatus,
     JudgeRun,
     JudgeTeaching,
+    JudgeVersion,
+    ReferenceSet,
     TeachingDecision,
     TeachingStatus,
 )
@@ -27,20 +29,20 @@ from tests.judging.teaching_data import learns_from_examples
 pytestmark = pytest.mark.django_db
 
 
-def versioned_run(dataset: Any, fake: FakeProvider, capture: Any) -> JudgeRun:
+def version_and_reference(fake: FakeProvider, capture: Any) -> tuple[JudgeVersion, ReferenceSet]:
+    """A version from a run over a rated dataset, and a reference set frozen from that dataset's ratings."""
+    dataset = rated_dataset()
     run = versioned_run_in_process(dataset, fake, capture, name="recovered", content_fn=learns_from_examples())
-    return run
+    assert run.version is not None
+    return run.version, reference_set_create(dataset=dataset, name="gold", owner=None)
 
 
 def test_a_certificate_left_evaluating_by_a_dead_worker_is_evaluated_again(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
-    dataset = rated_dataset()
-    run = versioned_run(dataset, fake_provider, django_capture_on_commit_callbacks)
-    assert run.version is not None
-    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
+    version, reference = version_and_reference(fake_provider, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
-        certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
+        certificate = certificate_request(version=version, reference_set=reference, requested_by=None)
     certificate.refresh_from_db()
     verdict = certificate.status
     assert verdict in (CertificateStatus.PASSED, CertificateStatus.FAILED), certificate.reason
@@ -66,12 +68,9 @@ def test_a_certificate_left_evaluating_by_a_dead_worker_is_evaluated_again(
 def test_a_late_write_of_a_handed_back_claim_is_dropped(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    dataset = rated_dataset()
-    run = versioned_run(dataset, fake_provider, django_capture_on_commit_callbacks)
-    assert run.version is not None
-    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
+    version, reference = version_and_reference(fake_provider, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=False):
-        certificate = certificate_request(version=run.version, reference_set=reference, requested_by=None)
+        certificate = certificate_request(version=version, reference_set=reference, requested_by=None)
     assert certificate.run is not None
     JudgeRun.objects.filter(pk=certificate.run.pk).update(status="succeeded")
     evaluate = certificates._evaluate
@@ -90,12 +89,9 @@ def test_a_late_write_of_a_handed_back_claim_is_dropped(
 def test_a_teaching_left_evaluating_is_decided_again(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
-    dataset = rated_dataset()
-    run = versioned_run(dataset, fake_provider, django_capture_on_commit_callbacks)
-    assert run.version is not None
-    reference = reference_set_create(dataset=dataset, name="gold", owner=None)
+    version, reference = version_and_reference(fake_provider, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
-        teaching = judge_version_teach(version=run.version, reference_set=reference, requested_by=None)
+        teaching = judge_version_teach(version=version, reference_set=reference, requested_by=None)
     teaching.refresh_from_db()
     assert teaching.decision == TeachingDecision.KEPT, teaching.reason
     JudgeTeaching.objects.filter(pk=teaching.pk).update(

@@ -16,18 +16,9 @@ from annotations.datasets.exporting import iter_export_lines
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rating, RatingOrigin, Submission, Task
 from annotations.slots import NotInPool, NotLeased
 from annotations.task_sheet import aspect_scale
-from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 
 pytestmark = pytest.mark.django_db
-
-
-def full_answer(assignment: Assignment, user, *, value: float = 2, preference: int = 1) -> TaskAnswer:  # type: ignore[no-untyped-def]
-    candidates = task_candidates(assignment=assignment, user_id=user.pk)
-    ratings = {}
-    for c in candidates:
-        ratings[(c.number, 1)] = value
-        ratings[(c.number, 2)] = MISSING if c.number == 1 else 0
-    return TaskAnswer(ratings=ratings, preference=preference, rationale="clear and correct")
 
 
 def test_campaign_create_builds_tasks_and_exactly_n_slots(researcher, annotators):
@@ -113,12 +104,8 @@ def test_claim_runs_dry_without_exceeding_n(researcher, annotators):
             assignment = assignment_claim(campaign=campaign, user=user)
             if assignment is None:
                 continue
-            submission_create(
-                campaign=campaign,
-                task_id=assignment.task_id,
-                user=user,
-                idempotency_key=f"submission-{assignment.pk}-{user.pk}",
-                answer=full_answer(assignment, user),
+            submit_answer(
+                campaign, assignment, user, f"submission-{assignment.pk}-{user.pk}", full_answer(assignment, user)
             )
             done[user.pk] += 1
             progress = True
@@ -137,27 +124,14 @@ def test_expired_lease_goes_to_someone_else_and_the_first_holder_is_refused(rese
     theirs = assignment_claim(campaign=campaign, user=annotator2, now=later)
     assert theirs is not None and theirs.pk == mine.pk and theirs.annotator_id == annotator2.pk
     with pytest.raises(NotLeased):
-        submission_create(
-            campaign=campaign,
-            task_id=mine.task_id,
-            user=annotator1,
-            idempotency_key="late-submit-1",
-            answer=full_answer(theirs, annotator1),
-        )
+        submit_answer(campaign, mine, annotator1, "late-submit-1", full_answer(theirs, annotator1))
 
 
 def test_expired_lease_still_held_can_be_submitted(researcher, annotator1):
     campaign = make_campaign(make_dataset(owner=researcher, items=1), [annotator1], raters_per_item=1)
     mine = assignment_claim(campaign=campaign, user=annotator1)
     later = timezone.now() + timedelta(hours=5)
-    result = submission_create(
-        campaign=campaign,
-        task_id=mine.task_id,
-        user=annotator1,
-        idempotency_key="slow-but-fine",
-        answer=full_answer(mine, annotator1),
-        now=later,
-    )
+    result = submit_answer(campaign, mine, annotator1, "slow-but-fine", full_answer(mine, annotator1), now=later)
     assert result.submission.seconds_spent >= 5 * 3600 - 5
 
 
@@ -183,13 +157,7 @@ def test_removed_annotator_loses_access_and_their_lease(researcher, annotator1, 
     with pytest.raises(NotInPool):
         assignment_claim(campaign=campaign, user=annotator1)
     with pytest.raises(NotInPool):
-        submission_create(
-            campaign=campaign,
-            task_id=mine.task_id,
-            user=annotator1,
-            idempotency_key="gone-0001",
-            answer=TaskAnswer(ratings={}),
-        )
+        submit_answer(campaign, mine, annotator1, "gone-0001", TaskAnswer(ratings={}))
     assert assignment_claim(campaign=campaign, user=annotator2).pk == mine.pk
 
 
@@ -200,14 +168,7 @@ def test_submission_stores_ratings_preference_and_server_time(researcher, annota
     answer.none_appropriate = True
     answer.comment = "fine"
     moment = assignment.leased_at + timedelta(seconds=42)
-    result = submission_create(
-        campaign=campaign,
-        task_id=assignment.task_id,
-        user=annotator1,
-        idempotency_key="abcdefgh-1",
-        answer=answer,
-        now=moment,
-    )
+    result = submit_answer(campaign, assignment, annotator1, "abcdefgh-1", answer, now=moment)
     submission = result.submission
     assert not result.replayed
     assert submission.seconds_spent == pytest.approx(42)
@@ -240,22 +201,10 @@ def test_double_submit_is_idempotent(researcher, annotator1):
 def test_someone_elses_key_is_refused(researcher, annotator1, annotator2):
     campaign = make_campaign(make_dataset(owner=researcher, items=1), [annotator1, annotator2], raters_per_item=2)
     a = assignment_claim(campaign=campaign, user=annotator1)
-    submission_create(
-        campaign=campaign,
-        task_id=a.task_id,
-        user=annotator1,
-        idempotency_key="k-annotator1",
-        answer=full_answer(a, annotator1),
-    )
+    submit_answer(campaign, a, annotator1, "k-annotator1", full_answer(a, annotator1))
     b = assignment_claim(campaign=campaign, user=annotator2)
     with pytest.raises(NotLeased):
-        submission_create(
-            campaign=campaign,
-            task_id=b.task_id,
-            user=annotator2,
-            idempotency_key="k-annotator1",
-            answer=full_answer(b, annotator2),
-        )
+        submit_answer(campaign, b, annotator2, "k-annotator1", full_answer(b, annotator2))
 
 
 def test_invalid_submission_names_every_missing_field_and_writes_nothing(researcher, annotator1):
@@ -263,13 +212,7 @@ def test_invalid_submission_names_every_missing_field_and_writes_nothing(researc
     assignment = assignment_claim(campaign=campaign, user=annotator1)
     answer = TaskAnswer(ratings={(1, 1): 2, (1, 2): 9, (2, 1): MISSING}, preference=None, rationale="  ")
     with pytest.raises(SubmissionInvalid) as caught:
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=annotator1,
-            idempotency_key="bad-bad-1",
-            answer=answer,
-        )
+        submit_answer(campaign, assignment, annotator1, "bad-bad-1", answer)
     fields = [p.field for p in caught.value.problems]
     assert fields == ["r-1-2", "r-2-1", "r-2-2", "r-3-1", "r-3-2", "r-4-1", "r-4-2", "preference", "rationale"]
     messages = " ".join(p.message for p in caught.value.problems)
@@ -336,12 +279,12 @@ def test_progress_and_export_show_app_ratings_as_pseudonymous_raters(researcher,
     campaign = make_campaign(dataset, [annotator1, annotator2], raters_per_item=2)
     for user in (annotator1, annotator2):
         a = assignment_claim(campaign=campaign, user=user)
-        submission_create(
-            campaign=campaign,
-            task_id=a.task_id,
-            user=user,
-            idempotency_key=f"export-{user.pk}-x",
-            answer=full_answer(a, user),
+        submit_answer(
+            campaign,
+            a,
+            user,
+            f"export-{user.pk}-x",
+            full_answer(a, user),
             now=a.leased_at + timedelta(seconds=10 if user == annotator1 else 30),
         )
     progress = campaign_progress(campaign)

@@ -1,0 +1,3 @@
+from bench.make_samples import main
+
+main()
