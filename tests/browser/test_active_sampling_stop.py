@@ -24,8 +24,8 @@ from judging.certification.reference_sets import reference_set_create
 from judging.hybrid.selectors import stopping_evidence
 from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus
 from tests.browser import test_hybrid_campaign as hybrid_browser
+from tests.browser.pages import ARTIFACTS
 from tests.browser.test_adjudication import log_in
-from tests.browser.test_annotator_flow import ARTIFACTS
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import rated_dataset

@@ -15,8 +15,8 @@ from django.test import Client
 from playwright.sync_api import Browser, Page, expect
 
 from annotations.models import ErrorSpan, Rating
-from tests.browser.test_annotator_flow import ARTIFACTS, assert_no_horizontal_scroll
-from tests.browser.test_task_layout import axe_violations
+from tests.browser.pages import ARTIFACTS, axe_violations
+from tests.browser.test_annotator_flow import assert_no_horizontal_scroll
 from tests.conftest import CAST_PASSWORD
 from tests.spans.world import ANSWERS, span_campaign
 
