@@ -16,20 +16,16 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect
 
-from annotations.campaigns.setup import campaign_create
 from annotations.models import Assignment, AssignmentStatus, Campaign, Task
-from judging import services
 from judging.certification.certificates import certificate_request
 from judging.certification.reference_sets import reference_set_create
 from judging.hybrid.selectors import stopping_evidence
-from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus
+from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration
 from tests.browser import test_hybrid_campaign as hybrid_browser
 from tests.browser.pages import ARTIFACTS
 from tests.browser.test_adjudication import log_in
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
-from tests.judging.certification_data import rated_dataset
-from tests.judging.hybrid_data import judge_config
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
@@ -82,26 +78,9 @@ def test_uncertainty_sampling_runs_to_its_stop_and_the_export_shows_each_probabi
 ) -> None:
     worker = celery_worker_factory(extra_env=WORKER_ENV)
     base = live_server.url
-    dataset = rated_dataset(items=ITEMS)
-    dataset.owner = researcher
-    dataset.save(update_fields=["owner"])
-    campaign = campaign_create(
-        name="active round",
-        dataset=dataset,
-        annotators=[annotator1],
-        raters_per_item=1,
-        rationale_required=False,
-        ask_preference=False,
-        created_by=researcher,
+    dataset, campaign, version = hybrid_browser.campaign_with_a_judge_version(
+        name="active round", researcher=researcher, annotator=annotator1, fake=fake, worker=worker
     )
-    first = services.judge_run_launch(dataset=dataset, config=judge_config(fake), launched_by=researcher)
-    wait_for(
-        lambda: JudgeRun.objects.filter(pk=first.pk, version__isnull=False, status=RunStatus.SUCCEEDED).exists(),
-        timeout=120,
-        message=f"the first run to end with a version; worker log:\n{worker.log()[-3000:]}",
-    )
-    version = JudgeRun.objects.get(pk=first.pk).version
-    assert version is not None
     reference = reference_set_create(dataset=dataset, name="experts", owner=researcher)
     certificate_request(version=version, reference_set=reference, requested_by=researcher)
     wait_for(

@@ -16,9 +16,25 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect
 
 from annotations.campaigns.setup import campaign_create
-from annotations.models import Assignment, AssignmentStatus, Campaign, JudgeFilledRating, Rating, RatingOrigin
+from annotations.models import (
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    Dataset,
+    JudgeFilledRating,
+    Rating,
+    RatingOrigin,
+)
 from judging import services
-from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration, JudgeRun, RunStatus
+from judging.models import (
+    Certificate,
+    CertificateStatus,
+    HybridApplyStatus,
+    HybridCalibration,
+    JudgeRun,
+    JudgeVersion,
+    RunStatus,
+)
 from tests.browser.pages import ARTIFACTS, log_in
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider
@@ -73,6 +89,34 @@ def rate_every_task(page: Page, base: str, campaign: Campaign) -> list[int]:
     return rated
 
 
+def campaign_with_a_judge_version(
+    *, name: str, researcher: User, annotator: User, fake: FakeProvider, worker: Any
+) -> tuple[Dataset, Campaign, JudgeVersion]:
+    """A rated dataset owned by the researcher, a one-rater campaign on it, and the version the judge's first run
+    on the dataset gives it (which the hybrid tests then certify)."""
+    dataset = rated_dataset(items=ITEMS)
+    dataset.owner = researcher
+    dataset.save(update_fields=["owner"])
+    campaign = campaign_create(
+        name=name,
+        dataset=dataset,
+        annotators=[annotator],
+        raters_per_item=1,
+        rationale_required=False,
+        ask_preference=False,
+        created_by=researcher,
+    )
+    first = services.judge_run_launch(dataset=dataset, config=judge_config(fake), launched_by=researcher)
+    wait_for(
+        lambda: JudgeRun.objects.filter(pk=first.pk, version__isnull=False, status=RunStatus.SUCCEEDED).exists(),
+        timeout=120,
+        message=f"the first run to end with a version; worker log:\n{worker.log()[-3000:]}",
+    )
+    version = JudgeRun.objects.get(pk=first.pk).version
+    assert version is not None
+    return dataset, campaign, version
+
+
 def test_a_hybrid_campaign_from_certification_to_the_marked_export(  # type: ignore[no-untyped-def]
     live_server,
     browser: Browser,
@@ -85,27 +129,9 @@ def test_a_hybrid_campaign_from_certification_to_the_marked_export(  # type: ign
 ) -> None:
     worker = celery_worker_factory(extra_env=WORKER_ENV)
     base = live_server.url
-    dataset = rated_dataset(items=ITEMS)
-    dataset.owner = researcher
-    dataset.save(update_fields=["owner"])
-    campaign = campaign_create(
-        name="hybrid round",
-        dataset=dataset,
-        annotators=[annotator1],
-        raters_per_item=1,
-        rationale_required=False,
-        ask_preference=False,
-        created_by=researcher,
+    dataset, campaign, version = campaign_with_a_judge_version(
+        name="hybrid round", researcher=researcher, annotator=annotator1, fake=fake, worker=worker
     )
-    # The judge's first run on the dataset gives it its version, which the researcher then certifies in the UI.
-    first = services.judge_run_launch(dataset=dataset, config=judge_config(fake), launched_by=researcher)
-    wait_for(
-        lambda: JudgeRun.objects.filter(pk=first.pk, version__isnull=False, status=RunStatus.SUCCEEDED).exists(),
-        timeout=120,
-        message=f"the first run to end with a version; worker log:\n{worker.log()[-3000:]}",
-    )
-    version = JudgeRun.objects.get(pk=first.pk).version
-    assert version is not None
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US", accept_downloads=True)
     problems: list[str] = []
