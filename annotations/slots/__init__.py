@@ -24,6 +24,9 @@ The rules, each written once here
   closing no new slot is handed out, on either path and in the "available" count. Outside the window "next" still
   resumes the user's open lease, without extending it and only until it ends, and completing accepts such a lease
   until its end; inside the window a lease keeps counting while the slot is the user's, as before.
+* The stop (`SlotPool.stopped`): once the campaign's stopping rule is met, no new slot, shared or personal (gold), is
+  handed out; a lease already held is still resumed and completed. `handing_out_sql` is window and stop together,
+  the one condition every claim of a new slot asks.
 * A claim locks the picked row (`FOR UPDATE SKIP LOCKED` where supported) and re-checks the open lease in the
   conditional UPDATE that takes it (which is also what keeps SQLite correct), so two requests never take one slot.
 * Releasing (skip, leaving the pool) and completing are conditional updates on the user's open lease.
@@ -42,6 +45,7 @@ from annotations.slots.claiming import (
     slot_claim,
     slot_complete,
     slot_counts,
+    slot_handing_out,
     slot_reclaim,
     slot_release,
     slot_release_barred,
@@ -105,6 +109,7 @@ __all__ = [
     "slot_complete",
     "slot_complete_sql",
     "slot_counts",
+    "slot_handing_out",
     "slot_personal_claim",
     "slot_personal_lease",
     "slot_personal_state",

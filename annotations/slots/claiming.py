@@ -36,6 +36,7 @@ from annotations.slots.rules import (
     _names,
     _pick_sql,
     _take_sql,
+    handing_out_sql,
     slot_complete_sql,
     slot_pool_has,
     window_open_sql,
@@ -135,14 +136,23 @@ def _claim_portable(
 
 
 @functools.cache
-def _window_sql(pool: SlotPool[Any]) -> str:
-    return f"SELECT {window_open_sql(pool)}"
+def _select_sql(condition: str) -> str:
+    return f"SELECT {condition}"
 
 
 def slot_window_open(*, pool: SlotPool[Any], campaign: Model, now: datetime | None = None) -> bool:
-    """Whether the campaign hands out new slots at `now` (the hand-out window of the claim rule)."""
+    """Whether `now` falls inside the campaign's hand-out window (the window alone: a stop is read elsewhere)."""
+    return _campaign_condition(window_open_sql(pool), campaign=campaign, now=now)
+
+
+def slot_handing_out(*, pool: SlotPool[Any], campaign: Model, now: datetime | None = None) -> bool:
+    """Whether the campaign hands out new slots at `now`: the claim rule's own condition, window and stop."""
+    return _campaign_condition(handing_out_sql(pool), campaign=campaign, now=now)
+
+
+def _campaign_condition(condition: str, *, campaign: Model, now: datetime | None) -> bool:
     with statement_cursor() as cursor:
-        cursor.execute(_window_sql(pool), {"campaign": campaign.pk, "now": _moment(now or timezone.now())})
+        cursor.execute(_select_sql(condition), {"campaign": campaign.pk, "now": _moment(now or timezone.now())})
         return bool(cursor.fetchone()[0])
 
 

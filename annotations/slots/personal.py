@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotations.slot_rows import SlotStatus
 from annotations.slots.claiming import (
     claim_by_statement,
-    slot_window_open,
+    slot_handing_out,
 )
 from annotations.slots.rules import (
     CLAIM_ATTEMPTS,
@@ -34,10 +34,10 @@ from annotations.slots.rules import (
     _moment,
     _names,
     _no_open_lease,
+    handing_out_sql,
     resume_sql,
     slot_pool_has,
     slot_pool_sql,
-    window_open_sql,
 )
 from annotations.statements import statement_cursor
 
@@ -104,7 +104,7 @@ picked AS (
     WHERE task.campaign_id = %(campaign)s AND task.{personal}
       AND NOT EXISTS (SELECT 1 FROM {names["slots"]} mine WHERE mine.task_id = task.id AND mine.annotator_id = %(user)s)
       AND NOT EXISTS (SELECT 1 FROM {names["skips"]} skip WHERE skip.task_id = task.id AND skip.annotator_id = %(user)s)
-      AND NOT {_barred(pool, "task.id")} AND {window_open_sql(pool)}
+      AND NOT {_barred(pool, "task.id")} AND {handing_out_sql(pool)}
       AND EXISTS (SELECT 1 FROM pool) AND {_no_open_lease(pool)}
     ORDER BY task.position
     LIMIT 1
@@ -158,7 +158,7 @@ def slot_personal_lease(
     lease = timedelta(minutes=campaign.lease_minutes)
     for _attempt in range(CLAIM_ATTEMPTS):
         moment = now or timezone.now()
-        if not slot_window_open(pool=pool, campaign=campaign, now=moment):
+        if not slot_handing_out(pool=pool, campaign=campaign, now=moment):
             return None
         try:
             with transaction.atomic():

@@ -200,10 +200,15 @@ def _not_stopped(pool: SlotPool[Any]) -> str:
     )
 
 
+def handing_out_sql(pool: SlotPool[Any]) -> str:
+    """Whether the campaign hands out new slots (params: campaign, now): inside its window and until it stops. Every
+    claim of a new slot, shared or personal, asks this one condition."""
+    return f"{window_open_sql(pool)} AND {_not_stopped(pool)}"
+
+
 def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
     rule = (
-        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')}"
-        f" AND {window_open_sql(pool)} AND {_not_stopped(pool)}"
+        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {handing_out_sql(pool)}"
     )
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
 

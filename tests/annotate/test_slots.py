@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotations import slots
 from annotations.campaign_slots import CAMPAIGN_SLOTS
-from annotations.models import Assignment, AssignmentStatus, Campaign, Skip
+from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Skip, Task
 from annotations.slots import claiming
 from tests.annotate.factories import make_campaign, make_dataset
 
@@ -162,3 +162,24 @@ def test_the_database_refuses_a_campaign_that_closes_before_it_opens(researcher,
     now = timezone.now()
     with pytest.raises(IntegrityError), transaction.atomic():
         Campaign.objects.filter(pk=campaign.pk).update(opens_at=now, closes_at=now)
+
+
+def test_a_stopped_campaign_hands_out_neither_a_shared_nor_a_gold_task(claim, researcher, annotator1, annotator2):  # type: ignore[no-untyped-def]
+    dataset = make_dataset(owner=researcher, items=3, systems=2)
+    item = Item.objects.filter(dataset=dataset).order_by("position").first()
+    GoldItem.objects.create(item=item, kind=GoldKind.GOLD, expected={"sys_alpha": {"factuality": 3}})
+    campaign = make_campaign(dataset, [annotator1, annotator2], raters_per_item=1)
+    gold = Task.objects.get(campaign=campaign, is_gold=True)
+    # Before the stop both kinds are handed out, so what follows is the stop's doing and nothing else's.
+    assert slots.slot_personal_lease(pool=CAMPAIGN_SLOTS, campaign=campaign, task=gold, user=annotator2) is not None
+    assert slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1).available > 0
+    assert slots.slot_handing_out(pool=CAMPAIGN_SLOTS, campaign=campaign)
+    Campaign.objects.filter(pk=campaign.pk).update(stopped_at=timezone.now())
+    assert not slots.slot_handing_out(pool=CAMPAIGN_SLOTS, campaign=campaign)
+    assert slots.slot_window_open(pool=CAMPAIGN_SLOTS, campaign=campaign)  # the window alone is still open
+    assert slots.slot_counts(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1).available == 0
+    assert claim(campaign, annotator1) is None
+    assert slots.slot_personal_lease(pool=CAMPAIGN_SLOTS, campaign=campaign, task=gold, user=annotator1) is None
+    if connection.vendor == "postgresql":
+        assert slots.slot_personal_claim(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1) is None
+    assert not Assignment.objects.filter(annotator=annotator1).exists()
