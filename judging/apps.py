@@ -14,6 +14,7 @@ class JudgingConfig(AppConfig):
         from annotations.agreement_summary import agreement_report_register  # noqa: PLC0415
         from annotations.campaigns.submissions import campaign_rated_register  # noqa: PLC0415 - it imports models
         from annotations.datasets.judge_scores import judge_score_store_register  # noqa: PLC0415 - it imports models
+        from annotations.quality.rater_reliability import rater_reliability_register  # noqa: PLC0415
         from judging.dataset_scores import STORE  # noqa: PLC0415 - it imports models
 
         # The annotations domain stores and exports the judge scores a dataset file carries through this store.
@@ -22,6 +23,8 @@ class JudgingConfig(AppConfig):
         agreement_report_register(_agreement_report)
         # A campaign with a stopping rule is checked after each new answer, by a worker once the answer commits.
         campaign_rated_register(_stop_check_enqueue)
+        # The campaign quality panel shows each rater's reliability as a rater model estimates it.
+        rater_reliability_register(_rater_reliability)
 
 
 def _stop_check_enqueue(campaign_id: int) -> None:
@@ -41,3 +44,10 @@ def _agreement_report(dataset: Any) -> dict[str, Any]:
     from judging.analysis.reports import agreement_report  # noqa: PLC0415
 
     return agreement_report(dataset)
+
+
+def _rater_reliability(campaign: Any) -> list[Any]:
+    # numpy and the rater models load only when a quality panel is drawn.
+    from judging.analysis.rater_model_reports import campaign_rater_reliability  # noqa: PLC0415
+
+    return campaign_rater_reliability(campaign)

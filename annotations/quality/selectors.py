@@ -16,12 +16,14 @@ from typing import Any
 from django.db.models import Count
 from django.utils import formats
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 from django.utils.translation import ngettext
 
 from annotations.gold.models import GoldItem, GoldKind
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, Rating, Response, Skip, Task
 from annotations.quality import metrics
 from annotations.quality.models import RaterExclusion
+from annotations.quality.rater_reliability import AspectReliability, rater_reliability
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform
 
 Pair = tuple[int, int]  # (response id, aspect id)
@@ -347,6 +349,44 @@ class QualityPanel:
     accuracy_rows: list[AccuracyRow]
     per_day: bool
     thresholds: dict[str, float]
+    reliability: ReliabilityTable
+
+
+MODEL_NAMES = {"dawid-skene": "Dawid–Skene", "mace": "MACE", "severity": _lazy("rater severity")}
+
+
+@dataclass(frozen=True)
+class ReliabilityCell:
+    value: float | None
+    note: str  # why the value is undefined, or "" for a rater the model did not see on this aspect
+
+
+@dataclass(frozen=True)
+class ReliabilityTable:
+    """The rater models' reliabilities beside gold and agreement: one column per aspect whose fit is defined, one
+    row per panel rater the models saw (an excluded rater's ratings are left out of the fit, so they have none)."""
+
+    columns: list[tuple[str, str]]  # (aspect, model name)
+    rows: list[tuple[RaterQuality, list[ReliabilityCell]]]
+    undefined: list[tuple[str, str, str]]  # (aspect, model name, reason)
+
+
+def _reliability_table(rows: list[RaterQuality], fits: list[AspectReliability]) -> ReliabilityTable:
+    defined = [fit for fit in fits if fit.undefined is None]
+    table_rows = []
+    for row in rows:
+        if not any(row.pseudonym in fit.reliability for fit in defined):
+            continue
+        cells = [
+            ReliabilityCell(value=fit.reliability.get(row.pseudonym), note=fit.reasons.get(row.pseudonym, ""))
+            for fit in defined
+        ]
+        table_rows.append((row, cells))
+    return ReliabilityTable(
+        columns=[(fit.aspect, str(MODEL_NAMES[fit.model])) for fit in defined],
+        rows=table_rows,
+        undefined=[(fit.aspect, str(MODEL_NAMES[fit.model]), fit.undefined) for fit in fits if fit.undefined],
+    )
 
 
 def _bucket_label(start: datetime, width: timedelta) -> str:
@@ -369,6 +409,7 @@ def quality_panel(campaign: Campaign, *, names: str = RATER_NAMES_ACCOUNTS) -> Q
         ],
         per_day=width == metrics.DAY,
         thresholds={"gold": metrics.GOLD_ACCURACY_BELOW * 100},
+        reliability=_reliability_table(quality.rows, rater_reliability(campaign)),
     )
 
 

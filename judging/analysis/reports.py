@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from django.core.cache import cache
@@ -62,6 +62,9 @@ from judging.statistics.judge_tables import (
 )
 from judging.statistics.preference import human_pair_votes, pair_outcomes, preference_data, preference_summary
 from judging.statistics.results import defined
+
+if TYPE_CHECKING:
+    from judging.statistics.rater_models import RaterModelResult
 
 # Bump when a statistic's definition changes so cached reports are not reused.
 STATS_CODE_VERSION = "7"
@@ -227,21 +230,29 @@ def human_means(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
     return means
 
 
-def model_scores(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
-    """Each answer row's human score estimated by the scope's rater model from all of the aspect's ratings: the
-    adjusted score of the severity model, the posterior label of Dawid–Skene and MACE; NaN for an answer without
-    ratings, and everywhere when the model is undefined (raters that are file columns, too little data)."""
+def aspect_rater_model_fit(data: DatasetData, aspect: AspectInfo, model: str) -> RaterModelResult | None:
+    """The rater model fitted to the aspect's ratings, items keyed by answer row and raters by pseudonym; None when
+    the raters are columns of an imported file rather than one person each."""
     from judging.statistics.rater_models import fit_rater_model  # noqa: PLC0415 - scipy-free but heavy to fit
 
-    scores = np.full(data.answers.response_ids.size, np.nan)
     ratings = aspect_ratings(data, aspect)
     if not ratings.raters_consistent:
-        return scores
+        return None
     triples = [
         (int(unit), ratings.rater_labels[int(rater)], float(value))
         for unit, rater, value in zip(ratings.unit, ratings.rater, ratings.value, strict=True)
     ]
-    result = fit_rater_model(data.scope.rater_model, triples)
+    return fit_rater_model(model, triples)
+
+
+def model_scores(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
+    """Each answer row's human score estimated by the scope's rater model from all of the aspect's ratings: the
+    adjusted score of the severity model, the posterior label of Dawid–Skene and MACE; NaN for an answer without
+    ratings, and everywhere when the model is undefined (raters that are file columns, too little data)."""
+    scores = np.full(data.answers.response_ids.size, np.nan)
+    result = aspect_rater_model_fit(data, aspect, data.scope.rater_model)
+    if result is None:
+        return scores
     for item in result["items"]:
         value = item["score"]["value"]
         scores[int(str(item["item"]))] = float(item["label"] if value is None else value)
