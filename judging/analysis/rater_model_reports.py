@@ -10,6 +10,7 @@ from annotations.models import AspectKind, Campaign, Dataset, MeasurementLevel
 from annotations.quality.rater_reliability import AspectReliability
 from judging.analysis.reports import DatasetData, _aspects_or_error, aspect_rater_model_fit, load_dataset_data
 from judging.analysis.selectors import AspectInfo, RatingScope, exclusions_json, rating_scope
+from judging.analysis.wording import phrase
 
 if TYPE_CHECKING:
     from judging.statistics.rater_models import RaterModelResult
@@ -73,7 +74,8 @@ def rater_model_report(dataset: Dataset, model: str, aspect_name: str | None, sc
 
 def campaign_rater_reliability(campaign: Campaign) -> list[AspectReliability]:
     """Per aspect of the campaign's rubric, each rater's reliability from the model suited to its level, fitted to
-    the campaign's ratings with the excluded raters left out (the rating scope's default)."""
+    the campaign's ratings with the excluded raters left out (the rating scope's default). The reasons are in the
+    reader's language, for the page."""
     data = load_dataset_data(campaign.dataset, rating_scope(campaign=campaign))
     rated = set(campaign.aspects.filter(kind=AspectKind.SCALE).values_list("pk", flat=True))
     found = []
@@ -85,10 +87,10 @@ def campaign_rater_reliability(campaign: Campaign) -> list[AspectReliability]:
             AspectReliability(
                 aspect=aspect.label or aspect.name,
                 model=model,
-                undefined=result["undefined"],
+                undefined=phrase(result["undefined"]) if result["undefined"] else None,
                 reliability={str(rater["rater"]): rater["reliability"]["value"] for rater in raters},
                 reasons={
-                    str(rater["rater"]): rater["reliability"]["undefined"] or ""
+                    str(rater["rater"]): phrase(rater["reliability"]["undefined"] or "")
                     for rater in raters
                     if rater["reliability"]["value"] is None
                 },

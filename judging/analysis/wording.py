@@ -201,6 +201,21 @@ PHRASES["the three correlations leave no variance for Williams's t (a judge equa
     gettext_lazy("the three correlations leave no variance for Williams's t (a judge equals the other or the humans)")
 )
 
+# Why a rater model, or one rater's reliability in it, is undefined (judging.statistics.rater_models).
+PHRASES["one rater: a rater model needs at least two raters to compare"] = gettext_lazy(
+    "one rater: a rater model needs at least two raters to compare"
+)
+PHRASES["every rating has the same label: there is nothing to tell raters apart"] = gettext_lazy(
+    "every rating has the same label: there is nothing to tell raters apart"
+)
+PHRASES["every rating has the same value: there is nothing to tell raters apart"] = gettext_lazy(
+    "every rating has the same value: there is nothing to tell raters apart"
+)
+PHRASES["no item has two ratings, so raters cannot be compared"] = gettext_lazy(
+    "no item has two ratings, so raters cannot be compared"
+)
+PHRASES["the rater shares no item with another rater"] = gettext_lazy("the rater shares no item with another rater")
+
 # Why Davidson's tie parameter is undefined (judging.statistics.ranking).
 PHRASES["no ties: the estimate of nu is 0 and the fit is Bradley-Terry's"] = gettext_lazy(
     "no ties: the estimate of nu is 0 and the fit is Bradley-Terry's"
