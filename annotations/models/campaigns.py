@@ -13,12 +13,19 @@ from annotations.slot_rows import SlotRow, SlotStatus
 class HumanSampling(models.TextChoices):
     UNIFORM = "uniform", _("uniform")
     UNCERTAINTY = "uncertainty", _("by the judge's uncertainty")
-    STRATIFIED = "stratified", _("stratified by system (variance-minimising allocation)")
+    STRATIFIED = "stratified", _("stratified (variance-minimising allocation)")
+
+
+class SamplingStratum(models.TextChoices):
+    SYSTEM = "system", _("system")
+    ASPECT = "aspect", _("aspect on which the judge is least certain")
+    CONFIDENCE = "confidence", _("judge-uncertainty quartile")
 
 
 class StopRule(models.TextChoices):
     BEATS = "beats", _("one system beats the other")
     WIDTH = "width", _("a system's interval is narrow enough")
+    CERTIFIED = "certified", _("the campaign's judge is certified on the aspect")
 
 
 class Campaign(models.Model):
@@ -67,6 +74,8 @@ class Campaign(models.Model):
     human_share = models.FloatField(
         default=0.5, help_text="The expected share of tasks sent to the human raters under a sampling policy."
     )
+    # What the stratified policy cuts the tasks into (see judging.hybrid.sampling).
+    sampling_stratum = models.CharField(max_length=20, default=SamplingStratum.SYSTEM, choices=SamplingStratum.choices)
     sampling_seed = models.CharField(max_length=64, blank=True, default="")
     stop_rule = models.CharField(max_length=20, blank=True, default="", choices=StopRule.choices)
     stop_aspect = models.ForeignKey(
@@ -113,8 +122,12 @@ class Campaign(models.Model):
                     & Q(stop_aspect__isnull=False)
                     & ~Q(stop_first="")
                     & Q(stop_width__isnull=False)
-                ),
+                )
+                | (Q(stop_rule="certified") & Q(stop_aspect__isnull=False)),
                 name="campaign_stop_rule_complete",
+            ),
+            models.CheckConstraint(
+                condition=Q(sampling_stratum__in=SamplingStratum.values), name="campaign_sampling_stratum_known"
             ),
             # Per dataset: only those who see the dataset learn which campaign names it holds.
             models.UniqueConstraint(fields=["dataset", "name"], name="campaign_name_unique_per_dataset"),
@@ -138,6 +151,8 @@ class Task(models.Model):
     # The probability with which the task was sent to the human raters under the campaign's sampling policy; empty
     # when no policy chose (every task went to them). Estimates weight its ratings by the inverse.
     human_probability = models.FloatField(null=True, blank=True)
+    # The stratum the stratified policy drew the task in, so the estimate combines the very same strata.
+    human_stratum = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         verbose_name = _("task")

@@ -22,6 +22,7 @@ from judging.models import (
     ENDED_RUN_STATUSES,
     Certificate,
     CertificateStatus,
+    HybridCalibration,
     JudgeRun,
     JudgeScore,
     JudgeVersion,
@@ -156,7 +157,25 @@ def certificate_evaluate(*, certificate_id: int) -> str:
         results=results,
         certified_at=timezone.now(),
     )
+    if stored and status == CertificateStatus.PASSED:
+        _certified_campaigns_check(certificate.version_id)
     return status if stored else "claim lost"
+
+
+def _certified_campaigns_check(version_id: int) -> None:
+    """Ask every running campaign whose stopping rule waits for this version's certificate to read it again, once
+    the verdict commits (the check itself decides on which aspect, and is safe to run twice)."""
+    from judging.enqueue import CAMPAIGN_STOP_CHECK, run_task_enqueue  # noqa: PLC0415 - loads Celery on first send
+
+    waiting = (
+        HybridCalibration.objects.filter(
+            version_id=version_id, campaign__stop_rule="certified", campaign__stopped_at__isnull=True
+        )
+        .values_list("campaign_id", flat=True)
+        .distinct()
+    )
+    for campaign_id in sorted(set(waiting)):
+        run_task_enqueue(CAMPAIGN_STOP_CHECK, campaign_id, on_commit=True)
 
 
 def _evaluate(certificate: Certificate, run: JudgeRun) -> tuple[str, str, dict[str, Any]]:

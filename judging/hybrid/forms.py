@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models import HumanSampling, StopRule
+from annotations.models import HumanSampling, SamplingStratum, StopRule
 from judging.hybrid.services import DEFAULT_DELTA, DEFAULT_TARGET
 from judging.statistics.trust_escalate import DEFAULT_MIN_KEPT
 
@@ -67,11 +67,23 @@ class SamplingForm(forms.Form):
         min_value=0.01,
         max_value=1.0,
     )
+    sampling_stratum = forms.ChoiceField(
+        label=_("Strata, for the stratified policy"),
+        choices=SamplingStratum.choices,
+        initial=SamplingStratum.SYSTEM,
+        help_text=_(
+            "A task's aspect is the one on which the judge is least certain; the confidence bins are the quartiles "
+            "of the judge's uncertainty over the campaign's tasks."
+        ),
+    )
     stop_rule = forms.ChoiceField(
         label=_("Stopping rule"), required=False, choices=[("", _("none: run to the planned size")), *StopRule.choices]
     )
     stop_aspect: forms.ModelChoiceField[Any] = forms.ModelChoiceField(
-        queryset=None, label=_("Aspect of the rule"), required=False
+        queryset=None,
+        label=_("Aspect of the rule"),
+        required=False,
+        help_text=_("For “certified”: the aspect on which the campaign's judge version must pass its certificate."),
     )
     stop_first = forms.ChoiceField(label=_("System (A)"), required=False)
     stop_second = forms.ChoiceField(label=_("Other system (B), for “A beats B”"), required=False)

@@ -9,9 +9,14 @@ Policies (``Campaign.human_sampling``), each with the expected share s of tasks 
 - uncertainty: π ∝ the judge's uncertainty on the task (the spread of its score distribution, else the disagreement
   of its samples; the largest over the campaign's aspects), mixed with the uniform rule and scaled to s·N
   (``active_ppi.sampling_probabilities``);
-- stratified: strata by system, the round(s·N) ratings allocated by Neyman's rule n_k ∝ N_k σ_k with σ_k the mean
-  judge uncertainty of the stratum (``stratified_ppi.optimal_allocation``), and exactly n_k tasks drawn in each, so
-  π = n_k / N_k.
+- stratified: strata by the campaign's ``sampling_stratum``, the round(s·N) ratings allocated by Neyman's rule
+  n_k ∝ N_k σ_k with σ_k the mean judge uncertainty of the stratum (``stratified_ppi.optimal_allocation``), and
+  exactly n_k tasks drawn in each, so π = n_k / N_k. The strata:
+  - system: the system of the task's answer;
+  - aspect: a task is rated on every aspect of the campaign, so it belongs to the aspect on which the judge is least
+    certain (its largest uncertainty; a tie goes to the first in the campaign's aspect order);
+  - confidence: the quartile bin of the task's uncertainty (see ``confidence_bins``).
+  Each task stores its stratum, so the estimate combines the same strata.
 
 The draw uses a random generator seeded from the campaign's recorded seed, so the same campaign draws the same tasks.
 """
@@ -21,9 +26,9 @@ from __future__ import annotations
 import hashlib
 import random
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from annotations.models import Campaign, HumanSampling, Task
+from annotations.models import Campaign, HumanSampling, SamplingStratum, Task
 from judging.models import JudgeRun, Judgment, JudgmentStatus
 
 STRATUM_MINIMUM = 1
@@ -33,12 +38,21 @@ STRATUM_MINIMUM = 1
 class SamplingPlan:
     probability: dict[int, float]  # task id → probability of going to the humans
     to_humans: set[int]  # the task ids drawn for the humans
+    stratum: dict[int, str] = field(default_factory=dict)  # task id → its stratum, under the stratified policy
 
 
 def judge_uncertainty(run: JudgeRun, response_ids: list[int], aspect_names: list[str]) -> dict[int, float]:
-    """Per answer, the judge's largest uncertainty over the aspects: the standard deviation of its score
-    distribution when every judgment has one (averaged over samples), else of its sampled scores; 0 when the judge
-    gave one bare score."""
+    """Per answer, the judge's largest uncertainty over the aspects (``judge_uncertainty_by_aspect``)."""
+    by_aspect = judge_uncertainty_by_aspect(run, response_ids, aspect_names)
+    return {response_id: max(spread.values(), default=0.0) for response_id, spread in by_aspect.items()}
+
+
+def judge_uncertainty_by_aspect(
+    run: JudgeRun, response_ids: list[int], aspect_names: list[str]
+) -> dict[int, dict[str, float]]:
+    """Per answer and aspect (in the order of ``aspect_names``), the judge's uncertainty: the standard deviation of
+    its score distribution when every judgment has one (averaged over samples), else of its sampled scores; 0 when
+    the judge gave one bare score or none."""
     from judging.statistics.active_ppi import (  # noqa: PLC0415 - numpy; only sampling needs it
         uncertainty_from_distribution,
         uncertainty_from_samples,
@@ -57,8 +71,8 @@ def judge_uncertainty(run: JudgeRun, response_ids: list[int], aspect_names: list
         found.setdefault((response_id, aspect), []).append(
             (float(score or 0.0), distribution if isinstance(distribution, dict) and distribution else None)
         )
-    spread: dict[int, float] = {response_id: 0.0 for response_id in response_ids}
-    for (response_id, _aspect), judgments in found.items():
+    spread = {response_id: dict.fromkeys(aspect_names, 0.0) for response_id in response_ids}
+    for (response_id, aspect), judgments in found.items():
         distributions = [d for _, d in judgments if d is not None]
         if len(distributions) == len(judgments):
             averaged: dict[str, float] = {}
@@ -68,8 +82,43 @@ def judge_uncertainty(run: JudgeRun, response_ids: list[int], aspect_names: list
             value = uncertainty_from_distribution(averaged)
         else:
             value = uncertainty_from_samples([score for score, _ in judgments])
-        spread[response_id] = max(spread[response_id], value)
+        spread[response_id][aspect] = value
     return spread
+
+
+CONFIDENCE_BINS = 4
+
+
+def confidence_bins(uncertainty: dict[int, float]) -> dict[int, str]:
+    """Each task's quartile bin of the judge's uncertainty, "q1" (most certain) to "q4": the cut points are the
+    lower empirical quartiles c_j, the ⌈j·N/4⌉-th smallest uncertainty (j = 1, 2, 3), and a task's bin is 1 plus the
+    number of cut points strictly below its uncertainty. Equal uncertainties always share a bin, so ties can leave
+    fewer than four (a judge with two levels of certainty gives two)."""
+    ordered = sorted(uncertainty.values())
+    count = len(ordered)
+    cuts = [ordered[-(-j * count // CONFIDENCE_BINS) - 1] for j in range(1, CONFIDENCE_BINS)] if count else []
+    return {task_id: f"q{1 + sum(cut < value for cut in cuts)}" for task_id, value in uncertainty.items()}
+
+
+def least_certain_aspect(spread: dict[str, float]) -> str:
+    """The aspect with the judge's largest uncertainty; a tie goes to the first in the given (campaign) order."""
+    return max(spread, key=lambda aspect: spread[aspect], default="")
+
+
+def task_strata(
+    kind: str,
+    ids: list[int],
+    *,
+    uncertainty: dict[int, float],
+    systems: dict[int, str],
+    aspect_uncertainty: dict[int, dict[str, float]],
+) -> dict[int, str]:
+    """Each task's stratum under the campaign's stratum choice (see the module's docstring)."""
+    if kind == SamplingStratum.ASPECT:
+        return {task_id: least_certain_aspect(aspect_uncertainty.get(task_id, {})) for task_id in ids}
+    if kind == SamplingStratum.CONFIDENCE:
+        return confidence_bins({task_id: uncertainty.get(task_id, 0.0) for task_id in ids})
+    return {task_id: systems.get(task_id, "") for task_id in ids}
 
 
 def campaign_seed(campaign: Campaign) -> str:
@@ -85,10 +134,15 @@ def _rng(seed: str) -> random.Random:
 
 
 def sampling_plan(
-    *, campaign: Campaign, tasks: list[Task], uncertainty: dict[int, float], systems: dict[int, str]
+    *,
+    campaign: Campaign,
+    tasks: list[Task],
+    uncertainty: dict[int, float],
+    systems: dict[int, str],
+    aspect_uncertainty: dict[int, dict[str, float]] | None = None,
 ) -> SamplingPlan:
-    """Each task's probability under the campaign's policy and the seeded draw. ``uncertainty`` and ``systems`` are
-    per task id."""
+    """Each task's probability under the campaign's policy and the seeded draw. ``uncertainty`` (the largest over the
+    aspects), ``systems`` and ``aspect_uncertainty`` (per aspect, in the campaign's order) are per task id."""
     from judging.statistics.active_ppi import sampling_probabilities  # noqa: PLC0415 - numpy
     from judging.statistics.stratified_ppi import optimal_allocation  # noqa: PLC0415 - numpy
 
@@ -99,9 +153,16 @@ def sampling_plan(
     budget = campaign.human_share * len(ids)
     policy = campaign.human_sampling
     if policy == HumanSampling.STRATIFIED:
+        stratum = task_strata(
+            campaign.sampling_stratum,
+            ids,
+            uncertainty=uncertainty,
+            systems=systems,
+            aspect_uncertainty=aspect_uncertainty or {},
+        )
         strata: dict[str, list[int]] = {}
         for task_id in ids:
-            strata.setdefault(systems.get(task_id, ""), []).append(task_id)
+            strata.setdefault(stratum[task_id], []).append(task_id)
         keys = sorted(strata)
         sizes = [len(strata[key]) for key in keys]
         deviations = [sum(uncertainty.get(t, 0.0) for t in strata[key]) / len(strata[key]) for key in keys]
@@ -115,7 +176,7 @@ def sampling_plan(
             for task_id in members:
                 probability[task_id] = count / len(members)
             chosen.update(rng.sample(members, count))
-        return SamplingPlan(probability, chosen)
+        return SamplingPlan(probability, chosen, stratum)
     if policy == HumanSampling.UNCERTAINTY:
         pis = sampling_probabilities([uncertainty.get(t, 0.0) for t in ids], budget)
     else:

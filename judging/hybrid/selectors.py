@@ -8,9 +8,9 @@ from typing import Any
 from django.db.models import QuerySet
 
 from annotations.hybrid.selectors import HybridCounts, hybrid_counts
-from annotations.models import Aspect, Campaign, Rating, RatingOrigin, StopRule, Task
+from annotations.models import Aspect, Campaign, HumanSampling, Rating, RatingOrigin, StopRule, Task
 from judging.certification.selectors import version_standing
-from judging.models import HybridCalibration, JudgeVersion, Judgment, JudgmentStatus
+from judging.models import CertificateStatus, HybridCalibration, JudgeVersion, Judgment, JudgmentStatus
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,8 @@ def stopping_evidence(campaign: Campaign) -> dict[str, Any] | None:
     if not campaign.stop_rule or campaign.stop_aspect_id is None:
         return None
     aspect = Aspect.objects.get(pk=campaign.stop_aspect_id)
+    if campaign.stop_rule == StopRule.CERTIFIED:
+        return certification_evidence(campaign, aspect)
     rows = _ratings_in_order(campaign, aspect.pk)
     if campaign.stop_rule == StopRule.BEATS:
         pairs = _paired_differences(rows, campaign.stop_first, campaign.stop_second)
@@ -130,6 +132,55 @@ def stopping_evidence(campaign: Campaign) -> dict[str, Any] | None:
         "lower": aspect.min_value,
         "upper": aspect.max_value,
     }
+
+
+def campaign_judge_version(campaign: Campaign) -> JudgeVersion | None:
+    """The campaign's judge version: that of the calibration that handed out the tasks, else the newest one
+    calibrated; None before any calibration."""
+    calibrations = HybridCalibration.objects.filter(campaign=campaign).select_related("version")
+    chosen = calibrations.exclude(apply_status="").first() or calibrations.order_by("-created_at", "-pk").first()
+    return None if chosen is None else chosen.version
+
+
+def certification_evidence(campaign: Campaign, aspect: Aspect) -> dict[str, Any]:
+    """The rule "the judge is certified on the aspect": met once a certificate of the campaign's judge version has
+    passed (and is not suspended) with a passing alternative-annotator test on the aspect. The evidence names the
+    certificate, its test on the aspect (ε, ω, ρ) and n, the answers it was read on."""
+    base: dict[str, Any] = {
+        "rule": "certified",
+        "aspect": aspect.name,
+        "met": False,
+        "n": 0,
+        "low": None,
+        "high": None,
+        "method": "alternative-annotator test (Calderon, Reichart and Dror 2025)",
+        "looks": [],
+        "lower": aspect.min_value,
+        "upper": aspect.max_value,
+    }
+    version = campaign_judge_version(campaign)
+    if version is None:
+        return base | {"decision": "no judge version is calibrated on this campaign yet"}
+    certificates = version.certificates.order_by("-certified_at", "-created_at", "-pk")
+    for certificate in certificates.filter(status=CertificateStatus.PASSED):
+        test = certificate.results.get(aspect.name)
+        if isinstance(test, dict) and test.get("verdict") == "passed":
+            return base | {
+                "met": True,
+                "decision": f"judge version {version.short} passed certificate {certificate.pk}",
+                "n": int(test.get("n_answers", 0)),
+                "version": version.short,
+                "certificate": certificate.pk,
+                "certificate_status": certificate.status,
+                "test": {key: test.get(key) for key in ("epsilon", "q", "metric", "omega", "rho", "verdict")},
+            }
+    newest = certificates.first()
+    decision = (
+        f"judge version {version.short} holds no certificate"
+        if newest is None
+        else f"judge version {version.short}: its newest certificate ({newest.pk}) is {newest.status}"
+    )
+    return base | {"decision": decision, "version": version.short}
 
 
 @dataclass(frozen=True)
@@ -177,7 +228,7 @@ def active_estimates(campaign: Campaign) -> list[ActiveRow]:
             value__isnull=False,
         ).values_list("response_id", "value"):
             human.setdefault(response_id, []).append(float(value or 0.0))
-        y, f, pi = [], [], []
+        y, f, pi, strata = [], [], [], []
         sent = rated = 0
         for task in tasks:
             answer = task.responses.all()[0]
@@ -190,10 +241,37 @@ def active_estimates(campaign: Campaign) -> list[ActiveRow]:
             y.append(sum(values) / len(values) if drawn and values else None)
             f.append(sum(judge[answer.pk]) / len(judge[answer.pk]))
             pi.append(float(task.human_probability or 1.0))
+            strata.append(task.human_stratum)
         if f:
-            result = active_ppi_mean(y, f, pi)
-            rows.append(ActiveRow(aspect.name, dict(result), sent, rated))
+            result: dict[str, Any] = dict(active_ppi_mean(y, f, pi))
+            if campaign.human_sampling == HumanSampling.STRATIFIED:
+                stratified = _stratified(y, f, strata)
+                result |= stratified | {"undefined": stratified["undefined"] or result["undefined"]}
+            rows.append(ActiveRow(aspect.name, result, sent, rated))
     return rows
+
+
+def _stratified(y: list[float | None], f: list[float], strata: list[str]) -> dict[str, Any]:
+    """The stratified PPI++ estimate over the strata the tasks were drawn in, in place of the weighted one: the same
+    design-unbiased target, with each stratum's own λ. The uniform comparison and ratings saved stay the active
+    design's, since stratified sampling with π = n_k / N_k is one of its designs."""
+    from judging.statistics.stratified_ppi import Stratum, stratified_ppi_mean  # noqa: PLC0415 - numpy
+
+    grouped: dict[str, Stratum] = {}
+    for human, judge, name in zip(y, f, strata, strict=True):
+        stratum = grouped.setdefault(name, {"name": name, "human": [], "judge_labelled": [], "judge_unlabelled": []})
+        if human is None:
+            stratum["judge_unlabelled"].append(judge)  # type: ignore[attr-defined]
+        else:
+            stratum["human"].append(human)  # type: ignore[attr-defined]
+            stratum["judge_labelled"].append(judge)  # type: ignore[attr-defined]
+    result = stratified_ppi_mean([grouped[name] for name in sorted(grouped)])
+    return {
+        "active": result["stratified"],
+        "strata": result["strata"],
+        "design": "stratified",
+        "undefined": result["undefined"],
+    }
 
 
 def stopping_panel(campaign: Campaign) -> dict[str, Any] | None:

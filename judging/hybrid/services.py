@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotations.hybrid.services import FilledValue, task_judge_fill
-from annotations.models import Campaign, Task
+from annotations.models import Campaign, SamplingStratum, StopRule, Task
 from judging.certification.evaluations import fresh_config
 from judging.certification.selectors import SUSPENDED, version_standing
 from judging.enqueue import CAMPAIGN_STOP_CHECK, run_task_enqueue
@@ -255,21 +255,27 @@ def _sampled_for_humans(
     """Under a sampling policy, the tasks drawn for the humans, each task's probability stored on it first; None when
     the campaign keeps the calibrated threshold. A task the judge left without a score always goes to the humans
     (probability 1), since the estimates need the judge's score wherever a human's may be missing."""
-    from judging.hybrid.sampling import judge_uncertainty, sampling_plan  # noqa: PLC0415 - numpy
+    from judging.hybrid.sampling import judge_uncertainty_by_aspect, sampling_plan  # noqa: PLC0415 - numpy
 
     if not campaign.human_sampling:
         return None
     answers = {task.pk: list(task.responses.all()) for task in tasks if task.pk not in unscored}
-    spread = judge_uncertainty(run, [a.pk for found in answers.values() for a in found], aspects)
+    spread = judge_uncertainty_by_aspect(run, [a.pk for found in answers.values() for a in found], aspects)
+    by_aspect = {
+        pk: {aspect: max((spread.get(a.pk, {}).get(aspect, 0.0) for a in found), default=0.0) for aspect in aspects}
+        for pk, found in answers.items()
+    }
     plan = sampling_plan(
         campaign=campaign,
         tasks=[task for task in tasks if task.pk not in unscored],
-        uncertainty={pk: max((spread.get(a.pk, 0.0) for a in found), default=0.0) for pk, found in answers.items()},
+        uncertainty={pk: max(values.values(), default=0.0) for pk, values in by_aspect.items()},
         systems={pk: found[0].system.key if found else "" for pk, found in answers.items()},
+        aspect_uncertainty=by_aspect,
     )
     for task in tasks:
         task.human_probability = plan.probability.get(task.pk, 1.0)
-    Task.objects.bulk_update(tasks, ["human_probability"])
+        task.human_stratum = plan.stratum.get(task.pk, "")
+    Task.objects.bulk_update(tasks, ["human_probability", "human_stratum"])
     return plan.to_humans | unscored
 
 
@@ -328,8 +334,9 @@ def _fill(calibration: HybridCalibration) -> tuple[int, int, str]:
 
 
 def campaign_stop_check(*, campaign_id: int) -> str:
-    """Read the campaign's stopping rule on its ratings so far and, once it is met, stop the campaign with the
-    evidence (the sequence, n and the time). Safe twice: only the call that sets stopped_at stores the evidence."""
+    """Read the campaign's stopping rule on its ratings so far (or, for "certified", on its judge version's
+    certificates) and, once it is met, stop the campaign with the evidence (the sequence or the certificate, n and
+    the time). Safe twice: only the call that sets stopped_at stores the evidence."""
     campaign = Campaign.objects.filter(pk=campaign_id).first()
     if campaign is None or not campaign.stop_rule or campaign.stopped_at is not None:
         return "nothing to check"
@@ -348,6 +355,7 @@ def campaign_sampling_set(
     campaign: Campaign,
     human_sampling: str,
     human_share: float,
+    sampling_stratum: str,
     stop_rule: str,
     stop_aspect_id: int | None,
     stop_first: str,
@@ -360,23 +368,33 @@ def campaign_sampling_set(
         raise HybridError(f"the share of tasks for the raters must be more than 0 and at most 1, not {human_share}")
     if stop_rule and stop_aspect_id is None:
         raise HybridError("a stopping rule needs the aspect it is read on")
-    if stop_rule and not stop_first:
+    if sampling_stratum not in SamplingStratum.values:
+        raise HybridError(f"the strata must be one of {', '.join(SamplingStratum.values)}, not {sampling_stratum!r}")
+    if stop_rule not in ("", *StopRule.values):
+        raise HybridError(f"the stopping rule must be one of {', '.join(StopRule.values)}, not {stop_rule!r}")
+    if stop_rule in (StopRule.BEATS, StopRule.WIDTH) and not stop_first:
         raise HybridError("a stopping rule needs the system (A) it is read on")
     if stop_rule == "beats" and (not stop_second or stop_second == stop_first):
         raise HybridError("“A beats B” needs a second system, other than A")
     if stop_rule == "width" and stop_width is None:
         raise HybridError("“width ≤ w” needs the largest width w")
     applied = HybridCalibration.objects.filter(campaign=campaign).exclude(apply_status="").exists()
-    if applied and (human_sampling != campaign.human_sampling or human_share != campaign.human_share):
+    changed = (human_sampling, human_share, sampling_stratum) != (
+        campaign.human_sampling,
+        campaign.human_share,
+        campaign.sampling_stratum,
+    )
+    if applied and changed:
         raise HybridError("the judge already took its tasks, so the sampling policy can no longer change")
     if campaign.stopped_at is not None:
         raise HybridError("the campaign already stopped; its stopping rule can no longer change")
     updated = Campaign.objects.filter(pk=campaign.pk, stopped_at__isnull=True).update(
         human_sampling=human_sampling,
         human_share=human_share,
+        sampling_stratum=sampling_stratum,
         stop_rule=stop_rule,
         stop_aspect_id=stop_aspect_id if stop_rule else None,
-        stop_first=stop_first if stop_rule else "",
+        stop_first=stop_first if stop_rule in (StopRule.BEATS, StopRule.WIDTH) else "",
         stop_second=stop_second if stop_rule == "beats" else "",
         stop_width=stop_width if stop_rule == "width" else None,
     )

@@ -22,7 +22,15 @@ from judging.models import HybridCalibration
 
 
 def _sampling_initial(campaign: Campaign) -> dict[str, Any]:
-    names = ["human_sampling", "human_share", "stop_rule", "stop_first", "stop_second", "stop_width"]
+    names = [
+        "human_sampling",
+        "human_share",
+        "sampling_stratum",
+        "stop_rule",
+        "stop_first",
+        "stop_second",
+        "stop_width",
+    ]
     return {**{name: getattr(campaign, name) for name in names}, "stop_aspect": campaign.stop_aspect_id}
 
 
@@ -118,6 +126,7 @@ def hybrid_sampling_view(request: HttpRequest, campaign_id: int) -> HttpResponse
             campaign=campaign,
             human_sampling=data["human_sampling"],
             human_share=data["human_share"],
+            sampling_stratum=data["sampling_stratum"],
             stop_rule=data["stop_rule"],
             stop_aspect_id=data["stop_aspect"].pk if data["stop_aspect"] is not None else None,
             stop_first=data["stop_first"],

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
@@ -20,20 +21,26 @@ from annotations.models import (
     Assignment,
     AssignmentStatus,
     Campaign,
+    Dataset,
     HumanSampling,
+    Rater,
     Rating,
     RatingOrigin,
+    SamplingStratum,
     StopRule,
     Task,
 )
+from judging.certification.certificates import certificate_evaluate
 from judging.hybrid import services as hybrid
-from judging.hybrid.sampling import judge_uncertainty, sampling_plan
+from judging.hybrid.sampling import confidence_bins, judge_uncertainty, sampling_plan
+from judging.hybrid.selectors import active_estimates
 from judging.hybrid.services import HybridError
-from judging.models import HybridApplyStatus
+from judging.models import Certificate, CertificateStatus, HybridApplyStatus
 from judging.statistics.sequences import confidence_sequence
 from tests.annotate.factories import make_campaign
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import true_score
+from tests.judging.factories import make_dataset
 from tests.judging.hybrid_data import HESITANT, SURE
 from tests.judging.test_hybrid import DELTA, MIN_KEPT, TARGET, campaign_of, certified
 
@@ -47,6 +54,7 @@ def set_rule(campaign: Campaign, **chosen: Any) -> None:
     fields: dict[str, Any] = {
         "human_sampling": "",
         "human_share": 0.5,
+        "sampling_stratum": SamplingStratum.SYSTEM,
         "stop_rule": "",
         "stop_aspect_id": None,
         "stop_first": "",
@@ -56,10 +64,12 @@ def set_rule(campaign: Campaign, **chosen: Any) -> None:
     hybrid.campaign_sampling_set(campaign=campaign, **(fields | chosen))
 
 
-def sampled_campaign(fake: FakeProvider, capture, annotators, policy: str, share: float) -> Campaign:  # type: ignore[no-untyped-def]
+def sampled_campaign(  # type: ignore[no-untyped-def]
+    fake: FakeProvider, capture, annotators, policy: str, share: float, stratum: str = SamplingStratum.SYSTEM
+) -> Campaign:
     dataset, certificate = certified(fake, capture, items=ITEMS)
     campaign = campaign_of(dataset, annotators)
-    set_rule(campaign, human_sampling=policy, human_share=share)
+    set_rule(campaign, human_sampling=policy, human_share=share, sampling_stratum=stratum)
     calibration = hybrid.hybrid_calibrate(
         campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
     )
@@ -149,6 +159,120 @@ def test_uniform_and_stratified_policies_give_their_probabilities(
     assert len(to_humans(stratified)) == 15
 
 
+def assert_probability_is_share_drawn_per_stratum(campaign: Campaign, expected: dict[int, str]) -> None:
+    """Every task's stored stratum is the expected one, and its probability is n_k / N_k: the tasks drawn for the
+    humans in its stratum over the stratum's size."""
+    tasks = list(Task.objects.filter(campaign=campaign, is_gold=False))
+    assert {task.pk: task.human_stratum for task in tasks} == expected
+    drawn = to_humans(campaign)
+    for name in set(expected.values()):
+        members = [task for task in tasks if task.human_stratum == name]
+        n_k = sum(task.pk in drawn for task in members)
+        assert 1 <= n_k <= len(members)
+        assert [task.human_probability for task in members] == pytest.approx([n_k / len(members)] * len(members))
+
+
+@pytest.mark.parametrize("stratum", [SamplingStratum.SYSTEM, SamplingStratum.ASPECT, SamplingStratum.CONFIDENCE])
+def test_each_stratum_kind_draws_n_k_of_N_k_and_the_estimate_uses_the_same_strata(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators, stratum: str
+) -> None:  # type: ignore[no-untyped-def]
+    campaign = sampled_campaign(
+        fake_provider, django_capture_on_commit_callbacks, annotators, HumanSampling.STRATIFIED, 0.25, stratum
+    )
+    tasks = list(Task.objects.filter(campaign=campaign).prefetch_related("responses"))
+    hesitant = {t.pk for t in tasks if true_score(t.responses.get().pk) == 5}
+    assert 0 < len(hesitant) < ITEMS
+    expected = {
+        # One system and one aspect in this campaign: one stratum; the judge's two levels of certainty: two bins,
+        # the sure tasks in the lowest quartile bin and the hesitant ones in the highest.
+        SamplingStratum.SYSTEM: {t.pk: "llm_a" for t in tasks},
+        SamplingStratum.ASPECT: {t.pk: "overall" for t in tasks},
+        SamplingStratum.CONFIDENCE: {t.pk: "q4" if t.pk in hesitant else "q1" for t in tasks},
+    }[stratum]
+    assert_probability_is_share_drawn_per_stratum(campaign, expected)
+    assert len(to_humans(campaign)) == 15  # round(0.25 · 60), allocated over the strata
+    # The estimate is stratified PPI over the very strata of the draw, once the drawn tasks are rated.
+    aspect = campaign.aspects.get()
+    rater = Rater.objects.create(dataset=campaign.dataset, pseudonym="campaign-rater", external_id="campaign-rater")
+    drawn = to_humans(campaign)
+    for task in tasks:
+        if task.pk in drawn:
+            value = true_score(task.responses.get().pk)
+            Rating.objects.create(
+                response=task.responses.get(), aspect=aspect, rater=rater, value=value, origin=RatingOrigin.APP
+            )
+    rows = active_estimates(campaign)
+    assert [row.aspect for row in rows] == ["overall"] and rows[0].rated == rows[0].sent == 15
+    result = rows[0].result
+    assert result["design"] == "stratified" and result["undefined"] is None
+    names = sorted(set(expected.values()))
+    assert [s["name"] for s in result["strata"]] == names
+    for name, row in zip(names, result["strata"], strict=True):
+        members = [pk for pk, stratum_of in expected.items() if stratum_of == name]
+        assert row["weight"] == pytest.approx(len(members) / ITEMS)
+        assert row["n"] == len(drawn & set(members)) and row["n"] + row["n_judge_only"] == len(members)
+    combined = sum(row["weight"] * row["estimate"]["value"] for row in result["strata"])
+    assert result["active"]["estimate"]["value"] == pytest.approx(combined)
+
+
+def test_the_stratified_plan_per_stratum_kind_on_two_systems_and_two_aspects(
+    annotators,
+) -> None:  # type: ignore[no-untyped-def]
+    """The plan itself on a hand-made campaign of 40 tasks: two systems, two aspects, four levels of uncertainty, so
+    every stratum kind cuts it differently; each stratum draws exactly n_k of its N_k tasks."""
+    dataset = make_dataset(items=40)
+    campaign = make_campaign(dataset, annotators, name="plan", raters_per_item=1)
+    tasks = list(Task.objects.filter(campaign=campaign).order_by("position"))[:40]
+    assert len(tasks) == 40
+    systems = {t.pk: ("llm_a" if i % 2 else "llm_b") for i, t in enumerate(tasks)}
+    # Uncertainty levels 0.1, 0.2, 0.3, 0.4 ten tasks each; the judge is less certain on "style" for a quarter.
+    level = {t.pk: 0.1 * (1 + i // 10) for i, t in enumerate(tasks)}
+    by_aspect = {
+        t.pk: {"overall": level[t.pk], "style": level[t.pk] + (0.5 if i % 4 == 0 else -0.05)}
+        for i, t in enumerate(tasks)
+    }
+    spread = {pk: max(values.values()) for pk, values in by_aspect.items()}
+    expected = {
+        SamplingStratum.SYSTEM: systems,
+        SamplingStratum.ASPECT: {
+            pk: ("style" if values["style"] > values["overall"] else "overall") for pk, values in by_aspect.items()
+        },
+        SamplingStratum.CONFIDENCE: confidence_bins(spread),
+    }
+    for kind, strata in expected.items():
+        Campaign.objects.filter(pk=campaign.pk).update(
+            human_sampling=HumanSampling.STRATIFIED, human_share=0.3, sampling_stratum=kind
+        )
+        campaign.refresh_from_db()
+        plan = sampling_plan(
+            campaign=campaign, tasks=tasks, uncertainty=spread, systems=systems, aspect_uncertainty=by_aspect
+        )
+        assert plan.stratum == strata
+        assert len(set(strata.values())) >= 2
+        assert len(plan.to_humans) == 12  # round(0.3 · 40)
+        for name in set(strata.values()):
+            members = [pk for pk, s in strata.items() if s == name]
+            n_k = len(plan.to_humans & set(members))
+            assert [plan.probability[pk] for pk in members] == pytest.approx([n_k / len(members)] * len(members))
+
+
+def test_confidence_bins_are_the_lower_quartiles_with_ties_kept_together() -> None:
+    # Eight distinct values: cut points at the 2nd, 4th and 6th smallest (2, 4, 6), two tasks per bin.
+    assert confidence_bins({i: float(i) for i in range(1, 9)}) == {
+        1: "q1",
+        2: "q1",
+        3: "q2",
+        4: "q2",
+        5: "q3",
+        6: "q3",
+        7: "q4",
+        8: "q4",
+    }
+    # Equal uncertainties share a bin however many there are; one level gives one bin.
+    assert set(confidence_bins({i: 0.3 for i in range(7)}).values()) == {"q1"}
+    assert confidence_bins({1: 0.1, 2: 0.1, 3: 0.1, 4: 0.9}) == {1: "q1", 2: "q1", 3: "q1", 4: "q4"}
+
+
 def test_the_database_refuses_a_probability_outside_0_to_1_and_the_policy_is_fixed_once_applied(
     fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
 ) -> None:  # type: ignore[no-untyped-def]
@@ -164,6 +288,12 @@ def test_the_database_refuses_a_probability_outside_0_to_1_and_the_policy_is_fix
         Campaign.objects.filter(pk=campaign.pk).update(human_share=0)
     with pytest.raises(IntegrityError), transaction.atomic():
         Campaign.objects.filter(pk=campaign.pk).update(stop_rule=StopRule.WIDTH)  # no aspect, system or width
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Campaign.objects.filter(pk=campaign.pk).update(stop_rule=StopRule.CERTIFIED)  # no aspect
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Campaign.objects.filter(pk=campaign.pk).update(sampling_stratum="prompt")
+    with pytest.raises(HybridError, match="strata must be one of"):
+        set_rule(campaign, sampling_stratum="prompt")
     with pytest.raises(HybridError, match="can no longer change"):
         set_rule(campaign, human_sampling=HumanSampling.UNCERTAINTY)
     # Share 1: every task goes to the humans, none to the judge.
@@ -233,3 +363,57 @@ def test_a_met_stopping_rule_stops_the_claim_with_its_evidence(
     assert campaign.stopped_at == stopped_at
     with pytest.raises(HybridError, match="already stopped"):
         set_rule(campaign)
+
+
+def test_the_judge_certified_on_the_aspect_stops_the_campaign_with_the_certificate_as_evidence(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators, researcher, client
+) -> None:  # type: ignore[no-untyped-def]
+    dataset, certificate = certified(fake_provider, django_capture_on_commit_callbacks, items=ITEMS)
+    campaign = make_campaign(
+        dataset, annotators, name="certified", raters_per_item=2, rationale_required=False, ask_preference=False
+    )
+    aspect = campaign.aspects.get()
+    hybrid.hybrid_calibrate(
+        campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
+    )
+    # The certificate is read again from pending: while it is pending or failed, the campaign runs on.
+    Certificate.objects.filter(pk=certificate.pk).update(status=CertificateStatus.PENDING)
+    with django_capture_on_commit_callbacks(execute=True):
+        set_rule(campaign, stop_rule=StopRule.CERTIFIED, stop_aspect_id=aspect.pk)
+    campaign.refresh_from_db()
+    assert (campaign.stop_rule, campaign.stop_first, campaign.stopped_at) == ("certified", "", None)
+    Certificate.objects.filter(pk=certificate.pk).update(status=CertificateStatus.FAILED, reason="fails")
+    assert hybrid.campaign_stop_check(campaign_id=campaign.pk) == "not met"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert rate(campaign, annotators[0], "certified-key-0001")
+    campaign.refresh_from_db()
+    assert campaign.stopped_at is None
+    # The certificate passes: its evaluation asks the waiting campaign to read it, and the campaign stops.
+    Certificate.objects.filter(pk=certificate.pk).update(status=CertificateStatus.PENDING)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert certificate_evaluate(certificate_id=certificate.pk) == CertificateStatus.PASSED
+    campaign.refresh_from_db()
+    assert campaign.stopped_at is not None
+    evidence = campaign.stop_evidence
+    certificate.refresh_from_db()
+    test = certificate.results["overall"]
+    assert evidence["met"] and evidence["certificate"] == certificate.pk
+    assert evidence["certificate_status"] == CertificateStatus.PASSED
+    assert evidence["n"] == test["n_answers"] > 0
+    assert evidence["test"]["omega"] == test["omega"] and evidence["test"]["verdict"] == "passed"
+    # Stopped: no task for anyone, though free slots remain; the check is safe to run again.
+    assert Assignment.objects.filter(campaign=campaign, status=AssignmentStatus.FREE).exists()
+    assert assignment_claim(campaign=campaign, user=annotators[1]) is None
+    stopped_at = campaign.stopped_at
+    assert hybrid.campaign_stop_check(campaign_id=campaign.pk) == "nothing to check"
+    campaign.refresh_from_db()
+    assert campaign.stopped_at == stopped_at
+    # The progress page and the annotators' page say why, with the certificate.
+    Dataset.objects.filter(pk=dataset.pk).update(owner=researcher)
+    client.force_login(researcher)
+    progress = client.get(reverse("campaign-progress", args=[campaign.pk])).content.decode()
+    assert 'id="stopping-met"' in progress and 'id="stopping-certificate"' in progress
+    assert f"by certificate {certificate.pk} (tested on n = {test['n_answers']} answers)" in progress
+    client.force_login(annotators[1])
+    page = client.get(reverse("annotate-campaign", args=[campaign.pk])).content.decode()
+    assert 'id="campaign-stopped"' in page and f"certificate {certificate.pk}, tested on" in page

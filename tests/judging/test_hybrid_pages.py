@@ -98,6 +98,7 @@ def sampling_data(campaign, **overrides):  # type: ignore[no-untyped-def]
     return {
         "human_sampling": "uncertainty",
         "human_share": 0.5,
+        "sampling_stratum": "confidence",
         "stop_rule": "width",
         "stop_aspect": campaign.aspects.get().pk,
         "stop_first": "llm_a",
@@ -121,15 +122,26 @@ def test_sampling_and_stopping_rule_through_the_page(  # type: ignore[no-untyped
     bad = client.post(url, sampling_data(campaign, stop_width=""))
     assert bad.status_code == 400 and "needs the largest width" in bad.content.decode()
     assert client.post(url, sampling_data(campaign, human_share=0)).status_code == 400
+    assert client.post(url, sampling_data(campaign, sampling_stratum="prompt")).status_code == 400
+    # "certified" needs only its aspect; without one the page names the problem.
+    no_aspect = client.post(url, sampling_data(campaign, stop_rule="certified", stop_aspect=""))
+    assert no_aspect.status_code == 400 and "needs the aspect" in no_aspect.content.decode()
     campaign.refresh_from_db()
     assert campaign.stop_rule == "" and campaign.human_sampling == ""
     with django_capture_on_commit_callbacks(execute=True):
         saved = client.post(url, sampling_data(campaign), follow=True)
     assert saved.status_code == 200 and "Sampling policy and stopping rule saved" in saved.content.decode()
     campaign.refresh_from_db()
-    assert (campaign.human_sampling, campaign.human_share, campaign.stop_rule, campaign.stop_width) == (
+    assert (
+        campaign.human_sampling,
+        campaign.human_share,
+        campaign.sampling_stratum,
+        campaign.stop_rule,
+        campaign.stop_width,
+    ) == (
         "uncertainty",
         0.5,
+        "confidence",
         "width",
         0.5,
     )
