@@ -24,6 +24,9 @@ from tests.annotate.factories import full_answer, make_campaign, make_dataset
 pytestmark = pytest.mark.django_db
 
 
+LATER_COLUMNS = ["consensus", "filled_by", "judge_version"]
+
+
 def rate_all(campaign: Campaign, user: User, *, value: float, prefer_position: int = 0) -> None:
     """Rates every task left for the user, preferring the answer at `prefer_position` in the dataset's order
     (candidate numbers are shuffled per rater, so a number would not say which answer)."""
@@ -81,9 +84,10 @@ def test_jsonl_carries_consensus_beside_the_raw_ratings(settled):  # type: ignor
 def test_flat_rows_have_consensus_before_who_filled_them_and_only_on_the_adjudicated_cells(settled):  # type: ignore[no-untyped-def]
     campaign, _ = settled
     rows = list(iter_flat_rows(dataset=campaign.dataset))
-    # The columns added later (who filled the row) come after it, so readers by position keep working.
-    assert FLAT_FIELDS[-3] == HISTORY_FIELDS[-3] == "consensus"
-    assert all(list(row)[-3:] == ["consensus", "filled_by", "judge_version"] for row in rows)
+    # The columns added later (who filled the row, then the task's sampling probability) come after it, so readers
+    # by position keep working.
+    assert FLAT_FIELDS[-4:] == HISTORY_FIELDS[-4:] == [*LATER_COLUMNS, "human_probability"]
+    assert all(list(row)[-4:-1] == LATER_COLUMNS for row in rows)
     factuality = [r for r in rows if r["kind"] == "rating" and r["aspect"] == "factuality"]
     assert len(factuality) == 6 and {r["consensus"] for r in factuality} == {2.0}
     assert sorted(r["value"] for r in factuality) == [0, 0, 2, 2, 3, 3]
@@ -96,7 +100,7 @@ def test_flat_csv_and_history_have_the_consensus_column_before_who_filled_the_ro
     for kind in ("flat-csv", "flat-csv-history"):
         text = "".join(iter_export(dataset=campaign.dataset, kind=kind))
         reader = csv.DictReader(io.StringIO(text))
-        assert reader.fieldnames is not None and reader.fieldnames[-3:] == ["consensus", "filled_by", "judge_version"]
+        assert reader.fieldnames is not None and reader.fieldnames[-4:-1] == LATER_COLUMNS
         assert {row["consensus"] for row in reader if row["aspect"] == "factuality"} == {"2.0"}
 
 

@@ -67,7 +67,11 @@ def test_fingerprints_of_the_templates_and_richer_configs_are_unchanged() -> Non
         **config_templates(),
         **{key: validate_config(raw, check_network=False).stored() for key, raw in RICHER_CONFIGS.items()},
     }
-    assert {key: _fingerprint(config) for key, config in stored.items()} == FINGERPRINTS_BEFORE_THE_TYPE_VALIDATED
+    # Templates added since (error_spans) had no fingerprint before the type: only the earlier ones are compared.
+    earlier = {
+        key: _fingerprint(config) for key, config in stored.items() if key in FINGERPRINTS_BEFORE_THE_TYPE_VALIDATED
+    }
+    assert earlier == FINGERPRINTS_BEFORE_THE_TYPE_VALIDATED
 
 
 def test_the_type_alone_refuses_with_every_problem_in_order() -> None:
