@@ -47,6 +47,8 @@ CAMPAIGN_COLUMNS = (
     *SETTING_NAMES,
     "shuffle_seed",
     "created_by_id",
+    "stop_rule",
+    "stopped_at",
 )
 
 
@@ -64,6 +66,8 @@ ASPECT_COLUMNS = (
     "missing",
     "position",
     "translations",
+    "kind",
+    "span_scheme",
 )
 
 
@@ -73,7 +77,7 @@ SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item
        campaign.guidelines, campaign.show_reference, campaign.show_context, campaign.ask_preference,
        campaign.rationale_required, campaign.scale_dropdowns, campaign.lease_minutes, campaign.is_active,
        campaign.allow_revisit, campaign.gold_rate, campaign.opens_at, campaign.closes_at,
-       campaign.shuffle_seed, campaign.created_by_id,
+       campaign.shuffle_seed, campaign.created_by_id, campaign.stop_rule, campaign.stopped_at,
        EXISTS (
            SELECT 1 FROM annotations_campaign_annotators member
            WHERE member.campaign_id = campaign.id AND member.user_id = %(user)s
@@ -82,7 +86,7 @@ SELECT campaign.id, campaign.name, campaign.dataset_id, campaign.raters_per_item
        dataset.answer_format,
        aspect.id, aspect.dataset_id, aspect.name, aspect.label, aspect.description, aspect.min_value,
        aspect.max_value, aspect.ideal, aspect.level, aspect.labels, aspect.missing, aspect.position,
-       aspect.translations
+       aspect.translations, aspect.kind, aspect.span_scheme
 FROM annotations_campaign campaign
 JOIN annotations_dataset dataset ON dataset.id = campaign.dataset_id
 LEFT JOIN annotations_campaign_aspects shown ON shown.campaign_id = campaign.id
