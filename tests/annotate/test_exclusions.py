@@ -197,8 +197,8 @@ def test_the_flat_exports_mark_the_rows_of_an_excluded_rater(rated, researcher, 
     assert {row["rater"] for row in rows} == {excluded.pseudonym, kept}
     assert all(row["rater_excluded"] is (row["rater"] == excluded.pseudonym) for row in rows)
     # New columns go last, so a script reading the older layout by position keeps working.
-    # Just before the adjudicated value, which the columns saying who filled the row follow.
-    assert FLAT_FIELDS[-4] == "rater_excluded" and HISTORY_FIELDS[-4] == "rater_excluded"
+    # Just before the adjudicated value, which who filled the row and the sampling probability follow.
+    assert FLAT_FIELDS[-5] == "rater_excluded" and HISTORY_FIELDS[-5] == "rater_excluded"
     table = list(csv.DictReader(io.StringIO("".join(iter_flat_csv(iter_flat_rows(dataset=rated.dataset))))))
     assert {(row["rater"], row["rater_excluded"]) for row in table} == {(excluded.pseudonym, "True"), (kept, "False")}
     # A revoked exclusion no longer marks anyone.
