@@ -15,7 +15,6 @@ answer (SubmitResult.form)."""
 
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -40,6 +39,7 @@ from annotations.campaigns.answers import (
 from annotations.campaigns.corrections import submission_revise
 from annotations.campaigns.drafts import assignment_draft_keep_answer, task_drafts_drop
 from annotations.campaigns.errors import LeaseLost, QuotaReached, SubmissionInvalid, already_rated, outdated_form
+from annotations.campaigns.rated_listeners import campaign_rated_notify
 from annotations.campaigns.ratings import ratings_store
 from annotations.campaigns.selectors import campaign_has_annotator
 from annotations.campaigns.tasks import candidate_order, task_candidates
@@ -132,19 +132,8 @@ def submission_create(
     if not result.replayed and _campaign_adjudicates(campaign):
         dispute_find(task_id=task_id, now=now)
     if not result.replayed and campaign.stop_rule and campaign.stopped_at is None:
-        for listener in _RATED_LISTENERS:
-            listener(campaign.pk)
+        campaign_rated_notify(campaign.pk)
     return result
-
-
-# Called with the campaign id after a new answer to a campaign with a stopping rule was stored; the judging app
-# registers the enqueueing of its stopping check here, as the annotations domain does not know the judge.
-_RATED_LISTENERS: list[Callable[[int], None]] = []
-
-
-def campaign_rated_register(listener: Callable[[int], None]) -> None:
-    if listener not in _RATED_LISTENERS:
-        _RATED_LISTENERS.append(listener)
 
 
 def submission_store(request: SubmitRequest) -> SubmitResult:
