@@ -178,3 +178,34 @@ def assert_no_active_payload(page: bytes | str, *, where: str = "page", secret_k
     if findings:
         listed = "\n  ".join(str(f) for f in findings[:30])
         raise AssertionError(f"{where}: {len(findings)} active payload(s)\n  {listed}")
+
+
+class _SelectOptions(HTMLParser):
+    """Collects the option values of one named select, so a primary key that happens to equal another select's
+    option value (an aspect's, say) is not mistaken for an offered account."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.inside = False
+        self.found = False
+        self.values: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "select":
+            self.inside = attributes.get("name") == self.name
+            self.found = self.found or self.inside
+        elif tag == "option" and self.inside and attributes.get("value"):
+            self.values.add(str(attributes["value"]))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select":
+            self.inside = False
+
+
+def offered(page: str, field: str) -> set[str]:
+    parser = _SelectOptions(field)
+    parser.feed(page)
+    assert parser.found, f"the page has no select named {field!r}"
+    return parser.values

@@ -48,6 +48,7 @@ from judging import services as judging_services
 from judging.factscore.models import FactAnswer, FactReviewCampaign, KnowledgeCorpus, Passage
 from judging.models import JudgeConfig, JudgeRun, JudgeScore, Judgment
 from tests.factscore.factories import make_fact_dataset
+from tests.security.html_checks import offered
 from tests.security.world import World, build_world
 
 pytestmark = pytest.mark.django_db
@@ -362,12 +363,12 @@ def test_the_owner_renames_and_shares_a_dataset(tenants: Tenants) -> None:
     url = reverse("admin:annotations_dataset_change", args=[dataset.pk])
     # Only researchers of the owner's pool are offered as members: another researcher once an operator puts them
     # in a group together, never annotators or the outsider.
-    assert f'value="{world.researcher_b.pk}"' not in client.get(url).content.decode()
+    assert str(world.researcher_b.pk) not in offered(client.get(url).content.decode(), "members")
     Group.objects.create(name="lab").user_set.add(world.researcher, world.researcher_b)
     page = client.get(url).content.decode()
-    assert f'value="{world.researcher_b.pk}"' in page
+    assert str(world.researcher_b.pk) in offered(page, "members")
     for user in (world.annotator, world.annotator_b, world.outsider):
-        assert f'value="{user.pk}"' not in page
+        assert str(user.pk) not in offered(page, "members")
     assert "factuality" in page or dataset.aspects.first().name in page  # type: ignore[union-attr]
     response = client.post(url, {"name": "renamed", "members": [str(world.researcher_b.pk)]})
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -414,13 +415,13 @@ def test_campaign_settings_change_through_the_service(tenants: Tenants) -> None:
     page = client.get(url).content.decode()
     # The pool offers the researcher's own annotator accounts (B's annotator only once an operator groups them
     # with A), never researchers or the superuser.
-    assert f'value="{world.annotator.pk}"' in page
-    assert f'value="{world.annotator_b.pk}"' not in page
+    assert str(world.annotator.pk) in offered(page, "annotators")
+    assert str(world.annotator_b.pk) not in offered(page, "annotators")
     Group.objects.create(name="lab").user_set.add(world.researcher, world.annotator_b)
     page = client.get(url).content.decode()
-    assert f'value="{world.annotator_b.pk}"' in page
+    assert str(world.annotator_b.pk) in offered(page, "annotators")
     for user in (world.researcher, world.researcher_b, world.superuser):
-        assert f'value="{user.pk}"' not in page
+        assert str(user.pk) not in offered(page, "annotators")
     body = {**form_of(campaign), "guidelines": "Read twice.", "lease_minutes": "45"}
     response = client.post(url, body)
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -455,9 +456,10 @@ def test_review_campaign_settings_change_through_the_service(tenants: Tenants) -
     client = _client(tenants.world.researcher)
     url = reverse("admin:judging_factreviewcampaign_change", args=[review.pk])
     page = client.get(url).content.decode()
-    assert f'value="{tenants.world.annotator.pk}"' in page
-    assert f'value="{tenants.world.annotator_b.pk}"' not in page  # in researcher B's pool only
-    assert f'value="{tenants.world.researcher_b.pk}"' not in page
+    pool = offered(page, "annotators")
+    assert str(tenants.world.annotator.pk) in pool
+    assert str(tenants.world.annotator_b.pk) not in pool  # in researcher B's pool only
+    assert str(tenants.world.researcher_b.pk) not in pool
     body = {**form_of(review), "guidelines": "Check dates.", "lease_minutes": "20"}
     response = client.post(url, body)
     assert response.status_code == 302, response.content.decode()[:2000]
