@@ -43,7 +43,7 @@ def _answer(spans: list[tuple[int, int, str, str]]) -> str:
     )
 
 
-def _rate_everything(campaign: Any, users: list[Any]) -> None:
+def rate_everything(campaign: Any, users: list[Any]) -> None:
     for user in users:
         for turn in range(len(ANSWERS)):
             assignment = assignment_claim(campaign=campaign, user=user)
@@ -62,7 +62,7 @@ def _rate_everything(campaign: Any, users: list[Any]) -> None:
 @pytest.fixture
 def rated(annotators: list[Any], researcher: Any) -> Any:
     campaign = span_campaign(annotators, owner=researcher, raters_per_item=3)
-    _rate_everything(campaign, annotators)
+    rate_everything(campaign, annotators)
     return campaign
 
 
@@ -143,7 +143,7 @@ def test_the_mqm_score_is_already_an_aspect_value_in_the_agreement_report(rated:
 
 def test_too_little_data_is_undefined_with_a_reason(annotator1: Any, researcher: Any) -> None:
     campaign = span_campaign([annotator1], owner=researcher, raters_per_item=1)
-    _rate_everything(campaign, [annotator1])
+    rate_everything(campaign, [annotator1])
     (aspect,) = campaign_span_agreement(campaign)["aspects"]
     assert aspect["pairwise"]["character"]["mean_f1"] == {
         "value": None,
@@ -198,3 +198,13 @@ def test_panel_is_empty_for_a_campaign_without_span_aspects(client: Any, researc
     client.force_login(researcher)
     page = client.get(reverse("campaign-span-agreement", args=[campaign.pk]))
     assert page.status_code == 200 and page.content.decode().strip() == ""
+
+
+def test_panel_in_japanese_leaves_no_english(rated: Any, client: Any, researcher: Any) -> None:
+    from tests.i18n.test_japanese_pages import KEPT_LATIN, data_words, english_left
+
+    client.force_login(researcher)
+    page = client.get(reverse("campaign-span-agreement", args=[rated.pk]), HTTP_ACCEPT_LANGUAGE="ja")
+    body = page.content.decode()
+    assert "評価者間の誤りスパンの一致度" in body and "95% 区間" in body
+    assert english_left(body, KEPT_LATIN | data_words()) == []
