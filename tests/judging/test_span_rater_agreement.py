@@ -139,6 +139,11 @@ def test_the_mqm_score_is_already_an_aspect_value_in_the_agreement_report(rated:
     mqm = report["aspects"]["mqm"]
     assert (mqm["n_items"], mqm["n_ratings"]) == (3, 9)
     assert mqm["alpha"]["interval"]["value"] is not None
+    # The quality panel's per-rater agreement reads them too: each rater shares 3 answers on each of 2 aspects, the
+    # span aspect's MQM scores and the "overall" scale.
+    from annotations.quality.selectors import quality_panel
+
+    assert {row.agreement.shared for row in quality_panel(rated).rows} == {6}
 
 
 def test_too_little_data_is_undefined_with_a_reason(annotator1: Any, researcher: Any) -> None:
