@@ -37,6 +37,7 @@ from judging.analysis.selectors import (
     AspectInfo,
     RatingRows,
     RatingScope,
+    campaign_has_span_aspects,
     campaign_spans,
     campaign_spans_version,
     exclusions_json,
@@ -313,6 +314,9 @@ def campaign_span_agreement(campaign: Campaign) -> dict[str, Any]:
     """The raters' span agreement on each span aspect of a campaign (see span_reports), cached like the reports:
     the key holds the campaign scope's stats_version, which moves with ratings, exclusions and gold, and the
     campaign's error spans, which a correction may move without changing a rating's score."""
+    if not campaign_has_span_aspects(campaign):
+        # Most campaigns have none: answer before reading the dataset's version, which aggregates all its ratings.
+        return {"aspects": [], "excluded": [], "bootstrap": {}}
     dataset = campaign.dataset
     scope = rating_scope(campaign=campaign)
     marks = campaign_spans_version(campaign)

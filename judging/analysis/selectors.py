@@ -557,6 +557,10 @@ def campaign_spans(campaign: Campaign) -> CampaignSpans:
     )
 
 
+def campaign_has_span_aspects(campaign: Campaign) -> bool:
+    return campaign.aspects.filter(kind=AspectKind.SPANS).exists()
+
+
 def campaign_spans_version(campaign: Campaign) -> dict[str, Any]:
     """The count and last id of the error spans on the campaign's aspects: a correction replaces a rating's spans,
     which can move them without changing its score."""

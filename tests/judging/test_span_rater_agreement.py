@@ -196,12 +196,15 @@ def test_panel_view_success_wrong_method_and_access(
     assert rater.pseudonym in client.get(url).content.decode()  # named as left out
 
 
-def test_panel_is_empty_for_a_campaign_without_span_aspects(client: Any, researcher: Any, annotator1: Any) -> None:
+def test_panel_is_empty_for_a_campaign_without_span_aspects(
+    client: Any, researcher: Any, annotator1: Any, django_assert_max_num_queries: Any
+) -> None:
     from tests.annotate.factories import make_campaign, make_dataset
 
     campaign = make_campaign(make_dataset(owner=researcher), [annotator1])
     client.force_login(researcher)
-    page = client.get(reverse("campaign-span-agreement", args=[campaign.pk]))
+    with django_assert_max_num_queries(6):  # session, user, campaign, the span-aspect check: no version read
+        page = client.get(reverse("campaign-span-agreement", args=[campaign.pk]))
     assert page.status_code == 200 and page.content.decode().strip() == ""
 
 
