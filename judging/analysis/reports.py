@@ -29,7 +29,7 @@ import numpy as np
 from django.core.cache import cache
 from threadpoolctl import threadpool_limits
 
-from annotations.models import Dataset
+from annotations.models import Campaign, Dataset
 from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
 from judging.analysis.selectors import (
     ALL_RATINGS,
@@ -37,9 +37,13 @@ from judging.analysis.selectors import (
     AspectInfo,
     RatingRows,
     RatingScope,
+    campaign_has_span_aspects,
+    campaign_spans,
+    campaign_spans_version,
     exclusions_json,
     judge_by_name,
     judge_scores,
+    rating_scope,
     stats_adjudicated,
     stats_answers,
     stats_aspects,
@@ -47,7 +51,7 @@ from judging.analysis.selectors import (
     stats_version,
     system_models,
 )
-from judging.analysis.span_reports import span_agreement_report
+from judging.analysis.span_reports import rater_span_agreement_report, span_agreement_report
 from judging.models import Judge
 from judging.statistics.agreement import Ratings, agreement_summary
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q, Labels, alt_test, metric_for_level
@@ -304,6 +308,29 @@ def agreement_report(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> dict
     """``agreement N --json``: {"dataset": N, "scope": {...}, "aspects": {A: {...}}, "preferences": {...}}
     (see README)."""
     return _cached(dataset, scope, ["agreement"], lambda data: compute_agreement_report(dataset, data))
+
+
+def campaign_span_agreement(campaign: Campaign) -> dict[str, Any]:
+    """The raters' span agreement on each span aspect of a campaign (see span_reports), cached like the reports:
+    the key holds the campaign scope's stats_version, which moves with ratings, exclusions and gold, and the
+    campaign's error spans, which a correction may move without changing a rating's score."""
+    if not campaign_has_span_aspects(campaign):
+        # Most campaigns have none: answer before reading the dataset's version, which aggregates all its ratings.
+        return {"aspects": [], "excluded": [], "bootstrap": {}}
+    dataset = campaign.dataset
+    scope = rating_scope(campaign=campaign)
+    marks = campaign_spans_version(campaign)
+    raw = json.dumps(
+        [STATS_CODE_VERSION, "span-agreement", campaign.pk, _stats_version(dataset, scope), marks], default=str
+    )
+    key = "evalsite:stats:" + hashlib.sha256(raw.encode()).hexdigest()
+    found = cache.get(key)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    with threadpool_limits(limits=1, user_api="blas"):
+        value = rater_span_agreement_report(campaign_spans(campaign))
+    cache.set(key, value, CACHE_SECONDS)
+    return value
 
 
 def system_mask(data: DatasetData, system_key: str | None) -> np.ndarray | None:

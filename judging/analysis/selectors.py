@@ -28,13 +28,16 @@ from django.db.models.functions import Length
 from django.http import Http404
 from django.utils.translation import gettext
 
+from annotations.error_spans import Span
 from annotations.models import (
     Adjudication,
     Aspect,
+    AspectKind,
     Assignment,
     AssignmentStatus,
     Campaign,
     Dataset,
+    ErrorSpan,
     GoldItem,
     Rater,
     RaterExclusion,
@@ -488,6 +491,80 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class CampaignSpans:
+    """The error spans a campaign collected on its span aspects, by the raters who count: per aspect id, per answer
+    (response id), per rater pseudonym, the spans in marking order; an answer a rater rated without marking an
+    error maps to an empty list. Gold items and attention checks are left out, and so are the raters excluded now
+    (named in ``excluded``)."""
+
+    aspects: list[AspectInfo]
+    lengths: dict[int, int]  # response id -> length of the answer in code points
+    spans: dict[int, dict[int, dict[str, list[Span]]]]
+    excluded: tuple[ExcludedRater, ...]
+
+
+def campaign_spans(campaign: Campaign) -> CampaignSpans:
+    """Reads in a fixed number of queries whatever the campaign's size: aspects, ratings, spans, lengths, raters
+    and exclusions."""
+    scope = rating_scope(campaign=campaign)
+    aspects = [
+        AspectInfo(*row)
+        for row in campaign.aspects.filter(kind=AspectKind.SPANS)
+        .order_by("position", "id")
+        .values_list("id", "name", "label", "level", "min_value", "max_value", "ideal")
+    ]
+    if not aspects:
+        return CampaignSpans(aspects=[], lengths={}, spans={}, excluded=())
+    ratings = (
+        Rating.objects.filter(aspect_id__in=[aspect.id for aspect in aspects], is_missing=False)
+        .filter(_scope_filter(scope))
+        .exclude(response__turn__item__gold__isnull=False)
+    )
+    rows = list(ratings.values_list("id", "aspect_id", "response_id", "rater_id"))
+    exclusions = exclusions_in_force(campaign.dataset)
+    present = {rater_id for _, _, _, rater_id in rows}
+    excluded = tuple(
+        ExcludedRater(rater_id=rater_id, pseudonym=pseudonym, reason=reason)
+        for rater_id, _user_id, pseudonym, reason in exclusions
+        if rater_id in present
+    )
+    left_out = {rater.rater_id for rater in excluded}
+    rows = [row for row in rows if row[3] not in left_out]
+    pseudonyms = dict(Rater.objects.filter(pk__in=present - left_out).values_list("id", "pseudonym"))
+    lengths = dict(
+        Response.objects.filter(pk__in={row[2] for row in rows})
+        .annotate(length=Length("text"))
+        .values_list("id", "length")
+    )
+    spans: dict[int, dict[int, dict[str, list[Span]]]] = {aspect.id: {} for aspect in aspects}
+    of_rating: dict[int, list[Span]] = {}
+    for rating_id, aspect_id, response_id, rater_id in sorted(rows, key=lambda row: (row[2], row[3])):
+        marked: list[Span] = []
+        spans[aspect_id].setdefault(response_id, {})[pseudonyms[rater_id]] = marked
+        of_rating[rating_id] = marked
+    for rating_id, start, end, category, severity in (
+        ErrorSpan.objects.filter(rating__in=ratings)
+        .order_by("rating_id", "position")
+        .values_list("rating_id", "start", "end", "category", "severity")
+    ):
+        if rating_id in of_rating:
+            of_rating[rating_id].append(Span(start, end, category, severity))
+    return CampaignSpans(
+        aspects=aspects, lengths={pk: length or 0 for pk, length in lengths.items()}, spans=spans, excluded=excluded
+    )
+
+
+def campaign_has_span_aspects(campaign: Campaign) -> bool:
+    return campaign.aspects.filter(kind=AspectKind.SPANS).exists()
+
+
+def campaign_spans_version(campaign: Campaign) -> dict[str, Any]:
+    """The count and last id of the error spans on the campaign's aspects: a correction replaces a rating's spans,
+    which can move them without changing its score."""
+    return ErrorSpan.objects.filter(rating__aspect__campaigns=campaign).aggregate(count=Count("id"), last=Max("id"))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
 """Where an error-span judge and the human raters mark the same errors: span agreement of the judge against each
 rater, against all raters pooled, and against the raters' majority.
 
+`rater_span_agreement_report` is the human side alone: how far the raters of a campaign agree with each other on
+where the errors are (the campaign's span-agreement panel).
+
 The judge's spans are its judgments' (the first sample of each answer); only the errors whose quote was placed in
 the answer have offsets, so only they take part, and the page says how many were not placed. The human side is the
 raters' spans in the page's scope of ratings. Its MQM scores, an aspect value like any other, are compared with the
@@ -9,12 +12,13 @@ judge's score by the correlation levels the page shows for every aspect.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
 
-from judging.analysis.selectors import Answers, AspectInfo, RatingRows, judge_error_spans
+from annotations.error_spans import Span
+from judging.analysis.selectors import Answers, AspectInfo, CampaignSpans, RatingRows, judge_error_spans
 from judging.methods.error_spans import quote_placement, stored_spans
 from judging.statistics.results import undefined
 from judging.statistics.spans import (
@@ -22,8 +26,11 @@ from judging.statistics.spans import (
     SpanPair,
     character_agreement,
     majority_spans,
+    merge_overlapping,
+    pairwise_agreement,
     span_agreement,
 )
+from judging.statistics.unitizing import UnitizedItem, unitizing_alpha, unitizing_alpha_bootstrap_ci
 
 
 def _figures(pairs: list[SpanPair], *, with_categories: bool = True) -> dict[str, Any]:
@@ -97,3 +104,113 @@ def span_agreement_report(judge_id: int, aspect: AspectInfo, answers: Answers, r
         reason = "no answer the judge marked has spans from two or more raters"
         report["consensus"] = {"answers": 0, "character": _no_pairs(reason), "span": _no_pairs(reason)}
     return report
+
+
+# The raters' span agreement: the conventions shown, in order (level, matching, category-aware).
+PAIRWISE_CONVENTIONS: dict[str, tuple[str, str, bool]] = {
+    "character": ("character", "overlap", False),
+    "character_category": ("character", "overlap", True),
+    "span_overlap": ("span", "overlap", False),
+    "span_overlap_category": ("span", "overlap", True),
+    "span_exact_category": ("span", "exact", True),
+}
+SPAN_BOOTSTRAP_RESAMPLES = 1000
+SPAN_BOOTSTRAP_SEED = 0
+
+
+def _positional_items(
+    answers: dict[int, dict[str, list[Span]]], lengths: dict[int, int], *, with_category: bool
+) -> tuple[list[UnitizedItem], int]:
+    """The answers as unitizing alpha reads them, and how many answers with two or more raters were left out.
+
+    Unitizing alpha compares every rater with every other on one continuum, so each answer needs the same number of
+    raters: the most common number (of two or more; the larger on a tie) is kept, and the answers with another are
+    left out. A campaign's N raters per task are different people on different answers; each answer's raters are
+    numbered in pseudonym order, which changes nothing when the same raters marked every answer. Each rater's
+    overlapping spans are merged first (`merge_overlapping`)."""
+    counts = Counter(len(by_rater) for by_rater in answers.values() if len(by_rater) >= 2)
+    if not counts:
+        return [], 0
+    size = max(counts, key=lambda n: (counts[n], n))
+    items = [
+        UnitizedItem(
+            lengths[response_id],
+            {
+                f"#{position + 1}": merge_overlapping(answers[response_id][name], with_category=with_category)
+                for position, name in enumerate(sorted(answers[response_id]))
+            },
+        )
+        for response_id in sorted(answers)
+        if len(answers[response_id]) == size
+    ]
+    return items, sum(counts.values()) - counts[size]
+
+
+def _alpha(
+    answers: dict[int, dict[str, list[Span]]],
+    lengths: dict[int, int],
+    *,
+    with_category: bool,
+    n_resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    items, left_out = _positional_items(answers, lengths, with_category=with_category)
+    raters = len(items[0].spans_by_rater) if items else 0
+    if not items:
+        reason = "no answer was marked by two raters"
+        return {
+            "alpha": undefined(reason),
+            "interval": {"low": None, "high": None, "undefined": reason},
+            "answers": 0,
+            "raters": 0,
+            "left_out": left_out,
+        }
+    return {
+        "alpha": unitizing_alpha(items, with_category=with_category)["alpha"],
+        "interval": unitizing_alpha_bootstrap_ci(
+            items, with_category=with_category, n_resamples=n_resamples, seed=seed
+        ),
+        "answers": len(items),
+        "raters": raters,
+        "left_out": left_out,
+    }
+
+
+def rater_span_agreement_report(
+    spans: CampaignSpans, *, n_resamples: int = SPAN_BOOTSTRAP_RESAMPLES, seed: int = SPAN_BOOTSTRAP_SEED
+) -> dict[str, Any]:
+    """Per span aspect of a campaign: the raters' pairwise precision, recall and F1 under each convention of
+    `PAIRWISE_CONVENTIONS`, and unitizing alpha with and without categories, each with a bootstrap interval over
+    answers. The raters excluded now are not among the raters; the report names them."""
+    aspects = []
+    for aspect in spans.aspects:
+        answers = spans.spans[aspect.id]
+        items = [
+            UnitizedItem(spans.lengths[response_id], by_rater) for response_id, by_rater in sorted(answers.items())
+        ]
+        pairwise: dict[str, Any] = {}
+        for key, (level, matching, with_category) in PAIRWISE_CONVENTIONS.items():
+            pairwise[key] = pairwise_agreement(
+                items,
+                level="character" if level == "character" else "span",
+                matching="exact" if matching == "exact" else "overlap",
+                with_category=with_category,
+            )
+        aspects.append(
+            {
+                "aspect": aspect.name,
+                "label": aspect.label or aspect.name,
+                "answers": sum(len(by_rater) >= 2 for by_rater in answers.values()),
+                "raters": len({name for by_rater in answers.values() for name in by_rater}),
+                "pairwise": pairwise,
+                "alpha": {
+                    "category": _alpha(answers, spans.lengths, with_category=True, n_resamples=n_resamples, seed=seed),
+                    "whole": _alpha(answers, spans.lengths, with_category=False, n_resamples=n_resamples, seed=seed),
+                },
+            }
+        )
+    return {
+        "aspects": aspects,
+        "excluded": [{"rater": rater.pseudonym, "reason": rater.reason} for rater in spans.excluded],
+        "bootstrap": {"resamples": n_resamples, "seed": seed, "unit": "answer"},
+    }

@@ -34,4 +34,9 @@ urlpatterns = [
     path("<int:dataset_id>/certification/teach/", certification_views.teach_version, name="dashboard-teach"),
     path("<int:dataset_id>/calibrate/", dashboard_views.calibrate, name="dashboard-calibrate"),
     path("campaigns/<int:campaign_id>/plan/", dashboard_views.campaign_plan_panel, name="campaign-plan"),
+    path(
+        "campaigns/<int:campaign_id>/span-agreement/",
+        dashboard_views.campaign_span_agreement_panel,
+        name="campaign-span-agreement",
+    ),
 ]

@@ -41,6 +41,7 @@ from judging.analysis.reports import (
     JudgeNotFound,
     ReportError,
     agreement_report,
+    campaign_span_agreement,
     judge_details,
     one_stats_version,
 )
@@ -557,3 +558,28 @@ def campaign_plan_panel(request: HttpRequest, campaign_id: int) -> HttpResponse:
     answers = sum(task.candidates for task in campaign_progress(campaign).tasks)
     plan = plan_readings(campaign_plan(campaign, answers))
     return render(request, "dashboard/_campaign_plan.html", {"plan": plan})
+
+
+@require_GET
+@login_required
+def campaign_span_agreement_panel(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """The raters' span agreement on the campaign's span aspects, loaded by htmx into the quality panel of its
+    progress page (and loaded again whenever an exclusion redraws that panel); empty for a campaign without one."""
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    report = campaign_span_agreement(campaign)
+    labels = {
+        "character": _("characters"),
+        "character_category": _("characters, same category"),
+        "span_overlap": _("spans that overlap"),
+        "span_overlap_category": _("spans that overlap, same category"),
+        "span_exact_category": _("spans with the same offsets, same category"),
+    }
+    aspects = [
+        {**aspect, "conventions": [(labels[key], figures) for key, figures in aspect["pairwise"].items()]}
+        for aspect in report["aspects"]
+    ]
+    return render(
+        request,
+        "dashboard/_campaign_span_agreement.html",
+        {"campaign": campaign, "report": report, "aspects": aspects},
+    )

@@ -129,6 +129,16 @@ PHRASES = {
     "no answer the judge marked has spans from two or more raters": gettext_lazy(
         "no answer the judge marked has spans from two or more raters"
     ),
+    "no answer was marked by two raters": gettext_lazy("no answer was marked by two raters"),
+    "no pair of raters marked anything on the answers they share": gettext_lazy(
+        "no pair of raters marked anything on the answers they share"
+    ),
+    "neither rater marked anything": gettext_lazy("neither rater marked anything"),
+    "no rater marked any span": gettext_lazy("no rater marked any span"),
+    "no expected disagreement": gettext_lazy("no expected disagreement"),
+    "fewer than two answers to resample": gettext_lazy("fewer than two answers to resample"),
+    "no bootstrap resample had a defined u-alpha": gettext_lazy("no bootstrap resample had a defined unitizing alpha"),
+    "the answers have no characters": gettext_lazy("the answers have no characters"),
     "response": pgettext_lazy("correlation level", "response"),
     "per_prompt": gettext_lazy("per prompt"),
     "per_system": gettext_lazy("per system"),

@@ -6,9 +6,9 @@ located spans; errors with no offsets count in MQM scores and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import Literal, Protocol, TypedDict
 
 from annotations.error_spans import MqmWeights, Span, mqm_penalty
 from judging.statistics.results import Stat, defined, undefined
@@ -168,3 +168,108 @@ def majority_spans(annotations: Sequence[Sequence[Span]], text_length: int) -> l
             runs.append(Span(start, position, "", "neutral"))
             start = None
     return runs
+
+
+class RatedText(Protocol):
+    """One answer as several raters marked it: its length and each rater's spans (``UnitizedItem`` has this shape)."""
+
+    @property
+    def text_length(self) -> int: ...
+
+    @property
+    def spans_by_rater(self) -> Mapping[str, Sequence[Span]]: ...
+
+
+class PairFigures(TypedDict):
+    first: str
+    second: str
+    answers: int
+    figures: PrecisionRecall
+
+
+class PairwiseAgreement(TypedDict):
+    mean_f1: Stat
+    pairs: int  # rater pairs that share at least one answer
+    counted_pairs: int  # of those, the pairs with a defined F1 (anything marked by either)
+    answers: int  # answers with two or more raters
+    by_pair: list[PairFigures]
+
+
+def pair_f1(figures: PrecisionRecall) -> Stat:
+    """F1 of one pair, 0 where one side marked something and the other nothing (the limit of 2TP / (2TP + FP + FN)
+    with TP = 0), undefined where neither marked anything: there was nothing to agree or disagree on."""
+    if figures["candidate_units"] == 0 and figures["reference_units"] == 0:
+        return undefined("neither rater marked anything")
+    if figures["candidate_units"] == 0 or figures["reference_units"] == 0:
+        return defined(0.0)
+    return figures["f1"]
+
+
+def pairwise_agreement(
+    items: Sequence[RatedText],
+    *,
+    level: Literal["character", "span"],
+    matching: Matching = "overlap",
+    with_category: bool = False,
+) -> PairwiseAgreement:
+    """Agreement between every two raters who marked the same answers, averaged over the pairs (macro-averaged).
+
+    For each unordered pair of raters, the answers both marked are pooled and compared as in
+    `character_agreement` or `span_agreement`, the rater whose name sorts first as candidate and the other as
+    reference. Precision of one order is recall of the other, so precision and recall are given per pair only; F1
+    is symmetric and is averaged over the pairs with a defined F1 (see `pair_f1`), each pair weighing the same
+    whatever the number of answers it shares.
+    """
+    shared: dict[tuple[str, str], list[SpanPair]] = {}
+    answers = 0
+    for item in items:
+        raters = sorted(item.spans_by_rater)
+        if len(raters) >= 2:
+            answers += 1
+        for first_index, first in enumerate(raters):
+            for second in raters[first_index + 1 :]:
+                shared.setdefault((first, second), []).append(
+                    SpanPair(item.text_length, item.spans_by_rater[first], item.spans_by_rater[second])
+                )
+    by_pair: list[PairFigures] = []
+    f1s: list[float] = []
+    for (first, second), pairs in sorted(shared.items()):
+        if level == "character":
+            figures = character_agreement(pairs, with_category=with_category)
+        else:
+            figures = span_agreement(pairs, matching=matching, with_category=with_category)
+        figures["f1"] = pair_f1(figures)
+        if figures["f1"]["value"] is not None:
+            f1s.append(figures["f1"]["value"])
+        by_pair.append({"first": first, "second": second, "answers": len(pairs), "figures": figures})
+    if not shared:
+        mean = undefined("no answer was marked by two raters")
+    elif not f1s:
+        mean = undefined("no pair of raters marked anything on the answers they share")
+    else:
+        mean = defined(sum(f1s) / len(f1s))
+    return {"mean_f1": mean, "pairs": len(shared), "counted_pairs": len(f1s), "answers": answers, "by_pair": by_pair}
+
+
+def merge_overlapping(spans: Iterable[Span], *, with_category: bool) -> list[Span]:
+    """One rater's located spans with overlapping ones (of the same category, if ``with_category``) merged into
+    their union, keeping the first one's category and severity; spans that only touch stay apart. Unitizing alpha
+    needs one rater's units of a category to be disjoint, and a rater may mark overlapping errors."""
+    groups: dict[str, list[Span]] = {}
+    for span in spans:
+        if span.start is None or span.end is None or span.start == span.end:
+            continue
+        groups.setdefault(span.category if with_category else "", []).append(span)
+    merged: list[Span] = []
+    for group in groups.values():
+        group.sort(key=lambda span: (span.start, span.end))
+        current = group[0]
+        for span in group[1:]:
+            assert current.end is not None and span.start is not None and span.end is not None
+            if span.start < current.end:
+                current = Span(current.start, max(current.end, span.end), current.category, current.severity)
+            else:
+                merged.append(current)
+                current = span
+        merged.append(current)
+    return sorted(merged, key=lambda span: (span.start or 0, span.end or 0, span.category))

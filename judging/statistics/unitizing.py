@@ -9,6 +9,7 @@ end to end, in the order given, with their code-point lengths. Empty spans (poin
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -145,7 +146,8 @@ def _pair_distance(first: list[Segment], second: list[Segment]) -> int:
     # segments can be at a distance.
     total = i = j = 0
     while i < len(first) and j < len(second):
-        total += _distance(first[i], second[j])
+        if first[i][2] or second[j][2]:  # two gaps are never at a distance
+            total += _distance(first[i], second[j])
         end_i = first[i][0] + first[i][1]
         end_j = second[j][0] + second[j][1]
         if end_i <= end_j:
@@ -159,10 +161,17 @@ def _expected(segments: Mapping[str, list[Segment]], raters: int, length: int) -
     units = [size for rater_segments in segments.values() for _, size, unit in rater_segments if unit]
     gaps = [size for rater_segments in segments.values() for _, size, unit in rater_segments if not unit]
     count = len(units)
+    # Σ over gaps γ with l_γ ≥ l of (l_γ − l + 1) = (sum of those gaps) − (their number)(l − 1): with the gaps sorted
+    # and their suffix sums, one binary search per unit instead of a pass over every gap (the same integers).
+    gaps.sort()
+    suffix = [0] * (len(gaps) + 1)
+    for index in range(len(gaps) - 1, -1, -1):
+        suffix[index] = suffix[index + 1] + gaps[index]
     numerator = 0.0
     for size in units:
         numerator += (count - 1) / 3 * (2 * size**3 - 3 * size**2 + size)
-        numerator += size**2 * sum(gap - size + 1 for gap in gaps if gap >= size)
+        first = bisect.bisect_left(gaps, size)
+        numerator += size**2 * (suffix[first] - (len(gaps) - first) * (size - 1))
     denominator = raters * length * (raters * length - 1) - sum(size * (size - 1) for size in units)
     if denominator <= 0:
         return 0.0

@@ -1,6 +1,7 @@
 """MQM scores and span precision, recall and F1 (judging.statistics.spans)."""
 
 import random
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -149,3 +150,60 @@ def test_majority_spans_keep_the_characters_most_annotators_marked() -> None:
     # Two annotators: a character needs both.
     assert majority_spans([a, b], 10) == [Span(2, 4, "", "neutral")]
     assert majority_spans([], 10) == []
+
+
+# --- between raters: pairwise_agreement and merge_overlapping ---------------------------------------------------
+
+
+def test_pairwise_agreement_hand_worked():
+    # One answer of 10 characters. a marks 0..4, b marks 2..6 (same category), c marks nothing.
+    # Characters: a={0,1,2,3}, b={2,3,4,5}, 2 in common: F1(a,b) = 2*2/(4+4) = 0.5; c marked nothing while a and b
+    # did, so F1(a,c) = F1(b,c) = 0 (2TP / (2TP + FP + FN) with TP = 0). Mean over the 3 pairs = 0.5/3 = 1/6.
+    # Spans by overlap: a's span meets b's, so P = R = 1 for (a,b): mean = 1/3. Exact offsets: none equal: mean 0.
+    from judging.statistics.spans import pairwise_agreement
+
+    item = UnitizedItemLike(10, {"a": [Span(0, 4, "X", "minor")], "b": [Span(2, 6, "X", "minor")], "c": []})
+    characters = pairwise_agreement([item], level="character")
+    assert characters["mean_f1"]["value"] == pytest.approx(1 / 6)
+    assert (characters["pairs"], characters["counted_pairs"], characters["answers"]) == (3, 3, 1)
+    first = characters["by_pair"][0]
+    assert (first["first"], first["second"]) == ("a", "b")
+    assert first["figures"]["precision"]["value"] == pytest.approx(0.5)
+    assert first["figures"]["recall"]["value"] == pytest.approx(0.5)
+    assert characters["by_pair"][1]["figures"]["recall"]["value"] is None  # c marked nothing: no recall of c
+    assert characters["by_pair"][1]["figures"]["f1"]["value"] == 0.0
+    assert pairwise_agreement([item], level="span")["mean_f1"]["value"] == pytest.approx(1 / 3)
+    assert pairwise_agreement([item], level="span", matching="exact")["mean_f1"]["value"] == 0.0
+
+
+def test_pairwise_agreement_undefined_with_reasons():
+    from judging.statistics.spans import pairwise_agreement
+
+    alone = pairwise_agreement([UnitizedItemLike(5, {"a": [Span(0, 2, "X", "minor")]})], level="character")
+    assert alone["mean_f1"] == {"value": None, "undefined": "no answer was marked by two raters"}
+    nothing = pairwise_agreement([UnitizedItemLike(5, {"a": [], "b": []})], level="span")
+    assert nothing["mean_f1"]["undefined"] == "no pair of raters marked anything on the answers they share"
+    assert nothing["by_pair"][0]["figures"]["f1"]["undefined"] == "neither rater marked anything"
+
+
+def test_merge_overlapping_keeps_touching_spans_apart():
+    from judging.statistics.spans import merge_overlapping
+
+    spans = [
+        Span(0, 4, "X", "minor"),
+        Span(2, 6, "Y", "major"),
+        Span(6, 8, "X", "minor"),
+        Span(None, None, "X", "minor"),
+    ]
+    assert merge_overlapping(spans, with_category=False) == [Span(0, 6, "X", "minor"), Span(6, 8, "X", "minor")]
+    assert merge_overlapping(spans, with_category=True) == [
+        Span(0, 4, "X", "minor"),
+        Span(2, 6, "Y", "major"),
+        Span(6, 8, "X", "minor"),
+    ]
+
+
+@dataclass(frozen=True)
+class UnitizedItemLike:
+    text_length: int
+    spans_by_rater: dict[str, list[Span]]
