@@ -319,15 +319,23 @@ class _Builder(RowReader):
         candidates = self.cell(values, choice.candidates)
         if isinstance(candidates, str):
             candidates = [c.strip() for c in candidates.split("|") if c.strip()]
-        if not isinstance(candidates, list) or len(candidates) < 2 or not all(isinstance(c, str) for c in candidates):
+        preferred = self.cell(values, choice.preferred)
+        # A row that chooses nothing may carry only a reason, on a task that showed one answer (as evalsite's own
+        # export writes it); a choice needs two candidates at least.
+        fewest = 1 if is_blank(preferred) else 2
+        listed = isinstance(candidates, list) and all(isinstance(c, str) for c in candidates)
+        if not listed or len(candidates) < fewest:
             raise self.fail(
                 row,
                 "invalid candidates",
-                expected='at least two system keys (a list, or text separated by "|")',
+                expected=(
+                    'at least two system keys (a list, or text separated by "|")'
+                    if fewest == 2
+                    else 'a system key at least (a list, or text separated by "|")'
+                ),
                 found=candidates,
             )
         entry: dict[str, Any] = {"candidates": list(candidates)}
-        preferred = self.cell(values, choice.preferred)
         if choice.tie and choice.tie in present:
             is_tie = values[choice.tie] in TRUE_MARKS
         else:

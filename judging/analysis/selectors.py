@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, Sum
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Length
 from django.http import Http404
 from django.utils.translation import gettext
@@ -297,6 +297,16 @@ def _scope_filter(scope: RatingScope) -> Q:
     )
     asked = Campaign.aspects.through.objects.filter(campaign_id=scope.campaign_id).values("aspect_id")
     return Q(origin=RatingOrigin.APP, aspect_id__in=asked) & Q(Exists(submitted))
+
+
+def campaign_ratings(campaign: Campaign) -> QuerySet[Rating]:
+    """The ratings a campaign collected, as its statistics read them: the app ratings its submitted assignments
+    produced, the raters excluded now left out. An answer rated in another campaign of the dataset, or imported,
+    is not this campaign's rating, whatever campaign its task also belongs to."""
+    excluded = RaterExclusion.objects.filter(rater__dataset_id=campaign.dataset_id, revoked_at__isnull=True)
+    return Rating.objects.filter(_scope_filter(rating_scope(campaign=campaign))).exclude(
+        rater_id__in=excluded.values("rater_id")
+    )
 
 
 def stats_aspects(dataset: Dataset) -> list[AspectInfo]:

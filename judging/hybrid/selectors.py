@@ -8,7 +8,8 @@ from typing import Any
 from django.db.models import QuerySet
 
 from annotations.hybrid.selectors import HybridCounts, hybrid_counts
-from annotations.models import Aspect, Campaign, HumanSampling, Rating, RatingOrigin, StopRule, Task
+from annotations.models import Aspect, Campaign, HumanSampling, StopRule, Task
+from judging.analysis.selectors import campaign_ratings
 from judging.certification.selectors import version_standing
 from judging.models import CertificateStatus, HybridCalibration, JudgeVersion, Judgment, JudgmentStatus
 
@@ -59,12 +60,12 @@ MAX_LOOKS_SHOWN = 40
 def _ratings_in_order(campaign: Campaign, aspect_id: int) -> list[tuple[int, str, float]]:
     """The campaign's human ratings on one aspect in the order they were given: (response, system key, value)."""
     rows = (
-        Rating.objects.filter(
+        campaign_ratings(campaign)
+        .filter(
             response_id__in=Task.responses.through.objects.filter(task__campaign=campaign, task__is_gold=False).values(
                 "response_id"
             ),
             aspect_id=aspect_id,
-            origin=RatingOrigin.APP,
             value__isnull=False,
         )
         .order_by("created_at", "pk")
@@ -221,12 +222,12 @@ def active_estimates(campaign: Campaign) -> list[ActiveRow]:
         ).values_list("response_id", "score"):
             judge.setdefault(response_id, []).append(float(score or 0.0))
         human: dict[int, list[float]] = {}
-        for response_id, value in Rating.objects.filter(
-            response_id__in=[r.pk for t in tasks for r in t.responses.all()],
-            aspect=aspect,
-            origin=RatingOrigin.APP,
-            value__isnull=False,
-        ).values_list("response_id", "value"):
+        answers = [r.pk for t in tasks for r in t.responses.all()]
+        for response_id, value in (
+            campaign_ratings(campaign)
+            .filter(response_id__in=answers, aspect=aspect, value__isnull=False)
+            .values_list("response_id", "value")
+        ):
             human.setdefault(response_id, []).append(float(value or 0.0))
         y, f, pi, strata = [], [], [], []
         sent = rated = 0

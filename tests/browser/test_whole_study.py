@@ -1,8 +1,9 @@
 """The whole study in one real Chromium session per language, never through the admin: a researcher imports a
 dataset with its rubric, marks a gold item from its page, builds a campaign and its adjudication rule, invites three
 annotators who set their passwords and rate so that exactly two tasks are disputed; an adjudicator settles both; the
-researcher excludes a rater and sees the quality panel change without a reload, then downloads the JSONL export with
-the consensus beside the untouched raw ratings.
+researcher excludes a rater and sees the quality panel change without a reload (the rater model's reliabilities, as
+`manage.py rater_model` fits them, refitted without the excluded rater), then downloads the JSONL export with the
+consensus beside the untouched raw ratings.
 
 Screenshots of every step go to tests/artifacts/ (gitignored)."""
 
@@ -15,9 +16,10 @@ import pytest
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import Browser, Page, expect
 
-from annotations.models import Adjudication, Campaign, Dataset, Dispute, GoldItem, Item, Rating
+from annotations.models import Adjudication, Campaign, Dataset, Dispute, GoldItem, Item, Rater, Rating
 from tests.annotate.factories import lfqa_lines
 from tests.browser.pages import ARTIFACTS, log_in
+from tests.commands import command_json
 from tests.conftest import CAST_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -112,6 +114,27 @@ def write_files(tmp_path: Path) -> tuple[str, str]:
     rubric = tmp_path / "whole-study.rubric.json"
     rubric.write_text(json.dumps(RUBRIC, ensure_ascii=False), encoding="utf-8")
     return str(data), str(rubric)
+
+
+def reliabilities_shown(page: Page) -> dict[str, str]:
+    """The quality panel's rater-model table: account name → reliability as shown."""
+    rows = page.locator("section.quality-panel table.reliability-table tbody tr")
+    return {
+        rows.nth(index).locator("th").inner_text().strip(): rows.nth(index).locator("td").inner_text().strip()
+        for index in range(rows.count())
+    }
+
+
+def reliabilities_fitted(campaign: Campaign) -> dict[str, str]:
+    """`manage.py rater_model --model severity --campaign C --json` on the same ratings, by account name, as shown."""
+    report = command_json(
+        "rater_model", "--dataset", campaign.dataset.name, "--model", "severity", "--campaign", campaign.name
+    )
+    accounts = dict(Rater.objects.filter(dataset=campaign.dataset).values_list("pseudonym", "user__username"))
+    return {
+        accounts[rater["rater"]]: f"{rater['reliability']['value']:.2f}"
+        for rater in report["aspects"]["accuracy"]["raters"]
+    }
 
 
 def rate_every_task(page: Page, base: str, campaign: Campaign, values: dict[tuple[str, int], int]) -> int:
@@ -301,12 +324,20 @@ def test_the_whole_study_from_login_to_the_consensus_export_without_the_admin(  
     # The status cell opens with the status word; its help texts may use the same words further on.
     expect(excluded_row.locator("td").last).to_have_text(re.compile(rf"^\s*{COUNTED[tag]}"))
     expect(other_row.locator("td").nth(4)).to_contain_text("0.69")
+    before = reliabilities_fitted(campaign)
+    assert set(before) == set(RATERS)
+    assert reliabilities_shown(page) == before
     page.evaluate("window.notReloaded = true")
     shot(page, tag, "6-panel-before")
     excluded_row.locator("input[name=reason]").fill("disagrees with everyone on the disputed answers")
     excluded_row.locator("button[type=submit]").click()
     expect(excluded_row.locator("td").last).to_have_text(re.compile(rf"^\s*{EXCLUDED[tag]}"))
     expect(other_row.locator("td").nth(4)).to_contain_text("0.92")
+    # The rater model is refitted without rater_b, as the command fits it now the exclusion is recorded.
+    after = reliabilities_fitted(campaign)
+    assert set(after) == {"rater_a", "rater_c"} and after != {rater: before[rater] for rater in after}
+    expect(page.locator("section.quality-panel table.reliability-table tbody tr")).to_have_count(2)
+    assert reliabilities_shown(page) == after
     assert page.evaluate("window.notReloaded") is True
     shot(page, tag, "6-panel-after")
 

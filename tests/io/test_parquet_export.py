@@ -423,3 +423,29 @@ def test_judge_filled_rows_come_back_as_judge_filled_entries_not_ratings(tmp_pat
         }
     ]
     assert list(iter_export_objects(dataset=copy)) == expected
+
+
+@pytest.mark.django_db
+def test_a_reason_without_a_choice_on_one_answer_imports_back(tmp_path: Path) -> None:
+    """A campaign that shows one answer per task and asks no preference exports each task's reason as a preference
+    entry of one candidate that chooses nothing; the tables import back with it."""
+    line = {
+        "id": "q1",
+        "turns": [
+            {
+                "prompt": "Why?",
+                "responses": {"a": {"response": "Because.", "human_evals": {"fluency": [3]}, "raters": ["w1"]}},
+                "preferences": [{"rater": "w1", "candidates": ["a"], "preferred": None, "reason": "too short"}],
+            }
+        ],
+    }
+    body = (json.dumps(line) + "\n").encode()
+    dataset = dataset_import(stream=io.BytesIO(body), name="one answer", rubric=parse_rubric(RUBRIC, source="test"))
+    folder = tmp_path / "one"
+    first = hf_folder(dataset.dataset, folder)
+    files = [str(folder / "data" / f"{table}.parquet") for table in TABLES if table in first]
+    import_mapped(*files, "--mapping", "evalsite-parquet", "--rubric", str(folder / "rubric.json"), "--dataset", "copy")
+    copy = Dataset.objects.get(name="copy")
+    assert list(iter_export_objects(dataset=copy)) == list(iter_export_objects(dataset=dataset.dataset))
+    (entry,) = next(iter_export_objects(dataset=copy))["turns"][0]["preferences"]
+    assert (entry["candidates"], entry["preferred"], entry["reason"]) == (["a"], None, "too short")

@@ -26,17 +26,34 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotations.models import Adjudication, RaterExclusion
-from judging.models import JudgeScore
+from annotations.models import Adjudication, Assignment, AssignmentStatus, ErrorSpan, RaterExclusion, Rating, Task
+from annotations.quality.selectors import quality_panel
+from judging.analysis.reports import judge_details
+from judging.analysis.selectors import rating_scope
+from judging.hybrid.selectors import active_estimates
+from judging.models import JudgeScore, Judgment
+from judging.statistics.active_ppi import active_ppi_mean
+from judging.statistics.sequences import confidence_sequence
 from tests.io.whole_study import (
+    ANNOTATORS,
     ASPECT,
+    CAMPAIGN,
+    EXCLUDED,
     EXPERTS,
+    GOLD_ITEM,
+    HUMAN_SHARE,
+    HYBRID_CAMPAIGN,
     JUDGE,
     MAPPED_NAME,
     NAME,
     RATIONALE,
     REGULAR_ITEMS,
     SETTLED_ITEM,
+    SPAN_JUDGE,
+    SPANS,
+    STOP_SYSTEM,
+    STOP_WIDTH,
+    STOPPING_CAMPAIGN,
     SYSTEMS,
     Study,
     api_client,
@@ -44,11 +61,14 @@ from tests.io.whole_study import (
     cli_json,
     command,
     export_file,
+    item_id,
     load_hf_folder,
+    mqm_score,
     parquet_rows,
     read_csv,
     read_jsonl,
     run_gate,
+    span_token,
     summeval_lines,
 )
 
@@ -56,10 +76,19 @@ pytestmark = pytest.mark.django_db
 
 ANSWERS = REGULAR_ITEMS * len(SYSTEMS)  # the gold item's answers measure the annotators, not the systems
 IMPORTED = ANSWERS * len(EXPERTS)
-COLLECTED = ANSWERS * 3  # three annotators, every regular answer
-COUNTED = IMPORTED + COLLECTED - ANSWERS  # the excluded annotator's ratings left out
+COLLECTED = ANSWERS * 3  # three annotators, every regular answer, in the first campaign
 PREFERENCES = REGULAR_ITEMS * 3
 POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+
+def collected(study: Study) -> int:
+    """The app ratings of the scale aspect: the first campaign's, then the hybrid and the stopping campaigns'."""
+    return COLLECTED + study.later_ratings
+
+
+def counted(study: Study) -> int:
+    """The scale aspect's ratings the statistics count: the excluded annotator's left out."""
+    return IMPORTED + collected(study) - ANSWERS
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +144,12 @@ def answers_of(lines: list[dict[str, Any]]) -> Iterator[tuple[str, str, dict[str
                 yield line["id"], system, answer
 
 
-def app_rating_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [row for row in rows if row.get("kind", "rating") == "rating" and row["origin"] == "app"]
+def app_rating_rows(rows: list[dict[str, Any]], aspect: str = ASPECT) -> list[dict[str, Any]]:
+    return [
+        row
+        for row in rows
+        if row.get("kind", "rating") == "rating" and row["origin"] == "app" and row["aspect"] == aspect
+    ]
 
 
 # ---------------------------------------------------------------- the judge run on the worker
@@ -160,7 +193,7 @@ def test_judge_scores_are_the_same_in_the_export_correlate_the_api_and_the_dashb
 
 def test_agreement_counts_the_same_ratings_in_the_cli_the_api_and_the_dashboard(study: Study) -> None:
     report = cli_json("agreement", NAME)
-    assert report["aspects"][ASPECT]["n_ratings"] == COUNTED
+    assert report["aspects"][ASPECT]["n_ratings"] == counted(study)
     assert report["scope"]["exclusions"] == {
         "left_out": True,
         "raters": [{"rater": study.excluded_pseudonym, "reason": study.exclusion.reason}],
@@ -168,13 +201,13 @@ def test_agreement_counts_the_same_ratings_in_the_cli_the_api_and_the_dashboard(
     assert api_json(study, "api-stats-agreement", study.dataset.pk) == report
     table = dashboard_table(study, "dashboard-dataset-table", study.dataset.pk, "agreement")
     alpha = table["columns"].index("alpha ordinal")
-    (row,) = table["rows"]
+    (row,) = [row for row in table["rows"] if row[0] == ASPECT]
     assert row[alpha] == report["aspects"][ASPECT]["alpha"]["ordinal"]["value"]
     page = researcher_client(study).get(reverse("dashboard-dataset", args=[study.dataset.pk]))
     assert page.context["report"] == report
     # Included again on request, the same way everywhere.
     included = cli_json("agreement", NAME, "--include-excluded")
-    assert included["aspects"][ASPECT]["n_ratings"] == IMPORTED + COLLECTED
+    assert included["aspects"][ASPECT]["n_ratings"] == IMPORTED + collected(study)
     assert api_json(study, "api-stats-agreement", study.dataset.pk, excluded="include") == included
     campaign = cli_json("agreement", NAME, "--campaign", study.campaign.name)
     assert campaign["aspects"][ASPECT]["n_ratings"] == COLLECTED - ANSWERS
@@ -192,7 +225,7 @@ def test_the_gate_reads_the_agreement_reports_alpha_and_the_certificate(study: S
     alpha_rule, certified_rule = report["rules"]
     assert (alpha_rule["outcome"], certified_rule["outcome"]) == ("pass", "pass"), output
     assert alpha_rule["evidence"]["alpha"] == alpha["ordinal"]
-    assert alpha_rule["evidence"]["n_ratings"] == COUNTED
+    assert alpha_rule["evidence"]["n_ratings"] == counted(study)
     assert certified_rule["evidence"][ASPECT]["certificate"] == study.certificate.pk
 
 
@@ -212,9 +245,9 @@ def test_every_export_holds_the_same_ratings(study: Study, exports: dict[str, An
     in_jsonl = sum(
         len(answer.get("human_evals", {}).get(ASPECT, [])) for _i, _s, answer in answers_of(exports["jsonl"])
     )
-    assert in_jsonl == IMPORTED + COLLECTED
+    assert in_jsonl == IMPORTED + collected(study)
     # Each annotator also rated the gold task, whose ratings measure the annotator: no export holds them.
-    assert study.tasks_rated == {name: REGULAR_ITEMS + 1 for name in study.annotators}
+    assert {name: study.tasks_rated[name] for name in ANNOTATORS} == {name: REGULAR_ITEMS + 1 for name in ANNOTATORS}
     for name, rows in (
         ("flat csv", exports["flat_csv"]),
         ("flat jsonl", exports["flat_jsonl"]),
@@ -222,16 +255,25 @@ def test_every_export_holds_the_same_ratings(study: Study, exports: dict[str, An
         ("hf folder", exports["hf"]["ratings"]),
     ):
         human = [
-            row for row in rows if row.get("kind", "rating") == "rating" and row.get("filled_by", "human") == "human"
+            row
+            for row in rows
+            if row.get("kind", "rating") == "rating"
+            and row.get("filled_by", "human") == "human"
+            and row["aspect"] == ASPECT
         ]
         origins = Counter(row["origin"] for row in human)
-        assert origins == {"import": IMPORTED, "app": COLLECTED}, name
+        assert origins == {"import": IMPORTED, "app": collected(study)}, name
     for name, rows in (
         ("flat csv", [row for row in exports["flat_csv"] if row["kind"] == "preference"]),
         ("parquet", exports["parquet"]["preferences"]),
         ("hf folder", exports["hf"]["preferences"]),
     ):
-        assert len(rows) == PREFERENCES, name
+        assert Counter(row["campaign"] for row in rows if row["preferred"]) == {CAMPAIGN: PREFERENCES}, name
+        # The campaigns of one answer per task ask no preference: each answer's entry chooses nothing.
+        assert Counter(row["campaign"] for row in rows if not row["preferred"]) == {
+            HYBRID_CAMPAIGN: study.active_rated,
+            STOPPING_CAMPAIGN: study.stopping_rated,
+        }, name
     assert len(exports["parquet"]["answers"]) == len(exports["hf"]["answers"]) == ANSWERS + len(SYSTEMS)
 
 
@@ -290,12 +332,23 @@ def test_the_consensus_is_the_same_in_every_export(study: Study, exports: dict[s
 
 
 def test_the_reason_with_its_line_break_is_the_same_in_every_export(study: Study, exports: dict[str, Any]) -> None:
+    """The first campaign's reasons (the later campaigns ask none)."""
+    preference_rows = [row for row in exports["flat_jsonl"] if row["kind"] == "preference"]
     reasons = {
-        "jsonl": [entry["reason"] for line in exports["jsonl"] for entry in line["turns"][0].get("preferences", [])],
-        "flat csv": [row["rationale"] for row in exports["flat_csv"] if row["kind"] == "preference"],
-        "flat jsonl": [row["rationale"] for row in exports["flat_jsonl"] if row["kind"] == "preference"],
-        "parquet": [row["reason"] for row in exports["parquet"]["preferences"]],
-        "hf folder": [row["reason"] for row in exports["hf"]["preferences"]],
+        "jsonl": [
+            entry["reason"]
+            for line in exports["jsonl"]
+            for entry in line["turns"][0].get("preferences", [])
+            if entry["campaign"] == CAMPAIGN
+        ],
+        "flat csv": [
+            row["rationale"]
+            for row in exports["flat_csv"]
+            if row["kind"] == "preference" and row["campaign"] == CAMPAIGN
+        ],
+        "flat jsonl": [row["rationale"] for row in preference_rows if row["campaign"] == CAMPAIGN],
+        "parquet": [row["reason"] for row in exports["parquet"]["preferences"] if row["campaign"] == CAMPAIGN],
+        "hf folder": [row["reason"] for row in exports["hf"]["preferences"] if row["campaign"] == CAMPAIGN],
     }
     for name, found in reasons.items():
         assert found == [RATIONALE] * PREFERENCES, name
@@ -323,7 +376,7 @@ def test_judge_filled_ratings_are_marked_in_every_export_and_leave_the_human_fig
         ("hf folder", exports["hf"]["ratings"]),
     ):
         assert sum(row.get("filled_by") == "judge" for row in rows) == judged, name
-    assert cli_json("agreement", NAME)["aspects"][ASPECT]["n_ratings"] == COUNTED
+    assert cli_json("agreement", NAME)["aspects"][ASPECT]["n_ratings"] == counted(study)
 
 
 def test_an_annotator_of_both_campaigns_is_never_handed_an_answer_they_rated(study: Study) -> None:
@@ -427,3 +480,306 @@ def test_the_mapped_import_reads_the_public_format_and_every_output_agrees(study
     alpha = table["columns"].index("alpha ordinal")
     for row in table["rows"]:
         assert row[alpha] == report["aspects"][row[0]]["alpha"]["ordinal"]["value"], row[0]
+
+
+# ---------------------------------------------------------------- the span aspect
+
+
+def span_ratings(study: Study) -> Any:
+    """The annotators' span ratings of the regular answers (the gold item's measure the annotators)."""
+    return (
+        Rating.objects.filter(aspect__dataset=study.dataset, aspect__name=SPANS)
+        .exclude(response__turn__item__external_id=item_id(GOLD_ITEM))
+        .select_related("rater", "response__turn__item", "response__system")
+    )
+
+
+def span_tokens(lines: list[dict[str, Any]]) -> dict[tuple[str, str, str], Any]:
+    """(item, system, rater) → the span token the JSONL export holds (the experts marked no spans)."""
+    return {
+        (item, system, rater): token
+        for item, system, answer in answers_of(lines)
+        for rater, token in zip(answer.get("raters", []), answer.get("human_evals", {}).get(SPANS, []), strict=True)
+        if token is not None
+    }
+
+
+def spans_by_rater(rows: list[dict[str, Any]]) -> Counter[str]:
+    return Counter(row["rater"] for row in rows if row["kind"] == "error_span" and row["aspect"] == SPANS)
+
+
+def test_a_span_rating_is_the_mqm_score_of_its_spans_in_the_database_and_every_export(
+    study: Study, exports: dict[str, Any]
+) -> None:
+    ratings = list(span_ratings(study))
+    assert len(ratings) == COLLECTED
+    stored = {}
+    for rating in ratings:
+        spans = list(rating.error_spans.order_by("position").values("start", "end", "category", "severity"))
+        assert rating.value == mqm_score({"spans": spans}) == mqm_score(rating.raw), rating.raw
+        username = rating.rater.user.username  # type: ignore[union-attr]
+        assert rating.raw == span_token(username, rating.response.text)  # what the annotator marked, in code points
+        assert spans == rating.raw["spans"]
+        stored[(rating.response.turn.item.external_id, rating.response.system.key, rating.rater.pseudonym)] = rating
+    assert span_tokens(exports["jsonl"]) == {key: rating.raw for key, rating in stored.items()}
+    for name, rows in (("flat csv", exports["flat_csv"]), ("flat jsonl", exports["flat_jsonl"])):
+        values = {
+            (row["item_id"], row["system"], row["rater"]): float(row["value"]) for row in app_rating_rows(rows, SPANS)
+        }
+        assert values == {key: rating.value for key, rating in stored.items()}, name
+
+
+def test_the_flat_exports_have_one_error_span_row_per_span(study: Study, exports: dict[str, Any]) -> None:
+    in_database = Counter(
+        ErrorSpan.objects.filter(rating__in=span_ratings(study)).values_list("rating__rater__pseudonym", flat=True)
+    )
+    assert in_database[study.excluded_pseudonym] == sum(
+        len(span_token(EXCLUDED, text)["spans"])
+        for text in (
+            Rating.objects.filter(
+                pk__in=span_ratings(study).filter(rater__pseudonym=study.excluded_pseudonym)
+            ).values_list("response__text", flat=True)
+        )
+    )
+    for name, rows in (("flat csv", exports["flat_csv"]), ("flat jsonl", exports["flat_jsonl"])):
+        assert spans_by_rater(rows) == in_database, name
+    # Each row holds one span of the rating's token, as the JSONL export has it.
+    exported = Counter(
+        json.dumps([row["item_id"], row["system"], row["rater"], row["raw"]])
+        for row in exports["flat_jsonl"]
+        if row["kind"] == "error_span" and row["aspect"] == SPANS
+    )
+    assert exported == Counter(
+        json.dumps([*key, span]) for key, token in span_tokens(exports["jsonl"]).items() for span in token["spans"]
+    )
+
+
+def test_the_jsonl_export_round_trips_the_spans(study: Study, exports: dict[str, Any]) -> None:
+    """export → import → export: every span token again, with its rater, and the same ErrorSpan rows."""
+    rubric = export_file(NAME, study.work / "spans-rubric.json", "--rubric")
+    copy = f"{NAME} spans copy"
+    command("import_dataset", str(study.work / "exports" / "study.jsonl"), "--name", copy, "--rubric", str(rubric))
+    again = read_jsonl(export_file(copy, study.work / "spans-copy.jsonl"))
+
+    def marked(lines: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
+        return {
+            (item, system): (answer.get("raters"), answer.get("human_evals", {}).get(SPANS))
+            for item, system, answer in answers_of(lines)
+        }
+
+    assert marked(again) == marked(exports["jsonl"])
+    fields = ("rating__response__text", "position", "start", "end", "category", "severity", "note")
+    # The copy's raters are the exported names: the original's pseudonyms.
+    original = span_ratings(study).filter(origin="app")
+    copied = Rating.objects.filter(aspect__dataset__name=copy, aspect__name=SPANS)
+    assert sorted(ErrorSpan.objects.filter(rating__in=copied).values_list("rating__rater__external_id", *fields)) == (
+        sorted(ErrorSpan.objects.filter(rating__in=original).values_list("rating__rater__pseudonym", *fields))
+    )
+
+
+def test_an_exclusion_marks_the_excluded_raters_spans_and_leaves_them_out_of_the_statistics(
+    study: Study, exports: dict[str, Any]
+) -> None:
+    pseudonym = study.excluded_pseudonym
+    for name, rows in (("flat csv", exports["flat_csv"]), ("flat jsonl", exports["flat_jsonl"])):
+        span_rows = [row for row in rows if row["kind"] == "error_span"]
+        marked = {row["rater"] for row in span_rows if str(row["rater_excluded"]).lower() == "true"}
+        assert marked == {pseudonym}, name
+        assert all(str(row["rater_excluded"]).lower() == "false" for row in span_rows if row["rater"] != pseudonym), (
+            name
+        )
+    for item, system, answer in answers_of(exports["jsonl"]):
+        if SPANS in answer.get("human_evals", {}):
+            marks = [rater == pseudonym for rater in answer["raters"]]
+            assert answer.get("rater_excluded") == marks, (item, system)
+    report = cli_json("agreement", NAME)["aspects"][SPANS]
+    included = cli_json("agreement", NAME, "--include-excluded")["aspects"][SPANS]
+    assert (report["n_ratings"], included["n_ratings"]) == (COLLECTED - ANSWERS, COLLECTED)
+    details = judge_details(study.dataset, SPAN_JUDGE, SPANS)["spans"]
+    everyone = judge_details(study.dataset, SPAN_JUDGE, SPANS, scope=rating_scope(include_excluded=True))["spans"]
+    assert pseudonym not in {row["rater"] for row in details["raters"]}
+    assert pseudonym in {row["rater"] for row in everyone["raters"]}
+
+
+def test_the_span_judge_reads_as_succeeded_only_with_every_judgment_and_score(
+    study: Study, exports: dict[str, Any]
+) -> None:
+    run = study.span_run
+    assert run.total == ANSWERS + len(SYSTEMS)  # the span aspect only, on every answer
+    assert set(Judgment.objects.filter(run=run).values_list("aspect_name", flat=True)) == {SPANS}
+    if POSTGRES:
+        assert study.span_when_succeeded == (run.total, run.total)
+    scores = dict(JudgeScore.objects.filter(judge=run.judge).values_list("response_id", "value"))
+    assert len(scores) == run.total
+    # The judge marks what the first annotator marks, so its MQM score is that annotator's rating.
+    first = dict(span_ratings(study).filter(rater__user__username="annotator1").values_list("response_id", "value"))
+    assert {pk: scores[pk] for pk in first} == first
+    exported = {
+        answer["response"]: answer["auto_evals"][SPAN_JUDGE][SPANS] for _i, _s, answer in answers_of(exports["judges"])
+    }
+    assert exported == dict(JudgeScore.objects.filter(judge=run.judge).values_list("response__text", "value"))
+
+
+# ---------------------------------------------------------------- active sampling in the hybrid campaign
+
+
+def test_each_tasks_sampling_probability_is_the_same_in_the_database_the_exports_and_the_jsonl_answers(
+    study: Study, exports: dict[str, Any]
+) -> None:
+    tasks = Task.objects.filter(campaign=study.hybrid_campaign, is_gold=False).prefetch_related("responses__turn__item")
+    probability: dict[tuple[str, str], float] = {}
+    for task in tasks:
+        (answer,) = task.responses.all()
+        assert task.human_probability is not None, task
+        probability[(answer.turn.item.external_id, answer.system.key)] = task.human_probability
+    assert len(probability) == ANSWERS and all(0 < p <= 1 for p in probability.values())
+    assert sum(probability.values()) == pytest.approx(HUMAN_SHARE * ANSWERS)
+    assert len(set(probability.values())) > 1  # the judge's uncertainty tells the tasks apart
+    for name, rows in (
+        ("flat csv", exports["flat_csv"]),
+        ("flat jsonl", exports["flat_jsonl"]),
+        ("parquet", exports["parquet"]["ratings"]),
+    ):
+        found = {
+            (row["item_id"], row["system"]): float(row["human_probability"])
+            for row in rows
+            if row["campaign"] == HYBRID_CAMPAIGN and row.get("kind", "rating") == "rating"
+        }
+        assert found == {key: p for key, p in probability.items() if key in found}, name
+        assert len(found) == (study.calibration.judged_tasks or 0) + study.active_rated, name
+    for lines in (exports["jsonl"], exports["judges"]):
+        sampled = {
+            (item, system): entry["probability"]
+            for item, system, answer in answers_of(lines)
+            for entry in answer.get("human_sampling", [])
+            if entry["campaign"] == HYBRID_CAMPAIGN
+        }
+        assert sampled == probability
+
+
+def test_the_active_estimate_on_the_progress_page_weighs_the_campaigns_ratings_by_the_exported_probabilities(
+    study: Study, exports: dict[str, Any]
+) -> None:
+    judge = {
+        (row["item_id"], row["system"]): float(row["value"])
+        for row in exports["flat_jsonl"]
+        if row["campaign"] == HYBRID_CAMPAIGN and row["filled_by"] == "judge"
+    }
+    human = {
+        (row["item_id"], row["system"]): float(row["value"])
+        for row in app_rating_rows(exports["flat_jsonl"])
+        if row["campaign"] == HYBRID_CAMPAIGN
+    }
+    assert len(human) == study.active_rated > 0
+    scores = {
+        (item, system): answer["auto_evals"][JUDGE][ASPECT] for item, system, answer in answers_of(exports["judges"])
+    }
+    probability = {
+        (item, system): entry["probability"]
+        for item, system, answer in answers_of(exports["jsonl"])
+        for entry in answer.get("human_sampling", [])
+        if entry["campaign"] == HYBRID_CAMPAIGN
+    }
+    keys = sorted(probability, key=lambda key: (key[0], SYSTEMS.index(key[1])))
+    assert {key: scores[key] for key in judge} == judge  # the judge fills its tasks with its scores
+    expected = active_ppi_mean(
+        [human.get(key) for key in keys], [scores[key] for key in keys], [probability[key] for key in keys]
+    )
+    (row,) = active_estimates(study.hybrid_campaign)
+    assert (row.aspect, row.rated, row.sent) == (ASPECT, study.active_rated, study.calibration.human_tasks)
+    assert row.result["active"]["estimate"]["value"] == pytest.approx(expected["active"]["estimate"]["value"])
+    page = researcher_client(study).get(reverse("campaign-progress", args=[study.hybrid_campaign.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert f"{expected['active']['estimate']['value']:.3f}" in html
+    assert f"{row.rated} / {row.sent}" in html
+
+
+# ---------------------------------------------------------------- the stopping rule
+
+
+def stopping_ratings(study: Study) -> Any:
+    return Rating.objects.filter(
+        rater__user__username=study.stopping_campaign.annotators.get().username, aspect__name=ASPECT
+    )
+
+
+def test_the_stopping_rule_stops_the_campaign_after_the_answer_that_meets_it(study: Study) -> None:
+    campaign = study.stopping_campaign
+    assert campaign.stopped_at is not None
+    # Not met before the first answer, nor before the last; met by the last.
+    # The worker reads the rule after each answer too, and may be the one that stops it.
+    *before, last = study.stop_checks
+    assert before == ["not met"] * study.stopping_rated and last in ("stopped", "already stopped", "nothing to check")
+    evidence = campaign.stop_evidence
+    values = list(
+        stopping_ratings(study)
+        .filter(response__system__key=STOP_SYSTEM)
+        .order_by("created_at", "pk")
+        .values_list("value", flat=True)
+    )
+    assert evidence["met"] and evidence["n"] == len(values) > 0
+    last_look = confidence_sequence(values, lower=1, upper=5)[-1]["interval"]
+    assert last_look["low"] is not None and last_look["high"] is not None
+    assert evidence["high"] - evidence["low"] == pytest.approx(last_look["high"] - last_look["low"])
+    assert evidence["high"] - evidence["low"] <= STOP_WIDTH
+    # Tasks are left, and no one is handed one: the claim on the annotator API says there is nothing.
+    assert Assignment.objects.filter(campaign=campaign, status=AssignmentStatus.FREE).exists()
+    claimed = api_client(campaign.annotators.get()).post(reverse("api-annotate-next", args=[campaign.pk]))
+    assert claimed.status_code == 204, claimed.content[:300]
+    page = researcher_client(study).get(reverse("campaign-progress", args=[campaign.pk])).content.decode()
+    assert 'id="stopping-met"' in page and f"after n = {evidence['n']}" in page
+
+
+def test_exports_and_statistics_after_the_stop_hold_the_ratings_stored(study: Study, exports: dict[str, Any]) -> None:
+    stored = {
+        (rating.response.turn.item.external_id, rating.response.system.key): rating.value
+        for rating in stopping_ratings(study).select_related("response__turn__item", "response__system")
+    }
+    assert len(stored) == study.stopping_rated
+    for name, rows in (
+        ("flat csv", exports["flat_csv"]),
+        ("flat jsonl", exports["flat_jsonl"]),
+        ("parquet", exports["parquet"]["ratings"]),
+    ):
+        found = {
+            (row["item_id"], row["system"]): float(row["value"])
+            for row in app_rating_rows(rows)
+            if row["campaign"] == STOPPING_CAMPAIGN
+        }
+        assert found == stored, name
+    report = cli_json("agreement", NAME, "--campaign", STOPPING_CAMPAIGN)
+    assert report["aspects"][ASPECT]["n_ratings"] == len(stored)
+    assert api_json(study, "api-stats-agreement", study.dataset.pk, campaign=study.stopping_campaign.pk) == report
+
+
+# ---------------------------------------------------------------- rater reliabilities
+
+
+def test_the_quality_panels_reliabilities_are_the_rater_model_commands_without_the_excluded_rater(
+    study: Study,
+) -> None:
+    table = quality_panel(study.campaign).reliability
+    assert table.columns == [("Quality", "rater severity")]  # the scale aspect; a span aspect has no rater model
+    panel = {row.pseudonym: cells[0].value for row, cells in table.rows}
+    report = cli_json("rater_model", "--dataset", NAME, "--model", "severity", "--campaign", CAMPAIGN)
+    fitted = {rater["rater"]: rater["reliability"]["value"] for rater in report["aspects"][ASPECT]["raters"]}
+    assert study.excluded_pseudonym not in panel and study.excluded_pseudonym not in fitted
+    assert panel == pytest.approx(fitted) and len(panel) == 2
+    assert report["scope"]["exclusions"]["raters"] == [
+        {"rater": study.excluded_pseudonym, "reason": study.exclusion.reason}
+    ]
+    # With the excluded rater, the model is refitted on three raters: every reliability moves.
+    everyone = cli_json(
+        "rater_model",
+        "--dataset",
+        NAME,
+        "--model",
+        "severity",
+        "--campaign",
+        CAMPAIGN,
+        "--include-excluded",
+    )
+    refitted = {rater["rater"]: rater["reliability"]["value"] for rater in everyone["aspects"][ASPECT]["raters"]}
+    assert set(refitted) == {*fitted, study.excluded_pseudonym}
+    assert all(refitted[rater] != pytest.approx(fitted[rater]) for rater in fitted)

@@ -11,6 +11,14 @@ The design is small enough to hold in one's head, and every number a seam checks
   spread above one point); the adjudicator settles q00's dispute, then the researcher excludes the third annotator;
 - a judge reads the stated quality (sure and right below 5, hesitant and a point low at 5), runs on a real Celery
   worker against the fake provider, is certified on the experts' ratings, and fills a second, hybrid campaign;
+- beside the scale aspect, an MQM span aspect: every annotator marks the word "answers" of an answer below quality 5
+  as one error (major below 3, minor at 3 or 4) and confirms "no error" at 5; the excluded annotator also marks the
+  word "question" as a minor error everywhere, so their spans differ from everyone's and their scores stay within a
+  point (no span dispute); an error-span judge marks what the first two annotators mark, on the worker;
+- the hybrid campaign (two raters per task) draws its human tasks by the judge's uncertainty; a fourth annotator
+  rates each of them once, so every task drawn is rated and a slot of each is left;
+- a third campaign states a stopping rule (the interval of sys_a's mean quality no wider than STOP_WIDTH); a fifth
+  annotator rates until it stops, the rule read after each answer;
 - a SummEval-shaped sample is imported through the built-in `summeval` mapping as a second dataset.
 """
 
@@ -23,7 +31,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +50,7 @@ from rest_framework.test import APIClient
 from annotations.adjudication.models import Dispute
 from annotations.adjudication.services import adjudication_rule_set, dispute_resolve
 from annotations.campaigns.setup import campaign_create
-from annotations.models import Campaign, Dataset, Rater, RaterExclusion, Response
+from annotations.models import Campaign, Dataset, HumanSampling, Rater, RaterExclusion, Response, StopRule
 from annotations.quality.services import rater_exclude
 from judging import services as judging_services
 from judging.certification.certificates import certificate_request
@@ -55,6 +63,8 @@ from judging.models import (
     HybridCalibration,
     JudgeRun,
     JudgeScore,
+    Judgment,
+    JudgmentStatus,
     RunStatus,
 )
 from tests.conftest import (
@@ -66,20 +76,30 @@ from tests.conftest import (
     wait_for,
 )
 from tests.fakeprovider import FakeProvider
+from tests.judging.certification_data import SNAPSHOT
 from tests.judging.hybrid_data import judge_config, script_judge
+from tests.judging.span_judge_data import span_judge_config
 
 NAME = "whole study"
 MAPPED_NAME = "whole study summeval"
 CAMPAIGN = "whole study campaign"
 HYBRID_CAMPAIGN = "whole study hybrid"
+STOPPING_CAMPAIGN = "whole study stopping"
 JUDGE = "study judge"
+SPAN_JUDGE = "study span judge"
 ASPECT = "quality"
+SPANS = "errors"
+SEVERITIES = {"minor": 1, "major": 5}
 SYSTEMS = ("sys_a", "sys_b", "sys_c")
 REGULAR_ITEMS = 16
 GOLD_ITEM = REGULAR_ITEMS  # q16
 EXPERTS = ("expert_1", "expert_2", "expert_3")
 ANNOTATORS = ("annotator1", "annotator2", "annotator3")
 EXCLUDED = "annotator3"
+ACTIVE_ANNOTATOR = "annotator4"  # rates every task the hybrid campaign sends to humans, once
+STOPPING_ANNOTATOR = "annotator5"  # rates the stopping campaign until it stops
+HUMAN_SHARE = 0.5  # the expected share of the hybrid campaign's tasks drawn for humans
+STOP_SYSTEM, STOP_WIDTH = "sys_a", 3.2
 UPSIDE_DOWN_ITEMS = range(4)  # where the excluded annotator rates 6 - truth
 SETTLED_ITEM = "q00"
 EXCLUSION_REASON = "rates the first items upside down"
@@ -93,7 +113,18 @@ WORKER_ENV = {
 }
 RUBRIC = {
     "aspects": [
-        {"name": ASPECT, "label": "Quality", "description": "How good is the answer?", "min": 1, "max": 5, "ideal": 5}
+        {"name": ASPECT, "label": "Quality", "description": "How good is the answer?", "min": 1, "max": 5, "ideal": 5},
+        {
+            "name": SPANS,
+            "kind": "spans",
+            "label": "Errors",
+            "description": "Mark every error in the answer.",
+            "spans": {
+                "categories": ["Accuracy/Mistranslation", "Fluency/Grammar"],
+                "severities": SEVERITIES,
+                "no_error_confirmation": True,
+            },
+        },
     ]
 }
 STATED = re.compile(r"^(sys_[abc]) answers question (\d+) \(true quality (\d)\)")
@@ -125,6 +156,37 @@ def annotator_value(username: str, i: int, s: int) -> int:
     if username == EXCLUDED and i in UPSIDE_DOWN_ITEMS:
         return 6 - t
     return t
+
+
+def _marked(text: str, word: str, category: str, severity: str) -> dict[str, Any]:
+    start = text.index(word)
+    return {"start": start, "end": start + len(word), "category": category, "severity": severity}
+
+
+def span_token(username: str, text: str) -> dict[str, Any]:
+    """What the annotator marks on an answer, read from its stated quality (see the module's design)."""
+    t = int(STATED.match(text).group(3))  # type: ignore[union-attr]
+    spans = []
+    if t < 5:
+        spans.append(_marked(text, "answers", "Accuracy/Mistranslation", "major" if t < 3 else "minor"))
+    if username == EXCLUDED:
+        spans.append(_marked(text, "question", "Fluency/Grammar", "minor"))
+    return {"no_error": not spans, "spans": spans}
+
+
+def mqm_score(token: dict[str, Any]) -> float:
+    """The MQM score of a span token under the study's scheme: the sum of its errors' severity weights."""
+    return float(sum(SEVERITIES[span["severity"]] for span in token["spans"]))
+
+
+def span_judge_reply(body: dict[str, Any]) -> str:
+    """The error-span judge marks what the first two annotators mark, quoting the word."""
+    found = re.search(r"true quality (\d)", body["messages"][-1]["content"])
+    t = int(found.group(1)) if found else 5
+    errors = [] if t == 5 else [{"quote": "answers", "category": "Accuracy/Mistranslation", "severity": "minor"}]
+    if errors and t < 3:
+        errors[0]["severity"] = "major"
+    return "Read the stated quality.\n" + json.dumps({"errors": errors})
 
 
 def study_lines() -> list[dict[str, Any]]:
@@ -212,6 +274,18 @@ class Study:
     certificate: Certificate = field(init=False)
     hybrid_campaign: Campaign = field(init=False)
     calibration: HybridCalibration = field(init=False)
+    active_rated: int = 0  # hybrid tasks the fourth annotator rated: every one drawn for humans
+    span_run: JudgeRun = field(init=False)
+    # The span run's done judgments with their spans, and its scores, the moment it first read as succeeded.
+    span_when_succeeded: tuple[int, int] = (-1, -1)
+    stopping_campaign: Campaign = field(init=False)
+    stopping_rated: int = 0  # tasks the fifth annotator rated before the campaign stopped
+    stop_checks: list[str] = field(default_factory=list)  # what each check after an answer said
+
+    @property
+    def later_ratings(self) -> int:
+        """The fourth and fifth annotators' ratings of the scale aspect (one answer per task, none on gold)."""
+        return self.active_rated + self.stopping_rated
 
 
 def api_client(user: User) -> APIClient:
@@ -220,10 +294,12 @@ def api_client(user: User) -> APIClient:
     return client
 
 
-def rate_every_task(user: User, campaign: Campaign) -> int:
-    """Rates, through the annotator API, every task the campaign hands this annotator, reading each candidate's
-    system, item and stated quality from its text; prefers the answer it rates highest. Returns the tasks rated."""
+def rate_every_task(user: User, campaign: Campaign, *, after_each: Callable[[], object] | None = None) -> int:
+    """Rates, through the annotator API, every task the campaign hands this annotator, reading
+    each candidate's system, item and stated quality from its text and marking its error spans where the campaign
+    asks for them; prefers the answer it rates highest where asked. Returns the tasks rated."""
     client = api_client(user)
+    asked = set(campaign.aspects.values_list("name", flat=True))
     rated = 0
     while True:
         claimed = client.post(reverse("api-annotate-next", args=[campaign.pk]))
@@ -231,21 +307,25 @@ def rate_every_task(user: User, campaign: Campaign) -> int:
             return rated
         assert claimed.status_code == 200, claimed.content
         task = claimed.json()
+        ratings: dict[str, dict[str, Any]] = {}
         values = {}
         for candidate in task["candidates"]:
             system, i, _stated = STATED.match(candidate["text"]).groups()  # type: ignore[union-attr]
             values[candidate["number"]] = annotator_value(user.username, int(i), SYSTEMS.index(system))
-        preferred = max(values, key=lambda number: (values[number], -number))
-        body = {
-            "idempotency_key": f"{user.username}-{rated}",
-            "ratings": {str(number): {ASPECT: value} for number, value in values.items()},
-            "preference": preferred,
-            "rationale": RATIONALE,
-        }
+            ratings[str(candidate["number"])] = {ASPECT: values[candidate["number"]]}
+            if SPANS in asked:
+                ratings[str(candidate["number"])][SPANS] = json.dumps(span_token(user.username, candidate["text"]))
+        body: dict[str, Any] = {"idempotency_key": f"{user.username}-{rated}", "ratings": ratings}
+        if campaign.ask_preference:
+            body["preference"] = max(values, key=lambda number: (values[number], -number))
+            body["rationale"] = RATIONALE
         submitted = client.post(reverse("api-annotate-submit", args=[campaign.pk, task["task"]]), body, format="json")
         assert submitted.status_code == 201, submitted.content
         rated += 1
-        assert rated <= 2 * (REGULAR_ITEMS + 1), "the campaign kept handing out tasks"
+        assert rated <= len(SYSTEMS) * (REGULAR_ITEMS + 1), "the campaign kept handing out tasks"
+        if after_each is not None:
+            after_each()
+    return rated
 
 
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
@@ -307,18 +387,30 @@ class ScoreWritesHeld:
         self.release()
 
 
-def first_look_at_the_end(run: JudgeRun, held: ScoreWritesHeld) -> int:
-    """The run's scores in the database at the first moment it reads as succeeded: waits until the run has ended or
-    a score write waits on the held lock. A run that ends in one transaction with its scores is still running while
-    its write waits; one that reports success first has already committed it."""
+def stored_scores(run: JudgeRun) -> int:
+    return JudgeScore.objects.filter(judge=run.judge).count()
+
+
+def first_look_at_the_end(
+    run: JudgeRun, held: ScoreWritesHeld, stored: Callable[[JudgeRun], Any] = stored_scores
+) -> Any:
+    """What the run has stored (its scores, or what `stored` reads) at the first moment it reads as succeeded: waits
+    until the run has ended or a score write waits on the held lock. A run that ends in one transaction with its
+    scores is still running while its write waits; one that reports success first has already committed it."""
     wait_for(lambda: _run_status(run) not in ACTIVE or held.someone_waits(), timeout=240, message=str(run))
     if _run_status(run) == RunStatus.SUCCEEDED:
-        found = JudgeScore.objects.filter(judge=run.judge).count()
+        found = stored(run)
         held.release()
         return found
     held.release()
     wait_for_run(run)
-    return JudgeScore.objects.filter(judge=run.judge).count()
+    return stored(run)
+
+
+def stored_spans_and_scores(run: JudgeRun) -> tuple[int, int]:
+    """The run's done judgments that hold their spans, and its scores."""
+    done = Judgment.objects.filter(run=run, status=JudgmentStatus.DONE, spans__isnull=False, score__isnull=False)
+    return done.count(), stored_scores(run)
 
 
 def build_study(work: Path) -> Study:
@@ -347,7 +439,10 @@ def _build(work: Path, fake: FakeProvider) -> Study:
     cache.clear()
     researcher = User.objects.create_user("researcher", password=CAST_PASSWORD, is_staff=True)
     adjudicator = User.objects.create_user("adjudicator1", password=CAST_PASSWORD)
-    annotators = {name: User.objects.create_user(name, password=CAST_PASSWORD) for name in ANNOTATORS}
+    annotators = {
+        name: User.objects.create_user(name, password=CAST_PASSWORD)
+        for name in (*ANNOTATORS, ACTIVE_ANNOTATOR, STOPPING_ANNOTATOR)
+    }
     dataset, mapped = import_the_files(work, researcher)
 
     # The campaign: three raters per task, gold tasks, an adjudication rule; the annotators rate over HTTP.
@@ -355,12 +450,12 @@ def _build(work: Path, fake: FakeProvider) -> Study:
         name=CAMPAIGN,
         dataset=dataset,
         raters_per_item=3,
-        annotators=list(annotators.values()),
+        annotators=[annotators[name] for name in ANNOTATORS],
         created_by=researcher,
         gold_rate=0.2,
     )
     adjudication_rule_set(campaign=campaign, max_spread=1, preference_splits=False, adjudicators=[adjudicator])
-    tasks_rated = {name: rate_every_task(user, campaign) for name, user in annotators.items()}
+    tasks_rated = {name: rate_every_task(annotators[name], campaign) for name in ANNOTATORS}
 
     # The adjudicator settles one dispute; the researcher then excludes the annotator who caused them.
     settled = settle_the_dispute_of(campaign, SETTLED_ITEM, adjudicator)
@@ -381,6 +476,8 @@ def _build(work: Path, fake: FakeProvider) -> Study:
         work=work,
     )
     judge_certify_and_fill_a_hybrid_campaign(study, fake)
+    run_the_span_judge(study, fake)
+    rate_until_the_stopping_rule_is_met(study)
     return study
 
 
@@ -434,13 +531,77 @@ def judge_certify_and_fill_a_hybrid_campaign(study: Study, fake: FakeProvider) -
         )
         wait_for(lambda: _certificate_status(study.certificate) not in PENDING, timeout=240, message="certificate")
         study.hybrid_campaign = campaign_create(
-            name=HYBRID_CAMPAIGN, dataset=study.dataset, raters_per_item=1, candidates_per_task=1
+            name=HYBRID_CAMPAIGN,
+            dataset=study.dataset,
+            raters_per_item=2,
+            candidates_per_task=1,
+            aspects=[ASPECT],
+            annotators=[study.annotators[ACTIVE_ANNOTATOR]],
+            ask_preference=False,
+            rationale_required=False,
         )
+        sampling_and_stopping_set(study.hybrid_campaign, human_sampling=HumanSampling.UNCERTAINTY)
         calibration = hybrid.hybrid_calibrate(
             campaign=study.hybrid_campaign, version=run.version, target=0.8, delta=0.1, min_kept=10, user=None
         )
         study.calibration = hybrid.hybrid_apply(calibration=calibration, user=None)
         wait_for(lambda: _apply_status(study.calibration) == HybridApplyStatus.DONE, timeout=240, message="hybrid")
+    study.active_rated = rate_every_task(study.annotators[ACTIVE_ANNOTATOR], study.hybrid_campaign)
+
+
+def sampling_and_stopping_set(campaign: Campaign, **chosen: Any) -> None:
+    """campaign_sampling_set with everything not chosen left at "no policy, no rule"."""
+    fields: dict[str, Any] = {
+        "human_sampling": "",
+        "human_share": HUMAN_SHARE,
+        "sampling_stratum": "system",
+        "stop_rule": "",
+        "stop_aspect_id": None,
+        "stop_first": "",
+        "stop_second": "",
+        "stop_width": None,
+    }
+    hybrid.campaign_sampling_set(campaign=campaign, **(fields | chosen))
+
+
+def run_the_span_judge(study: Study, fake: FakeProvider) -> None:
+    """An error-span judge on the worker; on Postgres its first look as succeeded is held still as the scale run's."""
+    fake.script(default={"served_model": SNAPSHOT})
+    fake.content_fn = span_judge_reply
+    with override_settings(JUDGE_API_BASE_ALLOWLIST=["127.0.0.1"]):
+        config = span_judge_config(fake, SPAN_JUDGE)
+        with ScoreWritesHeld() as held:
+            run = judging_services.judge_run_launch(dataset=study.dataset, config=config, launched_by=None)
+            study.span_when_succeeded = first_look_at_the_end(run, held, stored_spans_and_scores)
+    wait_for(lambda: stored_scores(run) == run.total, timeout=60, message="the span run's scores")
+    study.span_run = run
+
+
+def rate_until_the_stopping_rule_is_met(study: Study) -> None:
+    """The stopping campaign's rule is read after each answer here, as well as by the worker the answer enqueues it
+    on, so the campaign stops at the same answer whatever the worker's pace (the check is safe twice)."""
+    campaign = campaign_create(
+        name=STOPPING_CAMPAIGN,
+        dataset=study.dataset,
+        raters_per_item=1,
+        candidates_per_task=1,
+        aspects=[ASPECT],
+        annotators=[study.annotators[STOPPING_ANNOTATOR]],
+        ask_preference=False,
+        rationale_required=False,
+    )
+    aspect = campaign.aspects.get()
+    sampling_and_stopping_set(
+        campaign, stop_rule=StopRule.WIDTH, stop_aspect_id=aspect.pk, stop_first=STOP_SYSTEM, stop_width=STOP_WIDTH
+    )
+
+    def check() -> None:
+        study.stop_checks.append(hybrid.campaign_stop_check(campaign_id=campaign.pk))
+
+    check()  # before any answer: nothing to decide yet
+    study.stopping_rated = rate_every_task(study.annotators[STOPPING_ANNOTATOR], campaign, after_each=check)
+    campaign.refresh_from_db()
+    study.stopping_campaign = campaign
 
 
 PENDING = (CertificateStatus.PENDING, CertificateStatus.EVALUATING)

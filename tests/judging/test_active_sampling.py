@@ -23,7 +23,6 @@ from annotations.models import (
     Campaign,
     Dataset,
     HumanSampling,
-    Rater,
     Rating,
     RatingOrigin,
     SamplingStratum,
@@ -33,7 +32,7 @@ from annotations.models import (
 from judging.certification.certificates import certificate_evaluate
 from judging.hybrid import services as hybrid
 from judging.hybrid.sampling import confidence_bins, judge_uncertainty, sampling_plan
-from judging.hybrid.selectors import active_estimates
+from judging.hybrid.selectors import active_estimates, stopping_evidence
 from judging.hybrid.services import HybridError
 from judging.models import Certificate, CertificateStatus, HybridApplyStatus
 from judging.statistics.sequences import confidence_sequence
@@ -191,16 +190,13 @@ def test_each_stratum_kind_draws_n_k_of_N_k_and_the_estimate_uses_the_same_strat
     }[stratum]
     assert_probability_is_share_drawn_per_stratum(campaign, expected)
     assert len(to_humans(campaign)) == 15  # round(0.25 · 60), allocated over the strata
-    # The estimate is stratified PPI over the very strata of the draw, once the drawn tasks are rated.
-    aspect = campaign.aspects.get()
-    rater = Rater.objects.create(dataset=campaign.dataset, pseudonym="campaign-rater", external_id="campaign-rater")
+    # The estimate is stratified PPI over the very strata of the draw, once the drawn tasks are rated (each once,
+    # through the submit path: the estimate reads the campaign's own ratings).
     drawn = to_humans(campaign)
-    for task in tasks:
-        if task.pk in drawn:
-            value = true_score(task.responses.get().pk)
-            Rating.objects.create(
-                response=task.responses.get(), aspect=aspect, rater=rater, value=value, origin=RatingOrigin.APP
-            )
+    rated = 0
+    while rate(campaign, annotators[0], f"stratum-key-{rated:04d}"):
+        rated += 1
+    assert rated == len(drawn)
     rows = active_estimates(campaign)
     assert [row.aspect for row in rows] == ["overall"] and rows[0].rated == rows[0].sent == 15
     result = rows[0].result
@@ -307,12 +303,13 @@ def rate(campaign: Campaign, user: Any, key: str) -> bool:
         return False
     numbers = [c.number for c in task_candidates(assignment=slot, user_id=user.pk)]
     value = float(true_score(slot.task.responses.get().pk))
+    preference = numbers[0] if campaign.ask_preference else None
     submission_create(
         campaign=campaign,
         task_id=slot.task_id,
         user=user,
         idempotency_key=key,
-        answer=TaskAnswer(ratings={(n, 1): value for n in numbers}),
+        answer=TaskAnswer(ratings={(n, 1): value for n in numbers}, preference=preference),
     )
     return True
 
@@ -417,3 +414,24 @@ def test_the_judge_certified_on_the_aspect_stops_the_campaign_with_the_certifica
     client.force_login(annotators[1])
     page = client.get(reverse("annotate-campaign", args=[campaign.pk])).content.decode()
     assert 'id="campaign-stopped"' in page and f"certificate {certificate.pk}, tested on" in page
+
+
+def test_the_stopping_rule_reads_only_the_campaigns_own_ratings(annotators) -> None:  # type: ignore[no-untyped-def]
+    """Every answer was rated in an earlier campaign of the dataset: those ratings are that campaign's, so a second
+    campaign's rule has nothing to read yet (it must not stop before anyone rated in it)."""
+    dataset = make_dataset(items=12, systems=1)
+    settings: dict[str, Any] = {"raters_per_item": 1, "rationale_required": False, "ask_preference": False}
+    first = make_campaign(dataset, annotators[:1], name="first", **settings)
+    rated = 0
+    while rate(first, annotators[0], f"first-key-{rated:04d}"):
+        rated += 1
+    assert rated == 12
+    second = make_campaign(dataset, annotators[1:2], name="second", **settings)
+    aspect = second.aspects.get()
+    # Twelve ratings in [1, 5] would give an interval narrower than 3.9 long before the last.
+    set_rule(second, stop_rule=StopRule.WIDTH, stop_aspect_id=aspect.pk, stop_first="llm_a", stop_width=3.9)
+    assert hybrid.campaign_stop_check(campaign_id=second.pk) == "not met"
+    evidence = stopping_evidence(second)
+    assert evidence is not None and evidence["n"] == 0
+    assert rate(second, annotators[1], "second-key-0001")
+    assert stopping_evidence(second)["n"] == 1  # type: ignore[index]
