@@ -177,6 +177,14 @@
           this.closeEditor();
         }
       });
+      // The browser's own copy of the form was put back (annotate.js): read the marks again from the field, which
+      // may have been filled before or after this cell was built.
+      this.input.addEventListener("evalsite:restored", () => {
+        const restored = parseValue(this.text, this.input.value);
+        this.spans = restored.spans;
+        this.noneBox.checked = restored.noError;
+        this.render();
+      });
       this.noneBox.addEventListener("change", () => {
         if (this.noneBox.checked) this.spans = [];
         this.commit();
