@@ -20,6 +20,7 @@ from annotations.gold.rules import GoldSpan, SpanGoldVerdict, gold_spans, is_spa
 from annotations.models import Aspect, AspectKind, Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
 from annotations.roles import AnyUser
 from annotations.slots import seeded_random
+from annotations.span_answers import token_spans
 
 
 def gold_block_size(rate: float) -> int:
@@ -163,15 +164,7 @@ def span_gold_reason(verdict: SpanGoldVerdict, text: str) -> str:
 
 
 def _rater_spans(raw: Any, is_missing: bool) -> list[Span] | None:
-    if is_missing or not isinstance(raw, dict):
-        return None
-    spans = []
-    for entry in raw.get("spans") or []:
-        try:
-            spans.append(Span(entry.get("start"), entry.get("end"), str(entry.get("category")), entry.get("severity")))
-        except (ValueError, AttributeError):
-            continue  # a stored token was checked when written; a malformed entry cannot match anything
-    return spans
+    return None if is_missing or not isinstance(raw, dict) else token_spans(raw)
 
 
 def span_gold_answers(item: Item) -> list[SpanGoldAnswer]:

@@ -398,6 +398,19 @@
     }
   }
 
+  // The adjudicator starts the final set from one rater's errors: the field takes them and its cell reads it again.
+  document.addEventListener("click", (event) => {
+    const button = event.target instanceof Element ? event.target.closest("[data-span-copy]") : null;
+    if (!button) return;
+    const input = document.querySelector(`[data-span-cell] input[name="${CSS.escape(button.dataset.spanTarget)}"]`);
+    if (!input) return;
+    input.value = button.dataset.spanCopy;
+    input.dispatchEvent(new Event("evalsite:restored"));
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    const text = input.closest("[data-span-cell]").querySelector(".span-text");
+    if (text) text.focus();
+  });
+
   document.addEventListener("DOMContentLoaded", start);
   document.addEventListener("htmx:afterSettle", start);
 })();
