@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext, ngettext
 
 from annotations.adjudication.rules import lowest_pair_span_f1
 from annotations.error_spans import Span
@@ -342,6 +342,17 @@ class DisputeView:
     answer_numbers: dict[int, int] = field(default_factory=dict)
 
 
+def _shown_token(aspect: Aspect, raw: Any) -> Any:
+    """A rating as the grid shows it: a span aspect's token as how many errors it marks (the errors themselves are
+    shown on the answer below), any other as it is."""
+    if not aspect.is_spans or not isinstance(raw, dict):
+        return raw
+    count = len(raw.get("spans") or [])
+    if not count:
+        return gettext("no error")
+    return ngettext("%(n)d error", "%(n)d errors", count) % {"n": count}
+
+
 def dispute_view(dispute: Dispute) -> DisputeView:
     task = dispute.task
     campaign = dispute.campaign
@@ -418,7 +429,7 @@ def dispute_view(dispute: Dispute) -> DisputeView:
             rows=[
                 (
                     aspect,
-                    [answer.values.get((response.pk, aspect.pk)) for answer in answers],
+                    [_shown_token(aspect, answer.values.get((response.pk, aspect.pk))) for answer in answers],
                     (response.pk, aspect.pk) in disputed,
                 )
                 for aspect in ordered_aspects

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from annotations.campaign_slots import tasks_open_to
 from annotations.error_spans import Span
@@ -21,6 +21,7 @@ from annotations.models import Aspect, AspectKind, Campaign, GoldItem, GoldKind,
 from annotations.roles import AnyUser
 from annotations.slots import seeded_random
 from annotations.span_answers import token_spans
+from annotations.span_schemes import SpanScheme
 
 
 def gold_block_size(rate: float) -> int:
@@ -129,13 +130,16 @@ class SpanGoldAnswer:
     reason: str
 
 
-def _quote(text: str, span: GoldSpan) -> str:
-    severity = f", {span.severity}" if span.severity else ""
-    return f"«{text[span.start : span.end]}» ({span.category}{severity})"
+def _quote(text: str, span: GoldSpan, scheme: SpanScheme | None) -> str:
+    language = get_language() or "en"
+    category = scheme.label(span.category, language) if scheme else span.category
+    severity = f", {scheme.label(span.severity, language) if scheme else span.severity}" if span.severity else ""
+    return f"«{text[span.start : span.end]}» ({category}{severity})"
 
 
-def span_gold_reason(verdict: SpanGoldVerdict, text: str) -> str:
-    """Why the answer passed or failed, in the researcher's language."""
+def span_gold_reason(verdict: SpanGoldVerdict, text: str, scheme: SpanScheme | None = None) -> str:
+    """Why the answer passed or failed, in the researcher's language (categories and severities by the scheme's
+    labels in that language)."""
     if not verdict.answered:
         return _("Not answered (N/A).")
     if verdict.expected == 0:
@@ -152,7 +156,7 @@ def span_gold_reason(verdict: SpanGoldVerdict, text: str) -> str:
         reason = _("%(matched)d of %(n)d expected errors found; missing: %(missing)s.") % {
             "matched": verdict.matched,
             "n": verdict.expected,
-            "missing": "; ".join(_quote(text, span) for span in verdict.missing),
+            "missing": "; ".join(_quote(text, span, scheme) for span in verdict.missing),
         }
     if verdict.extra:
         reason += " " + ngettext(
@@ -203,7 +207,7 @@ def span_gold_answers(item: Item) -> list[SpanGoldAnswer]:
                 system=rating.response.system.key,
                 aspect=rating.aspect.display_label,
                 verdict=verdict,
-                reason=span_gold_reason(verdict, rating.response.text),
+                reason=span_gold_reason(verdict, rating.response.text, rating.aspect.scheme),
             )
         )
     return answers
