@@ -54,7 +54,7 @@ class ExportQuery(serializers.Serializer):
     history = serializers.BooleanField(default=False)
     rubric = serializers.BooleanField(default=False, help_text="the rubric file instead of the data")
     parquet = serializers.ChoiceField(
-        choices=["", "answers", "ratings", "preferences", "hf"],
+        choices=["", "answers", "ratings", "preferences", "error_spans", "hf"],
         default="",
         help_text="a Parquet table with typed columns, or hf: the zipped folder Hugging Face datasets reads",
     )
@@ -111,7 +111,7 @@ def dataset_import_view(request: Request) -> Response:
     "(name.jsonl), with judge-run scores too (include_judges, name.judges.jsonl), or the flat layout of one row per "
     "rating and one per preference (flat=csv or flat=jsonl, name.flat.csv or name.flat.jsonl; with history=true also "
     "the earlier versions of corrected answers, name.flat-history.csv or .jsonl), or the rubric file "
-    "(rubric, name.rubric.json), or Parquet with typed columns (parquet=answers, ratings or preferences, "
+    "(rubric, name.rubric.json), or Parquet with typed columns (parquet=answers, ratings, preferences or error_spans, "
     "name.<table>.parquet), or the folder that Hugging Face datasets reads, zipped, with its dataset card "
     "(parquet=hf, name.hf.zip).",
 )
@@ -123,7 +123,9 @@ def dataset_export_view(request: Request, pk: int) -> HttpResponse | StreamingHt
     query.is_valid(raise_exception=True)
     if query.validated_data["parquet"]:
         table = query.validated_data["parquet"]
-        return binary_export_response(dataset, "hf-zip" if table == "hf" else f"{table}-parquet", agreement_report)
+        return binary_export_response(
+            dataset, "hf-zip" if table == "hf" else f"{table.replace('_', '-')}-parquet", agreement_report
+        )
     kind = export_kind(
         flat=query.validated_data["flat"],
         include_judges=query.validated_data["include_judges"],

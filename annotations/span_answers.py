@@ -144,3 +144,21 @@ def parse_span_answer(value: Any, *, text: str, scheme: SpanScheme, allow_empty:
     if not spans and not no_error and scheme.no_error_confirmation:
         raise SpanAnswerInvalid(_("mark its errors, or confirm that it has none"))
     return SpanAnswer(spans=tuple(spans), no_error=no_error)
+
+
+def token_spans(raw: Any) -> list[Span]:
+    """The spans of a stored span token (a rating's or an adjudication's raw value). Tokens were checked when
+    written; an entry that is no longer a span (hand-edited data) is left out rather than guessed."""
+    if not isinstance(raw, dict):
+        return []
+    spans = []
+    for entry in raw.get("spans") or []:
+        if not isinstance(entry, dict):
+            continue
+        try:
+            spans.append(
+                Span(entry.get("start"), entry.get("end"), str(entry.get("category")), str(entry.get("severity")))
+            )
+        except ValueError:
+            continue
+    return spans

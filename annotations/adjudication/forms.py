@@ -18,6 +18,17 @@ class AdjudicationRuleForm(forms.Form):
         min_value=0,
         help_text=_("Max minus min of the ratings that count, in scale points. Empty: scores are never disputed."),
     )
+    min_span_f1 = forms.FloatField(
+        label=_("Disputed when two raters' error spans on an answer agree with a span F1 below"),
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text=_(
+            "Span aspects: the span-level F1 between two raters, spans matching when they overlap by a character "
+            "and have the same category; 1 when both marked nothing, 0 when only one did. Empty: spans are never "
+            "disputed."
+        ),
+    )
     preference_splits = forms.BooleanField(
         label=_("Disputed when the raters did not all prefer the same answer"), required=False
     )

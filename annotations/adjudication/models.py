@@ -11,6 +11,9 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
+from annotations.error_spans import SEVERITIES
+from annotations.span_schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
+
 
 class AdjudicationRule(models.Model):
     """When a campaign's task counts as disputed: the ratings of one answer's aspect spread wider than
@@ -27,6 +30,12 @@ class AdjudicationRule(models.Model):
     preference_splits = models.BooleanField(
         default=False, help_text="A task is disputed when its raters did not all prefer the same answer."
     )
+    min_span_f1 = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="A task is disputed when two raters' error spans on one answer agree with a span-level F1 below "
+        "this (overlap of at least one character, same category); empty to leave spans alone.",
+    )
     adjudicators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="adjudicated_campaigns")
 
     class Meta:
@@ -37,8 +46,12 @@ class AdjudicationRule(models.Model):
                 condition=Q(max_spread__isnull=True) | Q(max_spread__gte=0), name="adjudication_spread_non_negative"
             ),
             models.CheckConstraint(
-                condition=Q(max_spread__isnull=False) | Q(preference_splits=True),
+                condition=Q(max_spread__isnull=False) | Q(preference_splits=True) | Q(min_span_f1__isnull=False),
                 name="adjudication_rule_has_a_trigger",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_span_f1__isnull=True) | (Q(min_span_f1__gte=0) & Q(min_span_f1__lte=1)),
+                name="adjudication_span_f1_between_0_and_1",
             ),
         ]
 
@@ -121,6 +134,34 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"adjudicated {self.aspect_id} of {self.response_id} in {self.task}: {self.value}"
+
+
+class AdjudicatedSpan(models.Model):
+    """One error of the final span set an adjudicator settled for a span aspect's answer (the Adjudication's raw
+    token lists the same errors; its value is their MQM score). Offsets are code points into the answer, as ErrorSpan
+    stores them; an adjudicator's span always marks some text."""
+
+    adjudication = models.ForeignKey(Adjudication, on_delete=models.CASCADE, related_name="spans")
+    position = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    category = models.CharField(max_length=CATEGORY_MAX_LENGTH)
+    severity = models.CharField(max_length=SEVERITY_MAX_LENGTH)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name = _("adjudicated error span")
+        verbose_name_plural = _("adjudicated error spans")
+        ordering = ["adjudication", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["adjudication", "position"], name="adjudicated_span_position_unique"),
+            models.CheckConstraint(condition=Q(end__gt=F("start")), name="adjudicated_span_marks_text"),
+            models.CheckConstraint(condition=Q(severity__in=SEVERITIES), name="adjudicated_span_severity_known"),
+            models.CheckConstraint(condition=~Q(category=""), name="adjudicated_span_category_present"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.category}/{self.severity} at {self.start}..{self.end}"
 
 
 class DisputeClosure(models.Model):

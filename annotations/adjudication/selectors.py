@@ -3,20 +3,26 @@ one dispute with the raters' answers, and the adjudicated values that exports an
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
+from django.utils.translation import get_language, gettext, ngettext
 
+from annotations.adjudication.rules import lowest_pair_span_f1
+from annotations.error_spans import Span
 from annotations.models import (
     Adjudication,
     AdjudicationRule,
     Aspect,
+    AspectKind,
     AssignmentStatus,
     Campaign,
     Dispute,
@@ -30,17 +36,20 @@ from annotations.models import (
 )
 from annotations.roles import AnyUser, is_adjudicator
 from annotations.selectors import annotator_accounts, campaigns_for_researcher, researcher_accounts
+from annotations.span_answers import token_spans
 from annotations.task_sheet import Scale, aspect_scale
 
 
 @dataclass(frozen=True)
 class CountingAnswers:
     """The submitted answers of a task that count: not from an excluded rater. `values` holds per (answer, aspect)
-    the non-missing rating values; `preferences` the preferred answer of each counting submission."""
+    the non-missing rating values; `preferences` the preferred answer of each counting submission; `spans` per
+    (answer, span aspect) each counting rater's error spans."""
 
     submissions: int
     values: dict[tuple[int, int], list[float]]
     preferences: list[int | None]
+    spans: dict[tuple[int, int], list[list[Span]]] = field(default_factory=dict)
 
 
 def _excluded_users(dataset_id: int) -> set[int]:
@@ -62,17 +71,23 @@ def task_counting_answers(*, task: Task, campaign: Campaign) -> CountingAnswers:
     ]
     users = [annotator_id for annotator_id, _ in submitted]
     values: dict[tuple[int, int], list[float]] = defaultdict(list)
-    for response_id, aspect_id, value in Rating.objects.filter(
+    spans: dict[tuple[int, int], list[list[Span]]] = defaultdict(list)
+    for response_id, aspect_id, value, kind, raw in Rating.objects.filter(
         rater__dataset_id=campaign.dataset_id,
         rater__user_id__in=users,
         response__in=task.responses.all(),
         aspect__in=campaign.aspects.all(),
         is_missing=False,
-    ).values_list("response_id", "aspect_id", "value"):
+    ).values_list("response_id", "aspect_id", "value", "aspect__kind", "raw"):
         if value is not None:  # a rating that is not missing has a value (a database constraint)
             values[(response_id, aspect_id)].append(value)
+        if kind == AspectKind.SPANS:
+            spans[(response_id, aspect_id)].append(token_spans(raw))
     return CountingAnswers(
-        submissions=len(submitted), values=dict(values), preferences=[preferred for _, preferred in submitted]
+        submissions=len(submitted),
+        values=dict(values),
+        preferences=[preferred for _, preferred in submitted],
+        spans=dict(spans),
     )
 
 
@@ -88,15 +103,24 @@ class Disagreement:
 
 def disagreement(*, answers: CountingAnswers, rule: AdjudicationRule, ask_preference: bool) -> Disagreement:
     """The spread of an answer's aspect is max minus min of its counting ratings (missing ones left out; fewer
-    than two values have no spread). A preference is split when the counting raters did not all prefer the same
-    answer."""
-    spreads = []
-    if rule.max_spread is not None:
-        for (response_id, aspect_id), values in sorted(answers.values.items()):
-            if len(values) >= 2 and max(values) - min(values) > rule.max_spread:
-                spreads.append(
-                    {"response_id": response_id, "aspect_id": aspect_id, "spread": max(values) - min(values)}
-                )
+    than two values have no spread); on a span aspect the ratings are MQM scores. A span aspect's answer is also
+    disputed when two counting raters' spans agree with an F1 below the rule's `min_span_f1`
+    (annotations.adjudication.rules); its entry then carries that lowest F1 as "span_f1". A preference is split
+    when the counting raters did not all prefer the same answer."""
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    for key, values in answers.values.items():
+        spread = max(values) - min(values) if len(values) >= 2 else 0.0
+        if rule.max_spread is not None and len(values) >= 2 and spread > rule.max_spread:
+            found[key] = {"response_id": key[0], "aspect_id": key[1], "spread": spread}
+    if rule.min_span_f1 is not None:
+        for key, sets in answers.spans.items():
+            f1 = lowest_pair_span_f1(sets)
+            if f1 is not None and f1 < rule.min_span_f1:
+                values = answers.values.get(key, [])
+                spread = max(values) - min(values) if len(values) >= 2 else 0.0
+                found.setdefault(key, {"response_id": key[0], "aspect_id": key[1], "spread": spread})
+                found[key]["span_f1"] = f1
+    spreads = [found[key] for key in sorted(found)]
     split = rule.preference_splits and ask_preference and len(set(answers.preferences)) > 1
     return Disagreement(spreads=spreads, preference_split=split)
 
@@ -201,6 +225,34 @@ class RaterAnswer:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """A stretch of an answer and the errors of one rater that cover it, for a read-only highlight."""
+
+    text: str
+    severity: str  # of the last covering span, as the task page colours it; "" for unmarked text
+    overlap: bool
+    title: str
+
+
+@dataclass(frozen=True)
+class MarkedError:
+    quote: str  # the marked text, "—" for an error that marks none
+    category: str
+    severity: str
+    note: str
+
+
+@dataclass(frozen=True)
+class RaterSpans:
+    """One rater's errors on a disputed span answer: the text cut into highlighted segments, and the list."""
+
+    pseudonym: str
+    segments: list[Segment]
+    errors: list[MarkedError]
+    token: str  # the rater's span token as JSON, for "start from these errors"
+
+
+@dataclass(frozen=True)
 class DisputedCell:
     response_id: int
     system_number: int  # "Answer 2": the answers are shown in the dataset's order, without system names
@@ -209,6 +261,65 @@ class DisputedCell:
     spread: float
     rater_values: list[Any]
     adjudicated: Adjudication | None
+    span_f1: float | None = None  # a span aspect: the lowest span F1 between two raters when it was found
+    text: str = ""  # a span aspect: the answer text the spans point into
+    rater_spans: list[RaterSpans] = field(default_factory=list)
+    final_errors: list[MarkedError] = field(default_factory=list)  # a settled span aspect: the final set
+    span_cell: Any = None  # a span aspect: the editor of the final set (annotate/_span_cell.html), set by the view
+
+    @property
+    def field_id(self) -> str:
+        return f"v-{self.response_id}-{self.aspect.pk}"
+
+
+def _segments(text: str, spans: list[Span]) -> list[Segment]:
+    located = [(span.start, span.end, span) for span in spans if span.start is not None and span.end is not None]
+    cuts = sorted({0, len(text), *(a for a, _b, _s in located), *(b for _a, b, _s in located)})
+    segments = []
+    for start, end in pairwise(cuts):
+        covering = [s for a, b, s in located if a <= start and b >= end]
+        segments.append(
+            Segment(
+                text=text[start:end],
+                severity=covering[-1].severity if covering else "",
+                overlap=len(covering) > 1,
+                title="\n".join(f"{s.category} · {s.severity}" for s in covering),
+            )
+        )
+    return segments
+
+
+def _marked_errors(aspect: Aspect, text: str, raw: Any, language: str) -> list[MarkedError]:
+    scheme = aspect.scheme
+    notes = [entry.get("note", "") for entry in (raw.get("spans") or [])] if isinstance(raw, dict) else []
+    return [
+        MarkedError(
+            quote="—" if span.start is None else text[span.start : span.end],
+            category=scheme.label(span.category, language),
+            severity=scheme.label(span.severity, language),
+            note=notes[index] if index < len(notes) and isinstance(notes[index], str) else "",
+        )
+        for index, span in enumerate(token_spans(raw))
+    ]
+
+
+def _rater_spans(aspect: Aspect, text: str, answers: list[RaterAnswer], response_id: int) -> list[RaterSpans]:
+    language = get_language() or "en"
+    found = []
+    for answer in answers:
+        raw = answer.values.get((response_id, aspect.pk))
+        spans = token_spans(raw)
+        found.append(
+            RaterSpans(
+                pseudonym=answer.pseudonym,
+                segments=_segments(text, spans),
+                errors=_marked_errors(aspect, text, raw, language),
+                token=json.dumps(
+                    raw if isinstance(raw, dict) else {"no_error": False, "spans": []}, ensure_ascii=False
+                ),
+            )
+        )
+    return found
 
 
 @dataclass(frozen=True)
@@ -229,6 +340,17 @@ class DisputeView:
     cells: list[DisputedCell] = field(default_factory=list)
     answers: list[AnswerGrid] = field(default_factory=list)
     answer_numbers: dict[int, int] = field(default_factory=dict)
+
+
+def _shown_token(aspect: Aspect, raw: Any) -> Any:
+    """A rating as the grid shows it: a span aspect's token as how many errors it marks (the errors themselves are
+    shown on the answer below), any other as it is."""
+    if not aspect.is_spans or not isinstance(raw, dict):
+        return raw
+    count = len(raw.get("spans") or [])
+    if not count:
+        return gettext("no error")
+    return ngettext("%(n)d error", "%(n)d errors", count) % {"n": count}
 
 
 def dispute_view(dispute: Dispute) -> DisputeView:
@@ -269,19 +391,35 @@ def dispute_view(dispute: Dispute) -> DisputeView:
     aspects = {aspect.pk: aspect for aspect in campaign.aspects.all()}
     index = {pk: i for i, pk in enumerate(sorted(aspects, key=lambda pk: aspects[pk].position), start=1)}
     recorded = {(a.response_id, a.aspect_id): a for a in Adjudication.objects.filter(task=task)}
-    cells = [
-        DisputedCell(
-            response_id=entry["response_id"],
-            system_number=number.get(entry["response_id"], 0),
-            aspect=aspects[entry["aspect_id"]],
-            scale=aspect_scale(aspects[entry["aspect_id"]], index[entry["aspect_id"]]),
-            spread=entry["spread"],
-            rater_values=[answer.values.get((entry["response_id"], entry["aspect_id"])) for answer in answers],
-            adjudicated=recorded.get((entry["response_id"], entry["aspect_id"])),
+    texts = {response.pk: response.text for response in responses}
+    language = get_language() or "en"
+    cells = []
+    for entry in dispute.spreads:
+        aspect = aspects.get(entry["aspect_id"])
+        if aspect is None:
+            continue
+        response_id = entry["response_id"]
+        adjudicated = recorded.get((response_id, aspect.pk))
+        text = texts.get(response_id, "")
+        cells.append(
+            DisputedCell(
+                response_id=response_id,
+                system_number=number.get(response_id, 0),
+                aspect=aspect,
+                scale=aspect_scale(aspect, index[aspect.pk]),
+                spread=entry["spread"],
+                rater_values=[answer.values.get((response_id, aspect.pk)) for answer in answers],
+                adjudicated=adjudicated,
+                span_f1=entry.get("span_f1"),
+                text=text if aspect.is_spans else "",
+                rater_spans=_rater_spans(aspect, text, answers, response_id) if aspect.is_spans else [],
+                final_errors=(
+                    _marked_errors(aspect, text, adjudicated.raw, language)
+                    if aspect.is_spans and adjudicated is not None
+                    else []
+                ),
+            )
         )
-        for entry in dispute.spreads
-        if entry["aspect_id"] in aspects
-    ]
     disputed = {(cell.response_id, cell.aspect.pk) for cell in cells}
     ordered_aspects = sorted(aspects.values(), key=lambda aspect: aspect.position)
     grid = [
@@ -291,7 +429,7 @@ def dispute_view(dispute: Dispute) -> DisputeView:
             rows=[
                 (
                     aspect,
-                    [answer.values.get((response.pk, aspect.pk)) for answer in answers],
+                    [_shown_token(aspect, answer.values.get((response.pk, aspect.pk))) for answer in answers],
                     (response.pk, aspect.pk) in disputed,
                 )
                 for aspect in ordered_aspects

@@ -18,9 +18,10 @@ from annotations.adjudication.selectors import (
     task_counting_answers,
 )
 from annotations.errors import RatingOutOfRange
-from annotations.models import Adjudication, AdjudicationRule, Campaign, Dispute, Task
+from annotations.models import AdjudicatedSpan, Adjudication, AdjudicationRule, Campaign, Dispute, Task
 from annotations.roles import adjudicator_grant
 from annotations.services import rating_value_from_token
+from annotations.span_answers import SpanAnswer, SpanAnswerInvalid, parse_span_answer
 from annotations.storable import is_storable
 from annotations.task_sheet import aspect_scale
 
@@ -37,18 +38,22 @@ def adjudication_rule_set(
     max_spread: float | None,
     preference_splits: bool,
     adjudicators: Iterable[User] = (),
+    min_span_f1: float | None = None,
 ) -> AdjudicationRule | None:
     """Sets (or, with neither trigger, removes) the campaign's rule, giving the adjudicator role to the people it
     names. Disputes already found stay; run
     `campaign_disputes_find` to apply a changed rule to the tasks rated so far."""
     if max_spread is not None and (max_spread != max_spread or max_spread < 0):
         raise AdjudicationError(_("The spread must be a number of at least 0."))
+    if min_span_f1 is not None and not 0 <= min_span_f1 <= 1:
+        raise AdjudicationError(_("The span F1 must be a number from 0 to 1."))
     with transaction.atomic():
-        if max_spread is None and not preference_splits:
+        if max_spread is None and not preference_splits and min_span_f1 is None:
             AdjudicationRule.objects.filter(campaign=campaign).delete()
             return None
         rule, _created = AdjudicationRule.objects.update_or_create(
-            campaign=campaign, defaults={"max_spread": max_spread, "preference_splits": preference_splits}
+            campaign=campaign,
+            defaults={"max_spread": max_spread, "preference_splits": preference_splits, "min_span_f1": min_span_f1},
         )
         named = list(adjudicators)
         for person in named:
@@ -112,9 +117,10 @@ def dispute_resolve(
     none_appropriate: bool = False,
     now: datetime | None = None,
 ) -> Dispute:
-    """Records the final value of every disputed (answer, aspect) of the task, as a scale token, and the final
-    preference when it was split, with the adjudicator's reason. All or nothing; a settled dispute is not settled
-    again."""
+    """Records the final value of every disputed (answer, aspect) of the task, as a scale token (on a span aspect,
+    the final span set as the task form sends it, stored as its token and its AdjudicatedSpan rows, valued at its MQM
+    score), and the final preference when it was split, with the adjudicator's reason. All or nothing; a settled
+    dispute is not settled again."""
     reason = reason.strip()
     if not reason:
         raise AdjudicationError(_("Reason: say why these are the final values."))
@@ -130,17 +136,28 @@ def dispute_resolve(
         if set(values) - wanted:
             raise AdjudicationError(_("The form holds values for answers or aspects that are not disputed."))
         rows = []
+        final_spans: dict[tuple[int, int], SpanAnswer] = {}
+        texts = dict(locked.task.responses.values_list("pk", "text"))
         for response_id, aspect_id in sorted(wanted):
             aspect = aspects.get(aspect_id)
             token = values.get((response_id, aspect_id))
             if aspect is None:
                 continue
             if token is None or token == "":
-                raise AdjudicationError(
-                    _("Choose a final value for %(aspect)s of every disputed answer.")
-                    % {"aspect": aspect.display_label}
+                message = (
+                    _("Mark the final errors of %(aspect)s of every disputed answer, or confirm it has none.")
+                    if aspect.is_spans
+                    else _("Choose a final value for %(aspect)s of every disputed answer.")
                 )
-            value, raw = _scale_value(aspect=aspect, token=token)
+                raise AdjudicationError(message % {"aspect": aspect.display_label})
+            value: float
+            raw: Any
+            if aspect.is_spans:
+                answer = _span_value(aspect=aspect, token=token, text=texts.get(response_id, ""))
+                final_spans[(response_id, aspect_id)] = answer
+                value, raw = answer.score(aspect.scheme, texts.get(response_id, "")), answer.token()
+            else:
+                value, raw = _scale_value(aspect=aspect, token=token)
             rows.append(
                 Adjudication(
                     dispute=locked,
@@ -150,7 +167,8 @@ def dispute_resolve(
                     value=value,
                     raw=raw,
                     scale_min=aspect.min_value,
-                    scale_max=aspect.max_value,
+                    # A weighted error count has no ceiling: a span aspect's maximum is only the range shown.
+                    scale_max=max(aspect.max_value, value) if aspect.is_spans else aspect.max_value,
                     adjudicator=adjudicator,
                 )
             )
@@ -162,12 +180,41 @@ def dispute_resolve(
                 raise AdjudicationError(_("Preference: choose one of the answers shown."))
             locked.preferred_response_id = None if none_appropriate else preferred_response_id
             locked.none_appropriate = none_appropriate
-        Adjudication.objects.bulk_create(rows)
+        for row in rows:
+            row.save()
+        AdjudicatedSpan.objects.bulk_create(
+            AdjudicatedSpan(
+                adjudication=row,
+                position=position,
+                start=marked.span.start or 0,  # located: checked by _span_value
+                end=marked.span.end or 0,
+                category=marked.span.category,
+                severity=marked.span.severity,
+                note=marked.note,
+            )
+            for row in rows
+            if (row.response_id, row.aspect_id) in final_spans
+            for position, marked in enumerate(final_spans[(row.response_id, row.aspect_id)].spans)
+        )
         locked.reason = reason
         locked.resolved_by = adjudicator
         locked.resolved_at = max(now or timezone.now(), locked.found_at)
         locked.save(update_fields=["reason", "resolved_by", "resolved_at", "preferred_response", "none_appropriate"])
     return locked
+
+
+def _span_value(*, aspect: Any, token: Any, text: str) -> SpanAnswer:
+    """The adjudicator's final span set, checked against the answer text and the aspect's scheme as an annotator's
+    is; every span must mark some text (an AdjudicatedSpan has offsets)."""
+    try:
+        answer = parse_span_answer(token, text=text, scheme=aspect.scheme)
+    except SpanAnswerInvalid as exc:
+        raise AdjudicationError(f"{aspect.display_label}: {exc}") from None
+    if any(not marked.span.located for marked in answer.spans):
+        raise AdjudicationError(
+            _("%(aspect)s: every final error must mark some text.") % {"aspect": aspect.display_label}
+        )
+    return answer
 
 
 def _scale_value(*, aspect: Any, token: Any) -> tuple[float, int | float]:

@@ -4,6 +4,7 @@ role, 404 outside one's campaigns); writes are POST only."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -13,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -33,6 +35,7 @@ from annotations.adjudication.services import (
 )
 from annotations.ascii_numbers import ascii_int
 from annotations.selectors import campaign_for_researcher
+from annotations.task_sheet import Cell
 
 
 @require_GET
@@ -59,6 +62,25 @@ def _closed_dispute_explained(view: Callable[..., HttpResponse]) -> Callable[...
 def _dispute_page(request: HttpRequest, dispute_id: int, *, entered: dict[str, str], status: int = 200) -> HttpResponse:
     dispute = dispute_for_adjudicator(request.user, dispute_id)
     view = dispute_view(dispute)
+    # A span aspect's final set is marked in the task page's span editor (static/js/spans.js), filled again with
+    # what was sent when the service refused it.
+    view.cells = [
+        dataclasses.replace(
+            cell,
+            span_cell=Cell(
+                scale=cell.scale,
+                field_id=cell.field_id,
+                value=entered.get(cell.field_id, ""),
+                error="",
+                popover=render_to_string("annotate/_scale_popover.html", {"scale": cell.scale}),
+                blank_options="",
+                buttons=False,
+            ),
+        )
+        if cell.aspect.is_spans and dispute.resolved_at is None
+        else cell
+        for cell in view.cells
+    ]
     context: dict[str, Any] = {
         "view": view,
         "dispute": dispute,
@@ -123,7 +145,12 @@ def rule_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
     rule = campaign_rule(campaign)
     keep = list(rule.adjudicators.values_list("pk", flat=True)) if rule is not None else []
     initial = (
-        {"max_spread": rule.max_spread, "preference_splits": rule.preference_splits, "adjudicators": keep}
+        {
+            "max_spread": rule.max_spread,
+            "preference_splits": rule.preference_splits,
+            "min_span_f1": rule.min_span_f1,
+            "adjudicators": keep,
+        }
         if rule is not None
         else {}
     )
@@ -135,6 +162,7 @@ def rule_page(request: HttpRequest, campaign_id: int) -> HttpResponse:
                 max_spread=form.cleaned_data["max_spread"],
                 preference_splits=form.cleaned_data["preference_splits"],
                 adjudicators=form.cleaned_data["adjudicators"],
+                min_span_f1=form.cleaned_data["min_span_f1"],
             )
         except AdjudicationError as exc:
             form.add_error(None, str(exc))

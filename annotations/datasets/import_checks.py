@@ -38,7 +38,8 @@ class ValidationState:
     observed_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     items: int = 0
     # (line, gold field, systems of the item) for every item with a gold field, checked once the rubric is known.
-    gold_fields: list[tuple[int, Any, set[str]]] = field(default_factory=list)
+    # With each system's answer when the item has one turn: expected error spans point into it.
+    gold_fields: list[tuple[int, Any, set[str], dict[str, str]]] = field(default_factory=list)
     # Each rater the file marks ("rater_excluded"), with the mark and the first line that gave it.
     exclusion_marks: dict[str, tuple[bool, int]] = field(default_factory=dict)
     scores: "ScoreClassifier" = field(default_factory=lambda: ScoreClassifier())
@@ -390,14 +391,20 @@ def validate_item(line: int, obj: dict[str, Any], state: ValidationState) -> Non
             _validate_preferences(line, f"{where}.preferences", turn["preferences"], state)
     if GOLD_KEY in obj:
         systems = {key for turn in turns for key in turn.get("responses", {})}
-        state.gold_fields.append((line, obj[GOLD_KEY], systems))
+        texts = (
+            {key: answer["response"] for key, answer in turns[0].get("responses", {}).items()}
+            if len(turns) == 1
+            else {}
+        )
+        state.gold_fields.append((line, obj[GOLD_KEY], systems, texts))
     state.items += 1
 
 
 def validate_gold_fields(state: ValidationState, rubric: RubricSpec) -> None:
     aspects = {spec.name: (spec.min_value, spec.max_value) for spec in rubric.aspects}
-    for line, gold, systems in state.gold_fields:
-        problem = gold_problem(gold, systems=systems, aspects=aspects, where=GOLD_KEY)
+    schemes = {spec.name: spec.span_scheme for spec in rubric.aspects if spec.span_scheme is not None}
+    for line, gold, systems, texts in state.gold_fields:
+        problem = gold_problem(gold, systems=systems, aspects=aspects, where=GOLD_KEY, schemes=schemes, texts=texts)
         if problem is not None:
             raise DatasetImportError(
                 "invalid gold field", line=line, field=problem.field, expected=problem.expected, found=problem.found

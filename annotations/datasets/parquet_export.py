@@ -1,9 +1,11 @@
 """Parquet exports with typed columns, and a folder that Hugging Face ``datasets`` reads with its dataset card.
 
-Three tables: ``answers`` (one row per answer: the item, turn, prompt, reference, system and text), ``ratings`` (the
-flat export's rating rows) and ``preferences`` (its preference rows, candidates as a list, ties marked). The ratings
-and preferences are the flat export's own rows (``iter_flat_rows``), so both layouts always agree. Reading the three
-back through the ``evalsite-parquet`` mapping gives the same dataset.
+Four tables: ``answers`` (one row per answer: the item, turn, prompt, reference, system and text), ``ratings`` (the
+flat export's rating rows), ``preferences`` (its preference rows, candidates as a list, ties marked) and
+``error_spans`` (its error_span rows: one per error a rater marked, with typed offsets in code points). The
+ratings, preferences and spans are the flat export's own rows (``iter_flat_rows``), so both layouts always agree.
+Reading the first three back through the ``evalsite-parquet`` mapping gives the same dataset (the spans are in the
+ratings' tokens too).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from django.http import HttpResponse
 
 from annotations.datasets.downloads import dataset_rubric, safe_file_stem
 from annotations.datasets.flat_export import iter_flat_rows
+from annotations.datasets.span_rows import ERROR_SPAN_KIND
 from annotations.models import Dataset, Rater, Response
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 ROW_GROUP_ROWS = 100_000
-TABLES = ("answers", "ratings", "preferences")
+TABLES = ("answers", "ratings", "preferences", "error_spans")
 
 
 def _schemas() -> dict[str, pa.Schema]:
@@ -85,6 +88,24 @@ def _schemas() -> dict[str, pa.Schema]:
                 ("comment", pa.string()),
                 ("seconds_spent", pa.float64()),
                 ("created_at", timestamp),
+                ("rater_excluded", pa.bool_()),
+            ]
+        ),
+        "error_spans": pa.schema(
+            [
+                ("item_id", pa.string()),
+                ("turn", pa.int32()),
+                ("system", pa.string()),
+                ("aspect", pa.string()),
+                ("rater", pa.string()),
+                ("origin", pa.string()),
+                ("campaign", pa.string()),
+                ("position", pa.int32()),
+                ("start", pa.int64()),
+                ("end", pa.int64()),
+                ("category", pa.string()),
+                ("severity", pa.string()),
+                ("note", pa.string()),
                 ("rater_excluded", pa.bool_()),
             ]
         ),
@@ -147,10 +168,40 @@ def _preference_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
         }
 
 
+def _error_span_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
+    """One row per error, numbered from 0 within its rating in the order the rater's answer lists them. The flat
+    rows of one rating's errors follow that rating's row, so a rating row starts the count again."""
+    position = 0
+    for row in iter_flat_rows(dataset=dataset):
+        if row["kind"] == "rating":
+            position = 0
+        if row["kind"] != ERROR_SPAN_KIND:
+            continue
+        span = row["raw"]
+        yield {
+            "item_id": row["item_id"],
+            "turn": row["turn"],
+            "system": row["system"],
+            "aspect": row["aspect"],
+            "rater": None if row["rater"] is None else str(row["rater"]),
+            "origin": row["origin"],
+            "campaign": row["campaign"],
+            "position": position,
+            "start": span.get("start"),
+            "end": span.get("end"),
+            "category": span.get("category"),
+            "severity": span.get("severity"),
+            "note": span.get("note", ""),
+            "rater_excluded": row["rater_excluded"],
+        }
+        position += 1
+
+
 ROWS: dict[str, Callable[[Dataset], Iterator[dict[str, Any]]]] = {
     "answers": _answer_rows,
     "ratings": _rating_rows,
     "preferences": _preference_rows,
+    "error_spans": _error_span_rows,
 }
 
 
@@ -312,9 +363,10 @@ def dataset_card(
 
 
 def write_hf_folder(*, dataset: Dataset, path: str | os.PathLike[str], agreement: dict[str, Any] | None) -> Path:
-    """Writes README.md, rubric.json and data/{answers,ratings,preferences}.parquet into ``path`` (created), each
-    file beside its target first and renamed, so a failed export leaves no truncated file. A table without rows
-    gets no file (and one an earlier export left there goes): ``datasets`` refuses to load an empty table."""
+    """Writes README.md, rubric.json and data/{answers,ratings,preferences,error_spans}.parquet into ``path``
+    (created), each file beside its target first and renamed, so a failed export leaves no truncated file. A table
+    without rows gets no file (and one an earlier export left there goes): ``datasets`` refuses to load an empty
+    table."""
     folder = Path(path)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     counts = {}
@@ -358,6 +410,7 @@ BINARY_KINDS: dict[str, tuple[str, str, str]] = {
     "answers-parquet": (".answers.parquet", PARQUET_TYPE, "answers"),
     "ratings-parquet": (".ratings.parquet", PARQUET_TYPE, "ratings"),
     "preferences-parquet": (".preferences.parquet", PARQUET_TYPE, "preferences"),
+    "error-spans-parquet": (".error_spans.parquet", PARQUET_TYPE, "error_spans"),
     "hf-zip": (".hf.zip", ZIP_TYPE, ""),
 }
 

@@ -7,12 +7,21 @@ campaign hands it out at the same places. When the annotator has had every gold 
 (gold never keeps someone busy on its own), the position gets a regular task.
 """
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.db.models import QuerySet
+from django.utils.translation import get_language, ngettext
+from django.utils.translation import gettext as _
 
 from annotations.campaign_slots import tasks_open_to
-from annotations.models import Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
+from annotations.error_spans import Span
+from annotations.gold.rules import GoldSpan, SpanGoldVerdict, gold_spans, is_span_expectation, span_gold_verdict
+from annotations.models import Aspect, AspectKind, Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
 from annotations.roles import AnyUser
 from annotations.slots import seeded_random
+from annotations.span_answers import token_spans
+from annotations.span_schemes import SpanScheme
 
 
 def gold_block_size(rate: float) -> int:
@@ -108,3 +117,97 @@ def attention_instructions(*, task: Task, response_ids: list[int]) -> dict[int, 
 def gold_item_handed_out(item: Item) -> bool:
     """Whether some campaign handed the item's gold task to anyone."""
     return Task.objects.filter(turn__item=item, is_gold=True, assignments__annotator__isnull=False).exists()
+
+
+@dataclass(frozen=True)
+class SpanGoldAnswer:
+    """One rater's answer on a span aspect of a gold item, judged against the spans it expects."""
+
+    rater: str
+    system: str
+    aspect: str
+    verdict: SpanGoldVerdict
+    reason: str
+
+
+def _quote(text: str, span: GoldSpan, scheme: SpanScheme | None) -> str:
+    language = get_language() or "en"
+    category = scheme.label(span.category, language) if scheme else span.category
+    severity = f", {scheme.label(span.severity, language) if scheme else span.severity}" if span.severity else ""
+    return f"«{text[span.start : span.end]}» ({category}{severity})"
+
+
+def span_gold_reason(verdict: SpanGoldVerdict, text: str, scheme: SpanScheme | None = None) -> str:
+    """Why the answer passed or failed, in the researcher's language (categories and severities by the scheme's
+    labels in that language)."""
+    if not verdict.answered:
+        return _("Not answered (N/A).")
+    if verdict.expected == 0:
+        if verdict.passed:
+            return _("No error expected, and none marked.")
+        return ngettext(
+            "No error expected, but %(n)d error marked.", "No error expected, but %(n)d errors marked.", verdict.extra
+        ) % {"n": verdict.extra}
+    if verdict.passed:
+        reason = ngettext(
+            "The %(n)d expected error was found.", "All %(n)d expected errors were found.", verdict.expected
+        ) % {"n": verdict.expected}
+    else:
+        reason = _("%(matched)d of %(n)d expected errors found; missing: %(missing)s.") % {
+            "matched": verdict.matched,
+            "n": verdict.expected,
+            "missing": "; ".join(_quote(text, span, scheme) for span in verdict.missing),
+        }
+    if verdict.extra:
+        reason += " " + ngettext(
+            "%(n)d more error marked that the gold does not list.",
+            "%(n)d more errors marked that the gold does not list.",
+            verdict.extra,
+        ) % {"n": verdict.extra}
+    return reason
+
+
+def _rater_spans(raw: Any, is_missing: bool) -> list[Span] | None:
+    return None if is_missing or not isinstance(raw, dict) else token_spans(raw)
+
+
+def span_gold_answers(item: Item) -> list[SpanGoldAnswer]:
+    """Every rating of a span aspect that the item's gold expects spans for, judged by ``span_gold_verdict``, in the
+    order of the systems, the aspects and the raters' pseudonyms."""
+    gold = GoldItem.objects.filter(item=item).values_list("expected", flat=True).first()
+    if not gold:
+        return []
+    aspects = {
+        aspect.name: aspect
+        for aspect in Aspect.objects.filter(dataset_id=item.dataset_id, kind=AspectKind.SPANS).order_by("position")
+    }
+    wanted = {
+        (system, name): gold_spans(value)
+        for system, by_aspect in gold.items()
+        if isinstance(by_aspect, dict)
+        for name, value in by_aspect.items()
+        if name in aspects and is_span_expectation(value)
+    }
+    if not wanted:
+        return []
+    ratings = (
+        Rating.objects.filter(response__turn__item=item, aspect__in=[aspects[name] for _s, name in wanted])
+        .select_related("rater", "aspect", "response__system")
+        .order_by("response__system__position", "aspect__position", "rater__pseudonym")
+    )
+    answers = []
+    for rating in ratings:
+        expected = wanted.get((rating.response.system.key, rating.aspect.name))
+        if expected is None:
+            continue
+        verdict = span_gold_verdict(expected, _rater_spans(rating.raw, rating.is_missing))
+        answers.append(
+            SpanGoldAnswer(
+                rater=rating.rater.pseudonym,
+                system=rating.response.system.key,
+                aspect=rating.aspect.display_label,
+                verdict=verdict,
+                reason=span_gold_reason(verdict, rating.response.text, rating.aspect.scheme),
+            )
+        )
+    return answers

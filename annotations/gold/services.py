@@ -15,10 +15,11 @@ from django.utils.translation import gettext as _
 
 from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.gold.rules import gold_problem, gold_spec
-from annotations.models import Aspect, Assignment, GoldItem, Item, Response, Task
+from annotations.models import Aspect, AspectKind, Assignment, GoldItem, Item, Response, Task
 from annotations.roles import AnyUser
 from annotations.selectors import datasets_for_user
 from annotations.slots import slots_build
+from annotations.span_schemes import SpanScheme
 
 
 class GoldError(ValueError):
@@ -49,6 +50,24 @@ def dataset_aspect_ranges(dataset_id: int) -> dict[str, tuple[float, float]]:
     }
 
 
+def dataset_span_schemes(dataset_id: int) -> dict[str, SpanScheme]:
+    """The span aspects of the dataset by name, with their schemes: the aspects whose gold may be expected spans."""
+    return {
+        name: SpanScheme.from_json(scheme)
+        for name, scheme in Aspect.objects.filter(dataset_id=dataset_id, kind=AspectKind.SPANS).values_list(
+            "name", "span_scheme"
+        )
+    }
+
+
+def item_answer_texts(item: Item) -> dict[str, str]:
+    """Each system's answer text when the item has one turn (expected spans point into it); empty otherwise."""
+    rows = list(Response.objects.filter(turn__item=item).values_list("turn_id", "system__key", "text"))
+    if len({turn_id for turn_id, _key, _text in rows}) != 1:
+        return {}
+    return {key: text for _turn, key, text in rows}
+
+
 def _check_access(item: Item, by: AnyUser) -> None:
     if not datasets_for_user(by).filter(pk=item.dataset_id).exists():
         raise GoldError(_("This item is not in one of your datasets."))
@@ -77,7 +96,13 @@ def gold_item_set(
     fields: dict[str, Any] = {"kind": kind, "expected": expected, "tolerance": tolerance}
     if instruction:
         fields["instruction"] = instruction
-    problem = gold_problem(fields, systems=item_systems(item), aspects=dataset_aspect_ranges(item.dataset_id))
+    problem = gold_problem(
+        fields,
+        systems=item_systems(item),
+        aspects=dataset_aspect_ranges(item.dataset_id),
+        schemes=dataset_span_schemes(item.dataset_id),
+        texts=item_answer_texts(item),
+    )
     if problem is not None:
         raise GoldError(
             _("expected %(expected)s, found %(found)s") % {"expected": problem.expected, "found": problem.found},

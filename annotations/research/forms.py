@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from django import forms
@@ -163,3 +165,47 @@ class GoldSettingsForm(forms.Form):
         max_length=2000,
         help_text=_("Attention checks only, e.g. “Choose 2 for this aspect.”"),
     )
+
+
+SPAN_LINE = re.compile(r"^(\d{1,9})\s*-\s*(\d{1,9})\s+(\S.*)$")
+
+
+def expected_span_lines(value: Any, text: str) -> str:
+    """A span expectation as the item page's text box shows it: one error a line, "start-end category [severity]",
+    with the marked text after a "#" (ignored when read back)."""
+    lines = []
+    for span in value.get("spans", []) if isinstance(value, dict) else []:
+        severity = f" {span['severity']}" if span.get("severity") else ""
+        lines.append(
+            f"{span['start']}-{span['end']} {span['category']}{severity}  # {text[span['start'] : span['end']]}"
+        )
+    return "\n".join(lines)
+
+
+def parse_expected_span_lines(text: str, *, severities: Iterable[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The expected spans written in the item page's text box (see expected_span_lines), and a problem per line that
+    could not be read. A line's last word is its severity when it names one; the category is the rest, so MQM's
+    categories with spaces ("Locale convention/Date format") need no quoting. Whether the offsets fit the answer and
+    the category is the aspect's is the gold service's check."""
+    known = set(severities)
+    spans, problems = [], []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        match = SPAN_LINE.match(line)
+        if match is None:
+            problems.append(
+                _('line %(number)s: expected "start-end category [severity]", found %(line)s')
+                % {"number": number, "line": line[:80]}
+            )
+            continue
+        start, end, rest = match.groups()
+        words = rest.split()
+        entry: dict[str, Any] = {"start": int(start), "end": int(end)}
+        if len(words) > 1 and words[-1] in known:
+            entry["category"], entry["severity"] = " ".join(words[:-1]), words[-1]
+        else:
+            entry["category"] = " ".join(words)
+        spans.append(entry)
+    return spans, problems

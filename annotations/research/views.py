@@ -30,8 +30,8 @@ from annotations.datasets.import_checks import iter_items
 from annotations.datasets.importing import dataset_import, dataset_validate
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
-from annotations.gold.selectors import gold_for_item, item_rating_count
-from annotations.gold.services import GoldError, gold_item_remove, gold_item_set, item_systems
+from annotations.gold.selectors import gold_for_item, item_rating_count, span_gold_answers
+from annotations.gold.services import GoldError, gold_item_remove, gold_item_set, item_answer_texts, item_systems
 from annotations.models import AnswerFormat, Campaign, GoldItem, Item, Response
 from annotations.recruitment.services import RecruitmentError, link_create
 from annotations.research import selectors
@@ -41,7 +41,9 @@ from annotations.research.forms import (
     InviteAcceptForm,
     InviteForm,
     PoolAddForm,
+    expected_span_lines,
     minute_input,
+    parse_expected_span_lines,
 )
 from annotations.research.services import (
     InviteError,
@@ -50,7 +52,7 @@ from annotations.research.services import (
     annotator_pool_add,
     invite_accept,
 )
-from annotations.rubrics import RUBRIC_MAX_BYTES, load_rubric_bytes, preset_rubric
+from annotations.rubrics import RUBRIC_MAX_BYTES, is_json_number, load_rubric_bytes, preset_rubric
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 from annotations.task_sheet import NA_TOKEN, Candidate, Scale, aspect_scale, task_sheet
 
@@ -389,21 +391,32 @@ class GoldCell:
     scale: Scale
     field_id: str
     value: str
-    control: str  # "buttons", "select" or "number"
+    control: str  # "buttons", "select", "number" or "spans"
+    no_error: bool = False  # a span aspect: the answer is expected to have no error
 
 
 def _gold_grid(item: Item, expected: dict[str, dict[str, Any]]) -> list[tuple[str, list[GoldCell]]]:
-    """Per system, one scale control per aspect, as the task form draws them; N/A is no expected value."""
+    """Per system, one scale control per aspect, as the task form draws them; N/A is no expected value. A span
+    aspect takes the errors expected, one a line, or "no error"."""
     rows = []
     aspects = selectors.dataset_aspects(item.dataset)
+    texts = item_answer_texts(item)
     for s_index, system in enumerate(item_systems(item), start=1):
         cells = []
         for a_index, aspect in enumerate(aspects, start=1):
             scale = dataclasses.replace(aspect_scale(aspect, a_index), allows_missing=False)
             value = expected.get(system, {}).get(aspect.name)
-            token = "" if value is None else (str(int(value)) if float(value).is_integer() else str(value))
+            field_id = f"gold-{s_index}-{a_index}"
+            if aspect.is_spans and texts:
+                spans = value.get("spans") if isinstance(value, dict) else None
+                lines = expected_span_lines(value, texts.get(system, ""))
+                no_error = spans == []
+                cells.append(GoldCell(scale=scale, field_id=field_id, value=lines, control="spans", no_error=no_error))
+                continue
+            number = float(value) if value is not None and is_json_number(value) else None
+            token = "" if number is None else (str(int(number)) if number.is_integer() else str(value))
             control = "buttons" if scale.fits_button_row else "select" if scale.is_discrete else "number"
-            cells.append(GoldCell(scale=scale, field_id=f"gold-{s_index}-{a_index}", value=token, control=control))
+            cells.append(GoldCell(scale=scale, field_id=field_id, value=token, control=control))
         rows.append((system, cells))
     return rows
 
@@ -416,6 +429,7 @@ def _item_context(request: HttpRequest, item: Item, **extra: Any) -> dict[str, A
         "turns": selectors.item_turns(item),
         "history": selectors.item_history(item),
         "gold": gold,
+        "span_gold_answers": span_gold_answers(item),
         "item_ratings": item_rating_count(item),
         "gold_grid": _gold_grid(item, extra.pop("expected", None) or (gold.expected if gold else {})),
         "gold_form": extra.pop("gold_form", None)
@@ -438,6 +452,19 @@ def _expected_from_post(request: HttpRequest, item: Item) -> tuple[dict[str, dic
     problems = []
     for system, cells in _gold_grid(item, {}):
         for cell in cells:
+            aspect = cell.scale.aspect
+            if cell.control == "spans":
+                no_error = request.POST.get(f"{cell.field_id}-none") == "on"
+                spans, bad_lines = parse_expected_span_lines(
+                    request.POST.get(cell.field_id, ""), severities=aspect.scheme.severities
+                )
+                where = {"system": system, "aspect": aspect.display_label}
+                problems += [f"{system}, {aspect.display_label}: {problem}" for problem in bad_lines]
+                if spans and no_error:
+                    problems.append(_("%(system)s, %(aspect)s: list the errors or expect none, not both") % where)
+                elif spans or no_error:
+                    expected.setdefault(system, {})[aspect.name] = {"spans": spans}
+                continue
             text = request.POST.get(cell.field_id, "").strip()
             if not text:
                 continue
@@ -445,10 +472,10 @@ def _expected_from_post(request: HttpRequest, item: Item) -> tuple[dict[str, dic
             if number is None:
                 problems.append(
                     _("%(system)s, %(aspect)s: expected a number, found %(text)s")
-                    % {"system": system, "aspect": cell.scale.aspect.display_label, "text": text}
+                    % {"system": system, "aspect": aspect.display_label, "text": text}
                 )
                 continue
-            expected.setdefault(system, {})[cell.scale.aspect.name] = int(number) if number.is_integer() else number
+            expected.setdefault(system, {})[aspect.name] = int(number) if number.is_integer() else number
     return expected, problems
 
 

@@ -407,8 +407,13 @@
     const values = new Map();
     for (const [name, value] of saved.fields) values.set(name, value);
     for (const element of Array.from(theForm.elements)) {
-      if (!element.name || NOT_FORM_VALUES.has(element.name) || element.type === "hidden") continue;
-      if (element.type === "radio" || element.type === "checkbox") {
+      if (!element.name || NOT_FORM_VALUES.has(element.name)) continue;
+      if (element.type === "hidden") {
+        // A span aspect's marks live in a hidden field that spans.js keeps; the other hidden fields are the server's.
+        if (!element.hasAttribute("data-span-value")) continue;
+        element.value = values.get(element.name) || "";
+        element.dispatchEvent(new Event("evalsite:restored"));
+      } else if (element.type === "radio" || element.type === "checkbox") {
         element.checked = values.get(element.name) === element.value;
       } else if ("value" in element) {
         element.value = values.get(element.name) || "";

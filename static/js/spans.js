@@ -177,6 +177,14 @@
           this.closeEditor();
         }
       });
+      // The browser's own copy of the form was put back (annotate.js): read the marks again from the field, which
+      // may have been filled before or after this cell was built.
+      this.input.addEventListener("evalsite:restored", () => {
+        const restored = parseValue(this.text, this.input.value);
+        this.spans = restored.spans;
+        this.noneBox.checked = restored.noError;
+        this.render();
+      });
       this.noneBox.addEventListener("change", () => {
         if (this.noneBox.checked) this.spans = [];
         this.commit();
@@ -389,6 +397,19 @@
       if (!root.spanCell) root.spanCell = new SpanCell(root);
     }
   }
+
+  // The adjudicator starts the final set from one rater's errors: the field takes them and its cell reads it again.
+  document.addEventListener("click", (event) => {
+    const button = event.target instanceof Element ? event.target.closest("[data-span-copy]") : null;
+    if (!button) return;
+    const input = document.querySelector(`[data-span-cell] input[name="${CSS.escape(button.dataset.spanTarget)}"]`);
+    if (!input) return;
+    input.value = button.dataset.spanCopy;
+    input.dispatchEvent(new Event("evalsite:restored"));
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    const text = input.closest("[data-span-cell]").querySelector(".span-text");
+    if (text) text.focus();
+  });
 
   document.addEventListener("DOMContentLoaded", start);
   document.addEventListener("htmx:afterSettle", start);

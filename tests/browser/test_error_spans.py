@@ -236,3 +236,36 @@ def test_marking_editing_and_removing_spans(page: Page, live_server, annotator1,
     page.wait_for_url(lambda url: url != first_url)
     assert stored(first_text) == [(word, "Fluency/Grammar", "minor")]
     assert page.problems == []  # type: ignore[attr-defined]
+
+
+def test_the_browser_copy_of_a_draft_restores_spans(page: Page, live_server, annotator1, researcher, setting) -> None:  # type: ignore[no-untyped-def]
+    """The server never gets the draft (every draft save fails), so only the browser's own copy can put the marks back
+    after a reload; the spans restored are the ones then stored by the submit."""
+    campaign = span_campaign([annotator1], owner=researcher)
+    page.goto(f"{live_server.url}/annotate/{campaign.pk}/")
+    page.locator("form button[type=submit].primary").first.click()
+    page.wait_for_url(re.compile(r".*/tasks/[a-z2-7]{13}/$"))
+    task_url, text = page.url, task_text(page)
+    page.route(re.compile(r".*/tasks/[a-z2-7]{13}/draft/$"), lambda route: route.abort())
+
+    mark_with_keyboard(page, text)
+    word = WRONG[text][0]
+    copies = page.evaluate(
+        "Object.entries(window.localStorage).filter(([key]) => key.startsWith('evalsite:task-draft:'))"
+        ".map(([, value]) => JSON.parse(value))"
+    )
+    assert len(copies) == 1 and not copies[0]["confirmed"]
+    assert any(name == "r-1-1" and '"spans"' in value for name, value in copies[0]["fields"])
+
+    page.reload()
+    expect(page.locator("[data-span-list] li")).to_have_count(1)
+    expect(page.locator("[data-span-list] li").first).to_contain_text(word)
+    expect(page.locator(".span-mark")).not_to_have_count(0)
+    shot(page, "local-draft-restored", setting)
+    assert axe_violations(page) == []
+
+    page.unroute(re.compile(r".*/tasks/[a-z2-7]{13}/draft/$"))
+    page.locator("form[data-task-form] button[type=submit]").click()
+    page.wait_for_url(lambda url: url != task_url)
+    assert stored(text) == [(word, "Fluency/Grammar", "major")]
+    assert page.problems == []  # type: ignore[attr-defined]

@@ -34,14 +34,14 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--parquet",
-            choices=["answers", "ratings", "preferences"],
+            choices=["answers", "ratings", "preferences", "error_spans"],
             help="one table as Parquet with typed columns (name.<table>.parquet); needs --out",
         )
         parser.add_argument(
             "--hf-folder",
             metavar="DIR",
             help="write the folder Hugging Face datasets reads: README.md (the dataset card), rubric.json and "
-            "data/{answers,ratings,preferences}.parquet",
+            "data/{answers,ratings,preferences,error_spans}.parquet",
         )
 
     def handle(self, *args: object, **options: object) -> None:
@@ -56,7 +56,7 @@ class Command(BaseCommand):
         if options["parquet"]:
             if not out:
                 raise CommandError("--parquet needs --out: Parquet is binary")
-            kind = f"{options['parquet']}-parquet"
+            kind = f"{str(options['parquet']).replace('_', '-')}-parquet"
             if os.path.isdir(out):
                 out = os.path.join(out, binary_export_filename(dataset, kind))
             tmp_path = f"{out}.partial"
