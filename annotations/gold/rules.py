@@ -136,6 +136,19 @@ def is_span_expectation(value: Any) -> bool:
     return isinstance(value, dict) and "spans" in value
 
 
+def expected_span_pairs(
+    expected: Mapping[str, Any], *, systems: Collection[str], aspects: Collection[str]
+) -> dict[tuple[str, str], tuple[GoldSpan, ...]]:
+    """The (system, span aspect) pairs a gold field expects errors for, among the systems and aspects given."""
+    return {
+        (system, aspect): gold_spans(value)
+        for system, by_aspect in expected.items()
+        if system in systems and isinstance(by_aspect, dict)
+        for aspect, value in by_aspect.items()
+        if aspect in aspects and is_span_expectation(value)
+    }
+
+
 @dataclass(frozen=True)
 class SpanGoldVerdict:
     passed: bool

@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 
 from annotations.campaign_slots import tasks_open_to
 from annotations.error_spans import Span
-from annotations.gold.rules import GoldSpan, SpanGoldVerdict, gold_spans, is_span_expectation, span_gold_verdict
+from annotations.gold.rules import GoldSpan, SpanGoldVerdict, expected_span_pairs, span_gold_verdict
 from annotations.models import Aspect, AspectKind, Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
 from annotations.roles import AnyUser
 from annotations.slots import seeded_random
@@ -181,13 +181,7 @@ def span_gold_answers(item: Item) -> list[SpanGoldAnswer]:
         aspect.name: aspect
         for aspect in Aspect.objects.filter(dataset_id=item.dataset_id, kind=AspectKind.SPANS).order_by("position")
     }
-    wanted = {
-        (system, name): gold_spans(value)
-        for system, by_aspect in gold.items()
-        if isinstance(by_aspect, dict)
-        for name, value in by_aspect.items()
-        if name in aspects and is_span_expectation(value)
-    }
+    wanted = expected_span_pairs(gold, systems=set(gold), aspects=set(aspects))
     if not wanted:
         return []
     ratings = (

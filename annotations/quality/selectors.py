@@ -19,12 +19,25 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
 from django.utils.translation import ngettext
 
+from annotations.error_spans import Span
 from annotations.gold.models import GoldItem, GoldKind
-from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, Rating, Response, Skip, Task
+from annotations.gold.rules import expected_span_pairs, is_span_expectation, span_gold_verdict
+from annotations.models import (
+    AspectKind,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    Rater,
+    Rating,
+    Response,
+    Skip,
+    Task,
+)
 from annotations.quality import metrics
 from annotations.quality.models import RaterExclusion
 from annotations.quality.rater_reliability import AspectReliability, rater_reliability
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform
+from annotations.span_answers import token_spans
 
 Pair = tuple[int, int]  # (response id, aspect id)
 
@@ -114,6 +127,8 @@ class _CampaignRows:
     gold: dict[int, GoldItem]
     platform_of_user: dict[int, str] = field(default_factory=dict)
     account_of_user: dict[int, str] = field(default_factory=dict)
+    # (rater, response, aspect) -> the spans marked, None when not answered; read only for gold expecting errors
+    gold_spans_given: dict[tuple[int, int, int], list[Span] | None] = field(default_factory=dict)
 
 
 def _campaign_rows(campaign: Campaign) -> _CampaignRows:
@@ -152,6 +167,7 @@ def _campaign_rows(campaign: Campaign) -> _CampaignRows:
     gold_items = {task_item[row["task_id"]] for row in submitted if row["is_gold"]}
     gold = {gold.item_id: gold for gold in GoldItem.objects.filter(item_id__in=gold_items)}
     platform_of_user = dict(CrowdWorker.objects.filter(user_id__in=users).values_list("user_id", "link__platform"))
+    gold_spans_given = _gold_spans_given(gold, task_item, task_responses, submitted, list(ratings))
     return _CampaignRows(
         submitted=submitted,
         task_responses=task_responses,
@@ -163,7 +179,42 @@ def _campaign_rows(campaign: Campaign) -> _CampaignRows:
         gold=gold,
         platform_of_user=platform_of_user,
         account_of_user=account_of_user,
+        gold_spans_given=gold_spans_given,
     )
+
+
+def _gold_spans_given(
+    gold: Mapping[int, GoldItem],
+    task_item: Mapping[int, int],
+    task_responses: Mapping[int, list[int]],
+    submitted: Sequence[Mapping[str, Any]],
+    rated: list[tuple[int, int, int]],
+) -> dict[tuple[int, int, int], list[Span] | None]:
+    """The marked spans of the gold answers whose gold expects errors; no query when no gold does."""
+    if not any(
+        is_span_expectation(value)
+        for item in gold.values()
+        for by_aspect in item.expected.values()
+        if isinstance(by_aspect, dict)
+        for value in by_aspect.values()
+    ):
+        return {}
+    responses = {
+        response_id
+        for row in submitted
+        if row["is_gold"] and task_item.get(row["task_id"]) in gold
+        for response_id in task_responses.get(row["task_id"], [])
+    }
+    wanted = [key for key in rated if key[1] in responses]
+    rows = Rating.objects.filter(
+        rater_id__in={rater for rater, _r, _a in wanted},
+        response_id__in=responses,
+        aspect__kind=AspectKind.SPANS,
+    ).values_list("rater_id", "response_id", "aspect_id", "raw", "is_missing")
+    return {
+        (rater_id, response_id, aspect_id): None if is_missing else token_spans(raw)
+        for rater_id, response_id, aspect_id, raw, is_missing in rows
+    }
 
 
 def _submission_values(rows: _CampaignRows, rater_id: int, task_id: int) -> list[float | None]:
@@ -192,6 +243,16 @@ def _gold_verdict(rows: _CampaignRows, rater_id: int, task_id: int) -> tuple[str
         for aspect_id, name in rows.aspects
     }
     passed = metrics.gold_task_passes(expected=expected, given=given, tolerance=gold.tolerance)
+    response_of = {rows.system_of[response_id]: response_id for response_id in shown}
+    aspect_of = {name: aspect_id for aspect_id, name in rows.aspects}
+    spans_passed = [
+        span_gold_verdict(spans, rows.gold_spans_given.get((rater_id, response_of[system], aspect_of[aspect]))).passed
+        for (system, aspect), spans in expected_span_pairs(
+            gold.expected, systems=set(response_of), aspects=set(aspect_of)
+        ).items()
+    ]
+    if spans_passed:
+        passed = all(spans_passed) and passed is not False
     return None if passed is None else (gold.kind, passed)
 
 

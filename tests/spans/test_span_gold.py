@@ -240,3 +240,75 @@ def test_the_item_page_marks_span_gold_and_shows_the_verdicts(researcher: User, 
     assert client.get(url).status_code == 405
     assert signed_in(annotator1).post(url, {"gold-1-1-none": "on", "kind": "gold"}).status_code == 403
     assert Client().post(url, {"gold-1-1-none": "on", "kind": "gold"}).status_code == 302
+
+
+# --- the campaign's quality panel counts span gold like numeric gold ---------------------------------------------
+
+
+def _gold_campaign(researcher: User, annotators: list[User], expected: dict[str, Any]) -> Any:
+    """A span campaign whose first item (the English answer) is a gold item expecting `expected` on sys_a; marking
+    it gold makes its task a personal one, handed to every annotator by the claim."""
+    from tests.spans.world import span_campaign
+
+    campaign = span_campaign(annotators, owner=researcher, raters_per_item=len(annotators), gold_rate=0.5)
+    item = Item.objects.get(dataset=campaign.dataset, position=0)
+    gold_item_set(item=item, kind="gold", expected={"sys_a": {"mqm": expected}}, by=researcher)
+    return campaign, item
+
+
+def _answer_everything(campaign: Any, item: Item, user: User, gold_marks: list[dict[str, Any]]) -> None:
+    """`user` answers every task handed to them: `gold_marks` on the gold item, "no error" elsewhere."""
+    import uuid
+
+    from annotations.campaigns.answers import TaskAnswer
+    from annotations.campaigns.claims import assignment_claim
+    from annotations.campaigns.submissions import submission_create
+    from annotations.campaigns.tasks import task_candidates
+
+    answered_gold = False
+    while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
+        (candidate,) = task_candidates(assignment=assignment, user_id=user.pk)
+        on_gold = assignment.task.turn.item_id == item.pk
+        answered_gold |= on_gold
+        spans = gold_marks if on_gold else []
+        token = json.dumps({"offsets": "codepoints", "no_error": not spans, "spans": spans})
+        submission_create(
+            campaign=campaign, task_id=assignment.task_id, user=user, idempotency_key=uuid.uuid4().hex,
+            answer=TaskAnswer(ratings={(candidate.number, 1): token, (candidate.number, 2): 3.0}),
+        )  # fmt: skip
+    assert answered_gold, "the gold task was never handed out"
+
+
+@pytest.mark.django_db
+def test_the_quality_panel_scores_span_gold_by_the_span_rule(researcher: User, annotators: list[User]) -> None:
+    from annotations.quality.selectors import rater_quality
+
+    campaign, item = _gold_campaign(researcher, annotators, GOLD_SPANS)
+    found, wrong_category, nothing = annotators
+    grammar = {"start": 8, "end": 13, "category": "Fluency/Grammar", "severity": "major"}
+    _answer_everything(campaign, item, found, [grammar])
+    _answer_everything(campaign, item, wrong_category, [{**grammar, "category": "Fluency/Spelling"}])
+    _answer_everything(campaign, item, nothing, [])
+    rows = {row.user_id: row for row in rater_quality(campaign)}
+    assert (rows[found.pk].gold_passed, rows[found.pk].gold_answered) == (1, 1)
+    assert (rows[wrong_category.pk].gold_passed, rows[wrong_category.pk].gold_answered) == (0, 1)
+    assert (rows[nothing.pk].gold_passed, rows[nothing.pk].gold_answered) == (0, 1)
+    # The panel's verdict is the item page's, rater by rater.
+    page = {answer.rater: answer.verdict.passed for answer in span_gold_answers(item)}
+    from annotations.models import Rater
+
+    pseudonym = dict(Rater.objects.filter(dataset=campaign.dataset).values_list("user_id", "pseudonym"))
+    assert page == {pseudonym[user.pk]: rows[user.pk].gold_passed == 1 for user in annotators}
+
+
+@pytest.mark.django_db
+def test_span_gold_expecting_no_error_passes_only_a_clean_answer(researcher: User, annotators: list[User]) -> None:
+    from annotations.quality.selectors import rater_quality
+
+    campaign, item = _gold_campaign(researcher, annotators[:2], {"spans": []})
+    _answer_everything(campaign, item, annotators[0], [])
+    marked = [{"start": 0, "end": 3, "category": "Fluency/Grammar", "severity": "minor"}]
+    _answer_everything(campaign, item, annotators[1], marked)
+    rows = {row.user_id: row for row in rater_quality(campaign)}
+    assert (rows[annotators[0].pk].gold_passed, rows[annotators[0].pk].gold_answered) == (1, 1)
+    assert (rows[annotators[1].pk].gold_passed, rows[annotators[1].pk].gold_answered) == (0, 1)
