@@ -35,7 +35,7 @@ from annotations.models import (
 )
 from annotations.quality import metrics
 from annotations.quality.models import RaterExclusion
-from annotations.quality.rater_reliability import AspectReliability, rater_reliability
+from annotations.quality.rater_reliability import AspectReliability, ItemPosterior, rater_reliability
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform
 from annotations.span_answers import token_spans
 
@@ -411,6 +411,11 @@ class QualityPanel:
     per_day: bool
     thresholds: dict[str, float]
     reliability: ReliabilityTable
+    posteriors: list[PosteriorTable] = field(default_factory=list)
+
+    @property
+    def posterior_cap(self) -> int:
+        return POSTERIOR_ROWS_SHOWN
 
 
 MODEL_NAMES = {"dawid-skene": "Dawid–Skene", "mace": "MACE", "severity": _lazy("rater severity")}
@@ -450,12 +455,51 @@ def _reliability_table(rows: list[RaterQuality], fits: list[AspectReliability]) 
     )
 
 
+# The panel shows this many answers per aspect; the CSV download holds them all.
+POSTERIOR_ROWS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class PosteriorTable:
+    """One aspect's posterior label per answer, as its rater model estimates it: the first POSTERIOR_ROWS_SHOWN
+    answers in item order, and how many there are in all."""
+
+    aspect: str
+    model: str  # the model's display name
+    categorical: bool  # a posterior label with its probability; else the severity model's expected score
+    rows: list[ItemPosterior]
+    total: int
+
+
+def posterior_rows(fits: list[AspectReliability]) -> list[tuple[AspectReliability, list[ItemPosterior]]]:
+    """Each defined fit with its answers in item order (item, turn, system), as the panel and the CSV list them."""
+    return [
+        (fit, sorted(fit.items, key=lambda row: (row.item, row.turn, row.system, row.response_id)))
+        for fit in fits
+        if fit.undefined is None
+    ]
+
+
+def _posterior_tables(fits: list[AspectReliability]) -> list[PosteriorTable]:
+    return [
+        PosteriorTable(
+            aspect=fit.aspect,
+            model=str(MODEL_NAMES[fit.model]),
+            categorical=fit.model != "severity",
+            rows=rows[:POSTERIOR_ROWS_SHOWN],
+            total=len(rows),
+        )
+        for fit, rows in posterior_rows(fits)
+    ]
+
+
 def _bucket_label(start: datetime, width: timedelta) -> str:
     return formats.date_format(start, "m-d" if width == metrics.DAY else "m-d H:00")
 
 
 def quality_panel(campaign: Campaign, *, names: str = RATER_NAMES_ACCOUNTS) -> QualityPanel:
     quality = campaign_quality(campaign)
+    fits = rater_reliability(campaign)
     width, buckets = metrics.accuracy_over_time(quality.gold_answers)
     labels = [_bucket_label(bucket.start, width) for bucket in buckets]
     return QualityPanel(
@@ -470,7 +514,8 @@ def quality_panel(campaign: Campaign, *, names: str = RATER_NAMES_ACCOUNTS) -> Q
         ],
         per_day=width == metrics.DAY,
         thresholds={"gold": metrics.GOLD_ACCURACY_BELOW * 100},
-        reliability=_reliability_table(quality.rows, rater_reliability(campaign)),
+        reliability=_reliability_table(quality.rows, fits),
+        posteriors=_posterior_tables(fits),
     )
 
 

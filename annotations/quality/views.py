@@ -15,7 +15,8 @@ from django.views.decorators.http import require_GET
 
 from annotations.datasets.downloads import CSV_TYPE
 from annotations.datasets.exporting import csv_safe
-from annotations.quality.selectors import payment_rows, rater_quality
+from annotations.quality.rater_reliability import rater_reliability
+from annotations.quality.selectors import payment_rows, posterior_rows, rater_quality
 from annotations.selectors import campaign_for_researcher
 
 QUALITY_FIELDS = [
@@ -41,6 +42,18 @@ QUALITY_FIELDS = [
     "flag_reasons",
     "excluded",
     "exclusion_reason",
+]
+POSTERIOR_FIELDS = [
+    "aspect",
+    "model",
+    "item",
+    "turn",
+    "system",
+    "response_id",
+    "posterior_label",
+    "probability",
+    "expected_score",
+    "raters",
 ]
 PAYMENT_FIELDS = [
     "platform",
@@ -149,3 +162,28 @@ def payment_csv(request: HttpRequest, campaign_id: int) -> HttpResponse:
         for row in payment_rows(campaign)
     )
     return _csv_response(PAYMENT_FIELDS, rows, f"campaign-{campaign.pk}-payments.csv")
+
+
+@require_GET
+@login_required
+def posterior_csv(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Every answer's posterior label (with its probability) or, for the severity model, its expected score, per
+    aspect whose rater model is defined: the whole table the quality panel shows the start of."""
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    rows = (
+        [
+            fit.aspect,
+            fit.model,
+            row.item,
+            row.turn,
+            row.system,
+            row.response_id,
+            row.label,
+            row.probability,
+            row.score,
+            row.raters,
+        ]
+        for fit, items in posterior_rows(rater_reliability(campaign))
+        for row in items
+    )
+    return _csv_response(POSTERIOR_FIELDS, rows, f"campaign-{campaign.pk}-posterior-labels.csv")

@@ -6,9 +6,18 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-from annotations.models import AspectKind, Campaign, Dataset, MeasurementLevel
-from annotations.quality.rater_reliability import AspectReliability
-from judging.analysis.reports import DatasetData, _aspects_or_error, aspect_rater_model_fit, load_dataset_data
+import numpy as np
+
+from annotations.models import AspectKind, Campaign, Dataset, MeasurementLevel, Response
+from annotations.quality.rater_reliability import AspectReliability, ItemPosterior
+from judging.analysis.reports import (
+    DatasetData,
+    _aspects_or_error,
+    _cached,
+    aspect_rater_model_fit,
+    aspect_ratings,
+    load_dataset_data,
+)
 from judging.analysis.selectors import AspectInfo, RatingScope, exclusions_json, rating_scope
 from judging.analysis.wording import phrase
 
@@ -72,28 +81,80 @@ def rater_model_report(dataset: Dataset, model: str, aspect_name: str | None, sc
     }
 
 
-def campaign_rater_reliability(campaign: Campaign) -> list[AspectReliability]:
-    """Per aspect of the campaign's rubric, each rater's reliability from the model suited to its level, fitted to
-    the campaign's ratings with the excluded raters left out (the rating scope's default). The reasons are in the
-    reader's language, for the page."""
-    data = load_dataset_data(campaign.dataset, rating_scope(campaign=campaign))
+def _campaign_fits(campaign: Campaign, data: DatasetData) -> list[dict[str, Any]]:
+    """Per scale aspect of the campaign, the fit of the model suited to its level, with every answer's place (item,
+    turn) and the number of ratings it was fitted on; reasons stay English (the page phrases them)."""
     rated = set(campaign.aspects.filter(kind=AspectKind.SCALE).values_list("pk", flat=True))
-    found = []
+    fits: list[dict[str, Any]] = []
     for aspect in (aspect for aspect in data.aspects if aspect.id in rated):
         model = model_for_level(aspect.level)
         result = aspect_rater_model(data, aspect, model)
-        raters = result["raters"]
-        found.append(
-            AspectReliability(
-                aspect=aspect.label or aspect.name,
-                model=model,
-                undefined=phrase(result["undefined"]) if result["undefined"] else None,
-                reliability={str(rater["rater"]): rater["reliability"]["value"] for rater in raters},
-                reasons={
-                    str(rater["rater"]): phrase(rater["reliability"]["undefined"] or "")
-                    for rater in raters
-                    if rater["reliability"]["value"] is None
-                },
+        counts = np.bincount(aspect_ratings(data, aspect).unit, minlength=data.answers.response_ids.size)
+        row_of = {int(response): i for i, response in enumerate(data.answers.response_ids)}
+        fits.append(
+            {"aspect": aspect.label or aspect.name, "model": model, "result": result, "counts": counts, "rows": row_of}
+        )
+    # The campaign's answers in one query, whatever the fits hold, so the panel reads a fixed number of queries.
+    places = {
+        pk: (item, turn)
+        for pk, item, turn in Response.objects.filter(campaign_tasks__campaign=campaign).values_list(
+            "pk", "turn__item__external_id", "turn__index"
+        )
+    }
+    found = []
+    for fit in fits:
+        result, counts, row_of = fit["result"], fit["counts"], fit["rows"]
+        items = []
+        for item in result["items"]:
+            response_id = int(item["response_id"])
+            label = item["label"]
+            external, turn = places.get(response_id, ("?", 0))
+            items.append(
+                {
+                    "response_id": response_id,
+                    "item": str(external),
+                    "turn": int(turn) + 1,
+                    "system": item["system"],
+                    "label": None if label is None else float(label),
+                    "probability": None if label is None else float(item["posterior"][f"{label:g}"]),
+                    "score": item["score"]["value"],
+                    "raters": int(counts[row_of[response_id]]),
+                }
             )
+        found.append(
+            {
+                "aspect": fit["aspect"],
+                "model": fit["model"],
+                "undefined": result["undefined"],
+                "raters": [
+                    (str(rater["rater"]), rater["reliability"]["value"], rater["reliability"]["undefined"])
+                    for rater in result["raters"]
+                ],
+                "items": items,
+            }
         )
     return found
+
+
+def campaign_rater_reliability(campaign: Campaign) -> list[AspectReliability]:
+    """Per aspect of the campaign's rubric, each rater's reliability and each answer's posterior label from the model
+    suited to its level, fitted to the campaign's ratings with the excluded raters left out (the rating scope's
+    default). The fit is cached under the dataset's statistics version, so a page view refits nothing until a
+    rating, an exclusion or a gold mark changes; the reasons are in the reader's language, for the page."""
+    fits = _cached(
+        campaign.dataset,
+        rating_scope(campaign=campaign),
+        ["campaign-rater-models", campaign.pk],
+        lambda data: _campaign_fits(campaign, data),
+    )
+    return [
+        AspectReliability(
+            aspect=fit["aspect"],
+            model=fit["model"],
+            undefined=phrase(fit["undefined"]) if fit["undefined"] else None,
+            reliability={rater: value for rater, value, _why in fit["raters"]},
+            reasons={rater: phrase(why or "") for rater, value, why in fit["raters"] if value is None},
+            items=[ItemPosterior(**item) for item in fit["items"]],
+        )
+        for fit in fits
+    ]

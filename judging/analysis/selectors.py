@@ -640,3 +640,23 @@ def judge_confidences(judge: Judge, answers: Answers, aspect_name: str) -> Judge
             chosen[row], confidence[row] = confidence_from_samples([score for score, _ in judgments])
             sources["samples"] += 1
     return JudgeConfidences(chosen, confidence, sources)
+
+
+def stats_ratings_in_order(dataset: Dataset, scope: RatingScope) -> list[tuple[int, int, float]]:
+    """The scope's ratings as (aspect id, response id, value) in the order they were given (the rating's creation,
+    which is the submission of the task it belongs to), gold answers and, unless the scope includes them, the
+    excluded raters left out as in ``stats_ratings``."""
+    rows = Rating.objects.filter(aspect__dataset=dataset, is_missing=False, value__isnull=False).filter(
+        _scope_filter(scope)
+    )
+    gold = gold_response_ids(dataset)
+    if gold:
+        rows = rows.exclude(response_id__in=gold)
+    if not scope.include_excluded:
+        rows = rows.exclude(
+            rater_id__in=RaterExclusion.objects.filter(rater__dataset=dataset, revoked_at__isnull=True).values(
+                "rater_id"
+            )
+        )
+    ordered = rows.order_by("created_at", "id").values_list("aspect_id", "response_id", "value")
+    return [(int(aspect), int(response), float(value or 0.0)) for aspect, response, value in ordered]

@@ -194,6 +194,16 @@ PHRASES = {
     "no rater scored an answer that the judge and another rater also scored": gettext_lazy(
         "no rater scored an answer that the judge and another rater also scored"
     ),
+    # The campaign's confidence sequences (judging.analysis.campaign_sequences, judging.statistics.sequences).
+    "no ratings yet": gettext_lazy("no ratings yet"),
+    "one value": gettext_lazy("one value"),
+    "no prompt has ratings of both systems yet": gettext_lazy("no prompt has ratings of both systems yet"),
+    "no human rating of an answer the judge scored yet": gettext_lazy(
+        "no human rating of an answer the judge scored yet"
+    ),
+    "the running intersection is empty: the values are not consistent with one fixed mean": gettext_lazy(
+        "the running intersection is empty: the values are not consistent with one fixed mean"
+    ),
 }
 
 # The units two judges are compared on, as the comparison's reasons name them.

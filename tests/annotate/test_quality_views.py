@@ -40,7 +40,7 @@ def crowd_study(researcher, annotator1, annotator2):  # type: ignore[no-untyped-
     return campaign
 
 
-URL_NAMES = ["campaign-quality-csv", "campaign-payment-csv"]
+URL_NAMES = ["campaign-quality-csv", "campaign-payment-csv", "campaign-posterior-labels-csv"]
 
 
 @pytest.mark.parametrize("name", URL_NAMES)

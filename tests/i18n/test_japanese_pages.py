@@ -35,7 +35,7 @@ KEPT_LATIN_TEXT = """
     Amazon Mechanical Turk HIT
     Benjamini Yekutieli Benjamini-Yekutieli Calderon Reichart Dror Bradley Terry Bradley-Terry Wald PPI PPI++
     Parquet TSV TOML zip pandas datasets Hugging Face mt-bench-human chatbot-arena helpsteer summeval evalsite-parquet
-    Trust Escalate Chatbot Arena Davidson MQM Dawid Skene Dawid–Skene MACE
+    Trust Escalate Chatbot Arena Davidson MQM Dawid Skene Dawid–Skene MACE Waudby-Smith Ramdas
 """
 KEPT_LATIN = {word.casefold() for word in KEPT_LATIN_TEXT.split()}
 LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]{2,}")
