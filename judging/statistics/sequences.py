@@ -275,11 +275,9 @@ def _no_data(rule: str) -> Decision:
     }
 
 
-def difference_decision(looks: Sequence[Look], *, first: str = "A", second: str = "B") -> Decision:
-    """The rule "one system beats the other" on the confidence sequence of mean(first − second): met once the
-    interval excludes 0 (the decision names the winner), with the interval and n of the latest look as evidence.
-    Because the sequence holds at every look, stopping at the first look where it is met keeps the error at α."""
-    rule = f"{first} beats {second} or {second} beats {first}"
+def _latest_bounds(looks: Sequence[Look], rule: str) -> tuple[Look, float, float] | Decision:
+    """The latest look with its interval's bounds, or the rule's undefined decision when there is no look yet or
+    the latest has no interval."""
     if not looks:
         return _no_data(rule)
     last = looks[-1]
@@ -287,6 +285,19 @@ def difference_decision(looks: Sequence[Look], *, first: str = "A", second: str 
     low, high = evidence["low"], evidence["high"]
     if low is None or high is None:
         return {**_no_data(rule), "n": last["n"], "undefined": evidence["undefined"] or "no interval"}
+    return last, low, high
+
+
+def difference_decision(looks: Sequence[Look], *, first: str = "A", second: str = "B") -> Decision:
+    """The rule "one system beats the other" on the confidence sequence of mean(first − second): met once the
+    interval excludes 0 (the decision names the winner), with the interval and n of the latest look as evidence.
+    Because the sequence holds at every look, stopping at the first look where it is met keeps the error at α."""
+    rule = f"{first} beats {second} or {second} beats {first}"
+    latest = _latest_bounds(looks, rule)
+    if not isinstance(latest, tuple):
+        return latest
+    last, low, high = latest
+    evidence = last["interval"]
     decision = None
     if low > 0.0:
         decision = f"{first} beats {second}"
@@ -307,13 +318,11 @@ def width_decision(looks: Sequence[Look], width: float) -> Decision:
     if not (math.isfinite(width) and width > 0.0):
         raise ValueError(f"the width must be a positive number, not {width!r}")
     rule = f"width <= {width:g}"
-    if not looks:
-        return _no_data(rule)
-    last = looks[-1]
+    latest = _latest_bounds(looks, rule)
+    if not isinstance(latest, tuple):
+        return latest
+    last, low, high = latest
     evidence = last["interval"]
-    low, high = evidence["low"], evidence["high"]
-    if low is None or high is None:
-        return {**_no_data(rule), "n": last["n"], "undefined": evidence["undefined"] or "no interval"}
     met = high - low <= width
     return {
         "rule": rule,
