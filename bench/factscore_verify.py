@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import math
-import os
 import sys
 import time
 import uuid
@@ -31,11 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("JUDGE_API_BASE_ALLOWLIST", "127.0.0.1")
 
-from bench.fake_provider import bench_judge_config, control, fake_provider  # noqa: E402
+from bench.fake_provider import bench_judge_config, control, fake_provider, judge_bench_environment  # noqa: E402
+
+judge_bench_environment()
 
 
 def parse_args() -> argparse.Namespace:

@@ -3,6 +3,7 @@ a free port, scripted through its control endpoints, with the judge config that 
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -14,6 +15,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def judge_bench_environment() -> None:
+    """What a judge benchmark's process and its workers need before Django starts: the settings module, litellm's
+    bundled price map (no download) and the fake provider's host allowed as an api_base."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("JUDGE_API_BASE_ALLOWLIST", "127.0.0.1")
 
 
 def free_port() -> int:
