@@ -1,4 +1,3 @@
-from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -12,7 +11,7 @@ from annotations.datasets.downloads import export_kind, export_response
 from annotations.datasets.importing import dataset_import
 from annotations.datasets.parquet_export import binary_export_response
 from annotations.errors import DatasetImportError, RubricError
-from annotations.permissions import IsResearcher
+from annotations.permissions import IsResearcher, UploadField
 from annotations.rubrics import PRESETS, RUBRIC_MAX_BYTES, load_rubric_bytes
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 
@@ -25,18 +24,10 @@ class DatasetOutput(serializers.Serializer):
 
 
 class DatasetImportInput(serializers.Serializer):
-    file = serializers.FileField()
+    file = UploadField()
     name = serializers.CharField(max_length=200)
     preset = serializers.ChoiceField(choices=sorted(PRESETS), required=False)
     rubric = serializers.FileField(required=False)
-
-    def validate_file(self, value: object) -> object:
-        size = getattr(value, "size", 0) or 0
-        if size > settings.IMPORT_MAX_UPLOAD_BYTES:
-            raise serializers.ValidationError(
-                f"file is {size} bytes; the limit is {settings.IMPORT_MAX_UPLOAD_BYTES} bytes"
-            )
-        return value
 
 
 class ImportResultOutput(serializers.Serializer):

@@ -13,7 +13,7 @@ generate_lfqa_jsonl      long-form QA multi-aspect layout: 4 candidate answers p
 import json
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +242,25 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     print(generate_llm_jp_jsonl(args.path, args.items, args.systems, args.raters, args.seed))
+
+
+# The llm-human-eval-jp layout's tokens for a missing rating.
+MISSING_SCORES = frozenset({"NA", 0, None})
+
+
+def add_imported_judge(items: Iterable[dict[str, Any]], name: str, seed: int) -> None:
+    """Gives every rated answer an imported judge's scores under auto_evals, in place: per aspect, the mean of the
+    humans' ratings (3 when none) plus Gaussian noise (sd 0.9), rounded and kept on the 1 to 5 scale."""
+    rng = random.Random(seed)
+    for item in items:
+        for turn in item["turns"]:
+            for answer in turn["responses"].values():
+                evals = answer.get("human_evals")
+                if not evals:
+                    continue
+                scores = {}
+                for aspect, values in evals.items():
+                    present = [v for v in values if v not in MISSING_SCORES]
+                    centre = sum(present) / len(present) if present else 3
+                    scores[aspect] = max(1, min(5, round(centre + rng.gauss(0, 0.9))))
+                answer["auto_evals"] = {name: scores}

@@ -23,9 +23,6 @@ import argparse
 import asyncio
 import json
 import math
-import os
-import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -33,9 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("JUDGE_API_BASE_ALLOWLIST", "127.0.0.1")
+
+from bench.fake_provider import bench_judge_config, control, fake_provider, judge_bench_environment  # noqa: E402
+
+judge_bench_environment()
 
 
 def parse_args() -> argparse.Namespace:
@@ -82,16 +80,13 @@ def factscore_run(args: argparse.Namespace, base_url: str) -> dict:
     from judging.models import JudgeRun, Judgment
 
     dataset = build_dataset(args.answers)
-    config = {
-        "name": "bench-factscore",
-        "method": "factscore",
-        "model": "openai/gpt-4o-mini",
-        "api_base": base_url,
-        "max_concurrency": args.concurrency,
-        "timeout_s": 30,
-        "max_retries": 3,
-        "factscore": {"knowledge": "item", "max_facts": min(200, args.facts)},
-    }
+    config = bench_judge_config(
+        "bench-factscore",
+        "factscore",
+        base_url,
+        args.concurrency,
+        factscore={"knowledge": "item", "max_facts": min(200, args.facts)},
+    )
     app.set_current()  # the engine enqueues by name on the current app
     app.conf.task_always_eager = True
     # A first small run pays the one-off imports (litellm, the tokenizers), which are not what is measured.
@@ -117,15 +112,6 @@ def factscore_run(args: argparse.Namespace, base_url: str) -> dict:
         "calls_per_s": stats["calls"] / engine_s if engine_s else 0.0,
         "max_in_flight": stats["max_in_flight"],
     }
-
-
-def control(base_url: str, path: str, payload: dict | None = None) -> dict:
-    import httpx
-
-    base = base_url.removesuffix("/v1")
-    if payload is None:
-        return httpx.get(f"{base}/_control/{path}", timeout=10).json()
-    return httpx.post(f"{base}/_control/{path}", json=payload, timeout=10).json()
 
 
 def script(base_url: str, args: argparse.Namespace) -> None:
@@ -162,21 +148,11 @@ async def bare_client(base_url: str, args: argparse.Namespace) -> dict:
 
 def main() -> int:
     args = parse_args()
-    port = args.port or free_port()
-    provider = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "fakeprovider.py"), "--port", str(port), "--latency", str(args.latency)],
-        cwd=ROOT,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        wait_http(f"http://127.0.0.1:{port}/_control/stats")
+    with fake_provider(args.port, args.latency) as base_url:
         ours = factscore_run(args, base_url)
         script(base_url, args)
         bare = asyncio.run(bare_client(base_url, args))
         bare["max_in_flight"] = control(base_url, "stats")["max_in_flight"]
-    finally:
-        provider.send_signal(signal.SIGTERM)
-        provider.wait(timeout=10)
     calls = args.answers * (1 + args.facts)
     limit = args.concurrency / args.latency
     # The decompositions take one round; then the checks go in rounds of max_concurrency.
@@ -208,27 +184,6 @@ def main() -> int:
     )
     ok = ours["status"] == "succeeded" and ours["max_in_flight"] <= args.concurrency and ratio >= 0.8
     return 0 if ok else 1
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_http(url: str, timeout: float = 20.0) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1.0)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise SystemExit(f"fake provider did not come up at {url}")
 
 
 if __name__ == "__main__":

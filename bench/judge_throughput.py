@@ -32,9 +32,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("JUDGE_API_BASE_ALLOWLIST", "127.0.0.1")
+
+from bench.fake_provider import bench_judge_config, control, fake_provider, judge_bench_environment  # noqa: E402
+
+judge_bench_environment()
 
 
 def parse_args() -> argparse.Namespace:
@@ -53,35 +54,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=900.0, help="give up on the judge run after this long")
     return parser.parse_args()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_http(url: str, timeout: float = 20.0) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1.0)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise SystemExit(f"fake provider did not come up at {url}")
-
-
-def control(base: str, path: str, payload: dict | None = None) -> dict:
-    import httpx
-
-    if payload is None:
-        return httpx.get(f"{base}/_control/{path}", timeout=10).json()
-    return httpx.post(f"{base}/_control/{path}", json=payload, timeout=10).json()
 
 
 def build_dataset(calls: int):  # type: ignore[no-untyped-def]
@@ -176,15 +148,7 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
     from judging.models import JudgeRun, JudgeScore, RunStatus
 
     dataset = build_dataset(args.calls)
-    config = {
-        "name": "bench",
-        "method": "single",
-        "model": "openai/gpt-4o-mini",
-        "api_base": base_url,
-        "max_concurrency": args.concurrency,
-        "timeout_s": 30,
-        "max_retries": 3,
-    }
+    config = bench_judge_config("bench", "single", base_url, args.concurrency)
     workers = start_workers(args.workers, args.tasks_per_run, args.concurrency)
     # Like the workers' start-up, this process's one-time loads are not timed: litellm's import (the launch checks the
     # model's route through it) and the tokenizer its estimate counts with, which a web process has loaded long before.
@@ -193,8 +157,8 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
     gateway.load()
     gateway.count_tokens(config["model"], [{"role": "user", "content": "warm up"}])
     try:
-        control(base_url.removesuffix("/v1"), "reset", {})
-        control(base_url.removesuffix("/v1"), "script", {"default": {"latency": args.latency}})
+        control(base_url, "reset", {})
+        control(base_url, "script", {"default": {"latency": args.latency}})
         started = time.monotonic()
         run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
         launch_s = time.monotonic() - started
@@ -208,7 +172,7 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
         elapsed = time.monotonic() - started
         run.refresh_from_db()
         scores = JudgeScore.objects.filter(judge_id=run.judge_id).count()
-        stats = control(base_url.removesuffix("/v1"), "stats")
+        stats = control(base_url, "stats")
     finally:
         for worker in workers:
             worker.send_signal(signal.SIGTERM)
@@ -275,28 +239,18 @@ def main() -> int:
     args = parse_args()
     if args.tasks_per_run is None:
         args.tasks_per_run = 2 * args.workers
-    port = args.port or free_port()
-    provider = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "fakeprovider.py"), "--port", str(port), "--latency", str(args.latency)],
-        cwd=ROOT,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        wait_http(f"http://127.0.0.1:{port}/_control/stats")
+    with fake_provider(args.port, args.latency) as base_url:
         # The bare client runs before and after our run and the faster of the two counts, so a
         # busy moment on a shared machine cannot flatter our ratio.
         bare_runs = [asyncio.run(bare_client(base_url, args.calls, args.concurrency))]
         ours = judge_run(args, base_url)
-        control(f"http://127.0.0.1:{port}", "reset", {})
-        control(f"http://127.0.0.1:{port}", "script", {"default": {"latency": args.latency}})
+        control(base_url, "reset", {})
+        control(base_url, "script", {"default": {"latency": args.latency}})
         bare_runs.append(asyncio.run(bare_client(base_url, args.calls, args.concurrency)))
-        bare_in_flight = control(f"http://127.0.0.1:{port}", "stats")["max_in_flight"]
+        bare_in_flight = control(base_url, "stats")["max_in_flight"]
         bare = max(bare_runs, key=lambda r: r["calls_per_s"])
         bare["runs_calls_per_s"] = [round(r["calls_per_s"], 1) for r in bare_runs]
         notebook = notebook_baseline(base_url, args.baseline_calls, args.baseline_sleep)
-    finally:
-        provider.send_signal(signal.SIGTERM)
-        provider.wait(timeout=10)
     notebook_total = notebook["seconds_per_call"] * args.calls
     ratio = ours["calls_per_s"] / bare["calls_per_s"] if bare["calls_per_s"] else 0.0
     speedup = notebook_total / ours["elapsed_s"] if ours["elapsed_s"] else 0.0

@@ -16,7 +16,6 @@ import argparse
 import io
 import json
 import os
-import random
 import sys
 import tempfile
 import time
@@ -47,7 +46,7 @@ from django.urls import reverse  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from annotations.datasets.importing import dataset_import  # noqa: E402
-from bench.datagen import generate_llm_jp_jsonl  # noqa: E402
+from bench.datagen import add_imported_judge, generate_llm_jp_jsonl  # noqa: E402
 from judging.analysis import reports as stats_service  # noqa: E402
 from judging.analysis.reports import (  # noqa: E402
     aspect_ratings,
@@ -60,7 +59,6 @@ from judging.analysis.selectors import judge_scores  # noqa: E402
 from judging.models import Judge  # noqa: E402
 
 JUDGE_NAME = "bench judge"
-MISSING = {"NA", 0, None}
 
 
 def timed(function: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
@@ -74,23 +72,9 @@ def timed(function: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
 
 
 def add_judge(path: Path) -> None:
-    rng = random.Random(1)
-    lines = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        item = json.loads(raw)
-        for turn in item["turns"]:
-            for answer in turn["responses"].values():
-                evals = answer.get("human_evals")
-                if not evals:
-                    continue
-                scores = {}
-                for aspect, values in evals.items():
-                    present = [v for v in values if v not in MISSING]
-                    centre = sum(present) / len(present) if present else 3
-                    scores[aspect] = max(1, min(5, round(centre + rng.gauss(0, 0.9))))
-                answer["auto_evals"] = {JUDGE_NAME: scores}
-        lines.append(json.dumps(item, ensure_ascii=False))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    items = [json.loads(raw) for raw in path.read_text(encoding="utf-8").splitlines()]
+    add_imported_judge(items, JUDGE_NAME, seed=1)
+    path.write_text("\n".join(json.dumps(item, ensure_ascii=False) for item in items) + "\n", encoding="utf-8")
 
 
 def reference_agreement(data: Any, resamples: int) -> float:

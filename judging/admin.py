@@ -25,6 +25,7 @@ from annotations.ascii_numbers import ascii_int
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
 from judging import selectors
+from judging.llm.calls import CONNECTION_KEYS
 from judging.models import JudgeConfig, JudgeRun
 
 if TYPE_CHECKING:
@@ -47,21 +48,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         (_("Start"), {"fields": ("template", "name", "method", "dataset")}),
         (
             _("Model and provider"),
-            {
-                "fields": (
-                    "model",
-                    "api_base",
-                    "api_key_env",
-                    "api_version",
-                    "aws_access_key_id_env",
-                    "aws_secret_access_key_env",
-                    "aws_session_token_env",
-                    "aws_region",
-                    "vertex_credentials_env",
-                    "vertex_project",
-                    "vertex_location",
-                )
-            },
+            {"fields": ("model", *CONNECTION_KEYS)},
         ),
         (_("What is judged"), {"fields": ("aspects", "prompt", "language", "summarizer_model", "summarizer_prompt")}),
         (

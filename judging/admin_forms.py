@@ -18,6 +18,7 @@ from annotations.ascii_numbers import ascii_int
 from annotations.models import Aspect, Dataset
 from annotations.selectors import datasets_for_user
 from judging.config import METHODS, ConfigError, JudgeSettings, validate_config
+from judging.llm.calls import CONNECTION_KEYS
 from judging.methods.judge_settings import LOGPROB_SCORING_MODES, OUTPUT_FORMATS, normalise_config
 from judging.methods.metrics import BLEU_TOKENIZERS, METRICS
 from judging.models import JudgeConfig
@@ -157,6 +158,8 @@ def _config_of(value: Any) -> dict[str, Any] | None:
 
 
 class JudgeConfigForm(forms.ModelForm):
+    # The fields a change of template keeps (the page's script reads them): the model and how it is reached.
+    kept_keys = ("model", *CONNECTION_KEYS)
     template = forms.ChoiceField(
         label=_("Start from a template"),
         required=False,

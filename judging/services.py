@@ -27,6 +27,7 @@ from redis.exceptions import ConnectionError as RedisUnavailable
 from annotations.models import Campaign, Dataset
 from judging.config import ConfigError, validate_config
 from judging.engine.executor import SliceExecutor, SliceReport, claimable_q
+from judging.engine.results import RUN_COUNTERS
 from judging.enqueue import JUDGE_RUN_START, JUDGE_RUN_WORK, run_task_enqueue
 from judging.factscore.results import factscore_results_project
 from judging.llm import gateway, ratelimit
@@ -350,19 +351,8 @@ def _judge_runs_wake(*, silent_since: datetime | None, patient: bool = True) -> 
     return woken
 
 
-_COUNTERS = (
-    "done",
-    "failed",
-    "parse_errors",
-    "cache_hits",
-    "calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost_usd",
-    "unpriced_calls",
-    "logprob_fallbacks",
-    "sampled_fallbacks",
-)
+# Every counter of a run, recounted from its judgments: the ones a slice adds to and the cost.
+_COUNTERS = (*RUN_COUNTERS, "cost_usd")
 
 
 def _recount(run: JudgeRun) -> None:

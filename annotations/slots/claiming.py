@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Model
 from django.utils import timezone
 
 from annotations.slot_rows import SlotRow, SlotStatus
@@ -22,6 +21,7 @@ from annotations.slots.rules import (
     AnyUser,
     Claim,
     ClaimDetails,
+    LeasingCampaign,
     NotInPool,
     NotLeased,
     SlotCounts,
@@ -45,7 +45,12 @@ from annotations.statements import instance_from_row, statement_cursor, statemen
 
 
 def slot_claim(
-    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None = None, details: ClaimDetails = NO_DETAILS
+    *,
+    pool: SlotPool[SlotT],
+    campaign: LeasingCampaign,
+    user: AnyUser,
+    now: datetime | None = None,
+    details: ClaimDetails = NO_DETAILS,
 ) -> Claim[SlotT] | None:
     """The user's open lease (extended), else the claimable slot lowest in hand-out order, leased to them; None when
     nothing is left for them. NotInPool outside the pool. Safe under concurrency."""
@@ -55,14 +60,14 @@ def slot_claim(
 
 
 def _claim_in_one_statement(
-    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
+    *, pool: SlotPool[SlotT], campaign: LeasingCampaign, user: AnyUser, now: datetime | None, details: ClaimDetails
 ) -> Claim[SlotT] | None:
     # A unique violation means a concurrent request of the same user won the race; retrying resumes its lease.
     return claim_by_statement(pool=pool, campaign=campaign, user=user, now=now, sql=_claim_sql(pool, details))
 
 
 def claim_by_statement(
-    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None, sql: str
+    *, pool: SlotPool[SlotT], campaign: LeasingCampaign, user: AnyUser, now: datetime | None, sql: str
 ) -> Claim[SlotT] | None:
     """Runs a one-statement claim (the shared hand-out, or a personal slot's) until it settles: a unique violation is
     a concurrent request of the same user, so the claim is decided again; no row means nothing is left, outside the
@@ -88,7 +93,7 @@ def claim_by_statement(
 
 
 def _claim_portable(
-    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None, details: ClaimDetails
+    *, pool: SlotPool[SlotT], campaign: LeasingCampaign, user: AnyUser, now: datetime | None, details: ClaimDetails
 ) -> Claim[SlotT] | None:
     if not slot_pool_has(pool=pool, campaign=campaign, user=user):
         raise NotInPool()
@@ -140,17 +145,17 @@ def _select_sql(condition: str) -> str:
     return f"SELECT {condition}"
 
 
-def slot_window_open(*, pool: SlotPool[Any], campaign: Model, now: datetime | None = None) -> bool:
+def slot_window_open(*, pool: SlotPool[Any], campaign: LeasingCampaign, now: datetime | None = None) -> bool:
     """Whether `now` falls inside the campaign's hand-out window (the window alone: a stop is read elsewhere)."""
     return _campaign_condition(window_open_sql(pool), campaign=campaign, now=now)
 
 
-def slot_handing_out(*, pool: SlotPool[Any], campaign: Model, now: datetime | None = None) -> bool:
+def slot_handing_out(*, pool: SlotPool[Any], campaign: LeasingCampaign, now: datetime | None = None) -> bool:
     """Whether the campaign hands out new slots at `now`: the claim rule's own condition, window and stop."""
     return _campaign_condition(handing_out_sql(pool), campaign=campaign, now=now)
 
 
-def _campaign_condition(condition: str, *, campaign: Model, now: datetime | None) -> bool:
+def _campaign_condition(condition: str, *, campaign: LeasingCampaign, now: datetime | None) -> bool:
     with statement_cursor() as cursor:
         cursor.execute(_select_sql(condition), {"campaign": campaign.pk, "now": _moment(now or timezone.now())})
         return bool(cursor.fetchone()[0])
@@ -161,7 +166,7 @@ def _barred_sql(pool: SlotPool[Any]) -> str:
     return f"SELECT {_barred(pool, '%(task)s')}"
 
 
-def _is_barred(*, pool: SlotPool[Any], slot: SlotRow, user: Any) -> bool:
+def _is_barred(*, pool: SlotPool[Any], slot: SlotRow, user: AnyUser) -> bool:
     if not pool.barred:
         return False
     with statement_cursor() as cursor:
@@ -179,7 +184,7 @@ def _release_barred_sql(pool: SlotPool[Any]) -> str:
     )
 
 
-def slot_release_barred(*, pool: SlotPool[Any], campaign: Model, user: Any) -> int:
+def slot_release_barred(*, pool: SlotPool[Any], campaign: LeasingCampaign, user: AnyUser) -> int:
     """Gives back the user's open lease in the campaign if its task became barred to them meanwhile (for instance
     they rated its answer in another campaign while holding it), so "next" moves on instead of resuming a task they
     cannot submit. Returns how many leases were given back (0 or 1)."""
@@ -198,7 +203,7 @@ def _reclaim_pick_sql(pool: SlotPool[Any], skip_locked: bool) -> str:
 
 
 def slot_reclaim(
-    *, pool: SlotPool[SlotT], campaign: Any, task_id: int, user: Any, now: datetime | None = None
+    *, pool: SlotPool[SlotT], campaign: LeasingCampaign, task_id: int, user: AnyUser, now: datetime | None = None
 ) -> SlotT | None:
     """For a late answer whose lease expired and went to someone else: leases the user a slot of the same task if one
     is still open to them under the claim rule, taken with the same conditional update as a claim; None when the
@@ -231,7 +236,7 @@ def slot_reclaim(
     return pool.slot.objects.select_for_update().get(pk=picked[0])  # type: ignore[attr-defined]
 
 
-def slot_release(*, pool: SlotPool[Any], slot_id: int, user: Any) -> bool:
+def slot_release(*, pool: SlotPool[Any], slot_id: int, user: AnyUser) -> bool:
     """Returns the user's open lease to the pool; False when it is not (or no longer) theirs."""
     released: int = pool.slot.objects.filter(  # type: ignore[attr-defined]
         pk=slot_id, annotator=user, status=SlotStatus.LEASED
@@ -239,7 +244,7 @@ def slot_release(*, pool: SlotPool[Any], slot_id: int, user: Any) -> bool:
     return released == 1
 
 
-def slot_skip(*, pool: SlotPool[SlotT], slot: SlotT, user: Any, **skip_fields: Any) -> Any:
+def slot_skip(*, pool: SlotPool[SlotT], slot: SlotT, user: AnyUser, **skip_fields: Any) -> Any:
     """Releases the user's lease and records the skip, so the task is never offered to them again. NotLeased when
     the slot is not (or no longer) leased to them."""
     with transaction.atomic():
@@ -251,7 +256,9 @@ def slot_skip(*, pool: SlotPool[SlotT], slot: SlotT, user: Any, **skip_fields: A
     return skip
 
 
-def slot_complete(*, pool: SlotPool[SlotT], slot: SlotT, user: Any, now: datetime, seconds_spent: float | None) -> bool:
+def slot_complete(
+    *, pool: SlotPool[SlotT], slot: SlotT, user: AnyUser, now: datetime, seconds_spent: float | None
+) -> bool:
     """Marks the user's open lease done, if it still is theirs and they are still in the pool; False otherwise."""
     params = {
         "slot": slot.pk,
@@ -263,7 +270,9 @@ def slot_complete(*, pool: SlotPool[SlotT], slot: SlotT, user: Any, now: datetim
     return _execute(slot_complete_sql(pool), params) == 1
 
 
-def slot_counts(*, pool: SlotPool[Any], campaign: Model, user: AnyUser, now: datetime | None = None) -> SlotCounts:
+def slot_counts(
+    *, pool: SlotPool[Any], campaign: LeasingCampaign, user: AnyUser, now: datetime | None = None
+) -> SlotCounts:
     """Done, open and available for one user in one read; available uses the claim rule itself."""
     params = {"campaign": campaign.pk, "user": user.pk or 0, "now": _moment(now or timezone.now())}
     with statement_cursor() as cursor:

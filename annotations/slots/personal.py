@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Model
+from django.db.models import Max
 from django.utils import timezone
 
 from annotations.slot_rows import SlotStatus
@@ -24,8 +24,10 @@ from annotations.slots.rules import (
     CLAIM_ATTEMPTS,
     NO_DETAILS,
     SLOT_COLUMNS,
+    AnyUser,
     Claim,
     ClaimDetails,
+    LeasingCampaign,
     NotInPool,
     SlotPool,
     SlotT,
@@ -74,7 +76,7 @@ SELECT
 
 
 def slot_personal_state(
-    *, pool: SlotPool[Any], campaign: Model, user: Any, now: datetime | None = None
+    *, pool: SlotPool[Any], campaign: LeasingCampaign, user: AnyUser, now: datetime | None = None
 ) -> PersonalState:
     """What deciding whether to append a personal slot needs, in one read."""
     params = {"campaign": campaign.pk, "user": user.pk, "now": _moment(now or timezone.now())}
@@ -126,7 +128,12 @@ FROM held{details.joins}
 
 
 def slot_personal_claim(
-    *, pool: SlotPool[SlotT], campaign: Any, user: Any, now: datetime | None = None, details: ClaimDetails = NO_DETAILS
+    *,
+    pool: SlotPool[SlotT],
+    campaign: LeasingCampaign,
+    user: AnyUser,
+    now: datetime | None = None,
+    details: ClaimDetails = NO_DETAILS,
 ) -> Claim[SlotT] | None:
     """The user's open lease (extended), else a personal slot appended on the next personal task they never had,
     leased to them; None when there is no such task. NotInPool outside the pool. On Postgres one statement, so a
@@ -142,9 +149,9 @@ def slot_personal_claim(
 def slot_personal_lease(
     *,
     pool: SlotPool[SlotT],
-    campaign: Any,
+    campaign: LeasingCampaign,
     task: Any,
-    user: Any,
+    user: AnyUser,
     now: datetime | None = None,
     related: Iterable[str] = (),
 ) -> SlotT | None:

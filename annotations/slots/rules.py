@@ -12,7 +12,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from django.db import connection
 from django.db.models import Model
@@ -22,6 +22,18 @@ from annotations.slot_rows import SlotRow, SlotStatus
 from annotations.statements import statement_cursor
 
 SlotT = TypeVar("SlotT", bound=SlotRow)
+
+
+class LeasingCampaign(Protocol):
+    """What the engine reads of the campaign a slot belongs to (an annotation campaign or a FActScore review):
+    its key and how long a lease lasts."""
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def lease_minutes(self) -> int: ...
+
 
 CLAIM_ATTEMPTS = 8
 
@@ -342,7 +354,7 @@ def hand_out_order(seed: str, n: int) -> list[int]:
     return order
 
 
-def slots_build(*, pool: SlotPool[Any], campaign: Model, tasks: Iterable[Any], per_task: int) -> None:
+def slots_build(*, pool: SlotPool[Any], campaign: LeasingCampaign, tasks: Iterable[Any], per_task: int) -> None:
     """The N slots of each new task; the only place slot rows are inserted."""
     pool.slot.objects.bulk_create(  # type: ignore[attr-defined]
         [
@@ -354,7 +366,7 @@ def slots_build(*, pool: SlotPool[Any], campaign: Model, tasks: Iterable[Any], p
     )
 
 
-def slot_pool_has(*, pool: SlotPool[Any], campaign: Model, user: AnyUser) -> bool:
+def slot_pool_has(*, pool: SlotPool[Any], campaign: LeasingCampaign, user: AnyUser) -> bool:
     """Whether the user may take slots of the campaign: in its pool, and the campaign is active."""
     with statement_cursor() as cursor:
         cursor.execute(_in_pool_sql(pool), {"campaign": campaign.pk, "user": user.pk or 0})

@@ -54,34 +54,30 @@ class ReferenceSetForm(forms.Form):
         cast(forms.ChoiceField, self.fields["source"]).choices = choices
 
 
-class CertifyForm(forms.Form):
-    """Certify one of the dataset's judge versions on one of its reference sets."""
+class _VersionOnReferenceSetForm(forms.Form):
+    """A choice of one of the dataset's judge versions and one of its reference sets."""
 
     version = forms.ChoiceField(label=_("Judge version"))
     reference_set = forms.ChoiceField(label=_("Reference set"))
+
+    def __init__(
+        self, *args: Any, versions: list[tuple[str, str]], reference_sets: list[tuple[int, str]], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["version"]).choices = versions
+        cast(forms.ChoiceField, self.fields["reference_set"]).choices = [(str(pk), name) for pk, name in reference_sets]
+
+
+class CertifyForm(_VersionOnReferenceSetForm):
+    """Certify one of the dataset's judge versions on one of its reference sets."""
+
     epsilon = forms.FloatField(label=_("ε (cost–benefit margin)"), min_value=0.0, max_value=0.99, initial=0.1)
     q = forms.FloatField(label=_("q (false discovery rate)"), min_value=0.001, max_value=0.5, initial=0.05)
 
-    def __init__(
-        self, *args: Any, versions: list[tuple[str, str]], reference_sets: list[tuple[int, str]], **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["version"]).choices = versions
-        cast(forms.ChoiceField, self.fields["reference_set"]).choices = [(str(pk), name) for pk, name in reference_sets]
 
-
-class TeachForm(forms.Form):
+class TeachForm(_VersionOnReferenceSetForm):
     """Teach one of the dataset's judge versions rated examples from one of its reference sets."""
 
-    version = forms.ChoiceField(label=_("Judge version"))
-    reference_set = forms.ChoiceField(label=_("Reference set"))
     per_level = forms.IntegerField(label=_("Examples per score level"), min_value=1, max_value=10, initial=2)
     seed = forms.IntegerField(label=_("Seed for ties"), min_value=0, max_value=2**31 - 1, initial=0)
     alpha = forms.FloatField(label=_("Significance level α"), min_value=0.001, max_value=0.5, initial=0.05)
-
-    def __init__(
-        self, *args: Any, versions: list[tuple[str, str]], reference_sets: list[tuple[int, str]], **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["version"]).choices = versions
-        cast(forms.ChoiceField, self.fields["reference_set"]).choices = [(str(pk), name) for pk, name in reference_sets]

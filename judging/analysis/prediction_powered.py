@@ -19,6 +19,7 @@ from judging.analysis.reports import (
     _cached,
     _judge_or_raise,
     human_means,
+    judged_aspects,
     load_dataset_data,
     single_threaded_blas,
 )
@@ -28,7 +29,6 @@ from judging.analysis.selectors import (
     RatingScope,
     exclusions_json,
     judge_confidences,
-    judge_scores,
 )
 from judging.models import Judge
 from judging.statistics.ppi import TUNINGS, human_only_mean, ppi_mean
@@ -92,15 +92,9 @@ def _paired_prompts(data: DatasetData, rows_a: np.ndarray, rows_b: np.ndarray) -
 def compute_ppi_report(
     dataset: Dataset, judge: Judge, aspect_name: str | None, tuning: str, data: DatasetData
 ) -> dict[str, Any]:
-    scores = judge_scores(judge, data.answers)
     systems = _system_rows(data)
     aspects: dict[str, Any] = {}
-    for aspect in _aspects_or_error(data.aspects, aspect_name):
-        values = scores.get(aspect.name)
-        if values is None or not np.isfinite(values).any():
-            if aspect_name is not None:
-                raise ReportError(f"judge {judge.name!r} has no score on aspect {aspect.name!r}")
-            continue
+    for aspect, values in judged_aspects(judge, data, aspect_name):
         human = human_means(data, aspect)
         means = [
             {"system": key, **_ppi_or_undefined(human[rows], values[rows], tuning, "answers")}
@@ -119,8 +113,6 @@ def compute_ppi_report(
                 }
             )
         aspects[aspect.name] = {"systems": means, "differences": differences}
-    if not aspects:
-        raise ReportError(f"judge {judge.name!r} scores no aspect of the dataset's rubric")
     return {
         "dataset": dataset.name,
         "judge": judge.name,

@@ -565,21 +565,34 @@ def _aspects_or_error(aspects: list[AspectInfo], aspect_name: str | None) -> lis
     return chosen
 
 
-@single_threaded_blas
-def compute_alt_test_report(
-    dataset: Dataset, judge: Judge, aspect_name: str | None, settings: AltTestSettings, data: DatasetData
-) -> dict[str, Any]:
+def judged_aspects(
+    judge: Judge, data: DatasetData, aspect_name: str | None, *, where: str = ""
+) -> list[tuple[AspectInfo, np.ndarray]]:
+    """The aspects asked for (every aspect of the rubric when `aspect_name` is None), each with the judge's scores
+    on the answers. An aspect the judge never scored is left out, or is an error when it is the one asked for; a
+    judge that scored none of them is an error."""
     scores = judge_scores(judge, data.answers)
-    aspects: dict[str, Any] = {}
+    judged = []
     for aspect in _aspects_or_error(data.aspects, aspect_name):
         values = scores.get(aspect.name)
         if values is None or not np.isfinite(values).any():
             if aspect_name is not None:
-                raise ReportError(f"judge {judge.name!r} has no score on aspect {aspect.name!r} in this scope")
+                raise ReportError(f"judge {judge.name!r} has no score on aspect {aspect.name!r}{where}")
             continue
-        aspects[aspect.name] = _alt_test(_rater_scores(data, aspect, np.isfinite(values)), values, aspect, settings)
-    if not aspects:
+        judged.append((aspect, values))
+    if not judged:
         raise ReportError(f"judge {judge.name!r} scores no aspect of the dataset's rubric")
+    return judged
+
+
+@single_threaded_blas
+def compute_alt_test_report(
+    dataset: Dataset, judge: Judge, aspect_name: str | None, settings: AltTestSettings, data: DatasetData
+) -> dict[str, Any]:
+    aspects = {
+        aspect.name: _alt_test(_rater_scores(data, aspect, np.isfinite(values)), values, aspect, settings)
+        for aspect, values in judged_aspects(judge, data, aspect_name, where=" in this scope")
+    }
     return {
         "dataset": dataset.name,
         "judge": judge.name,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes, permission_classes
@@ -10,7 +9,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.permissions import IsResearcher
+from annotations.permissions import IsResearcher, UploadField
 from annotations.selectors import dataset_for_user_or_404
 from judging.factscore import selectors, services
 from judging.factscore.corpus import PASSAGE_TOKENS
@@ -26,18 +25,10 @@ class CorpusOutput(serializers.Serializer):
 
 
 class CorpusUploadInput(serializers.Serializer):
-    file = serializers.FileField()
+    file = UploadField()
     name = serializers.CharField(max_length=200)
     passage_tokens = serializers.IntegerField(min_value=16, max_value=4096, default=PASSAGE_TOKENS)
     replace = serializers.BooleanField(default=False)
-
-    def validate_file(self, value: object) -> object:
-        size = getattr(value, "size", 0) or 0
-        if size > settings.IMPORT_MAX_UPLOAD_BYTES:
-            raise serializers.ValidationError(
-                f"file is {size} bytes; the limit is {settings.IMPORT_MAX_UPLOAD_BYTES} bytes"
-            )
-        return value
 
 
 @extend_schema(responses=dict)

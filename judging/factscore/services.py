@@ -263,6 +263,27 @@ def _clean_fact_text(text: str) -> str:
     return text
 
 
+def _facts_replace(
+    assignment: Any, parent: AtomicFact | None, answer_id: int, texts: list[str], origin: str
+) -> list[AtomicFact]:
+    """The reviewer's facts in place of a model fact (its split parts or its rewording): their earlier version of
+    that fact and its labels go."""
+    assert parent is not None
+    AtomicFact.objects.filter(review_assignment=assignment, parent=parent).delete()
+    assignment.labels.filter(fact=parent).delete()
+    return [
+        AtomicFact.objects.create(
+            answer_id=answer_id,
+            position=parent.position,
+            text=text,
+            origin=origin,
+            parent=parent,
+            review_assignment=assignment,
+        )
+        for text in texts
+    ]
+
+
 def fact_review_edit(
     *, assignment: Any, user: Any, operation: str, fact_id: int | None = None, text: str = ""
 ) -> list[Any]:
@@ -301,34 +322,9 @@ def fact_review_edit(
             parts = [_clean_fact_text(line) for line in (text or "").splitlines() if line.strip()]
             if len(parts) < 2:
                 raise ReviewError("a split needs at least two facts, one per line")
-            AtomicFact.objects.filter(review_assignment=assignment, parent=parent).delete()
-            assignment.labels.filter(fact=parent).delete()
-            return [
-                AtomicFact.objects.create(
-                    answer_id=answer_id,
-                    position=parent.position,
-                    text=part,
-                    origin=FactOrigin.SPLIT,
-                    parent=parent,
-                    review_assignment=assignment,
-                )
-                for part in parts
-            ]
+            return _facts_replace(assignment, parent, answer_id, parts, FactOrigin.SPLIT)
         if operation == "reword":
-            assert parent is not None
-            new_text = _clean_fact_text(text)
-            AtomicFact.objects.filter(review_assignment=assignment, parent=parent).delete()
-            assignment.labels.filter(fact=parent).delete()
-            return [
-                AtomicFact.objects.create(
-                    answer_id=answer_id,
-                    position=parent.position,
-                    text=new_text,
-                    origin=FactOrigin.REWORD,
-                    parent=parent,
-                    review_assignment=assignment,
-                )
-            ]
+            return _facts_replace(assignment, parent, answer_id, [_clean_fact_text(text)], FactOrigin.REWORD)
         if operation == "add":
             new_text = _clean_fact_text(text)
             return [

@@ -7,6 +7,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+# Where and how a judge reaches its provider (the endpoint, the credentials' variables, the region or project): the
+# config keys that say nothing about how it scores, in the order the judge config form shows them.
+CONNECTION_KEYS = (
+    "api_base",
+    "api_key_env",
+    "api_version",
+    "aws_access_key_id_env",
+    "aws_secret_access_key_env",
+    "aws_session_token_env",
+    "aws_region",
+    "vertex_credentials_env",
+    "vertex_project",
+    "vertex_location",
+)
 TEMPORARY = frozenset({"timeout", "connection", "rate_limit", "server", "malformed"})
 PERMANENT = frozenset(
     {

@@ -184,20 +184,12 @@ def answered_kind(exc: BaseException, chain: list[BaseException]) -> str | None:
 
 
 def status_kind(exc: BaseException, *, connection_error: bool) -> str | None:
+    """The kind of an error that carries only a bare status code. A connection error's 5xx is litellm's stand-in for
+    "no answer", not the provider's, so it is left to the connection check."""
     status = getattr(exc, "status_code", None)
-    if not isinstance(status, int):
+    if not isinstance(status, int) or (connection_error and status >= 500):
         return None
-    if 300 <= status < 400:
-        return "redirect"
-    if status == 408:
-        return "timeout"
-    if status == 429:
-        return "rate_limit"
-    if status >= 500 and not connection_error:
-        return "server"
-    if 400 <= status < 500:
-        return "bad_request"
-    return None
+    return kind_of_status(status)
 
 
 def transport_error(exc: Exception) -> BaseException:

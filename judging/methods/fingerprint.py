@@ -11,27 +11,10 @@ import hashlib
 import json
 from typing import Any
 
+from judging.llm.calls import CONNECTION_KEYS
+
 OPERATIONAL_KEYS = frozenset(
-    {
-        "name",
-        "api_base",
-        "api_key_env",
-        "api_version",
-        "aws_access_key_id_env",
-        "aws_secret_access_key_env",
-        "aws_session_token_env",
-        "aws_region",
-        "vertex_credentials_env",
-        "vertex_project",
-        "vertex_location",
-        "max_concurrency",
-        "rpm",
-        "tpm",
-        "timeout_s",
-        "max_retries",
-        "budget_usd",
-        "cache",
-    }
+    {"name", *CONNECTION_KEYS, "max_concurrency", "rpm", "tpm", "timeout_s", "max_retries", "budget_usd", "cache"}
 )
 
 

@@ -37,7 +37,7 @@ Pure: numpy is imported by the functions that use it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 from judging.statistics.intervals import normal_quantile
@@ -275,11 +275,9 @@ def _no_data(rule: str) -> Decision:
     }
 
 
-def difference_decision(looks: Sequence[Look], *, first: str = "A", second: str = "B") -> Decision:
-    """The rule "one system beats the other" on the confidence sequence of mean(first − second): met once the
-    interval excludes 0 (the decision names the winner), with the interval and n of the latest look as evidence.
-    Because the sequence holds at every look, stopping at the first look where it is met keeps the error at α."""
-    rule = f"{first} beats {second} or {second} beats {first}"
+def _on_latest_look(looks: Sequence[Look], rule: str, decide: Callable[[float, float], tuple[bool, str]]) -> Decision:
+    """The rule decided by `decide(low, high)` (whether it is met, and the decision's words) on the latest look's
+    interval, which is the evidence; undefined when there is no look yet or the latest has no interval."""
     if not looks:
         return _no_data(rule)
     last = looks[-1]
@@ -287,39 +285,33 @@ def difference_decision(looks: Sequence[Look], *, first: str = "A", second: str 
     low, high = evidence["low"], evidence["high"]
     if low is None or high is None:
         return {**_no_data(rule), "n": last["n"], "undefined": evidence["undefined"] or "no interval"}
-    decision = None
-    if low > 0.0:
-        decision = f"{first} beats {second}"
-    elif high < 0.0:
-        decision = f"{second} beats {first}"
-    return {
-        "rule": rule,
-        "met": decision is not None,
-        "decision": decision or "not yet: the interval still contains 0",
-        "n": last["n"],
-        "evidence": evidence,
-        "undefined": None,
-    }
+    met, decision = decide(low, high)
+    return {"rule": rule, "met": met, "decision": decision, "n": last["n"], "evidence": evidence, "undefined": None}
+
+
+def difference_decision(looks: Sequence[Look], *, first: str = "A", second: str = "B") -> Decision:
+    """The rule "one system beats the other" on the confidence sequence of mean(first − second): met once the
+    interval excludes 0 (the decision names the winner), with the interval and n of the latest look as evidence.
+    Because the sequence holds at every look, stopping at the first look where it is met keeps the error at α."""
+
+    def decide(low: float, high: float) -> tuple[bool, str]:
+        if low > 0.0:
+            return True, f"{first} beats {second}"
+        if high < 0.0:
+            return True, f"{second} beats {first}"
+        return False, "not yet: the interval still contains 0"
+
+    return _on_latest_look(looks, f"{first} beats {second} or {second} beats {first}", decide)
 
 
 def width_decision(looks: Sequence[Look], width: float) -> Decision:
     """The rule "the interval is at most ``width`` wide", on the latest look of a confidence sequence."""
     if not (math.isfinite(width) and width > 0.0):
         raise ValueError(f"the width must be a positive number, not {width!r}")
-    rule = f"width <= {width:g}"
-    if not looks:
-        return _no_data(rule)
-    last = looks[-1]
-    evidence = last["interval"]
-    low, high = evidence["low"], evidence["high"]
-    if low is None or high is None:
-        return {**_no_data(rule), "n": last["n"], "undefined": evidence["undefined"] or "no interval"}
-    met = high - low <= width
-    return {
-        "rule": rule,
-        "met": met,
-        "decision": f"width {high - low:.4g} <= {width:g}" if met else f"not yet: width {high - low:.4g} > {width:g}",
-        "n": last["n"],
-        "evidence": evidence,
-        "undefined": None,
-    }
+
+    def decide(low: float, high: float) -> tuple[bool, str]:
+        if high - low <= width:
+            return True, f"width {high - low:.4g} <= {width:g}"
+        return False, f"not yet: width {high - low:.4g} > {width:g}"
+
+    return _on_latest_look(looks, f"width <= {width:g}", decide)

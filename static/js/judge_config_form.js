@@ -14,6 +14,9 @@
     if (!form || !box) return;
     var templates = readJson("judge-config-template-data");
     var datasetAspects = readJson("judge-config-dataset-aspects");
+    // The model and the provider connection (the form's kept_keys): a new template keeps what was typed there.
+    var keptKeys = readJson("judge-config-kept-keys");
+    if (!Array.isArray(keptKeys)) keptKeys = [];
     var state = document.getElementById("judge-config-json-state");
     var invalidMessage = state ? state.getAttribute("data-invalid-message") : "";
     var aspectsBox = document.getElementById("id_aspects");
@@ -142,19 +145,7 @@
       // What the researcher already typed survives a change of method.
       if (current.name) next.name = current.name;
       if (method !== "metric") {
-        [
-          "model",
-          "api_base",
-          "api_key_env",
-          "api_version",
-          "aws_access_key_id_env",
-          "aws_secret_access_key_env",
-          "aws_session_token_env",
-          "aws_region",
-          "vertex_credentials_env",
-          "vertex_project",
-          "vertex_location",
-        ].forEach(function (key) {
+        keptKeys.forEach(function (key) {
           if (current[key]) next[key] = current[key];
         });
       }

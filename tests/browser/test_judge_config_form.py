@@ -49,6 +49,22 @@ def test_template_fields_preview_and_save(page: Page, live_server, researcher) -
     expect(page.locator("#id_model")).to_have_value("openai/gpt-4o-mini")
     assert json_view(page) == config_template("reference")
 
+    # Another template keeps the name, the model and the provider connection typed so far (the form's kept_keys).
+    page.locator("#id_model").fill("anthropic/claude-3-5-haiku")
+    page.locator("#id_api_base").fill("https://llm.example.org/v1")
+    page.locator("#id_template").select_option("single")
+    expect(page.locator("#id_method")).to_have_value("single")
+    assert json_view(page) == {
+        **config_template("single"),
+        "name": config_template("reference")["name"],
+        "model": "anthropic/claude-3-5-haiku",
+        "api_base": "https://llm.example.org/v1",
+    }
+    page.locator("#id_model").fill("openai/gpt-4o-mini")
+    page.locator("#id_api_base").fill("")
+    page.locator("#id_template").select_option("reference")
+    assert json_view(page) == config_template("reference")
+
     # The labelled fields edit the JSON view; aspects come from the chosen dataset's rubric.
     page.locator("#id_name").fill("browser judge")
     page.locator("#id_dataset").select_option(label="qa set")

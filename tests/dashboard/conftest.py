@@ -25,29 +25,13 @@ from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import Campaign, Dataset, Response
 from annotations.task_sheet import campaign_scales
-from bench.datagen import LLM_JP_ASPECTS, generate_llm_jp_jsonl
+from bench.datagen import LLM_JP_ASPECTS, MISSING_SCORES, add_imported_judge, generate_llm_jp_jsonl
 from tests.annotate.factories import submit_answer
 from tests.conftest import CAST_PASSWORD
 
 DATASET_NAME = "stats demo Ξ §"
 JUDGE_NAME = "BLEU Ξ§ judge"
-MISSING = {"NA", 0, None}
-
-
-def _add_judge(lines: list[dict[str, Any]], seed: int) -> None:
-    rng = random.Random(seed)
-    for item in lines:
-        for turn in item["turns"]:
-            for answer in turn["responses"].values():
-                evals = answer.get("human_evals")
-                if not evals:
-                    continue
-                scores = {}
-                for aspect, values in evals.items():
-                    present = [v for v in values if v not in MISSING]
-                    centre = sum(present) / len(present) if present else 3
-                    scores[aspect] = max(1, min(5, round(centre + rng.gauss(0, 0.9))))
-                answer["auto_evals"] = {JUDGE_NAME: scores}
+MISSING = MISSING_SCORES
 
 
 @pytest.fixture
@@ -55,7 +39,7 @@ def stats_jsonl(tmp_path: Path) -> list[dict[str, Any]]:
     path = tmp_path / "data.jsonl"
     generate_llm_jp_jsonl(path, items=30, systems=4, raters=3, seed=5, min_chars=20, max_chars=400, missing_rate=0.08)
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    _add_judge(lines, seed=9)
+    add_imported_judge(lines, JUDGE_NAME, seed=9)
     return lines
 
 

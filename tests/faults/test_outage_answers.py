@@ -16,7 +16,7 @@ from evalsite import error_pages
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
 from tests.fakeprovider import free_port
-from tests.judging.test_outages import PrivateRedis
+from tests.judging.private_redis import PrivateRedis
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ import pytest
 
 from tests.conftest import CAST_PASSWORD, PROJECT_ROOT, wait_for
 from tests.fakeprovider import free_port
-from tests.judging.test_outages import PrivateRedis
+from tests.judging.private_redis import PrivateRedis
 from tests.judging.test_outages_postgres import PrivatePostgres
 
 logging.getLogger("httpx").setLevel(logging.WARNING)

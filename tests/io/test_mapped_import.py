@@ -84,18 +84,25 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> 
     return path
 
 
-MT_BENCH_SCHEMA = pa.schema(
-    [
-        ("question_id", pa.int64()),
-        ("model_a", pa.string()),
-        ("model_b", pa.string()),
-        ("winner", pa.string()),
-        ("judge", pa.string()),
-        ("conversation_a", MESSAGE),
-        ("conversation_b", MESSAGE),
-        ("turn", pa.int64()),
-    ]
-)
+def _pairwise_schema(question_id: pa.DataType, *more: tuple[str, pa.DataType]) -> pa.Schema:
+    """The published pairwise-preference layout both MT-Bench's human judgments and Chatbot Arena's conversations
+    share, with its question id's type and the columns one of them adds."""
+    return pa.schema(
+        [
+            ("question_id", question_id),
+            ("model_a", pa.string()),
+            ("model_b", pa.string()),
+            ("winner", pa.string()),
+            ("judge", pa.string()),
+            ("conversation_a", MESSAGE),
+            ("conversation_b", MESSAGE),
+            ("turn", pa.int64()),
+            *more,
+        ]
+    )
+
+
+MT_BENCH_SCHEMA = _pairwise_schema(pa.int64())
 
 
 @pytest.mark.django_db
@@ -127,20 +134,11 @@ def test_mt_bench_human_judgments(tmp_path: Path) -> None:
     assert (gpt4["shown"], gpt4["chosen"]) == (2, 2)
 
 
-ARENA_SCHEMA = pa.schema(
-    [
-        ("question_id", pa.string()),
-        ("model_a", pa.string()),
-        ("model_b", pa.string()),
-        ("winner", pa.string()),
-        ("judge", pa.string()),
-        ("conversation_a", MESSAGE),
-        ("conversation_b", MESSAGE),
-        ("turn", pa.int64()),
-        ("anony", pa.bool_()),
-        ("language", pa.string()),
-        ("tstamp", pa.float64()),
-    ]
+ARENA_SCHEMA = _pairwise_schema(
+    pa.string(),
+    ("anony", pa.bool_()),
+    ("language", pa.string()),
+    ("tstamp", pa.float64()),
 )
 
 

@@ -1,10 +1,12 @@
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 
-from tests.conftest import _make_user
+from tests.conftest import _make_user, _point_app_at
 from tests.fakeprovider import FakeProvider
+from tests.judging.private_redis import PrivateRedis
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +36,18 @@ def other_researcher(db: None) -> User:
 @pytest.fixture
 def annotator(db: None) -> User:
     return _make_user("annotator")
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[PrivateRedis]:  # type: ignore[no-untyped-def]
+    """A private redis-server that this process and the worker use as broker and limiter."""
+    server = PrivateRedis(tmp_path).start()
+    previous = settings.CELERY_BROKER_URL
+    # Celery reads CELERY_BROKER_URL from the environment before its own configuration.
+    monkeypatch.setenv("CELERY_BROKER_URL", server.url)
+    settings.CELERY_BROKER_URL = settings.REDIS_URL = server.url
+    settings.BROKER_IS_REDIS = True
+    _point_app_at(server.url)
+    yield server
+    _point_app_at(previous)
+    server.stop()

@@ -196,6 +196,27 @@ def test_classify_plain_errors() -> None:
     assert classify(ValueError("bad json")) == "malformed"
 
 
+class _StatusError(Exception):
+    def __init__(self, status_code: int) -> None:
+        super().__init__(f"HTTP {status_code}")
+        self.status_code = status_code
+
+
+def test_classify_a_bare_status_code_by_the_one_status_rule() -> None:
+    # An error that carries only its status is read by the same rule as a status the gateway read itself.
+    kinds = {status: classify(_StatusError(status)) for status in (302, 400, 401, 403, 404, 408, 429, 503)}
+    assert kinds == {
+        302: "redirect",
+        400: "bad_request",
+        401: "auth",
+        403: "auth",
+        404: "not_found",
+        408: "timeout",
+        429: "rate_limit",
+        503: "server",
+    }
+
+
 def test_cache_key_depends_on_model_messages_params_and_sample() -> None:
     base = CallSpec(model="openai/m", messages=MESSAGES)
     assert base.cache_key() == CallSpec(model="openai/m", messages=list(MESSAGES)).cache_key()

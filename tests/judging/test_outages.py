@@ -5,84 +5,21 @@ in the middle of a judge run and starts it again on the same port. The shared Re
 """
 
 import asyncio
-import shutil
-import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-import redis
 from django.db.models import Count, Sum
 
 from judging import services
 from judging.llm import ratelimit
 from judging.models import JudgeRun, JudgeScore, Judgment, JudgmentStatus, ProviderSend, RunStatus
-from tests.conftest import _point_app_at, wait_for
-from tests.fakeprovider import FakeProvider, free_port
+from tests.conftest import wait_for
+from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
+from tests.judging.private_redis import PrivateRedis
 from tests.judging.test_worker_runs import WORKER_ENV, cfg, finished, run_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-
-
-class PrivateRedis:
-    """A redis-server of this test alone, without persistence like the one of docker-compose.yml: a restart loses
-    the queued tasks and the limiter's state."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = free_port()
-        self.directory = directory
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> "PrivateRedis":
-        self.process = subprocess.Popen(
-            [
-                REDIS_SERVER,
-                *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory)),
-                *("--save", "", "--appendonly", "no", "--logfile", str(self.directory / "redis.log")),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url)
-        wait_for(lambda: _answers(client), timeout=10, message="the private redis-server to answer")
-        client.close()
-        return self
-
-    def stop(self) -> None:
-        """SIGTERM, as in a restart of the service."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
-        self.process = None
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
-
-
-@pytest.fixture
-def private_redis(tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[PrivateRedis]:  # type: ignore[no-untyped-def]
-    server = PrivateRedis(tmp_path).start()
-    previous = settings.CELERY_BROKER_URL
-    # Celery reads CELERY_BROKER_URL from the environment before its own configuration.
-    monkeypatch.setenv("CELERY_BROKER_URL", server.url)
-    settings.CELERY_BROKER_URL = settings.REDIS_URL = server.url
-    settings.BROKER_IS_REDIS = True
-    _point_app_at(server.url)
-    yield server
-    _point_app_at(previous)
-    server.stop()
 
 
 def _run_through_outage(

@@ -18,26 +18,12 @@ import pytest
 from django.core.management import call_command
 
 from judging.models import JudgeRun, RunStatus
-from tests.conftest import PROJECT_ROOT, WorkerProcess, _point_app_at, wait_for
+from tests.conftest import PROJECT_ROOT, WorkerProcess, wait_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
-from tests.judging.test_outages import PrivateRedis
+from tests.judging.private_redis import PrivateRedis
 from tests.judging.test_outages_postgres import PrivatePostgres, _env, _manage, _query
 from tests.judging.test_worker_runs import WORKER_ENV, cfg
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[PrivateRedis]:  # type: ignore[no-untyped-def]
-    """A private redis-server that this process and the worker use as broker and limiter."""
-    server = PrivateRedis(tmp_path).start()
-    previous = settings.CELERY_BROKER_URL
-    monkeypatch.setenv("CELERY_BROKER_URL", server.url)
-    settings.CELERY_BROKER_URL = settings.REDIS_URL = server.url
-    settings.BROKER_IS_REDIS = True
-    _point_app_at(server.url)
-    yield server
-    _point_app_at(previous)
-    server.stop()
 
 
 @pytest.fixture
@@ -63,14 +49,14 @@ def _supervised(start: Callable[[], WorkerProcess]) -> Callable[[], None]:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_launch_with_the_broker_down_says_so_and_the_run_completes_once_it_is_back(
-    fake_provider: FakeProvider, own_redis: PrivateRedis, celery_worker_factory, tmp_path: Path
+    fake_provider: FakeProvider, private_redis: PrivateRedis, celery_worker_factory, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    env = {**WORKER_ENV, "CELERY_BROKER_URL": own_redis.url, "REDIS_URL": own_redis.url}
-    supervise = _supervised(lambda: celery_worker_factory(broker_url=own_redis.url, extra_env=env))
+    env = {**WORKER_ENV, "CELERY_BROKER_URL": private_redis.url, "REDIS_URL": private_redis.url}
+    supervise = _supervised(lambda: celery_worker_factory(broker_url=private_redis.url, extra_env=env))
     dataset = make_dataset(items=5, systems=2, name="launch in an outage")
     config = tmp_path / "judge.json"
     config.write_text(json.dumps(cfg(fake_provider)))
-    own_redis.stop()
+    private_redis.stop()
     out, err = io.StringIO(), io.StringIO()
     call_command("judge", "--dataset", dataset.name, "--config", str(config), stdout=out, stderr=err)
     run = JudgeRun.objects.get(dataset=dataset)
@@ -81,7 +67,7 @@ def test_a_launch_with_the_broker_down_says_so_and_the_run_completes_once_it_is_
     assert "Traceback" not in message and "OperationalError" not in message
     assert run.status == RunStatus.QUEUED and run.start_unsent_at is not None
 
-    own_redis.start()
+    private_redis.start()
 
     def run_finished() -> bool:
         supervise()

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import PROJECT_ROOT, WorkerProcess, wait_for
 from tests.fakeprovider import FakeProvider, free_port
-from tests.judging.test_outages import PrivateRedis
+from tests.judging.private_redis import PrivateRedis
 from tests.judging.test_worker_runs import WORKER_ENV, cfg
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError, RubricError
+from annotations.management.import_report import write_import_result
 from annotations.management.owners import owner_option
 from annotations.rubrics import PRESETS, load_rubric_file
 
@@ -33,12 +34,4 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {options['path']}: {exc.strerror}") from None
         except (DatasetImportError, RubricError) as exc:
             raise CommandError(f"{options['path']}: {exc} (nothing was imported)") from None
-        if result.notice:
-            self.stderr.write(self.style.WARNING(f"notice: {result.notice}"))
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"imported dataset {result.dataset.name!r} (id {result.dataset.pk}): {result.items} items, "
-                f"{result.turns} turns, {result.responses} answers, {result.ratings} ratings, "
-                f"{result.judge_scores} judge scores"
-            )
-        )
+        write_import_result(self, result)

@@ -8,6 +8,7 @@ from annotations.datasets.mapped_import import MappedTable, mapped_import, mappe
 from annotations.datasets.mapping import MappingError, load_mapping, ready_made_mappings
 from annotations.datasets.tables import DEFAULT_DUPLICATES, DUPLICATE_POLICIES
 from annotations.errors import DatasetImportError, RubricError
+from annotations.management.import_report import write_import_result
 from annotations.management.owners import owner_option
 from annotations.rubrics import PRESETS, load_rubric_file, preset_rubric
 
@@ -98,12 +99,4 @@ class Command(BaseCommand):
         for table in imported.read.tables:
             self.stdout.write(f"read {table}")
         self.stdout.write(imported.read.duplicates_summary())
-        if result.notice:
-            self.stderr.write(self.style.WARNING(f"notice: {result.notice}"))
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"imported dataset {result.dataset.name!r} (id {result.dataset.pk}): {result.items} items, "
-                f"{result.turns} turns, {result.responses} answers, {result.ratings} ratings, "
-                f"{result.judge_scores} judge scores"
-            )
-        )
+        write_import_result(self, result)

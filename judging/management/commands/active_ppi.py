@@ -5,8 +5,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
 from judging.management.argument_types import open_unit_interval
-from judging.management.commands.agreement import as_json, interval_text, number, text_table
 from judging.management.csv_columns import column_cells, numbers, optional_numbers, read_rows
+from judging.management.reports import as_json, interval_text, number, text_table
 from judging.statistics.active_ppi import active_ppi_mean
 from judging.statistics.ppi import TUNINGS
 from judging.statistics.stratified_ppi import Stratum, stratified_ppi_mean

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
+from django.core.management.base import CommandParser
 
-from annotations.management.lookup import add_owner_argument, dataset_or_error
+from annotations.models import Dataset
 from judging.analysis.reports import (
     DEFAULT_EPSILON,
     METRIC_CHOICES,
@@ -13,17 +13,10 @@ from judging.analysis.reports import (
     ReportError,
     alt_test_report,
 )
+from judging.analysis.selectors import RatingScope
 from judging.certification.selectors import judge_certification
 from judging.management.argument_types import open_unit_interval, whole_number_at_least
-from judging.management.commands.agreement import (
-    add_rater_model_argument,
-    add_scope_arguments,
-    as_json,
-    number,
-    scope_or_error,
-    text_table,
-    write_scope,
-)
+from judging.management.reports import DatasetReportCommand, number, text_table, write_scope
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q
 
 
@@ -39,18 +32,16 @@ _q = open_unit_interval("q")
 _min_instances = whole_number_at_least(2, "minimum")
 
 
-class Command(BaseCommand):
-    requires_system_checks: list[str] = []
+class Command(DatasetReportCommand):
     help = (
         "The alternative-annotator test (Calderon, Reichart and Dror 2025): can the judge replace a rater? Each rater "
         "is left out in turn; one-sided t-tests with the cost-benefit margin epsilon, Benjamini-Yekutieli at FDR q; "
         "passed when the winning rate is at least 0.5."
     )
+    judge_help = "judge name"
+    errors = (JudgeNotFound, ReportError)
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True, help="dataset name")
-        add_owner_argument(parser)
-        parser.add_argument("--judge", required=True, help="judge name")
+    def add_report_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--aspect", help="one aspect (default: every aspect the judge scores)")
         parser.add_argument(
             "--epsilon",
@@ -72,25 +63,16 @@ class Command(BaseCommand):
             default=DEFAULT_MIN_INSTANCES,
             help=f"raters with fewer usable answers are skipped (default {DEFAULT_MIN_INSTANCES})",
         )
-        add_scope_arguments(parser)
-        add_rater_model_argument(parser)
-        parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
 
-    @no_translations
-    def handle(self, *args: object, **options: Any) -> None:
-        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        scope = scope_or_error(dataset, options)
+    def report(self, dataset: Dataset, scope: RatingScope, options: dict[str, Any]) -> dict[str, Any]:
         settings = AltTestSettings(
             epsilon=options["epsilon"], q=options["q"], metric=options["metric"], min_instances=options["min_instances"]
         )
-        try:
-            report = alt_test_report(dataset, str(options["judge"]), options["aspect"], settings, scope)
-        except (JudgeNotFound, ReportError) as exc:
-            raise CommandError(str(exc)) from None
-        certified = judge_certification(dataset, str(options["judge"]))
-        if options["json"]:
-            self.stdout.write(as_json({**report, "certification": certified}))
-            return
+        report = alt_test_report(dataset, str(options["judge"]), options["aspect"], settings, scope)
+        return {**report, "certification": judge_certification(dataset, str(options["judge"]))}
+
+    def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
+        certified = report["certification"]
         self.stdout.write(f"Alternative-annotator test of judge {report['judge']} on dataset {report['dataset']}")
         self.stdout.write(f"Judge version {certified['version'] or 'none'}: {certified['standing']}")
         write_scope(self, scope, report)

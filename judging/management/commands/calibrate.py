@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotations.management.lookup import add_owner_argument, dataset_or_error
 from judging.analysis.reports import JudgeNotFound
 from judging.analysis.services import CalibrationError, judge_calibrate
-from judging.management.commands.agreement import as_json, exclusions_text, number
+from judging.management.reports import as_json, exclusions_text, number
 
 
 class Command(BaseCommand):

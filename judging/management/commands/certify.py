@@ -1,5 +1,3 @@
-import time
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.lookup import add_owner_argument, dataset_or_error
@@ -9,6 +7,7 @@ from judging.certification.certificates import DEFAULT_EPSILON, DEFAULT_Q, certi
 from judging.certification.drift import drift_checks_start
 from judging.certification.evaluations import CertificationError
 from judging.certification.reference_sets import reference_set_create
+from judging.management.judge_versions import version_and_reference_set_or_error, wait_for_worker
 from judging.models import Certificate, CertificateStatus
 
 
@@ -76,12 +75,7 @@ class Command(BaseCommand):
         )
 
     def _certify(self, dataset: Dataset, options: dict[str, object]) -> None:
-        try:
-            version, reference = selectors.judge_version_and_reference_set(
-                dataset, str(options["judge"]), str(options["reference_set"])
-            )
-        except LookupError as exc:
-            raise CommandError(str(exc)) from None
+        version, reference = version_and_reference_set_or_error(dataset, options)
         try:
             certificate = certificate_request(
                 version=version,
@@ -96,13 +90,8 @@ class Command(BaseCommand):
             f"certificate {certificate.pk}: version {version.short} on {reference.name!r}, run "
             f"{certificate.run.judge.name if certificate.run else '-'} started"
         )
-        wait = float(str(options["wait"]))
-        deadline = time.monotonic() + wait
-        while wait and time.monotonic() < deadline:
-            certificate.refresh_from_db()
-            if certificate.status not in (CertificateStatus.PENDING, CertificateStatus.EVALUATING):
-                break
-            time.sleep(0.5)  # polling the database for the worker's verdict
+        deciding = (CertificateStatus.PENDING, CertificateStatus.EVALUATING)
+        wait_for_worker(certificate, lambda: certificate.status not in deciding, float(str(options["wait"])))
         certificate.refresh_from_db()
         self._print_certificate(certificate)
         if certificate.status in (CertificateStatus.FAILED, CertificateStatus.UNDEFINED):

@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
 from judging.management.argument_types import open_unit_interval, whole_number_at_least
-from judging.management.commands.agreement import as_json, interval_text, number, text_table
 from judging.management.csv_columns import column_cells, numbers, read_rows
+from judging.management.reports import as_json, interval_text, number, text_table
 from judging.statistics.sequences import (
     METHODS,
     WIN_VALUES,

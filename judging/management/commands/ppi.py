@@ -2,21 +2,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
+from django.core.management.base import CommandParser
 
-from annotations.management.lookup import add_owner_argument, dataset_or_error
+from annotations.models import Dataset
 from judging.analysis.prediction_powered import ppi_report
 from judging.analysis.reports import JudgeNotFound, ReportError
-from judging.management.commands.agreement import (
-    add_rater_model_argument,
-    add_scope_arguments,
-    as_json,
-    interval_text,
-    number,
-    scope_or_error,
-    text_table,
-    write_scope,
-)
+from judging.analysis.selectors import RatingScope
+from judging.management.reports import DatasetReportCommand, interval_text, number, text_table, write_scope
 from judging.statistics.ppi import TUNINGS
 
 
@@ -41,18 +33,16 @@ def _rows(entries: list[dict[str, Any]], label: Any) -> list[list[str]]:
     return rows
 
 
-class Command(BaseCommand):
-    requires_system_checks: list[str] = []
+class Command(DatasetReportCommand):
     help = (
         "Prediction-powered inference (Angelopoulos et al. 2023, with PPI++ power tuning): each system's mean score "
         "and each pairwise difference from the judge's scores on every answer and the humans' on a random subset, "
         "with 95% CLT intervals beside the human-only ones and the effective number of human ratings."
     )
+    judge_help = "judge name (it must score every answer)"
+    errors = (JudgeNotFound, ReportError)
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True, help="dataset name")
-        add_owner_argument(parser)
-        parser.add_argument("--judge", required=True, help="judge name (it must score every answer)")
+    def add_report_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--aspect", help="one aspect (default: every aspect the judge scores)")
         parser.add_argument(
             "--tuning",
@@ -60,21 +50,11 @@ class Command(BaseCommand):
             default="ppi++",
             help="ppi++ (default: the variance-minimising weight on the judge) or ppi (weight 1)",
         )
-        add_scope_arguments(parser)
-        add_rater_model_argument(parser)
-        parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
 
-    @no_translations
-    def handle(self, *args: object, **options: Any) -> None:
-        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        scope = scope_or_error(dataset, options)
-        try:
-            report = ppi_report(dataset, str(options["judge"]), options["aspect"], str(options["tuning"]), scope)
-        except (JudgeNotFound, ReportError) as exc:
-            raise CommandError(str(exc)) from None
-        if options["json"]:
-            self.stdout.write(as_json(report))
-            return
+    def report(self, dataset: Dataset, scope: RatingScope, options: dict[str, Any]) -> dict[str, Any]:
+        return ppi_report(dataset, str(options["judge"]), options["aspect"], str(options["tuning"]), scope)
+
+    def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
         self.stdout.write(
             f"Prediction-powered estimates from judge {report['judge']} on dataset {report['dataset']} "
             f"({report['tuning']}, {report['confidence']:.0%} intervals)"

@@ -2,22 +2,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
+from django.core.management.base import CommandParser
 
-from annotations.management.lookup import add_owner_argument, dataset_or_error
+from annotations.models import Dataset
 from judging.analysis.ranking_reports import HUMANS, ranking_report
 from judging.analysis.reports import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, JudgeNotFound, ReportError
+from judging.analysis.selectors import RatingScope
 from judging.management.argument_types import whole_number_at_least
-from judging.management.commands.agreement import (
-    add_rater_model_argument,
-    add_scope_arguments,
-    as_json,
-    interval_text,
-    number,
-    scope_or_error,
-    text_table,
-    write_scope,
-)
+from judging.management.reports import DatasetReportCommand, interval_text, number, text_table, write_scope
 from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
 from judging.statistics.ranking import MIN_BOOTSTRAP
 
@@ -25,16 +17,14 @@ _resamples = whole_number_at_least(MIN_BOOTSTRAP, "number of resamples")
 _seed = whole_number_at_least(0, "seed")
 
 
-class Command(BaseCommand):
-    requires_system_checks: list[str] = []
+class Command(DatasetReportCommand):
     help = (
         "Rank the systems with their uncertainty: Bradley-Terry from pairwise outcomes (the humans' preferences or a "
         "pairwise judge), or with --aspect by mean rating; rank intervals from a bootstrap over prompts."
     )
+    errors = (JudgeNotFound, ReportError)
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True, help="dataset name")
-        add_owner_argument(parser)
+    def add_report_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--source", default=HUMANS, help="humans (default) or a judge's name")
         parser.add_argument("--aspect", help="rank by the mean rating on this aspect instead of pairwise outcomes")
         parser.add_argument("--reference", help="system whose log-strength is 0 (default: the first in sorted order)")
@@ -51,30 +41,20 @@ class Command(BaseCommand):
             help=f"prompt resamples for the rank intervals (default {BOOTSTRAP_RESAMPLES}, at least {MIN_BOOTSTRAP})",
         )
         parser.add_argument("--seed", type=_seed, default=BOOTSTRAP_SEED, help="bootstrap seed (default 0)")
-        add_scope_arguments(parser)
-        add_rater_model_argument(parser)
-        parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
 
-    @no_translations
-    def handle(self, *args: object, **options: Any) -> None:
-        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        scope = scope_or_error(dataset, options)
-        try:
-            report = ranking_report(
-                dataset,
-                str(options["source"]),
-                options["aspect"],
-                options["reference"],
-                n_resamples=options["bootstrap"],
-                seed=options["seed"],
-                scope=scope,
-                ties=options["ties"],
-            )
-        except (JudgeNotFound, ReportError) as exc:
-            raise CommandError(str(exc)) from None
-        if options["json"]:
-            self.stdout.write(as_json(report))
-            return
+    def report(self, dataset: Dataset, scope: RatingScope, options: dict[str, Any]) -> dict[str, Any]:
+        return ranking_report(
+            dataset,
+            str(options["source"]),
+            options["aspect"],
+            options["reference"],
+            n_resamples=options["bootstrap"],
+            seed=options["seed"],
+            scope=scope,
+            ties=options["ties"],
+        )
+
+    def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
         what = f"mean rating on {report['aspect']}" if report["aspect"] else _bradley_terry_with(report["ties"])
         self.stdout.write(f"Ranking of the systems of dataset {report['dataset']} by {report['source']} ({what})")
         write_scope(self, scope, report)

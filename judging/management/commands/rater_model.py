@@ -2,19 +2,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
+from django.core.management.base import CommandParser
 
-from annotations.management.lookup import add_owner_argument, dataset_or_error
+from annotations.models import Dataset
 from judging.analysis.rater_model_reports import rater_model_report
 from judging.analysis.reports import ReportError
-from judging.management.commands.agreement import (
-    add_scope_arguments,
-    as_json,
-    number,
-    scope_or_error,
-    text_table,
-    write_scope,
-)
+from judging.analysis.selectors import RatingScope
+from judging.management.reports import DatasetReportCommand, number, text_table, write_scope
 from judging.statistics.rater_models import MODELS
 
 
@@ -23,33 +17,24 @@ def _reliability_first(rater: dict[str, Any]) -> tuple[bool, float]:
     return (value is None, -(value or 0.0))
 
 
-class Command(BaseCommand):
-    requires_system_checks: list[str] = []
+class Command(DatasetReportCommand):
     help = (
         "Human scores from a rater model: Dawid-Skene or MACE (categorical labels) or the additive rater-severity "
         "model (ordinal scores) per aspect, with each rater's estimated reliability and each answer's model-based "
         "label or score (docs/statistics.md, Rater models)."
     )
+    rater_model = False
+    json_help = "also print every answer's label or score, as JSON"
+    errors = (ReportError,)
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True, help="dataset name")
-        add_owner_argument(parser)
+    def add_report_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--model", required=True, choices=MODELS, help="the rater model")
         parser.add_argument("--aspect", help="one aspect (default: every aspect)")
-        add_scope_arguments(parser)
-        parser.add_argument("--json", action="store_true", help="also print every answer's label or score, as JSON")
 
-    @no_translations
-    def handle(self, *args: object, **options: Any) -> None:
-        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        scope = scope_or_error(dataset, options)
-        try:
-            report = rater_model_report(dataset, str(options["model"]), options["aspect"], scope)
-        except ReportError as exc:
-            raise CommandError(str(exc)) from None
-        if options["json"]:
-            self.stdout.write(as_json(report))
-            return
+    def report(self, dataset: Dataset, scope: RatingScope, options: dict[str, Any]) -> dict[str, Any]:
+        return rater_model_report(dataset, str(options["model"]), options["aspect"], scope)
+
+    def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
         self.stdout.write(f"Rater model {report['model']} on dataset {report['dataset']}")
         write_scope(self, scope, report)
         for aspect, result in report["aspects"].items():

@@ -1,9 +1,6 @@
-import time
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.management.lookup import add_owner_argument, dataset_or_error
-from judging.certification import selectors
 from judging.certification.evaluations import CertificationError
 from judging.certification.teaching import (
     DEFAULT_PER_LEVEL,
@@ -11,6 +8,7 @@ from judging.certification.teaching import (
     DEFAULT_TEACH_SEED,
     judge_version_teach,
 )
+from judging.management.judge_versions import version_and_reference_set_or_error, wait_for_worker
 from judging.models import JudgeTeaching, TeachingDecision, TeachingStatus
 
 
@@ -33,12 +31,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        try:
-            version, reference = selectors.judge_version_and_reference_set(
-                dataset, str(options["judge"]), str(options["reference_set"])
-            )
-        except LookupError as exc:
-            raise CommandError(str(exc)) from None
+        version, reference = version_and_reference_set_or_error(dataset, options)
         try:
             teaching = judge_version_teach(
                 version=version,
@@ -54,13 +47,7 @@ class Command(BaseCommand):
             missing = ", ".join(f"{level:g}" for level in row.get("missing_levels", [])) or "none"
             self.stdout.write(f"{aspect}: {len(row.get('chosen', []))} example(s); levels without one: {missing}")
         self.stdout.write(f"teaching {teaching.pk}: both versions judge {teaching.held_out} held-out answers")
-        wait = float(str(options["wait"]))
-        deadline = time.monotonic() + wait
-        while wait and time.monotonic() < deadline:
-            teaching.refresh_from_db()
-            if teaching.status == TeachingStatus.DONE:
-                break
-            time.sleep(0.5)  # polling the database for the worker's decision
+        wait_for_worker(teaching, lambda: teaching.status == TeachingStatus.DONE, float(str(options["wait"])))
         self._print(teaching)
 
     def _print(self, teaching: JudgeTeaching) -> None:

@@ -2,31 +2,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
+from django.core.management.base import CommandParser
 
-from annotations.management.lookup import add_owner_argument, dataset_or_error
+from annotations.models import Dataset
 from judging.analysis.prediction_powered import DEFAULT_DELTA, DEFAULT_TARGET, trust_or_escalate_calibrate
 from judging.analysis.reports import JudgeNotFound, ReportError
+from judging.analysis.selectors import RatingScope
 from judging.management.argument_types import open_unit_interval, whole_number_at_least
-from judging.management.commands.agreement import add_scope_arguments, as_json, number, scope_or_error, write_scope
+from judging.management.reports import DatasetReportCommand, number, write_scope
 from judging.statistics.trust_escalate import DEFAULT_MIN_KEPT
 
 _level = open_unit_interval("level")
 _min_kept = whole_number_at_least(1, "minimum")
 
 
-class Command(BaseCommand):
-    requires_system_checks: list[str] = []
+class Command(DatasetReportCommand):
     help = (
         "Trust or Escalate (Jung, Brahman and Choi 2025): the judge confidence above which its score agrees with the "
         "human label on at least the target share of kept answers, with probability at least 1 - delta, calibrated "
         "by fixed-sequence exact binomial tests on the answers the humans labelled."
     )
+    judge_help = "judge name (a run that recorded its confidence)"
+    rater_model = False
+    errors = (JudgeNotFound, ReportError)
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True, help="dataset name")
-        add_owner_argument(parser)
-        parser.add_argument("--judge", required=True, help="judge name (a run that recorded its confidence)")
+    def add_report_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--aspect", required=True, help="the aspect to calibrate")
         parser.add_argument(
             "--target", type=_level, default=DEFAULT_TARGET, help=f"agreement to guarantee (default {DEFAULT_TARGET})"
@@ -40,28 +40,19 @@ class Command(BaseCommand):
             default=DEFAULT_MIN_KEPT,
             help=f"no threshold keeping fewer calibration answers is tested (default {DEFAULT_MIN_KEPT})",
         )
-        add_scope_arguments(parser)
-        parser.add_argument("--json", action="store_true", help="print the JSON documented in docs/statistics.md")
 
-    @no_translations
-    def handle(self, *args: object, **options: Any) -> None:
-        dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        scope = scope_or_error(dataset, options)
-        try:
-            report = trust_or_escalate_calibrate(
-                dataset=dataset,
-                judge_name=str(options["judge"]),
-                aspect_name=str(options["aspect"]),
-                target=options["target"],
-                delta=options["delta"],
-                min_kept=options["min_kept"],
-                scope=scope,
-            )
-        except (JudgeNotFound, ReportError) as exc:
-            raise CommandError(str(exc)) from None
-        if options["json"]:
-            self.stdout.write(as_json(report))
-            return
+    def report(self, dataset: Dataset, scope: RatingScope, options: dict[str, Any]) -> dict[str, Any]:
+        return trust_or_escalate_calibrate(
+            dataset=dataset,
+            judge_name=str(options["judge"]),
+            aspect_name=str(options["aspect"]),
+            target=options["target"],
+            delta=options["delta"],
+            min_kept=options["min_kept"],
+            scope=scope,
+        )
+
+    def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
         self.stdout.write(
             f"Trust or Escalate for judge {report['judge']} on dataset {report['dataset']}, aspect {report['aspect']}"
         )

@@ -1,0 +1,35 @@
+"""What the certification commands share: the judge version and reference set named on the command line, and the
+wait for the worker's verdict on a row it is deciding."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from django.core.management.base import CommandError
+from django.db.models import Model
+
+from annotations.models import Dataset
+from judging.certification import selectors
+from judging.models import JudgeVersion, ReferenceSet
+
+
+def version_and_reference_set_or_error(
+    dataset: Dataset, options: dict[str, object]
+) -> tuple[JudgeVersion, ReferenceSet]:
+    """The version of the `--judge` run and the `--reference-set`, or a command error that names the missing one."""
+    try:
+        return selectors.judge_version_and_reference_set(dataset, str(options["judge"]), str(options["reference_set"]))
+    except LookupError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def wait_for_worker(row: Model, decided: Callable[[], bool], seconds: float) -> None:
+    """Reads the row again until `decided()` or `seconds` have passed (0: does not wait); the worker writes the verdict,
+    so the database is polled."""
+    deadline = time.monotonic() + seconds
+    while seconds and time.monotonic() < deadline:
+        row.refresh_from_db()
+        if decided():
+            break
+        time.sleep(0.5)
