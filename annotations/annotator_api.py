@@ -151,7 +151,7 @@ class TaskOutput(serializers.Serializer):
     context = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]
     aspects = AspectOutput(many=True)
     candidates = CandidateOutput(many=True)
-    ask_preference = serializers.BooleanField()
+    ask_preference = serializers.BooleanField(help_text="Whether this task asks a preference (not with one candidate).")
     rationale_required = serializers.BooleanField()
 
 
@@ -288,6 +288,7 @@ def _task_payload(request: Request, campaign: Campaign, assignment: Assignment) 
     """The TaskOutput document, built ready for JSON: the serializer documents it but would only copy it field by
     field, about a millisecond per task on the hot path (tests check the two agree)."""
     turn = assignment.task.turn
+    candidates = task_candidates(assignment=assignment, user_id=int(request.user.pk or 0))
     return {
         "campaign": campaign.pk,
         "task": opaque_ref("task", assignment.task_id),
@@ -299,9 +300,9 @@ def _task_payload(request: Request, campaign: Campaign, assignment: Assignment) 
         "aspects": [_aspect_payload(s) for s in campaign_scales(campaign)],
         "candidates": [
             {"number": c.number, "text": c.text, "earlier_answers": c.earlier_answers, "instruction": c.instruction}
-            for c in task_candidates(assignment=assignment, user_id=int(request.user.pk or 0))
+            for c in candidates
         ],
-        "ask_preference": campaign.ask_preference,
+        "ask_preference": campaign.ask_preference and len(candidates) > 1,
         "rationale_required": campaign.rationale_required,
     }
 

@@ -116,7 +116,8 @@ def answer_problems(
                         % {"n": candidate.number, "aspect": label, "range": scale.range_text},
                     )
                 )
-    if campaign.ask_preference:
+    # A preference needs two candidates to choose between; a task showing one answer asks for none.
+    if campaign.ask_preference and len(candidates) > 1:
         if answer.preference is None:
             problems.append(FieldProblem("preference", _("Preference: choose the candidate you prefer.")))
         elif answer.preference not in {c.number for c in candidates}:

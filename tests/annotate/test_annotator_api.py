@@ -136,3 +136,17 @@ def test_annotator_api_answers_json_whatever_the_client_prefers(campaign, annota
         assert response.status_code == 200 and response["Content-Type"] == "application/json"
         assert "<html" not in response.content.decode()
     assert client.get(reverse("api-annotate-campaigns"), HTTP_ACCEPT="text/html").status_code == 406
+
+
+def test_a_task_of_one_answer_asks_no_preference_through_the_api(campaign, researcher, annotator1):
+    client = token_client(annotator1)
+    assert client.post(next_url(campaign)).json()["ask_preference"] is True  # four candidates to choose from
+    single = make_campaign(
+        make_dataset(owner=researcher, items=1, systems=1, name="one system"), [annotator1], raters_per_item=1
+    )
+    task = client.post(next_url(single)).json()
+    assert len(task["candidates"]) == 1 and task["ask_preference"] is False
+    body = submit_body(task)
+    del body["preference"]
+    response = client.post(reverse("api-annotate-submit", args=[single.pk, task["task"]]), body, format="json")
+    assert response.status_code == 201, response.json()

@@ -357,3 +357,27 @@ def test_hostile_dataset_renders_inert_on_every_annotator_page(researcher, annot
         pages += 1
     assert pages == 12
     assert_no_active_payload(login(researcher).get(reverse("campaign-progress", args=[campaign.pk])).content)
+
+
+def test_a_task_of_one_answer_asks_no_preference(researcher, annotator1):
+    # The campaign asks for a preference, but a task showing one answer has nothing to choose between.
+    campaign = make_campaign(
+        make_dataset(owner=researcher, items=2, systems=1), [annotator1], raters_per_item=1, ask_preference=True
+    )
+    client = login(annotator1)
+    leased = assignment_claim(campaign=campaign, user=annotator1)
+    page = client.get(task_url(campaign, leased)).content.decode()
+    assert 'name="preference"' not in page and "Reason for your ratings" in page
+    form = complete_form(leased, annotator1)
+    del form["preference"]
+    assert client.post(task_url(campaign, leased, "submit"), form).status_code == 303
+    submission = Submission.objects.get()
+    assert submission.preferred_response_id is None and submission.rationale == "Candidate 2 is accurate"
+
+
+def test_a_task_of_two_answers_still_needs_the_preference(campaign, leased, annotator1):
+    form = complete_form(leased, annotator1)
+    del form["preference"]
+    response = login(annotator1).post(task_url(campaign, leased, "submit"), form)
+    assert response.status_code == 422 and 'href="#preference"' in response.content.decode()
+    assert not Submission.objects.exists()
