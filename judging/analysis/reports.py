@@ -37,6 +37,8 @@ from judging.analysis.selectors import (
     AspectInfo,
     RatingRows,
     RatingScope,
+    campaign_gold_expectations,
+    campaign_gold_spans,
     campaign_has_span_aspects,
     campaign_spans,
     campaign_spans_version,
@@ -71,7 +73,7 @@ if TYPE_CHECKING:
     from judging.statistics.rater_models import RaterModelResult
 
 # Bump when a statistic's definition changes so cached reports are not reused.
-STATS_CODE_VERSION = "7"
+STATS_CODE_VERSION = "8"
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 # The alternative-annotator test's cost-benefit margin when the researcher sets none: the paper's value for
@@ -312,23 +314,26 @@ def agreement_report(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> dict
 
 def campaign_span_agreement(campaign: Campaign) -> dict[str, Any]:
     """The raters' span agreement on each span aspect of a campaign (see span_reports), cached like the reports:
-    the key holds the campaign scope's stats_version, which moves with ratings, exclusions and gold, and the
-    campaign's error spans, which a correction may move without changing a rating's score."""
+    the key holds the campaign scope's stats_version, which moves with ratings, exclusions and gold, the
+    campaign's error spans, which a correction may move without changing a rating's score, and what the gold items
+    expect, which a researcher may edit without changing which items are gold."""
     if not campaign_has_span_aspects(campaign):
         # Most campaigns have none: answer before reading the dataset's version, which aggregates all its ratings.
         return {"aspects": [], "excluded": [], "bootstrap": {}}
     dataset = campaign.dataset
     scope = rating_scope(campaign=campaign)
     marks = campaign_spans_version(campaign)
+    gold = campaign_gold_expectations(campaign)
     raw = json.dumps(
-        [STATS_CODE_VERSION, "span-agreement", campaign.pk, _stats_version(dataset, scope), marks], default=str
+        [STATS_CODE_VERSION, "span-agreement", campaign.pk, _stats_version(dataset, scope), marks, gold], default=str
     )
     key = "evalsite:stats:" + hashlib.sha256(raw.encode()).hexdigest()
     found = cache.get(key)
     if found is not None:
         return found  # type: ignore[no-any-return]
     with threadpool_limits(limits=1, user_api="blas"):
-        value = rater_span_agreement_report(campaign_spans(campaign))
+        spans = campaign_spans(campaign)
+        value = rater_span_agreement_report(spans, campaign_gold_spans(campaign, spans.aspects))
     cache.set(key, value, CACHE_SECONDS)
     return value
 

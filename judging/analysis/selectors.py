@@ -567,6 +567,90 @@ def campaign_spans(campaign: Campaign) -> CampaignSpans:
     )
 
 
+@dataclass(frozen=True)
+class GoldSpanAnswer:
+    """One rater's spans on a gold answer that expects spans, with the spans the gold expects."""
+
+    length: int  # of the answer, in code points
+    given: list[Span]
+    expected: list[Span]
+
+
+@dataclass(frozen=True)
+class CampaignGoldSpans:
+    """Per span aspect id, per rater pseudonym, the gold answers the rater answered in the campaign whose gold
+    expects spans on that aspect (N/A and unanswered left out); the raters excluded now are left out and named."""
+
+    answers: dict[int, dict[str, list[GoldSpanAnswer]]]
+    excluded: tuple[ExcludedRater, ...]
+    expecting: frozenset[int] = frozenset()  # the aspect ids some gold item of the dataset expects spans on
+
+
+def campaign_gold_spans(campaign: Campaign, aspects: list[AspectInfo]) -> CampaignGoldSpans:
+    """Reads in at most three queries whatever the campaign's size: the gold fields of the dataset, the campaign's
+    ratings of their answers on the span aspects (with each answer's length, system and rater), and the exclusions.
+    The rater's spans are read from the rating's stored answer, as the gold verdict reads them."""
+    from annotations.gold.rules import expected_span_pairs  # noqa: PLC0415 - span aspects only
+    from annotations.span_answers import token_spans  # noqa: PLC0415 - span aspects only
+
+    answers: dict[int, dict[str, list[GoldSpanAnswer]]] = {aspect.id: {} for aspect in aspects}
+    if not aspects:
+        return CampaignGoldSpans(answers=answers, excluded=())
+    names = {aspect.name: aspect.id for aspect in aspects}
+    expected: dict[tuple[int, str, int], list[Span]] = {}  # (item id, system key, aspect id) -> gold spans
+    for item_id, gold in GoldItem.objects.filter(item__dataset_id=campaign.dataset_id).values_list(
+        "item_id", "expected"
+    ):
+        if not isinstance(gold, dict):
+            continue
+        for (system, name), spans in expected_span_pairs(gold, systems=set(gold), aspects=set(names)).items():
+            # Severity is never compared in the figures.
+            expected[(item_id, system, names[name])] = [
+                Span(span.start, span.end, span.category, "neutral") for span in spans
+            ]
+    if not expected:
+        return CampaignGoldSpans(answers=answers, excluded=())
+    rows = list(
+        Rating.objects.filter(
+            aspect_id__in=list(names.values()),
+            is_missing=False,
+            response__turn__item_id__in={item_id for item_id, _s, _a in expected},
+        )
+        .filter(_scope_filter(rating_scope(campaign=campaign)))
+        .annotate(length=Length("response__text"))
+        .order_by("rater__pseudonym", "response_id", "aspect_id")
+        .values_list(
+            "aspect_id", "response__turn__item_id", "response__system__key", "rater_id", "rater__pseudonym", "raw",
+            "length",
+        )
+    )  # fmt: skip
+    present = {row[3] for row in rows}
+    excluded = tuple(
+        ExcludedRater(rater_id=rater_id, pseudonym=pseudonym, reason=reason)
+        for rater_id, _user_id, pseudonym, reason in exclusions_in_force(campaign.dataset)
+        if rater_id in present
+    )
+    left_out = {rater.rater_id for rater in excluded}
+    expecting = frozenset(aspect_id for _i, _s, aspect_id in expected)
+    for aspect_id, item_id, system, rater_id, pseudonym, raw, length in rows:
+        wanted = expected.get((item_id, system, aspect_id))
+        if wanted is None or rater_id in left_out:
+            continue
+        answers[aspect_id].setdefault(pseudonym, []).append(
+            GoldSpanAnswer(length=length or 0, given=token_spans(raw), expected=wanted)
+        )
+    return CampaignGoldSpans(answers=answers, excluded=excluded, expecting=expecting)
+
+
+def campaign_gold_expectations(campaign: Campaign) -> list[tuple[int, Any]]:
+    """The gold fields of the campaign's dataset: editing what a gold item expects changes the span figures."""
+    return list(
+        GoldItem.objects.filter(item__dataset_id=campaign.dataset_id)
+        .order_by("item_id")
+        .values_list("item_id", "expected")
+    )
+
+
 def campaign_has_span_aspects(campaign: Campaign) -> bool:
     return campaign.aspects.filter(kind=AspectKind.SPANS).exists()
 

@@ -18,13 +18,21 @@ from typing import Any
 import numpy as np
 
 from annotations.error_spans import Span
-from judging.analysis.selectors import Answers, AspectInfo, CampaignSpans, RatingRows, judge_error_spans
+from judging.analysis.selectors import (
+    Answers,
+    AspectInfo,
+    CampaignGoldSpans,
+    CampaignSpans,
+    RatingRows,
+    judge_error_spans,
+)
 from judging.methods.error_spans import quote_placement, stored_spans
 from judging.statistics.results import undefined
 from judging.statistics.spans import (
     PrecisionRecall,
     SpanPair,
     character_agreement,
+    gold_agreement,
     majority_spans,
     merge_overlapping,
     pairwise_agreement,
@@ -176,12 +184,41 @@ def _alpha(
     }
 
 
+# Each rater against gold: the conventions shown, in order (level, category-aware); spans match by overlap and a
+# gold category holds the categories under it.
+GOLD_CONVENTIONS: dict[str, tuple[str, bool]] = {
+    "character": ("character", False),
+    "character_category": ("character", True),
+    "span_overlap": ("span", False),
+    "span_overlap_category": ("span", True),
+}
+
+
+def _gold_report(raters: set[str], answers: dict[str, list[Any]], expecting: bool) -> dict[str, Any]:
+    """Each rater's precision, recall and F1 against the gold spans of the gold answers they gave (see
+    `gold_agreement`); every rater of the aspect is listed, those who answered no such gold with undefined figures."""
+    rows = []
+    for rater in sorted(raters | set(answers)):
+        pairs = [SpanPair(answer.length, answer.given, answer.expected) for answer in answers.get(rater, [])]
+        conventions = {
+            key: gold_agreement(pairs, level="character" if level == "character" else "span", with_category=category)
+            for key, (level, category) in GOLD_CONVENTIONS.items()
+        }
+        rows.append({"rater": rater, "answers": len(pairs), "conventions": conventions})
+    return {"expecting": expecting, "answers": sum(len(given) for given in answers.values()), "raters": rows}
+
+
 def rater_span_agreement_report(
-    spans: CampaignSpans, *, n_resamples: int = SPAN_BOOTSTRAP_RESAMPLES, seed: int = SPAN_BOOTSTRAP_SEED
+    spans: CampaignSpans,
+    gold: CampaignGoldSpans | None = None,
+    *,
+    n_resamples: int = SPAN_BOOTSTRAP_RESAMPLES,
+    seed: int = SPAN_BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
     """Per span aspect of a campaign: the raters' pairwise precision, recall and F1 under each convention of
     `PAIRWISE_CONVENTIONS`, and unitizing alpha with and without categories, each with a bootstrap interval over
-    answers. The raters excluded now are not among the raters; the report names them."""
+    answers; with ``gold``, each rater's precision, recall and F1 against the gold spans under each convention of
+    `GOLD_CONVENTIONS`. The raters excluded now are not among the raters; the report names them."""
     aspects = []
     for aspect in spans.aspects:
         answers = spans.spans[aspect.id]
@@ -207,10 +244,18 @@ def rater_span_agreement_report(
                     "category": _alpha(answers, spans.lengths, with_category=True, n_resamples=n_resamples, seed=seed),
                     "whole": _alpha(answers, spans.lengths, with_category=False, n_resamples=n_resamples, seed=seed),
                 },
+                "gold": _gold_report(
+                    {name for by_rater in answers.values() for name in by_rater},
+                    gold.answers.get(aspect.id, {}) if gold else {},
+                    expecting=gold is not None and aspect.id in gold.expecting,
+                ),
             }
         )
+    excluded = {rater.pseudonym: rater.reason for rater in spans.excluded}
+    for rater in gold.excluded if gold else ():
+        excluded.setdefault(rater.pseudonym, rater.reason)
     return {
         "aspects": aspects,
-        "excluded": [{"rater": rater.pseudonym, "reason": rater.reason} for rater in spans.excluded],
+        "excluded": [{"rater": pseudonym, "reason": reason} for pseudonym, reason in sorted(excluded.items())],
         "bootstrap": {"resamples": n_resamples, "seed": seed, "unit": "answer"},
     }

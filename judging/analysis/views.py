@@ -574,8 +574,21 @@ def campaign_span_agreement_panel(request: HttpRequest, campaign_id: int) -> Htt
         "span_overlap_category": _("spans that overlap, same category"),
         "span_exact_category": _("spans with the same offsets, same category"),
     }
+    gold_labels = {
+        "character": _("characters"),
+        "character_category": _("characters, category within the gold's"),
+        "span_overlap": _("spans that overlap"),
+        "span_overlap_category": _("spans that overlap, category within the gold's"),
+    }
     aspects = [
-        {**aspect, "conventions": [(labels[key], figures) for key, figures in aspect["pairwise"].items()]}
+        {
+            **aspect,
+            "conventions": [(labels[key], figures) for key, figures in aspect["pairwise"].items()],
+            "gold_rows": [
+                {**row, "conventions": [(gold_labels[key], figures) for key, figures in row["conventions"].items()]}
+                for row in aspect["gold"]["raters"]
+            ],
+        }
         for aspect in report["aspects"]
     ]
     return render(

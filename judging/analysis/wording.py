@@ -134,6 +134,14 @@ PHRASES = {
         "no pair of raters marked anything on the answers they share"
     ),
     "neither rater marked anything": gettext_lazy("neither rater marked anything"),
+    "the rater answered no gold item that expects spans": gettext_lazy(
+        "the rater answered no gold item that expects spans"
+    ),
+    "the rater marked nothing on their gold answers": gettext_lazy("the rater marked nothing on their gold answers"),
+    "the gold expects no error on the rater's gold answers": gettext_lazy(
+        "the gold expects no error on the rater's gold answers"
+    ),
+    "neither the rater nor the gold marks anything": gettext_lazy("neither the rater nor the gold marks anything"),
     "no rater marked any span": gettext_lazy("no rater marked any span"),
     "no expected disagreement": gettext_lazy("no expected disagreement"),
     "fewer than two answers to resample": gettext_lazy("fewer than two answers to resample"),

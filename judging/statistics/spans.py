@@ -85,21 +85,47 @@ def _precision_recall(
     }
 
 
-def character_agreement(items: Sequence[SpanPair], *, with_category: bool = False) -> PrecisionRecall:
+def category_holds(reference: str, candidate: str) -> bool:
+    """Whether a candidate's category is the reference's or nested under it: "Fluency" holds "Fluency/Grammar",
+    "Fluency/Grammar" holds only itself, and levels split at "/" ("Fluency" does not hold "FluencyX"). The rule gold
+    on spans passes by (``annotations.gold.rules.category_within``)."""
+    return candidate == reference or candidate.startswith(reference + "/")
+
+
+def character_agreement(
+    items: Sequence[SpanPair], *, with_category: bool = False, nested: bool = False
+) -> PrecisionRecall:
     """Character-level precision, recall and F1, pooled over items (micro-averaged).
 
     A character counts once per category however many spans of the candidate cover it; with ``with_category`` a
-    character agrees only where both sides mark it with the same category. Precision is the share of the
-    candidate's marked characters the reference also marks; recall the share of the reference's the candidate marks.
+    character agrees only where both sides mark it with the same category (with ``nested``, a reference category
+    also holds the candidate categories under it: see `category_holds`). Precision is the share of the candidate's
+    marked characters the reference also marks; recall the share of the reference's the candidate marks.
     """
-    matched = candidate_total = reference_total = 0
+    candidate_matched = reference_matched = candidate_total = reference_total = 0
     for item in items:
         candidate = _characters(_located(item.candidate, item.text_length), with_category)
         reference = _characters(_located(item.reference, item.text_length), with_category)
-        matched += len(candidate & reference)
+        if nested and with_category:
+            reference_at: dict[int, list[str]] = {}
+            candidate_at: dict[int, list[str]] = {}
+            for position, label in reference:
+                reference_at.setdefault(position, []).append(label)
+            for position, label in candidate:
+                candidate_at.setdefault(position, []).append(label)
+            candidate_matched += sum(
+                any(category_holds(r, c) for r in reference_at.get(position, ())) for position, c in candidate
+            )
+            reference_matched += sum(
+                any(category_holds(r, c) for c in candidate_at.get(position, ())) for position, r in reference
+            )
+        else:
+            common = len(candidate & reference)
+            candidate_matched += common
+            reference_matched += common
         candidate_total += len(candidate)
         reference_total += len(reference)
-    return _precision_recall(matched, candidate_total, matched, reference_total, "characters")
+    return _precision_recall(candidate_matched, candidate_total, reference_matched, reference_total, "characters")
 
 
 def _characters(spans: Iterable[Span], with_category: bool) -> set[tuple[int, str]]:
@@ -111,8 +137,9 @@ def _characters(spans: Iterable[Span], with_category: bool) -> set[tuple[int, st
     return marked
 
 
-def _matches(a: Span, b: Span, matching: Matching, with_category: bool) -> bool:
-    if with_category and a.category != b.category:
+def _matches(a: Span, b: Span, matching: Matching, with_category: bool, nested: bool = False) -> bool:
+    """Whether candidate span ``a`` matches reference span ``b``."""
+    if with_category and not (category_holds(b.category, a.category) if nested else a.category == b.category):
         return False
     if matching == "exact" or a.start == a.end or b.start == b.end:
         # An empty span (a point, such as where an omission belongs) covers no character, so it matches only the
@@ -123,14 +150,15 @@ def _matches(a: Span, b: Span, matching: Matching, with_category: bool) -> bool:
 
 
 def span_agreement(
-    items: Sequence[SpanPair], *, matching: Matching = "overlap", with_category: bool = False
+    items: Sequence[SpanPair], *, matching: Matching = "overlap", with_category: bool = False, nested: bool = False
 ) -> PrecisionRecall:
     """Span-level precision, recall and F1, pooled over items.
 
     Precision is the share of candidate spans that match at least one reference span in the same item; recall the
     share of reference spans matched by at least one candidate span; F1 their harmonic mean. Spans match exactly
     (same offsets) or by overlap (at least one character in common), and with ``with_category`` only if their
-    categories are equal too. Matching is not one-to-one: one long span overlapping two short ones matches both.
+    categories are equal too (with ``nested``, or if the candidate's lies under the reference's: `category_holds`).
+    Matching is not one-to-one: one long span overlapping two short ones matches both.
     Severity is never compared.
     """
     candidate_matched = reference_matched = candidate_total = reference_total = 0
@@ -139,8 +167,12 @@ def span_agreement(
         reference = _located(item.reference, item.text_length)
         candidate_total += len(candidate)
         reference_total += len(reference)
-        candidate_matched += sum(any(_matches(c, r, matching, with_category) for r in reference) for c in candidate)
-        reference_matched += sum(any(_matches(c, r, matching, with_category) for c in candidate) for r in reference)
+        candidate_matched += sum(
+            any(_matches(c, r, matching, with_category, nested) for r in reference) for c in candidate
+        )
+        reference_matched += sum(
+            any(_matches(c, r, matching, with_category, nested) for c in candidate) for r in reference
+        )
     return _precision_recall(candidate_matched, candidate_total, reference_matched, reference_total, "spans")
 
 
@@ -249,6 +281,44 @@ def pairwise_agreement(
     else:
         mean = defined(sum(f1s) / len(f1s))
     return {"mean_f1": mean, "pairs": len(shared), "counted_pairs": len(f1s), "answers": answers, "by_pair": by_pair}
+
+
+NO_GOLD_ANSWER = "the rater answered no gold item that expects spans"
+RATER_MARKED_NOTHING = "the rater marked nothing on their gold answers"
+GOLD_EXPECTS_NOTHING = "the gold expects no error on the rater's gold answers"
+NOTHING_ON_EITHER_SIDE = "neither the rater nor the gold marks anything"
+
+
+def gold_agreement(
+    pairs: Sequence[SpanPair], *, level: Literal["character", "span"], with_category: bool
+) -> PrecisionRecall:
+    """One rater against gold: each pair is one gold answer of theirs, the rater's spans the candidate and the gold's
+    expected spans the reference. Pooled over the answers (micro-averaged: matched, marked and expected units are
+    summed over the answers before dividing), spans matched by overlap, and with ``with_category`` a gold category
+    holds the rater's categories under it (`category_holds`, the rule gold on spans passes by). F1 is 0 where one
+    side marks something and the other nothing, undefined where neither does (`pair_f1`); everything is undefined
+    when the rater answered no gold."""
+    if not pairs:
+        return {
+            "precision": undefined(NO_GOLD_ANSWER),
+            "recall": undefined(NO_GOLD_ANSWER),
+            "f1": undefined(NO_GOLD_ANSWER),
+            "candidate_units": 0,
+            "reference_units": 0,
+        }
+    if level == "character":
+        figures = character_agreement(pairs, with_category=with_category, nested=True)
+    else:
+        figures = span_agreement(pairs, matching="overlap", with_category=with_category, nested=True)
+    if figures["candidate_units"] == 0:
+        figures["precision"] = undefined(RATER_MARKED_NOTHING)
+    if figures["reference_units"] == 0:
+        figures["recall"] = undefined(GOLD_EXPECTS_NOTHING)
+    if figures["candidate_units"] == 0 and figures["reference_units"] == 0:
+        figures["f1"] = undefined(NOTHING_ON_EITHER_SIDE)
+    else:
+        figures["f1"] = pair_f1(figures)
+    return figures
 
 
 def merge_overlapping(spans: Iterable[Span], *, with_category: bool) -> list[Span]:

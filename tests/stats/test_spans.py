@@ -8,7 +8,15 @@ import pytest
 from sklearn.metrics import precision_recall_fscore_support
 
 from annotations.error_spans import MQM_CORE, WMT2020, Span
-from judging.statistics.spans import SpanPair, character_agreement, majority_spans, mqm_score, span_agreement
+from judging.statistics.spans import (
+    SpanPair,
+    category_holds,
+    character_agreement,
+    gold_agreement,
+    majority_spans,
+    mqm_score,
+    span_agreement,
+)
 
 
 def _span(start, end, category="Accuracy/Mistranslation", severity="minor"):
@@ -207,3 +215,83 @@ def test_merge_overlapping_keeps_touching_spans_apart():
 class UnitizedItemLike:
     text_length: int
     spans_by_rater: dict[str, list[Span]]
+
+
+# --- a rater against gold spans -------------------------------------------------------------------------------------
+
+
+def _figures(result):
+    return tuple(result[key]["value"] for key in ("precision", "recall", "f1"))
+
+
+GOLD_ANSWERS = [
+    # Answer 1 (20 characters): gold expects "Fluency" on 2..6 and "Accuracy/Mistranslation" on 10..14; the rater
+    # marks "Fluency/Grammar" on 4..8 and "Fluency/Spelling" on 12..16.
+    SpanPair(
+        20,
+        [_span(4, 8, "Fluency/Grammar"), _span(12, 16, "Fluency/Spelling")],
+        [_span(2, 6, "Fluency", "neutral"), _span(10, 14, "Accuracy/Mistranslation", "neutral")],
+    ),
+    # Answer 2 (10 characters): gold expects no error; the rater marks "Fluency/Grammar" on 0..2.
+    SpanPair(10, [_span(0, 2, "Fluency/Grammar")], []),
+]
+
+
+def test_gold_agreement_hand_worked_with_nested_categories():
+    # Hand-worked, micro-averaged (matched, marked and expected units summed over both answers before dividing).
+    # Characters, category-blind: the rater marks {4..7, 12..15} + {0, 1} = 10, the gold {2..5, 10..13} = 8, both
+    # {4, 5, 12, 13} = 4. P = 4/10, R = 4/8, F1 = 2 * 0.4 * 0.5 / 0.9 = 4/9.
+    assert _figures(gold_agreement(GOLD_ANSWERS, level="character", with_category=False)) == pytest.approx(
+        (0.4, 0.5, 4 / 9)
+    )
+    # The same characters on scikit-learn 1.9.1 (binary, the gold as truth), answers laid end to end.
+    truth = [1 if 2 <= i < 6 or 10 <= i < 14 else 0 for i in range(20)] + [0] * 10
+    marked = [1 if 4 <= i < 8 or 12 <= i < 16 else 0 for i in range(20)] + [1, 1] + [0] * 8
+    p, r, f, _ = precision_recall_fscore_support(truth, marked, average="binary")
+    assert (p, r, f) == pytest.approx((0.4, 0.5, 4 / 9))
+    # Characters, with the category: gold "Fluency" holds "Fluency/Grammar", so 4 and 5 agree on both sides;
+    # "Fluency/Spelling" is not under "Accuracy/Mistranslation". P = 2/10, R = 2/8, F1 = 2 * 0.2 * 0.25 / 0.45 = 2/9.
+    assert _figures(gold_agreement(GOLD_ANSWERS, level="character", with_category=True)) == pytest.approx(
+        (0.2, 0.25, 2 / 9)
+    )
+    # Equal categories only (the raters' convention) would find nothing in common here.
+    assert character_agreement(GOLD_ANSWERS, with_category=True)["precision"]["value"] == 0.0
+    # Spans by overlap, category-blind: the rater's 4..8 and 12..16 meet gold spans, 0..2 meets none: P = 2/3; both
+    # gold spans are met: R = 1; F1 = 2 * (2/3) / (5/3) = 4/5.
+    assert _figures(gold_agreement(GOLD_ANSWERS, level="span", with_category=False)) == pytest.approx((2 / 3, 1.0, 0.8))
+    # With the category: only 4..8 "Fluency/Grammar" against "Fluency": P = 1/3, R = 1/2, F1 = (1/3) / (5/6) = 2/5.
+    assert _figures(gold_agreement(GOLD_ANSWERS, level="span", with_category=True)) == pytest.approx((1 / 3, 0.5, 0.4))
+    counted = gold_agreement(GOLD_ANSWERS, level="span", with_category=True)
+    assert (counted["candidate_units"], counted["reference_units"]) == (3, 2)
+
+
+def test_category_holds_is_the_gold_rule():
+    from annotations.gold.rules import category_within
+
+    for reference, candidate in [
+        ("Fluency", "Fluency/Grammar"),
+        ("Fluency", "Fluency"),
+        ("Fluency/Grammar", "Fluency"),
+        ("Fluency", "FluencyX/Grammar"),
+        ("Fluency/Grammar", "Fluency/Grammar/Agreement"),
+        ("Accuracy", "Fluency/Grammar"),
+    ]:
+        assert category_holds(reference, candidate) == category_within(reference, candidate)
+    assert category_holds("Fluency", "Fluency/Grammar") and not category_holds("Fluency/Grammar", "Fluency")
+
+
+def test_gold_agreement_undefined_with_reasons():
+    none = gold_agreement([], level="character", with_category=False)
+    assert {none[key]["undefined"] for key in ("precision", "recall", "f1")} == {
+        "the rater answered no gold item that expects spans"
+    }
+    both_empty = gold_agreement([SpanPair(10, [], [])], level="span", with_category=True)
+    assert both_empty["precision"]["undefined"] == "the rater marked nothing on their gold answers"
+    assert both_empty["recall"]["undefined"] == "the gold expects no error on the rater's gold answers"
+    assert both_empty["f1"]["undefined"] == "neither the rater nor the gold marks anything"
+    # The gold expects an error the rater did not mark: precision undefined, recall 0, F1 0.
+    missed = gold_agreement([SpanPair(10, [], [_span(0, 2)])], level="character", with_category=False)
+    assert missed["precision"]["value"] is None and missed["recall"]["value"] == 0.0 and missed["f1"]["value"] == 0.0
+    # The rater marks an error where the gold expects none: precision 0, recall undefined, F1 0.
+    extra = gold_agreement([SpanPair(10, [_span(0, 2)], [])], level="span", with_category=False)
+    assert extra["precision"]["value"] == 0.0 and extra["recall"]["value"] is None and extra["f1"]["value"] == 0.0
