@@ -54,3 +54,36 @@ def test_span_agreement_in_the_quality_panel(live_server: Any, browser: Browser,
     check_layout(japanese, "span-agreement-ja")
     assert japanese.problems == []  # type: ignore[attr-defined]
     japanese.context.close()
+
+
+def test_each_rater_against_gold_spans(live_server: Any, browser: Browser, researcher: Any, annotators: Any):
+    from tests.judging.test_span_gold_agreement import GOLD, MARKS
+    from tests.spans.test_span_gold import _answer_everything, _gold_campaign
+
+    campaign, item = _gold_campaign(researcher, annotators, GOLD)
+    for user in annotators:
+        _answer_everything(campaign, item, user, MARKS[user.username])
+    pseudonym = dict(Rater.objects.filter(dataset=campaign.dataset).values_list("user__username", "pseudonym"))
+    url = f"{live_server.url}/campaigns/{campaign.pk}/progress/"
+
+    for locale, caption, nothing, name in (
+        ("en-US", "Each rater against the gold spans", "the rater marked nothing", "span-gold-en"),
+        ("ja-JP", "評価者ごとのゴールドスパンとの一致", "評価者はゴールド回答で何も指摘していない", "span-gold-ja"),
+    ):
+        page = signed_in_page(browser, live_server.url, researcher, locale=locale)
+        page.goto(url)
+        table = page.locator("#span-rater-agreement table.span-gold")
+        expect(table.locator("caption")).to_have_text(caption)
+        # Three raters, four conventions each (tests/judging/test_span_gold_agreement.py has the hand-worked figures).
+        expect(table.locator("tbody")).to_have_count(3)
+        expect(table.locator("tbody tr")).to_have_count(15)  # a heading row per rater
+        first = table.locator(f'tbody[data-gold-rater="{pseudonym["annotator1"]}"]')
+        expect(first.locator("tr").nth(1)).to_contain_text("0.429")  # character recall 3/7
+        expect(first.locator("tr").nth(3)).to_contain_text("0.667")  # span F1 2/3
+        expect(table.locator(f'tbody[data-gold-rater="{pseudonym["annotator3"]}"]')).to_contain_text(nothing)
+        check_layout(page, name)
+        for width in (390, 1280):
+            page.set_viewport_size({"width": width, "height": 900})
+            table.screenshot(path=str(ARTIFACTS / f"{name}-table-{width}.png"))
+        assert page.problems == []  # type: ignore[attr-defined]
+        page.context.close()
