@@ -166,3 +166,25 @@ def test_the_gold_table_in_japanese_leaves_no_english(answered: Any, client: Any
     body = page.content.decode()
     assert "評価者ごとのゴールドスパンとの一致" in body
     assert english_left(body, KEPT_LATIN | data_words()) == []
+
+
+def test_a_rater_who_answered_no_span_gold_is_listed_as_undefined(researcher: Any, annotators: list[Any]) -> None:
+    # The claim hands a span gold task to every rater of a campaign, so the report is given gold read for no rater.
+    from judging.analysis.selectors import CampaignGoldSpans
+    from judging.analysis.span_reports import rater_span_agreement_report
+    from tests.judging.test_span_rater_agreement import rate_everything
+    from tests.spans.world import span_campaign
+
+    campaign = span_campaign(annotators, owner=researcher, raters_per_item=3)
+    rate_everything(campaign, annotators)
+    spans = campaign_spans(campaign)
+    (aspect,) = spans.aspects
+    gold = CampaignGoldSpans(answers={aspect.id: {}}, excluded=(), expecting=frozenset({aspect.id}))
+    (report,) = rater_span_agreement_report(spans, gold, n_resamples=10)["aspects"]
+    assert set(pseudonyms(campaign).values()) == {row["rater"] for row in report["gold"]["raters"]}
+    for row in report["gold"]["raters"]:
+        assert row["answers"] == 0
+        assert row["conventions"]["span_overlap"]["f1"] == {
+            "value": None,
+            "undefined": "the rater answered no gold item that expects spans",
+        }
