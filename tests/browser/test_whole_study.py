@@ -401,12 +401,15 @@ def test_the_whole_study_from_login_to_the_consensus_export_without_the_admin(  
 # What each annotator marks on every answer of the span world: the first, by keys, the wrong word as a major grammar
 # error; the second, with the mouse, a wider stretch around it (test_error_spans.WRONG) as a minor grammar error.
 SPAN_MARKS = {"annotator1": (0, "Fluency/Grammar", "major"), "annotator2": (1, "Fluency/Grammar", "minor")}
+# The first annotator then corrects the category of the first answer's error, which leaves its MQM score as it was.
+CORRECTED = (ANSWERS[0], "Fluency/Spelling")
 SEVERITY_WEIGHTS = SPAN_RUBRIC["aspects"][0]["spans"]["severities"]
 SPAN_COUNTS = {
     "en": "3 answers marked by two or more raters; 2 raters.",
     "ja": "2人以上の評価者が付けた回答 3 件、評価者 2 人。",
 }
 ONE_PAIR = {"en": "1 of 1", "ja": "1 組中 1 組"}
+Located = list[tuple[int, int, str]]  # one rating's spans: start, end (code points), category
 
 
 def mark_by_keys(page: Page, text: str, stretch: str) -> None:
@@ -427,6 +430,12 @@ def mark_by_mouse(page: Page, text: str, stretch: str) -> None:
     page.locator("[data-span-save]").click()
 
 
+def submit_task(page: Page) -> None:
+    previous = page.url
+    page.locator("form[data-task-form] button[type=submit]").click()
+    page.wait_for_url(lambda url: url != previous)
+
+
 def mark_every_task(page: Page, base: str, campaign: Campaign, username: str, tag: str) -> int:
     """Marks, on every task the campaign gives this annotator, the stretch SPAN_MARKS names, gives the scale aspect
     a 3 and submits; returns how many tasks were marked."""
@@ -443,50 +452,25 @@ def mark_every_task(page: Page, base: str, campaign: Campaign, username: str, ta
         page.locator("label.scale-button:has(input[name='r-1-2'][value='3'])").click()
         if marked == 0:
             shot(page, tag, f"spans-{username}-marked")
-        previous = page.url
-        page.locator("form[data-task-form] button[type=submit]").click()
-        page.wait_for_url(lambda url, previous=previous: url != previous)  # type: ignore[misc]
+        submit_task(page)
         marked += 1
     expect(page).to_have_url(f"{base}/annotate/{campaign.pk}/")
     return marked
 
 
-def span_f1(first: list[tuple[int, int, str]], second: list[tuple[int, int, str]], *, exact: bool) -> float:
-    """Span-level F1 of one answer's spans against another's, by overlap or by the same offsets and category."""
-
-    def matches(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
-        return a == b if exact else a[0] < b[1] and b[0] < a[1]
-
-    precision = sum(any(matches(a, b) for b in second) for a in first) / len(first)
-    recall = sum(any(matches(a, b) for a in first) for b in second) / len(second)
-    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
-
-
-def download(page: Page, href: str) -> str:
-    with page.expect_download() as info:
-        page.locator(f".export-links a[href='{href}']").first.click()
-    return Path(info.value.path()).read_text(encoding="utf-8")
-
-
-def test_marked_error_spans_agree_in_the_rating_the_downloads_and_the_span_agreement_panel(  # type: ignore[no-untyped-def]
-    live_server, session: Session, locale: str, researcher, annotator1, annotator2
-) -> None:
-    base = live_server.url
-    tag = locale[:2]
-    # Three answers (an emoji, Japanese without spaces, a combining mark), each a task for both annotators.
-    campaign = span_campaign([annotator1, annotator2], owner=researcher, raters_per_item=2)
-    for username in SPAN_MARKS:
-        annotator = session.page()
-        log_in(annotator, base, username, by_label=False)
-        assert mark_every_task(annotator, base, campaign, username, tag) == len(ANSWERS)
-
-    # 1. Each stored rating holds what was marked: its ErrorSpan rows, its token, its MQM value.
-    ratings = Rating.objects.filter(aspect__name="mqm").select_related("rater__user", "response__turn__item")
+def stored_spans(campaign: Campaign, corrected: bool) -> tuple[dict[tuple[str, str], Rating], dict[str, Located]]:
+    """The span ratings by (item, pseudonym), each checked to hold what was marked (with the correction once made)
+    in its ErrorSpan rows, its token and its MQM value; and each rating's spans by "text|pseudonym"."""
+    ratings = Rating.objects.filter(aspect__dataset=campaign.dataset, aspect__name="mqm").select_related(
+        "rater__user", "response__turn__item"
+    )
     assert ratings.count() == len(SPAN_MARKS) * len(ANSWERS)
-    located: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+    located: dict[str, Located] = {}
     for rating in ratings:
         text, username = rating.response.text, rating.rater.user.username  # type: ignore[union-attr]
         index, category, severity = SPAN_MARKS[username]
+        if corrected and (text, username) == (CORRECTED[0], "annotator1"):
+            category = CORRECTED[1]
         spans: list[dict[str, Any]] = [
             dict(span)
             for span in rating.error_spans.order_by("position").values("start", "end", "category", "severity")
@@ -497,61 +481,136 @@ def test_marked_error_spans_agree_in_the_rating_the_downloads_and_the_span_agree
         assert isinstance(rating.raw, dict)
         assert [{key: span[key] for key in spans[0]} for span in rating.raw["spans"]] == spans
         assert rating.value == SEVERITY_WEIGHTS[severity]
-        located[(text, rating.rater.pseudonym)] = [(s["start"], s["end"], s["category"]) for s in spans]
-    stored = {(r.response.turn.item.external_id, r.rater.pseudonym): r for r in ratings}
-    texts = {r.response.turn.item.external_id: r.response.text for r in ratings}
+        located[f"{text}|{rating.rater.pseudonym}"] = [(s["start"], s["end"], s["category"]) for s in spans]
+    return {(r.response.turn.item.external_id, r.rater.pseudonym): r for r in ratings}, located
 
-    # 2. The downloads from the progress page: the JSONL's span tokens, the flat CSV's values and error_span rows.
-    page = session.page()
-    log_in(page, base, "researcher", by_label=False)
-    page.goto(f"{base}/campaigns/{campaign.pk}/progress/")
-    dataset_pk = campaign.dataset_id
-    exported = [json.loads(line) for line in download(page, f"/datasets/{dataset_pk}/export/jsonl/").splitlines()]
+
+def download(page: Page, href: str) -> str:
+    with page.expect_download() as info:
+        page.locator(f".export-links a[href='{href}']").first.click()
+    return Path(info.value.path()).read_text(encoding="utf-8")
+
+
+def check_downloads(page: Page, campaign: Campaign, stored: dict[tuple[str, str], Rating]) -> None:
+    """The JSONL's span tokens are the stored ones; the flat CSV has each rating's MQM value and one error_span row
+    per stored span."""
+    exported = download(page, f"/datasets/{campaign.dataset_id}/export/jsonl/")
     tokens = {
         (line["id"], rater): token
-        for line in exported
+        for line in map(json.loads, exported.splitlines())
         for answer in line["turns"][0]["responses"].values()
         for rater, token in zip(answer["raters"], answer["human_evals"]["mqm"], strict=True)
     }
     assert tokens == {key: rating.raw for key, rating in stored.items()}
     assert all(not token["no_error"] and len(token["spans"]) == 1 for token in tokens.values())
-    flat = list(csv.DictReader(io.StringIO(download(page, f"/datasets/{dataset_pk}/export/flat-csv/"))))
-    mqm_rows = [row for row in flat if row["aspect"] == "mqm"]
-    assert {(row["item_id"], row["rater"]): float(row["value"]) for row in mqm_rows if row["kind"] == "rating"} == {
-        key: rating.value for key, rating in stored.items()
+    flat = csv.DictReader(io.StringIO(download(page, f"/datasets/{campaign.dataset_id}/export/flat-csv/")))
+    rows = [row for row in flat if row["aspect"] == "mqm"]
+    values = {(row["item_id"], row["rater"]): float(row["value"]) for row in rows if row["kind"] == "rating"}
+    assert values == {key: rating.value for key, rating in stored.items()}
+    spans = {(row["item_id"], row["rater"]): json.loads(row["raw"]) for row in rows if row["kind"] == "error_span"}
+    assert len(spans) == len([row for row in rows if row["kind"] == "error_span"])
+    assert spans == {
+        key: {name: span[name] for name in ("start", "end", "category", "severity")}
+        for key, rating in stored.items()
+        for span in rating.error_spans.values("start", "end", "category", "severity")
     }
-    span_rows = [row for row in mqm_rows if row["kind"] == "error_span"]
-    assert len(span_rows) == len(stored)
-    for row in span_rows:
-        span = json.loads(row["raw"])
-        (start, end, category) = located[(texts[row["item_id"]], row["rater"])][0]
-        assert (span["start"], span["end"], span["category"]) == (start, end, category), row
 
-    # 3. The quality panel's span agreement: the figures of the stored spans, worked out here from their offsets.
-    first, second = sorted({rater for _text, rater in located})
-    marked = [(located[(text, first)], located[(text, second)]) for text in ANSWERS]
 
-    def characters(spans: list[tuple[int, int, str]]) -> set[int]:
-        return {position for start, end, _category in spans for position in range(start, end)}
+def pair_figures(marked: list[tuple[Located, Located]], convention: str) -> tuple[float, float, float]:
+    """Precision, recall and F1 of the first rater's spans against the second's over the answers both marked, by
+    the panel's conventions (docs/statistics.md): characters pooled, or spans matched by overlap or by the same
+    offsets, with or without the category."""
+    with_category = convention.endswith("category")
+    if convention.startswith("character"):
+        found = [
+            (
+                {(p, c if with_category else "") for s, e, c in a for p in range(s, e)},
+                {(p, c if with_category else "") for s, e, c in b for p in range(s, e)},
+            )
+            for a, b in marked
+        ]
+        common = sum(len(a & b) for a, b in found)
+        precision = common / sum(len(a) for a, _b in found)
+        recall = common / sum(len(b) for _a, b in found)
+    else:
 
-    common = sum(len(characters(a) & characters(b)) for a, b in marked)
-    character_f1 = 2 * common / sum(len(characters(a)) + len(characters(b)) for a, b in marked)
-    pooled = ([span for a, _b in marked for span in a], [span for _a, b in marked for span in b])
-    overlap_f1 = span_f1(*pooled, exact=False)  # every span of one overlaps the other's on its answer: 1
-    exact_f1 = span_f1(*pooled, exact=True)  # no two spans have the same offsets: 0
+        def matches(x: tuple[int, int, str], y: tuple[int, int, str]) -> bool:
+            same_place = x[:2] == y[:2] if convention == "exact_category" else x[0] < y[1] and y[0] < x[1]
+            return same_place and (not with_category or x[2] == y[2])
+
+        precision = sum(any(matches(x, y) for y in b) for a, b in marked for x in a) / sum(len(a) for a, _b in marked)
+        recall = sum(any(matches(x, y) for x in a) for a, b in marked for y in b) / sum(len(b) for _a, b in marked)
+    return precision, recall, 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+CONVENTIONS = ("character", "character_category", "overlap", "overlap_category", "exact_category")  # panel order
+
+
+def check_span_panel(page: Page, tag: str, located: dict[str, Located]) -> dict[str, float]:
+    """The quality panel's span agreement shows the figures of the stored spans, worked out here from their offsets;
+    returns each convention's F1."""
+    first, second = sorted({key.split("|")[1] for key in located})
+    marked = [(located[f"{text}|{first}"], located[f"{text}|{second}"]) for text in ANSWERS]
+    figures = {convention: pair_figures(marked, convention) for convention in CONVENTIONS}
     panel = page.locator("#span-rater-agreement")
     expect(panel.locator("[data-span-counts]")).to_have_text(SPAN_COUNTS[tag])
     rows = panel.locator("table.span-pairwise tbody tr")
-    expect(rows).to_have_count(5)
-    # The conventions in the panel's order: characters, with category, overlapping spans, with category, exact.
-    for index, expected in enumerate((character_f1, character_f1, overlap_f1, overlap_f1, exact_f1)):
-        expect(rows.nth(index).locator("td").nth(0)).to_have_text(f"{expected:.3f}")
-        expect(rows.nth(index).locator("td").nth(1)).to_have_text(ONE_PAIR[tag])
-    assert f"{character_f1:.3f}" == "0.741"  # 2·10 / (10 + 17) code points: the hand count of WRONG's stretches
+    expect(rows).to_have_count(len(CONVENTIONS))
+    pairs = panel.locator("table.span-pairs tbody tr")
     panel.locator("details summary").click()
-    expect(panel.locator("table.span-pairs tbody tr")).to_have_count(5)
-    expect(panel.locator("table.span-pairs tbody tr").first.locator("td").nth(2)).to_have_text(str(len(ANSWERS)))
-    panel.screenshot(path=str(ARTIFACTS / f"whole-study-{tag}-spans-panel.png"))
+    for index, convention in enumerate(CONVENTIONS):
+        precision, recall, f1 = figures[convention]
+        expect(rows.nth(index).locator("td")).to_have_text([f"{f1:.3f}", ONE_PAIR[tag]])
+        # The rater whose pseudonym sorts first is the candidate, the other the reference.
+        expect(pairs.nth(index).locator("td")).to_have_text(
+            [first, second, str(len(ANSWERS)), f"{precision:.3f}", f"{recall:.3f}", f"{f1:.3f}"]
+        )
+    return {convention: f1 for convention, (_p, _r, f1) in figures.items()}
+
+
+def test_marked_error_spans_agree_in_the_rating_the_downloads_and_the_span_agreement_panel(  # type: ignore[no-untyped-def]
+    live_server, session: Session, locale: str, researcher, annotator1, annotator2
+) -> None:
+    base = live_server.url
+    tag = locale[:2]
+    # Three answers (an emoji, Japanese without spaces, a combining mark), each a task for both annotators.
+    campaign = span_campaign([annotator1, annotator2], owner=researcher, raters_per_item=2)
+    annotators = {}
+    for username in SPAN_MARKS:
+        annotators[username] = session.page()
+        log_in(annotators[username], base, username, by_label=False)
+        assert mark_every_task(annotators[username], base, campaign, username, tag) == len(ANSWERS)
+
+    # 1. The stored ratings hold what was marked; the downloads from the progress page say the same.
+    stored, located = stored_spans(campaign, corrected=False)
+    page = session.page()
+    log_in(page, base, "researcher", by_label=False)
+    page.goto(f"{base}/campaigns/{campaign.pk}/progress/")
+    check_downloads(page, campaign, stored)
+
+    # 2. The quality panel's span agreement: 2·10 / (10 + 17) code points of WRONG's stretches agree.
+    before = check_span_panel(page, tag, located)
+    assert f"{before['character']:.3f}" == "0.741" and before["overlap"] == 1.0 and before["exact_category"] == 0.0
+    page.locator("#span-rater-agreement").screenshot(path=str(ARTIFACTS / f"whole-study-{tag}-spans-panel.png"))
+
+    # 3. The first annotator corrects a category on a revisit: the score stays, the panel and the downloads follow.
+    corrector = annotators["annotator1"]
+    corrector.goto(f"{base}/annotate/{campaign.pk}/")
+    prompt = f"Translate sentence {ANSWERS.index(CORRECTED[0])}."
+    with corrector.expect_navigation():
+        corrector.locator(".submitted-list a", has_text=prompt).click()
+    expect(corrector.locator(".editing-notice")).to_be_visible()
+    corrector.locator("[data-span-list] li").first.locator("[data-span-edit]").click()
+    corrector.locator("[data-span-category]").select_option(CORRECTED[1])
+    corrector.locator("[data-span-save]").click()
+    expect(corrector.locator("[data-span-list] li").first).to_contain_text(WRONG[CORRECTED[0]][0])
+    shot(corrector, tag, "spans-corrected")
+    submit_task(corrector)
+    stored, located = stored_spans(campaign, corrected=True)
+    page.goto(f"{base}/campaigns/{campaign.pk}/progress/")
+    after = check_span_panel(page, tag, located)
+    assert after["character"] == before["character"] and after["character_category"] < before["character_category"]
+    check_downloads(page, campaign, stored)
     assert session.admin_requests == []
 
 
