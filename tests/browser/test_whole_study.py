@@ -6,10 +6,11 @@ researcher excludes a rater and sees the quality panel change without a reload (
 consensus beside the untouched raw ratings.
 
 Two more studies share its sessions, one seam each, in the same two languages: two annotators mark error spans on an
-MQM span aspect (one by keys, one with the mouse), and the stored ratings, the JSONL and flat CSV downloads and the
-quality panel's span agreement must all say what was marked; and a hybrid campaign samples its human tasks by the
-judge's uncertainty until its stopping rule is met, and the progress page, the annotator's next claim and the
-downloaded exports must all agree with the database. (One study holding all three would run past a few minutes.)
+MQM span aspect (one by keys, one with the mouse) and one corrects a category on a revisit, and the stored ratings, the
+JSONL and flat CSV downloads and the quality panel's span agreement must all say what was marked, before and after;
+and a hybrid campaign samples its human tasks by the judge's uncertainty until its stopping rule is met, and the
+progress page, the annotator's next claim (from a tab opened before the stop) and the downloaded exports must all
+agree with the database. (One study holding all three would run past a few minutes.)
 
 Screenshots of every step go to tests/artifacts/ (gitignored)."""
 
