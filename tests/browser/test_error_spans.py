@@ -1,6 +1,6 @@
 """An annotator in real Chromium marks error spans: with the keyboard only (s/e and Shift+arrows to select, m to
 mark, keys to pick the category and severity, Enter on Edit and Remove) and with the mouse (dragging over the text,
-clicking Mark, Edit and Remove, taps at phone width), in English at 1,280 px and in Japanese at 390 px. Answers hold an
+clicking Mark, Edit and Remove, taps at phone width), in English and Japanese at 1,280 px and 390 px. Answers hold an
 emoji, Japanese without spaces and a combining mark; the stored spans must cover exactly the words marked. A draft
 survives a reload, and a revisit corrects a span. axe-core finds nothing serious; screenshots go to tests/artifacts/.
 """
@@ -54,7 +54,10 @@ def units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-@pytest.fixture(params=[("en-US", 1280), ("ja-JP", 390)], ids=["english-1280", "japanese-390"])
+@pytest.fixture(
+    params=[("en-US", 1280), ("en-US", 390), ("ja-JP", 1280), ("ja-JP", 390)],
+    ids=["english-1280", "english-390", "japanese-1280", "japanese-390"],
+)
 def setting(request: pytest.FixtureRequest) -> tuple[str, int]:
     return request.param
 
