@@ -244,6 +244,12 @@ PHRASES["no item has two ratings, so raters cannot be compared"] = gettext_lazy(
 )
 PHRASES["the rater shares no item with another rater"] = gettext_lazy("the rater shares no item with another rater")
 
+# The active-sampling panel's reason and the stopping rule's method (judging.statistics.active_ppi, hybrid selectors).
+PHRASES["no uniform budget reaches the active interval's width on these estimates"] = gettext_lazy(
+    "no uniform budget reaches the active interval's width on these estimates"
+)
+PHRASES["betting (Waudby-Smith & Ramdas 2024), 95%"] = gettext_lazy("betting (Waudby-Smith & Ramdas 2024), 95%")
+
 # Why Davidson's tie parameter is undefined (judging.statistics.ranking).
 PHRASES["no ties: the estimate of nu is 0 and the fit is Bradley-Terry's"] = gettext_lazy(
     "no ties: the estimate of nu is 0 and the fit is Bradley-Terry's"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.answers import TaskAnswer
@@ -315,7 +316,7 @@ def rate(campaign: Campaign, user: Any, key: str) -> bool:
 
 
 def test_a_met_stopping_rule_stops_the_claim_with_its_evidence(
-    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators, researcher
 ) -> None:  # type: ignore[no-untyped-def]
     dataset, _certificate = certified(fake_provider, django_capture_on_commit_callbacks, items=ITEMS)
     campaign = make_campaign(
@@ -360,6 +361,13 @@ def test_a_met_stopping_rule_stops_the_claim_with_its_evidence(
     assert campaign.stopped_at == stopped_at
     with pytest.raises(HybridError, match="already stopped"):
         set_rule(campaign)
+    # The researcher reading in Japanese gets the method in Japanese too.
+    Dataset.objects.filter(pk=dataset.pk).update(owner=researcher)
+    reader = Client(HTTP_ACCEPT_LANGUAGE="ja")
+    reader.force_login(researcher)
+    progress = reader.get(reverse("campaign-progress", args=[campaign.pk])).content.decode()
+    assert 'id="stopping-met"' in progress and "ベッティング法（Waudby-Smith &amp; Ramdas 2024）、95%" in progress
+    assert "betting (Waudby-Smith" not in progress
 
 
 def test_the_judge_certified_on_the_aspect_stops_the_campaign_with_the_certificate_as_evidence(
