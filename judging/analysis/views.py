@@ -580,9 +580,12 @@ def campaign_span_agreement_panel(request: HttpRequest, campaign_id: int) -> Htt
         "span_overlap": _("spans that overlap"),
         "span_overlap_category": _("spans that overlap, category within the gold's"),
     }
+    # The report is cached for every reader; each aspect's label is read in the reader's language here.
+    shown = {aspect.name: aspect.display_label for aspect in campaign.aspects.all()} if report["aspects"] else {}
     aspects = [
         {
             **aspect,
+            "shown_label": shown.get(aspect["aspect"], aspect["label"]),
             "conventions": [(labels[key], figures) for key, figures in aspect["pairwise"].items()],
             "gold_rows": [
                 {**row, "conventions": [(gold_labels[key], figures) for key, figures in row["conventions"].items()]}

@@ -215,4 +215,5 @@ def test_panel_in_japanese_leaves_no_english(rated: Any, client: Any, researcher
     page = client.get(reverse("campaign-span-agreement", args=[rated.pk]), HTTP_ACCEPT_LANGUAGE="ja")
     body = page.content.decode()
     assert "評価者間の誤りスパンの一致度" in body and "95% 区間" in body
+    assert '<h4 id="span-agreement-1">誤り</h4>' in body  # the aspect's Japanese label, not its name
     assert english_left(body, KEPT_LATIN | data_words()) == []
