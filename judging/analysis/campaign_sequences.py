@@ -86,23 +86,6 @@ def figure(
     }
 
 
-def paired_scores(rows: list[tuple[int, str, float]], first: str, second: str) -> list[tuple[float, float]]:
-    """(first's score, second's score) on each prompt both were rated on, in the order each pair was completed; a
-    prompt rated more than once per system uses its first rating of each (as the stopping rule does)."""
-    seen: dict[int, dict[str, float]] = {}
-    pairs = []
-    for turn, key, value in rows:
-        if key not in (first, second):
-            continue
-        scores = seen.setdefault(turn, {})
-        if key in scores:
-            continue
-        scores[key] = value
-        if len(scores) == 2:
-            pairs.append((scores[first], scores[second]))
-    return pairs
-
-
 def win_value(a: float, b: float) -> float:
     """A prompt's outcome for the first system: 1 when it scored higher, 1/2 on a tie, 0 when lower."""
     return 1.0 if a > b else 0.5 if a == b else 0.0
@@ -110,6 +93,8 @@ def win_value(a: float, b: float) -> float:
 
 def _aspect_figures(aspect: AspectInfo, rows: list[tuple[int, str, float]]) -> dict[str, Any]:
     """Rows are (prompt, system key, value) in the order the ratings were given."""
+    from judging.statistics.sequences import first_ratings_paired  # noqa: PLC0415 - numpy
+
     lower, upper = aspect.min_value, aspect.max_value
     span = upper - lower
     systems = sorted({key for _turn, key, _value in rows})
@@ -128,7 +113,7 @@ def _aspect_figures(aspect: AspectInfo, rows: list[tuple[int, str, float]]) -> d
     pairs = [(a, b) for i, a in enumerate(systems) for b in systems[i + 1 :]]
     differences, wins = [], []
     for first, second in pairs[:MAX_PAIRS]:
-        scored = paired_scores(rows, first, second)
+        scored = first_ratings_paired(rows, first, second)
         empty = "no prompt has ratings of both systems yet"
         differences.append(
             figure(

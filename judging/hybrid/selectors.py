@@ -74,23 +74,6 @@ def _ratings_in_order(campaign: Campaign, aspect_id: int) -> list[tuple[int, str
     return [(turn, key, float(value or 0.0)) for turn, key, value in rows]
 
 
-def _paired_differences(rows: list[tuple[int, str, float]], first: str, second: str) -> list[tuple[float, float]]:
-    """The pairs (first's score, second's score) on the same prompt, in the order each pair was completed; a prompt
-    rated more than once per system uses its first rating of each."""
-    seen: dict[int, dict[str, float]] = {}
-    pairs = []
-    for turn, key, value in rows:
-        if key not in (first, second):
-            continue
-        scores = seen.setdefault(turn, {})
-        if key in scores:
-            continue
-        scores[key] = value
-        if len(scores) == 2:
-            pairs.append((scores[first], scores[second]))
-    return pairs
-
-
 def stopping_evidence(campaign: Campaign) -> dict[str, Any] | None:
     """The campaign's stopping rule read on its human ratings so far: the betting confidence sequence (one look per
     rating, or per completed pair for "beats"), the decision, n and the looks (at most MAX_LOOKS_SHOWN, evenly spaced,
@@ -98,6 +81,7 @@ def stopping_evidence(campaign: Campaign) -> dict[str, Any] | None:
     from judging.statistics.sequences import (  # noqa: PLC0415 - numpy
         confidence_sequence,
         difference_decision,
+        first_ratings_paired,
         paired_difference_sequence,
         width_decision,
     )
@@ -109,7 +93,7 @@ def stopping_evidence(campaign: Campaign) -> dict[str, Any] | None:
         return certification_evidence(campaign, aspect)
     rows = _ratings_in_order(campaign, aspect.pk)
     if campaign.stop_rule == StopRule.BEATS:
-        pairs = _paired_differences(rows, campaign.stop_first, campaign.stop_second)
+        pairs = first_ratings_paired(rows, campaign.stop_first, campaign.stop_second)
         looks = paired_difference_sequence(
             [a for a, _ in pairs], [b for _, b in pairs], lower=aspect.min_value, upper=aspect.max_value
         )

@@ -315,3 +315,21 @@ def width_decision(looks: Sequence[Look], width: float) -> Decision:
         return False, f"not yet: width {high - low:.4g} > {width:g}"
 
     return _on_latest_look(looks, f"width <= {width:g}", decide)
+
+
+def first_ratings_paired(rows: list[tuple[int, str, float]], first: str, second: str) -> list[tuple[float, float]]:
+    """(first's score, second's score) on each prompt both systems were rated on, from rows of (prompt, system,
+    score) in the order they were given; pairs come in the order each was completed, and a prompt rated more than
+    once per system uses its first rating of each."""
+    seen: dict[int, dict[str, float]] = {}
+    pairs = []
+    for turn, key, value in rows:
+        if key not in (first, second):
+            continue
+        scores = seen.setdefault(turn, {})
+        if key in scores:
+            continue
+        scores[key] = value
+        if len(scores) == 2:
+            pairs.append((scores[first], scores[second]))
+    return pairs
