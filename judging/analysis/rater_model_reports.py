@@ -30,10 +30,11 @@ POSITIONAL = (
 )
 
 
-def model_for_level(level: str) -> str:
-    """The rater model suited to an aspect's measurement level: nominal labels have no order, so Dawid–Skene's
-    confusion matrices; ordered scores, the severity model, which reads distances between them."""
-    return "dawid-skene" if level == MeasurementLevel.NOMINAL else "severity"
+def models_for_level(level: str) -> tuple[str, ...]:
+    """The rater models suited to an aspect's measurement level: nominal labels have no order, so Dawid–Skene's
+    confusion matrices and MACE's competence and spamming; ordered scores, the severity model, which reads distances
+    between them."""
+    return ("dawid-skene", "mace") if level == MeasurementLevel.NOMINAL else ("severity",)
 
 
 def aspect_rater_model(data: DatasetData, aspect: AspectInfo, model: str) -> dict[str, Any]:
@@ -82,18 +83,24 @@ def rater_model_report(dataset: Dataset, model: str, aspect_name: str | None, sc
 
 
 def _campaign_fits(campaign: Campaign, data: DatasetData) -> list[dict[str, Any]]:
-    """Per scale aspect of the campaign, the fit of the model suited to its level, with every answer's place (item,
+    """Per scale aspect of the campaign, the fit of each model suited to its level, with every answer's place (item,
     turn) and the number of ratings it was fitted on; reasons stay English (the page phrases them)."""
     rated = set(campaign.aspects.filter(kind=AspectKind.SCALE).values_list("pk", flat=True))
     fits: list[dict[str, Any]] = []
+    row_of = {int(response): i for i, response in enumerate(data.answers.response_ids)}
     for aspect in (aspect for aspect in data.aspects if aspect.id in rated):
-        model = model_for_level(aspect.level)
-        result = aspect_rater_model(data, aspect, model)
         counts = np.bincount(aspect_ratings(data, aspect).unit, minlength=data.answers.response_ids.size)
-        row_of = {int(response): i for i, response in enumerate(data.answers.response_ids)}
-        fits.append(
-            {"aspect": aspect.label or aspect.name, "model": model, "result": result, "counts": counts, "rows": row_of}
-        )
+        for model in models_for_level(aspect.level):
+            result = aspect_rater_model(data, aspect, model)
+            fits.append(
+                {
+                    "aspect": aspect.label or aspect.name,
+                    "model": model,
+                    "result": result,
+                    "counts": counts,
+                    "rows": row_of,
+                }
+            )
     # The campaign's answers in one query, whatever the fits hold, so the panel reads a fixed number of queries.
     places = {
         pk: (item, turn)
@@ -137,7 +144,7 @@ def _campaign_fits(campaign: Campaign, data: DatasetData) -> list[dict[str, Any]
 
 
 def campaign_rater_reliability(campaign: Campaign) -> list[AspectReliability]:
-    """Per aspect of the campaign's rubric, each rater's reliability and each answer's posterior label from the model
+    """Per aspect of the campaign's rubric, each rater's reliability and each answer's posterior label from each model
     suited to its level, fitted to the campaign's ratings with the excluded raters left out (the rating scope's
     default). The fit is cached under the dataset's statistics version, so a page view refits nothing until a
     rating, an exclusion or a gold mark changes; the reasons are in the reader's language, for the page."""

@@ -52,16 +52,18 @@ def rated(researcher, annotators):  # type: ignore[no-untyped-def]
 
 def test_the_panel_lists_each_answers_posterior_as_the_model_fits_it(rated, researcher, monkeypatch):
     campaign, place = rated
-    want = {"factuality": fitted("factuality", "dawid-skene", 3), "amount_info": fitted("amount_info", "severity", 3)}
+    columns = [("factuality", "dawid-skene"), ("factuality", "mace"), ("amount_info", "severity")]
+    want = {column: fitted(*column, 3) for column in columns}
     tables = quality_panel(campaign).posteriors
     assert [(table.model, table.categorical, table.total) for table in tables] == [
         ("Dawid–Skene", True, ITEMS * len(SYSTEMS)),
+        ("MACE", True, ITEMS * len(SYSTEMS)),
         ("rater severity", False, ITEMS * len(SYSTEMS)),
     ]
-    for table, aspect in zip(tables, ("factuality", "amount_info"), strict=True):
+    for table, column in zip(tables, columns, strict=True):
         assert len(table.rows) == ITEMS * len(SYSTEMS)  # under the cap
         for row in table.rows:
-            estimate = want[aspect][place[row.response_id]]
+            estimate = want[column][place[row.response_id]]
             assert row.raters == 3
             if table.categorical:
                 assert row.label == estimate["label"]
@@ -83,15 +85,19 @@ def test_the_panel_lists_each_answers_posterior_as_the_model_fits_it(rated, rese
 
 def test_the_csv_holds_every_answer(rated, researcher):
     campaign, place = rated
-    want = {"Factuality": fitted("factuality", "dawid-skene", 3), "Amount Info": fitted("amount_info", "severity", 3)}
+    shown = {"factuality": "Factuality", "amount_info": "Amount Info"}
+    want = {
+        (shown[aspect], model): fitted(aspect, model, 3)
+        for aspect, model in [("factuality", "dawid-skene"), ("factuality", "mace"), ("amount_info", "severity")]
+    }
     response = client_for(researcher).get(reverse("campaign-posterior-labels-csv", args=[campaign.pk]))
     assert response.status_code == 200
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
-    assert len(rows) == 2 * ITEMS * len(SYSTEMS)
+    assert len(rows) == 3 * ITEMS * len(SYSTEMS)
     for row in rows:
-        estimate = want[row["aspect"]][place[int(row["response_id"])]]
+        estimate = want[(row["aspect"], row["model"])][place[int(row["response_id"])]]
         assert int(row["raters"]) == 3
-        if row["model"] == "dawid-skene":
+        if row["model"] in ("dawid-skene", "mace"):
             assert float(row["posterior_label"]) == estimate["label"]
             assert float(row["probability"]) == pytest.approx(estimate["posterior"][estimate["label"]], abs=1e-4)
             assert row["expected_score"] == ""

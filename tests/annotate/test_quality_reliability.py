@@ -13,7 +13,7 @@ from django.urls import reverse
 from annotations.models import Campaign, Rater
 from annotations.quality.selectors import quality_panel
 from judging.statistics.rater_models import fit_rater_model
-from tests.annotate.quality_world import ASPECTS, Scores, rate, study
+from tests.annotate.quality_world import Scores, rate, study
 from tests.annotate.test_exclusion_views import client_for, post
 
 pytestmark = pytest.mark.django_db
@@ -41,11 +41,14 @@ def off_on(every: int, shift: int) -> Scores:
 
 
 PLANS: dict[str, Scores] = {"exact": truth, "mostly": off_on(4, 1), "often_off": off_on(2, 0)}
+# The panel's columns: Dawid–Skene and MACE on the nominal aspect, rater severity on the ordered one.
+COLUMNS = [("factuality", "dawid-skene"), ("factuality", "mace"), ("amount_info", "severity")]
 
 
 def campaign_rated(researcher: User, users: list[User], plans: list[Scores]) -> Campaign:
     campaign = study(researcher, users, items=ITEMS, raters_per_item=len(users))
-    # factuality's labels become unordered classes, so the panel fits Dawid–Skene to it and severity to amount_info.
+    # factuality's labels become unordered classes, so the panel fits Dawid–Skene and MACE to it and severity to
+    # amount_info.
     campaign.dataset.aspects.filter(name="factuality").update(level="nominal")
     for position in range(ITEMS):
         for user, plan in zip(users, plans, strict=True):
@@ -91,18 +94,18 @@ def three(researcher, annotators):  # type: ignore[no-untyped-def]
 def test_the_panel_shows_the_rater_models_reliabilities(three, researcher, annotators):
     campaign, rater_of = three
     plans = {rater_of[name]: plan for name, plan in PLANS.items()}
-    want = {
-        "factuality": expected(plans, "factuality", "dawid-skene"),
-        "amount_info": expected(plans, "amount_info", "severity"),
-    }
+    want = {column: expected(plans, *column) for column in COLUMNS}
     table = quality_panel(campaign).reliability
-    assert [model for _aspect, model in table.columns] == ["Dawid–Skene", "rater severity"]
+    assert [model for _aspect, model in table.columns] == ["Dawid–Skene", "MACE", "rater severity"]
     assert table.undefined == []
     got = {row.pseudonym: [cell.value for cell in cells] for row, cells in table.rows}
     for rater in plans:
-        assert got[rater] == pytest.approx([want[aspect][rater] for aspect in ASPECTS], abs=1e-9)
-    # The careful rater is the most reliable on the ordered aspect, the often-wrong one the least.
-    severity = want["amount_info"]
+        assert got[rater] == pytest.approx([want[column][rater] for column in COLUMNS], abs=1e-9)
+    # The careful rater is the most reliable on the ordered aspect, the often-wrong one the least; MACE finds the
+    # exact rater the most competent on the nominal one.
+    competence = want[("factuality", "mace")]
+    assert competence[rater_of["exact"]] == max(competence.values())
+    severity = want[("amount_info", "severity")]
     assert severity[rater_of["exact"]] > severity[rater_of["mostly"]] > severity[rater_of["often_off"]]
     response = client_for(researcher).get(reverse("campaign-progress", args=[campaign.pk]))
     assert response.status_code == 200
@@ -110,7 +113,7 @@ def test_the_panel_shows_the_rater_models_reliabilities(three, researcher, annot
     assert "Reliability (rater model)" in html
     for user in annotators:
         pseudonym = Rater.objects.get(user=user).pseudonym
-        assert shown(html, user.username) == printed([want[aspect][pseudonym] for aspect in ASPECTS])
+        assert shown(html, user.username) == printed([want[column][pseudonym] for column in COLUMNS])
 
 
 def test_one_rater_leaves_every_aspect_undefined_with_the_reason(researcher, annotator1):
@@ -120,11 +123,13 @@ def test_one_rater_leaves_every_aspect_undefined_with_the_reason(researcher, ann
     assert table.rows == [] and table.columns == []
     assert [(model, why) for _aspect, model, why in table.undefined] == [
         ("Dawid–Skene", reason),
+        ("MACE", reason),
         ("rater severity", reason),
     ]
     html = client_for(researcher).get(reverse("campaign-progress", args=[campaign.pk])).content.decode()
     assert 'class="reliability-table"' not in html
-    assert f"(Dawid–Skene): undefined: {reason}" in html and f"(rater severity): undefined: {reason}" in html
+    for model in ("Dawid–Skene", "MACE", "rater severity"):
+        assert f"({model}): undefined: {reason}" in html
 
 
 def test_an_exclusion_removes_the_rater_from_the_fit(three, researcher, annotators):
@@ -139,12 +144,9 @@ def test_an_exclusion_removes_the_rater_from_the_fit(three, researcher, annotato
     assert response.status_code == 200
     html = response.content.decode()
     kept = {rater_of[name]: PLANS[name] for name in ("exact", "mostly")}
-    want = {
-        "factuality": expected(kept, "factuality", "dawid-skene"),
-        "amount_info": expected(kept, "amount_info", "severity"),
-    }
+    want = {column: expected(kept, *column) for column in COLUMNS}
     table = html[html.index('class="reliability-table"') :]
     assert f'<th scope="row">{left_out.user.username}</th>' not in table[: table.index("</table>")]
     for user in annotators[:2]:
         pseudonym = Rater.objects.get(user=user).pseudonym
-        assert shown(html, user.username) == printed([want[aspect][pseudonym] for aspect in ASPECTS])
+        assert shown(html, user.username) == printed([want[column][pseudonym] for column in COLUMNS])
