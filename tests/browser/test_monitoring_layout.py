@@ -71,7 +71,8 @@ def test_monitoring_pages_are_accessible_at_both_widths(  # type: ignore[no-unty
         expect(sequences.locator("svg.sequence-chart")).to_have_count(9)
         expect(sequences.locator("tr[data-kind=agreement] td.undefined")).to_have_count(1)
         expect(page.locator("#posterior-labels").get_by_role("heading", name=WORDS[tag]["posteriors"])).to_be_visible()
-        expect(page.locator("table.posterior-table")).to_have_count(2)
+        # Dawid–Skene and MACE on the nominal factuality, rater severity on amount_info.
+        expect(page.locator("table.posterior-table")).to_have_count(3)
         expect(page.locator("table.reliability-table")).to_have_count(1)
         pages.check_layout(page, f"monitoring-progress-{tag}")
         shoot_section(page, "#sequences-panel", f"monitoring-sequences-{tag}")
