@@ -7,10 +7,8 @@ import json
 import uuid
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.test import Client
 from django.urls import reverse
 
 from annotations.adjudication.rules import lowest_pair_span_f1, pair_span_f1
@@ -24,9 +22,8 @@ from annotations.datasets.flat_export import iter_flat_rows
 from annotations.error_spans import Span
 from annotations.models import AdjudicatedSpan, Adjudication, AdjudicationRule, Dispute, Response
 from annotations.roles import adjudicator_grant
+from tests.annotate.test_adjudication_views import client_for, first_dispute, post
 from tests.spans.world import span_campaign
-
-CSRF_SECRET = "c3" * 16
 
 # --- the rule, pure: hand-worked examples of the span-level F1 (overlap matching, with categories) -------------------
 
@@ -76,24 +73,6 @@ def disputed(researcher, annotators, adjudicator):  # type: ignore[no-untyped-de
     _submit_all(campaign, annotators[0], marks=True)
     _submit_all(campaign, annotators[1], marks=False)
     return campaign
-
-
-def client_for(user: User | None) -> Client:
-    client = Client(enforce_csrf_checks=True)
-    if user is not None:
-        client.force_login(user)
-    return client
-
-
-def post(client: Client, url: str, data: dict[str, str]):  # type: ignore[no-untyped-def]
-    client.cookies[settings.CSRF_COOKIE_NAME] = CSRF_SECRET
-    return client.post(url, {**data, "csrfmiddlewaretoken": CSRF_SECRET})
-
-
-def first_dispute() -> Dispute:
-    dispute = Dispute.objects.order_by("task__position").first()
-    assert dispute is not None
-    return dispute
 
 
 @pytestmark_db
