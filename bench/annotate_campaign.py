@@ -99,8 +99,8 @@ _GROW_CAMPAIGN_SQL = (
     JOIN annotations_turn model_turn ON model_turn.item_id = model.id AND model_turn.index = turn.index
     JOIN annotations_response answer ON answer.turn_id = model_turn.id
     WHERE item.dataset_id = %(dataset)s AND item.position >= %(items)s""",
-    """INSERT INTO annotations_task (chunk, position, campaign_id, turn_id, is_gold)
-    SELECT 0, item.position, %(campaign)s, turn.id, FALSE
+    """INSERT INTO annotations_task (chunk, position, campaign_id, turn_id, is_gold, human_stratum)
+    SELECT 0, item.position, %(campaign)s, turn.id, FALSE, ''
     FROM annotations_item item JOIN annotations_turn turn ON turn.item_id = item.id
     WHERE item.dataset_id = %(dataset)s AND item.position >= %(items)s""",
     """INSERT INTO annotations_task_responses (task_id, response_id)
