@@ -6,9 +6,9 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from annotations.error_spans import Span
 from annotations.models import Campaign, Dataset, ErrorSpan, Rating
 from annotations.roles import ROLE_GROUPS, AnyUser
+from annotations.spans.error_spans import Span
 
 
 def datasets_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Dataset]:

@@ -91,7 +91,7 @@ def rating_create(
 def error_spans_write(*, ratings: list[Rating]) -> None:
     """Makes the ErrorSpan rows of these ratings what their raw tokens say: a span aspect's token is
     {"no_error": ..., "spans": [{"start", "end", "category", "severity", "note"?}]} in code points, already checked
-    against the answer (annotations.span_answers). A rating whose token holds no spans keeps none."""
+    against the answer (annotations.spans.answers). A rating whose token holds no spans keeps none."""
     ErrorSpan.objects.filter(rating__in=[rating.pk for rating in ratings]).delete()
     rows = [
         ErrorSpan(

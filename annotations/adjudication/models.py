@@ -11,8 +11,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
-from annotations.error_spans import SEVERITIES
-from annotations.span_schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
+from annotations.spans.error_spans import SEVERITIES
+from annotations.spans.schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
 
 
 class AdjudicationRule(models.Model):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations
 
-from annotations.error_spans import Span
+from annotations.spans.error_spans import Span
 
 
 def _overlap_same_category(a: Span, b: Span) -> bool:

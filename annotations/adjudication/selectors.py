@@ -17,7 +17,6 @@ from django.http import Http404
 from django.utils.translation import get_language, gettext, ngettext
 
 from annotations.adjudication.rules import lowest_pair_span_f1
-from annotations.error_spans import Span
 from annotations.models import (
     Adjudication,
     AdjudicationRule,
@@ -36,7 +35,8 @@ from annotations.models import (
 )
 from annotations.roles import AnyUser, is_adjudicator
 from annotations.selectors import annotator_accounts, campaigns_for_researcher, researcher_accounts
-from annotations.span_answers import token_spans
+from annotations.spans.answers import token_spans
+from annotations.spans.error_spans import Span
 from annotations.task_sheet import Scale, aspect_scale
 
 

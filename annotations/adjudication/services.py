@@ -21,7 +21,7 @@ from annotations.errors import RatingOutOfRange
 from annotations.models import AdjudicatedSpan, Adjudication, AdjudicationRule, Campaign, Dispute, Task
 from annotations.roles import adjudicator_grant
 from annotations.services import rating_value_from_token
-from annotations.span_answers import SpanAnswer, SpanAnswerInvalid, parse_span_answer
+from annotations.spans.answers import SpanAnswer, SpanAnswerInvalid, parse_span_answer
 from annotations.storable import is_storable
 from annotations.task_sheet import aspect_scale
 

@@ -16,7 +16,7 @@ from annotations.errors import RatingOutOfRange
 from annotations.models import Campaign, Submission
 from annotations.rubrics import format_number
 from annotations.services import rating_value_from_token
-from annotations.span_answers import (
+from annotations.spans.answers import (
     MAX_SPAN_VALUE_CHARS,
     SpanAnswer,
     SpanAnswerInvalid,

@@ -19,7 +19,7 @@ from annotations.rubrics import (
     is_json_number,
     same_json_token,
 )
-from annotations.span_answers import SpanAnswerInvalid, parse_span_answer
+from annotations.spans.answers import SpanAnswerInvalid, parse_span_answer
 from annotations.storable import NUL, unstorable_character
 
 UTF8_BOM = b"\xef\xbb\xbf"

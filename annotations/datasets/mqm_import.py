@@ -19,8 +19,8 @@ from django.contrib.auth.models import User
 
 from annotations.datasets.importing import ImportResult, dataset_import
 from annotations.datasets.mqm_tsv import MqmRating, read_mqm_tsv
-from annotations.error_spans import WMT2020
 from annotations.rubrics import RubricSpec, parse_rubric
+from annotations.spans.error_spans import WMT2020
 
 ASPECT = "mqm"
 

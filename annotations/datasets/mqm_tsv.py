@@ -17,8 +17,8 @@ import csv
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from annotations.error_spans import WMT2020, MqmWeights, Span, mqm_penalty
 from annotations.errors import DatasetImportError
+from annotations.spans.error_spans import WMT2020, MqmWeights, Span, mqm_penalty
 
 COLUMNS = ("system", "doc", "doc_id", "seg_id", "rater", "source", "target", "category", "severity")
 OPEN, CLOSE = "<v>", "</v>"

@@ -25,9 +25,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotations.error_spans import Span
 from annotations.rubrics import format_number, is_json_number
-from annotations.span_schemes import SpanScheme
+from annotations.spans.error_spans import Span, category_within
+from annotations.spans.schemes import SpanScheme
 
 SPAN_GOLD_MAX = 200
 
@@ -72,11 +72,6 @@ class GoldSpan:
     end: int
     category: str
     severity: str | None = None
-
-
-def category_within(expected: str, given: str) -> bool:
-    """Whether a rater's category is the expected one or nested under it ("Fluency" holds "Fluency/Grammar")."""
-    return given == expected or given.startswith(expected + "/")
 
 
 def _known_category(category: str, scheme: SpanScheme) -> bool:

@@ -15,13 +15,13 @@ from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
 
 from annotations.campaign_slots import tasks_open_to
-from annotations.error_spans import Span
 from annotations.gold.rules import GoldSpan, SpanGoldVerdict, expected_span_pairs, span_gold_verdict
 from annotations.models import Aspect, AspectKind, Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
 from annotations.roles import AnyUser
 from annotations.slots import seeded_random
-from annotations.span_answers import token_spans
-from annotations.span_schemes import SpanScheme
+from annotations.spans.answers import token_spans
+from annotations.spans.error_spans import Span
+from annotations.spans.schemes import SpanScheme
 
 
 def gold_block_size(rate: float) -> int:

@@ -19,7 +19,7 @@ from annotations.models import Aspect, AspectKind, Assignment, GoldItem, Item, R
 from annotations.roles import AnyUser
 from annotations.selectors import datasets_for_user
 from annotations.slots import slots_build
-from annotations.span_schemes import SpanScheme
+from annotations.spans.schemes import SpanScheme
 
 
 class GoldError(ValueError):

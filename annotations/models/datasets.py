@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from annotations.span_schemes import SpanScheme
+from annotations.spans.schemes import SpanScheme
 
 
 class MeasurementLevel(models.TextChoices):

@@ -5,9 +5,9 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from annotations.error_spans import SEVERITIES
 from annotations.models.datasets import Rating
-from annotations.span_schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
+from annotations.spans.error_spans import SEVERITIES
+from annotations.spans.schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
 
 __all__ = ["ErrorSpan"]
 

@@ -19,7 +19,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
 from django.utils.translation import ngettext
 
-from annotations.error_spans import Span
 from annotations.gold.models import GoldItem, GoldKind
 from annotations.gold.rules import expected_span_pairs, is_span_expectation, span_gold_verdict
 from annotations.models import (
@@ -37,7 +36,8 @@ from annotations.quality import metrics
 from annotations.quality.models import RaterExclusion
 from annotations.quality.rater_reliability import AspectReliability, ItemPosterior, rater_reliability
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform
-from annotations.span_answers import token_spans
+from annotations.spans.answers import token_spans
+from annotations.spans.error_spans import Span
 
 Pair = tuple[int, int]  # (response id, aspect id)
 

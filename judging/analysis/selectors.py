@@ -28,7 +28,6 @@ from django.db.models.functions import Length
 from django.http import Http404
 from django.utils.translation import gettext
 
-from annotations.error_spans import Span
 from annotations.models import (
     Adjudication,
     Aspect,
@@ -48,6 +47,7 @@ from annotations.models import (
     System,
 )
 from annotations.selectors import campaigns_for_researcher, dataset_for_user_or_404, datasets_for_user
+from annotations.spans.error_spans import Span
 from judging.certification.selectors import standing_of_judge_ids
 from judging.models import Judge, JudgeExemplar, JudgeRun, JudgeScore, Judgment, JudgmentStatus
 
@@ -591,7 +591,7 @@ def campaign_gold_spans(campaign: Campaign, aspects: list[AspectInfo]) -> Campai
     ratings of their answers on the span aspects (with each answer's length, system and rater), and the exclusions.
     The rater's spans are read from the rating's stored answer, as the gold verdict reads them."""
     from annotations.gold.rules import expected_span_pairs  # noqa: PLC0415 - span aspects only
-    from annotations.span_answers import token_spans  # noqa: PLC0415 - span aspects only
+    from annotations.spans.answers import token_spans  # noqa: PLC0415 - span aspects only
 
     answers: dict[int, dict[str, list[GoldSpanAnswer]]] = {aspect.id: {} for aspect in aspects}
     if not aspects:

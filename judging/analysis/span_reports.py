@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from annotations.error_spans import Span
+from annotations.spans.error_spans import Span
 from judging.analysis.selectors import (
     Answers,
     AspectInfo,

@@ -16,7 +16,7 @@ from judging.llm.calls import CallResult, CallSpec
 from judging.methods import prompts
 
 if TYPE_CHECKING:  # the config type loads pydantic; code that reads a UnitContext does not need it
-    from annotations.span_schemes import SpanScheme
+    from annotations.spans.schemes import SpanScheme
     from judging.methods.judge_settings import JudgeSettings
 
 

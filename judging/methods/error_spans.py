@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotations.error_spans import Span
-from annotations.span_schemes import SpanScheme
+from annotations.spans.error_spans import Span
+from annotations.spans.schemes import SpanScheme
 from judging.methods.parsing import MAX_PARSE_CHARS, json_objects
 from judging.methods.quotes import locate_quote
 

@@ -1,7 +1,7 @@
 """MQM scores and span agreement between two sets of error spans (a rater and another rater, or gold).
 
-Spans are `annotations.error_spans.Span` values: code-point offsets into the exact stored text. Agreement looks only at
-located spans; errors with no offsets count in MQM scores and nowhere else.
+Spans are `annotations.spans.error_spans.Span` values: code-point offsets into the exact stored text. Agreement
+looks only at located spans; errors with no offsets count in MQM scores and nowhere else.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypedDict
 
-from annotations.error_spans import MqmWeights, Span, mqm_penalty
+from annotations.spans.error_spans import MqmWeights, Span, category_within, mqm_penalty
 from judging.statistics.results import Stat, defined, undefined
 
 Normalisation = Literal["answer", "100 words", "100 characters"]
@@ -85,13 +85,6 @@ def _precision_recall(
     }
 
 
-def category_holds(reference: str, candidate: str) -> bool:
-    """Whether a candidate's category is the reference's or nested under it: "Fluency" holds "Fluency/Grammar",
-    "Fluency/Grammar" holds only itself, and levels split at "/" ("Fluency" does not hold "FluencyX"). The rule gold
-    on spans passes by (``annotations.gold.rules.category_within``)."""
-    return candidate == reference or candidate.startswith(reference + "/")
-
-
 def character_agreement(
     items: Sequence[SpanPair], *, with_category: bool = False, nested: bool = False
 ) -> PrecisionRecall:
@@ -99,7 +92,7 @@ def character_agreement(
 
     A character counts once per category however many spans of the candidate cover it; with ``with_category`` a
     character agrees only where both sides mark it with the same category (with ``nested``, a reference category
-    also holds the candidate categories under it: see `category_holds`). Precision is the share of the candidate's
+    also holds the candidate categories under it: see `category_within`). Precision is the share of the candidate's
     marked characters the reference also marks; recall the share of the reference's the candidate marks.
     """
     candidate_matched = reference_matched = candidate_total = reference_total = 0
@@ -114,10 +107,10 @@ def character_agreement(
             for position, label in candidate:
                 candidate_at.setdefault(position, []).append(label)
             candidate_matched += sum(
-                any(category_holds(r, c) for r in reference_at.get(position, ())) for position, c in candidate
+                any(category_within(r, c) for r in reference_at.get(position, ())) for position, c in candidate
             )
             reference_matched += sum(
-                any(category_holds(r, c) for c in candidate_at.get(position, ())) for position, r in reference
+                any(category_within(r, c) for c in candidate_at.get(position, ())) for position, r in reference
             )
         else:
             common = len(candidate & reference)
@@ -139,7 +132,7 @@ def _characters(spans: Iterable[Span], with_category: bool) -> set[tuple[int, st
 
 def _matches(a: Span, b: Span, matching: Matching, with_category: bool, nested: bool = False) -> bool:
     """Whether candidate span ``a`` matches reference span ``b``."""
-    if with_category and not (category_holds(b.category, a.category) if nested else a.category == b.category):
+    if with_category and not (category_within(b.category, a.category) if nested else a.category == b.category):
         return False
     if matching == "exact" or a.start == a.end or b.start == b.end:
         # An empty span (a point, such as where an omission belongs) covers no character, so it matches only the
@@ -157,7 +150,7 @@ def span_agreement(
     Precision is the share of candidate spans that match at least one reference span in the same item; recall the
     share of reference spans matched by at least one candidate span; F1 their harmonic mean. Spans match exactly
     (same offsets) or by overlap (at least one character in common), and with ``with_category`` only if their
-    categories are equal too (with ``nested``, or if the candidate's lies under the reference's: `category_holds`).
+    categories are equal too (with ``nested``, or if the candidate's lies under the reference's: `category_within`).
     Matching is not one-to-one: one long span overlapping two short ones matches both.
     Severity is never compared.
     """
@@ -295,7 +288,7 @@ def gold_agreement(
     """One rater against gold: each pair is one gold answer of theirs, the rater's spans the candidate and the gold's
     expected spans the reference. Pooled over the answers (micro-averaged: matched, marked and expected units are
     summed over the answers before dividing), spans matched by overlap, and with ``with_category`` a gold category
-    holds the rater's categories under it (`category_holds`, the rule gold on spans passes by). F1 is 0 where one
+    holds the rater's categories under it (`category_within`, the rule gold on spans passes by). F1 is 0 where one
     side marks something and the other nothing, undefined where neither does (`pair_f1`); everything is undefined
     when the rater answered no gold."""
     if not pairs:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
-from annotations.error_spans import Span
+from annotations.spans.error_spans import Span
 from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
 
 WHOLE = "error"

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from annotations.datasets.mqm_tsv import read_mqm_tsv, segment_scores
-from annotations.error_spans import MQM_CORE, Span
 from annotations.errors import DatasetImportError
+from annotations.spans.error_spans import MQM_CORE, Span
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "wmt_mqm"
 HEADER = "system\tdoc\tdoc_id\tseg_id\trater\tsource\ttarget\tcategory\tseverity\tcomment"

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from annotations.span_schemes import SpanScheme
+from annotations.spans.schemes import SpanScheme
 from judging.config import ConfigError, JudgeSettings, validate_config
 from judging.engine.registry import calls_per_unit_range
 from judging.llm.calls import CallResult

@@ -12,9 +12,9 @@ from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
-from annotations.error_spans import Span
 from annotations.models import Rater
 from annotations.quality.services import rater_exclude
+from annotations.spans.error_spans import Span
 from judging.analysis.reports import agreement_report, campaign_span_agreement
 from judging.analysis.selectors import campaign_spans, rating_scope
 from judging.statistics.unitizing import UnitizedItem, unitizing_alpha

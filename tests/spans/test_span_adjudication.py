@@ -19,9 +19,9 @@ from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.exporting import CONSENSUS_KEY, iter_export_objects
 from annotations.datasets.flat_export import iter_flat_rows
-from annotations.error_spans import Span
 from annotations.models import AdjudicatedSpan, Adjudication, AdjudicationRule, Dispute, Response
 from annotations.roles import adjudicator_grant
+from annotations.spans.error_spans import Span
 from tests.annotate.test_adjudication_views import client_for, first_dispute, post
 from tests.spans.world import span_campaign
 

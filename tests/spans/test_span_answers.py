@@ -3,13 +3,13 @@ code points the site stores, and every span checked against the exact stored tex
 
 import pytest
 
-from annotations.span_answers import (
+from annotations.spans.answers import (
     SpanAnswerInvalid,
     code_points_to_utf16,
     parse_span_answer,
     utf16_to_code_points,
 )
-from annotations.span_schemes import SpanScheme
+from annotations.spans.schemes import SpanScheme
 
 SCHEME = SpanScheme(
     categories=("Accuracy/Mistranslation", "Fluency/Grammar"),

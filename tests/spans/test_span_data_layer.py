@@ -5,12 +5,12 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from annotations.datasets.downloads import dataset_rubric
-from annotations.error_spans import Span
 from annotations.errors import RubricError
 from annotations.models import Aspect, AspectKind, ErrorSpan
 from annotations.rubrics import parse_rubric
 from annotations.selectors import human_error_spans
-from annotations.span_schemes import SpanScheme
+from annotations.spans.error_spans import Span
+from annotations.spans.schemes import SpanScheme
 from tests.factories import (
     DatasetFactory,
     ErrorSpanFactory,

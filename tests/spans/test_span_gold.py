@@ -14,14 +14,14 @@ from django.urls import reverse
 
 from annotations.datasets.exporting import iter_export_lines
 from annotations.datasets.importing import dataset_import
-from annotations.error_spans import Span
 from annotations.errors import DatasetImportError
 from annotations.gold.rules import GoldSpan, gold_problem, span_gold_verdict
 from annotations.gold.selectors import span_gold_answers
 from annotations.gold.services import GoldError, gold_item_set
 from annotations.models import GoldItem, Item
 from annotations.rubrics import parse_rubric
-from annotations.span_schemes import SpanScheme
+from annotations.spans.error_spans import Span
+from annotations.spans.schemes import SpanScheme
 from tests.conftest import CAST_PASSWORD
 from tests.spans.world import ANSWERS, SPAN_RUBRIC
 

@@ -11,9 +11,9 @@ from annotations.campaigns.drafts import assignment_draft_save
 from annotations.campaigns.errors import SubmissionInvalid
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import submission_form_values, task_candidates
-from annotations.error_spans import Span
 from annotations.models import AssignmentDraft, ErrorSpan, Rating
 from annotations.selectors import human_error_spans
+from annotations.spans.error_spans import Span
 from tests.spans.world import span_campaign
 
 pytestmark = pytest.mark.django_db

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import precision_recall_fscore_support
 
-from annotations.error_spans import MQM_CORE, WMT2020, Span
+from annotations.spans.error_spans import MQM_CORE, WMT2020, Span, category_within
 from judging.statistics.spans import (
     SpanPair,
-    category_holds,
     character_agreement,
     gold_agreement,
     majority_spans,
@@ -265,19 +264,19 @@ def test_gold_agreement_hand_worked_with_nested_categories():
     assert (counted["candidate_units"], counted["reference_units"]) == (3, 2)
 
 
-def test_category_holds_is_the_gold_rule():
-    from annotations.gold.rules import category_within
-
-    for reference, candidate in [
-        ("Fluency", "Fluency/Grammar"),
-        ("Fluency", "Fluency"),
-        ("Fluency/Grammar", "Fluency"),
-        ("Fluency", "FluencyX/Grammar"),
-        ("Fluency/Grammar", "Fluency/Grammar/Agreement"),
-        ("Accuracy", "Fluency/Grammar"),
-    ]:
-        assert category_holds(reference, candidate) == category_within(reference, candidate)
-    assert category_holds("Fluency", "Fluency/Grammar") and not category_holds("Fluency/Grammar", "Fluency")
+@pytest.mark.parametrize(
+    ("expected", "given", "holds"),
+    [
+        ("Fluency", "Fluency/Grammar", True),
+        ("Fluency", "Fluency", True),
+        ("Fluency/Grammar", "Fluency", False),
+        ("Fluency", "FluencyX/Grammar", False),
+        ("Fluency/Grammar", "Fluency/Grammar/Agreement", True),
+        ("Accuracy", "Fluency/Grammar", False),
+    ],
+)
+def test_category_within_holds_the_category_and_those_nested_under_it(expected, given, holds):
+    assert category_within(expected, given) is holds
 
 
 def test_gold_agreement_undefined_with_reasons():

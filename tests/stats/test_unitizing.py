@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from annotations.error_spans import Span
+from annotations.spans.error_spans import Span
 from judging.statistics.unitizing import UnitizedItem, unitizing_alpha, unitizing_alpha_bootstrap_ci
 
 

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotations.error_spans import SEVERITIES, MqmWeights, Span, mqm_penalty
 from annotations.errors import RubricError
+from annotations.spans.error_spans import SEVERITIES, MqmWeights, Span, mqm_penalty
 
 NORMALISATIONS = ("answer", "100_words", "100_characters")
 CATEGORY_MAX_LENGTH = 200

@@ -20,8 +20,8 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from annotations.error_spans import Span
-from annotations.span_schemes import SpanScheme
+from annotations.spans.error_spans import Span
+from annotations.spans.schemes import SpanScheme
 from annotations.storable import is_storable
 
 MAX_SPAN_VALUE_CHARS = 20_000

@@ -46,6 +46,13 @@ class Span:
             raise ValueError(f"span {self.start}..{self.end} runs past the end of a text of {text_length} characters")
 
 
+def category_within(expected: str, given: str) -> bool:
+    """Whether a given category is the expected one or nested under it: "Fluency" holds "Fluency/Grammar",
+    "Fluency/Grammar" holds only itself, and levels split at "/" ("Fluency" does not hold "FluencyX"). Gold on spans
+    passes by this rule, and the span agreement statistics count a category match by it."""
+    return given == expected or given.startswith(expected + "/")
+
+
 @dataclass(frozen=True)
 class MqmWeights:
     """Weight of an error: its (category, severity) if listed, else its category if listed, else its severity.
