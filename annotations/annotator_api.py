@@ -22,7 +22,6 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.ascii_numbers import ascii_int
 from annotations.campaigns.answers import IDEMPOTENCY_KEY_RE, MAX_TEXT_CHARS, MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
@@ -39,11 +38,12 @@ from annotations.campaigns.selectors import campaign_for_annotator, campaigns_fo
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import earlier_prompts, leased_assignment, task_candidates
 from annotations.models import Assignment, Campaign, SkipReason
-from annotations.opaque import opaque_ref
 from annotations.slots import NotInPool, NotLeased
 from annotations.statements import instance_from_row, statement_cursor
-from annotations.storable import is_storable
 from annotations.task_sheet import Scale, campaign_scales
+from annotations.text.ascii_numbers import ascii_int
+from annotations.text.opaque import opaque_ref
+from annotations.text.storable import is_storable
 from annotations.tokens import ExpiringTokenAuthentication, expired_token_error, token_is_expired
 
 # What the annotator API reads of the account; any other field loads on first access (the ORM's deferred fields).

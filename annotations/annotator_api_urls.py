@@ -1,9 +1,7 @@
 from django.urls import path
 
-from annotations import (
-    annotator_api,
-    opaque,  # noqa: F401  (registers the <taskref:…> path converter)
-)
+from annotations import annotator_api
+from annotations.text import opaque  # noqa: F401  (registers the <taskref:…> path converter)
 
 urlpatterns = [
     path("campaigns/", annotator_api.my_campaigns, name="api-annotate-campaigns"),

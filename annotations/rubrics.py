@@ -9,7 +9,7 @@ from typing import Any
 from annotations.errors import RubricError
 from annotations.models import AspectKind, MeasurementLevel
 from annotations.spans.schemes import DEFAULT_MAX_SCORE, SpanScheme, parse_span_scheme
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 
 DEFAULT_MISSING: list[Any] = [None, "NA"]
 

@@ -1,11 +1,9 @@
 from django.urls import include, path
 
-from annotations import (
-    opaque,  # noqa: F401  (registers the <taskref:…> path converter)
-    views,
-)
+from annotations import views
 from annotations.datasets import mapped_views
 from annotations.quality import exclusion_views
+from annotations.text import opaque  # noqa: F401  (registers the <taskref:…> path converter)
 
 urlpatterns = [
     path("", include("annotations.quality.urls")),

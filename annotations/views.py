@@ -26,7 +26,6 @@ from django_htmx.middleware import HtmxDetails
 
 from annotations.adjudication.selectors import dispute_queue, may_adjudicate
 from annotations.agreement_summary import agreement_report
-from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.campaigns.answers import MISSING, TaskAnswer, value_limit
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
@@ -61,7 +60,6 @@ from annotations.campaigns.tasks import (
 from annotations.datasets.downloads import EXPORT_KINDS, export_response
 from annotations.datasets.parquet_export import BINARY_KINDS, binary_export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason
-from annotations.opaque import opaque_pk, opaque_ref
 from annotations.quality.selectors import quality_panel, rater_names_choice
 from annotations.recruitment.services import crowd_session_finish
 from annotations.recruitment.views import recruitment_context
@@ -73,6 +71,8 @@ from annotations.selectors import (
 )
 from annotations.slots import HandOut, NotInPool, NotLeased, hand_out_window
 from annotations.task_sheet import NA_TOKEN, campaign_scales, task_sheet
+from annotations.text.ascii_numbers import ascii_decimal, ascii_int
+from annotations.text.opaque import opaque_pk, opaque_ref
 
 
 class HtmxHttpRequest(HttpRequest):

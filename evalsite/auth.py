@@ -46,8 +46,8 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from annotations.attempt_counters import attempt_count, attempt_count_up, attempt_counters
 from annotations.recruitment.selectors import is_crowd_worker
+from annotations.text.usernames import username_key
 from annotations.tokens import token_expires_at, token_issue, token_revoke
-from annotations.usernames import username_key
 
 View = Callable[..., HttpResponseBase]
 

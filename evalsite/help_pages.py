@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 
-from annotations.markdown import render_markdown
+from annotations.text.markdown import render_markdown
 
 # Reading order on the index; documents not listed here follow in name order.
 ORDER = (

@@ -21,9 +21,9 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from annotations.admin_cascade import WholeObjectDeleteAdmin
-from annotations.ascii_numbers import ascii_int
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
+from annotations.text.ascii_numbers import ascii_int
 from judging import selectors
 from judging.llm.calls import CONNECTION_KEYS
 from judging.models import JudgeConfig, JudgeRun

@@ -14,9 +14,9 @@ from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils.translation import gettext_lazy as _
 
-from annotations.ascii_numbers import ascii_int
 from annotations.models import Aspect, Dataset
 from annotations.selectors import datasets_for_user
+from annotations.text.ascii_numbers import ascii_int
 from judging.config import METHODS, ConfigError, JudgeSettings, validate_config
 from judging.llm.calls import CONNECTION_KEYS
 from judging.methods.judge_settings import LOGPROB_SCORING_MODES, OUTPUT_FORMATS, normalise_config

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 from judging.llm import netguard
 from judging.llm.gateway import route_problem
 from judging.llm.keys import KeyNotAllowed, check_key_destination

@@ -22,8 +22,8 @@ from annotations.models import AdjudicatedSpan, Adjudication, AdjudicationRule, 
 from annotations.roles import adjudicator_grant
 from annotations.services import rating_value_from_token
 from annotations.spans.answers import SpanAnswer, SpanAnswerInvalid, parse_span_answer
-from annotations.storable import is_storable
 from annotations.task_sheet import aspect_scale
+from annotations.text.storable import is_storable
 
 MAX_REASON_CHARS = 10_000
 

@@ -33,9 +33,9 @@ from annotations.adjudication.services import (
     campaign_disputes_find,
     dispute_resolve,
 )
-from annotations.ascii_numbers import ascii_int
 from annotations.selectors import campaign_for_researcher
 from annotations.task_sheet import Cell
+from annotations.text.ascii_numbers import ascii_int
 
 
 @require_GET

@@ -23,8 +23,8 @@ from annotations.spans.answers import (
     is_span_value,
     parse_span_answer,
 )
-from annotations.storable import is_storable
 from annotations.task_sheet import NA_TOKEN, Candidate, Scale, rating_field_id
+from annotations.text.storable import is_storable
 
 MAX_TEXT_CHARS = 10_000
 

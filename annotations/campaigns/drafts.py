@@ -21,8 +21,8 @@ from annotations.campaigns.tasks import draftable_assignment
 from annotations.models import Assignment, AssignmentDraft, Campaign, Task
 from annotations.slots import NotInPool, slot_pool_sql
 from annotations.statements import statement_rows
-from annotations.storable import is_storable
 from annotations.task_sheet import campaign_scales, rating_field_id
+from annotations.text.storable import is_storable
 
 DRAFT_TEXT_FIELDS = ("rationale", "comment")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 
 MAX_GOLD_RATE = 0.5
 # A reserved task longer than a week holds its rater slot from everyone else for no purpose.

@@ -27,7 +27,7 @@ from annotations.campaigns.settings import (
 )
 from annotations.models import Aspect, AssignmentDraft, Campaign, Dataset, Response, Task, Turn
 from annotations.slots import hand_out_order, seeded_random, slots_build, slots_release_outside_pool
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 
 
 def _resolve_aspects(dataset: Dataset, aspects: Iterable[Aspect | str] | None) -> list[Aspect]:

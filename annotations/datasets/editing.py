@@ -8,7 +8,7 @@ from django.db import transaction
 
 from annotations.errors import DatasetEditError
 from annotations.models import AnswerFormat, Dataset
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 
 
 def _check_text(text: str, what: str) -> None:

@@ -20,7 +20,7 @@ from annotations.rubrics import (
     same_json_token,
 )
 from annotations.spans.answers import SpanAnswerInvalid, parse_span_answer
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 
 UTF8_BOM = b"\xef\xbb\xbf"
 # The reason recorded on the exclusions an import makes from the file's marks; the file carries no reason.

@@ -20,7 +20,7 @@ from annotations.datasets.mapped_rows import (
 )
 from annotations.datasets.mapping import JUDGE_FILLED, Mapping, RatingBlock
 from annotations.errors import DatasetImportError
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 
 
 class _Builder(RowReader):

@@ -12,12 +12,12 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from annotations.ascii_numbers import ascii_int
 from annotations.gold.selectors import gold_item_handed_out
 from annotations.gold.services import GoldError, dataset_aspect_ranges, gold_item_remove, gold_item_set, item_systems
 from annotations.models import GoldItem, Item
 from annotations.rubrics import format_number
 from annotations.selectors import datasets_for_user
+from annotations.text.ascii_numbers import ascii_int
 
 
 def _item_pk(value: Any) -> int:

@@ -41,7 +41,7 @@ from annotations.models import (
     Task,
 )
 from annotations.slots import slots_replace, slots_unreplace
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 
 MAX_REASON_CHARS = 2000
 

@@ -12,7 +12,7 @@ from django.core import signing
 from django.utils.translation import gettext as _
 
 from annotations.recruitment.models import Platform, RecruitmentLink
-from annotations.storable import is_storable
+from annotations.text.storable import is_storable
 
 MAX_PARAM_CHARS = 200
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"

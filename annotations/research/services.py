@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from annotations.campaigns.setup import campaign_annotator_remove
 from annotations.models import AnnotatorInvite, Campaign
 from annotations.research.selectors import invite_token_hash, pool_accounts
-from annotations.usernames import username_key, username_normalized
+from annotations.text.usernames import username_key, username_normalized
 
 INVITE_DAYS = 7
 

@@ -22,7 +22,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.setup import campaign_create
 from annotations.datasets.editing import dataset_answer_format_set
@@ -55,6 +54,7 @@ from annotations.research.services import (
 from annotations.rubrics import RUBRIC_MAX_BYTES, is_json_number, load_rubric_bytes, preset_rubric
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 from annotations.task_sheet import NA_TOKEN, Candidate, Scale, aspect_scale, task_sheet
+from annotations.text.ascii_numbers import ascii_decimal, ascii_int
 
 PREVIEW_ITEMS = 3
 

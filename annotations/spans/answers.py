@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 
 from annotations.spans.error_spans import Span
 from annotations.spans.schemes import SpanScheme
-from annotations.storable import is_storable
+from annotations.text.storable import is_storable
 
 MAX_SPAN_VALUE_CHARS = 20_000
 MAX_SPANS_PER_ANSWER = 200

@@ -22,10 +22,10 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotations.ascii_numbers import ascii_int
 from annotations.campaigns.progress import campaign_progress
 from annotations.models import Dataset
 from annotations.selectors import campaign_for_researcher
+from annotations.text.ascii_numbers import ascii_int
 from judging.analysis import tables
 from judging.analysis.decisions import campaign_plan, judge_matrix
 from judging.analysis.forms import AltTestForm, CalibrationForm

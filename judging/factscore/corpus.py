@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from annotations.storable import is_storable
+from annotations.text.storable import is_storable
 
 if TYPE_CHECKING:
     import numpy as np

@@ -16,7 +16,7 @@ from annotations.slots import ClaimDetails, hand_out_order, slot_claim, slot_com
 from annotations.slots import NotInPool as NotInReviewPool  # noqa: F401 - the views catch it under this name
 from annotations.slots import NotLeased as ReviewNotLeased
 from annotations.slots import slots_release_outside_pool as _slots_release_outside_pool
-from annotations.storable import NUL, unstorable_character
+from annotations.text.storable import NUL, unstorable_character
 from judging.factscore import corpus as corpus_lib
 
 # The corpus upload builds the index; the admin and the tests clear the cache through the services.

@@ -15,9 +15,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from annotations.ascii_numbers import ascii_int
 from annotations.research.views import researcher_required
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
+from annotations.text.ascii_numbers import ascii_int
 from judging import run_plans, services
 from judging import selectors as run_selectors
 from judging.admin import LaunchForm

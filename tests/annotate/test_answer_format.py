@@ -10,8 +10,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.claims import assignment_claim
-from annotations.markdown import render_answer
 from annotations.models import AnswerFormat, Dataset, Item
+from annotations.text.markdown import render_answer
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_research_area import builder_post, signed_in
 from tests.conftest import CAST_PASSWORD

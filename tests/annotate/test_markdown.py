@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotations.markdown import ALLOWED_ATTRIBUTES, ALLOWED_TAGS, render_markdown
+from annotations.text.markdown import ALLOWED_ATTRIBUTES, ALLOWED_TAGS, render_markdown
 
 
 class _Elements(HTMLParser):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from annotations.storable import NUL, is_storable, unstorable_character
+from annotations.text.storable import NUL, is_storable, unstorable_character
 
 
 @pytest.mark.parametrize(

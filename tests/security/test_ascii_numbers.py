@@ -1,10 +1,10 @@
-"""Numbers typed into a request are read in ASCII digits only, through annotations.ascii_numbers: a superscript
+"""Numbers typed into a request are read in ASCII digits only, through annotations.text.ascii_numbers: a superscript
 ("²"), another script's digits ("٣", "３") or thousands of digits get the page's own refusal, never a 500."""
 
 import pytest
 
-from annotations.ascii_numbers import ascii_decimal, ascii_int
 from annotations.models import Adjudication
+from annotations.text.ascii_numbers import ascii_decimal, ascii_int
 from tests.annotate.test_adjudication_views import adjudicator, client_for, disputed, first_dispute, post  # noqa: F401
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from annotations.opaque import opaque_ref
+from annotations.text.opaque import opaque_ref
 from tests.security.test_csrf import database_snapshot
 from tests.security.test_xss_sweep import _body, admin_model
 from tests.security.urlwalk import Endpoint, iter_endpoints

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from playwright.sync_api import sync_playwright
 
-from annotations.opaque import opaque_ref
+from annotations.text.opaque import opaque_ref
 from tests.chromium import launch_chromium
 from tests.security.hostile import MARKUP_PAYLOADS
 from tests.security.world import FullWorld

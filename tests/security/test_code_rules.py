@@ -8,7 +8,8 @@ is too heavy for this machine). Six rules, each proven on a bad snippet, then ap
   user-url          a module that makes HTTP requests (httpx, requests, urllib, aiohttp, litellm) without
                     judging.llm.netguard, which validates the address and turns redirects off
   raw-redirect      redirect()/HttpResponseRedirect() whose target comes from request data or headers
-  inline-nul        a NUL literal tested with in / not in: whether text can be stored is annotations.storable's rule
+  inline-nul        a NUL literal tested with in / not in: whether text can be stored is the rule of
+                    annotations.text.storable
                     (it also refuses unpaired surrogates, which an inline NUL test lets through to the database)
 """
 
@@ -33,7 +34,7 @@ REDIRECTS = {
 # Modules allowed to talk HTTP on their own: the guard itself.
 NETGUARD_MODULES = {"judging/llm/netguard.py"}
 # The one place that tests text for NUL: the storable-text rule itself.
-STORABLE_MODULES = {"annotations/storable.py"}
+STORABLE_MODULES = {"annotations/text/storable.py"}
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,9 @@ def check_source(source: str, path: str) -> list[Violation]:
 
         if isinstance(node, ast.Compare) and path not in STORABLE_MODULES and _tests_for_nul(node):
             found.append(
-                Violation("inline-nul", path, node.lineno, "tests for NUL inline; ask annotations.storable instead")
+                Violation(
+                    "inline-nul", path, node.lineno, "tests for NUL inline; ask annotations.text.storable instead"
+                )
             )
 
         if not isinstance(node, ast.Call):
@@ -305,7 +308,7 @@ GOOD_SNIPPETS = [
     "def v(request):\n    return redirect('home')\n",
     "class S(serializers.ModelSerializer):\n    class Meta:\n        fields = ['id', 'name']\n",
     "def v(request):\n    form = Form(data=request.POST)\n",
-    "from annotations.storable import is_storable\ndef f(name):\n    return is_storable(name)\n",
+    "from annotations.text.storable import is_storable\ndef f(name):\n    return is_storable(name)\n",
     "def f(raw):\n    return raw.count('\\x00') > len(raw) // 4\n",
 ]
 

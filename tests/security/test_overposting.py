@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from annotations.models import Dataset, Rater, Rating
-from annotations.opaque import opaque_ref
+from annotations.text.opaque import opaque_ref
 from judging.models import JudgeConfig, JudgeRun, Judgment
 from tests.security.test_csrf import database_snapshot
 from tests.security.test_xss_sweep import _body

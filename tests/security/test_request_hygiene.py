@@ -17,7 +17,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotations.opaque import opaque_ref
+from annotations.text.opaque import opaque_ref
 from evalsite.middleware import field_problem, json_problem, printable
 from tests.conftest import CAST_PASSWORD
 from tests.security.test_authorization import _target

@@ -12,7 +12,7 @@ import pytest
 from django.apps import apps
 from django.test import Client
 
-from annotations.opaque import opaque_ref
+from annotations.text.opaque import opaque_ref
 from tests.security.hostile import MARKUP_PAYLOADS, NAME_CORPUS
 from tests.security.html_checks import assert_no_active_payload, find_active_payloads
 from tests.security.urlwalk import Endpoint, iter_endpoints

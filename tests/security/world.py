@@ -18,9 +18,9 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.setup import campaign_create
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset, Response
-from annotations.opaque import opaque_ref
 from annotations.recruitment.models import Platform
 from annotations.recruitment.services import crowd_session_complete, crowd_worker_join, link_create
+from annotations.text.opaque import opaque_ref
 from tests.conftest import CAST_PASSWORD
 
 SAMPLE = Path(__file__).resolve().parents[2] / "annotations" / "sample_data" / "llm_jp_sample.jsonl"

@@ -3,7 +3,8 @@ arrives as text asks here, so no view reads one on its own.
 
 Python's int() and float() also read other scripts' digits ("３", "٣"), int() refuses superscripts that
 str.isdigit() accepts ("²"), and int() refuses more than 4,300 digits with a ValueError; a bounded ASCII pattern
-answers each of these with "not a number" instead. Plain Python with no imports beyond re, like annotations.storable.
+answers each of these with "not a number" instead. Plain Python with no imports beyond re, like
+annotations.text.storable.
 """
 
 import re
