@@ -9,8 +9,8 @@ class AnnotationsConfig(AppConfig):
     verbose_name = _("Annotations")
 
     def ready(self) -> None:
+        from annotations.api.tokens import revoke_tokens_on_password_change  # noqa: PLC0415 - it imports models
         from annotations.roles import RESEARCH_APPS, researchers_group_sync  # noqa: PLC0415 - it imports models
-        from annotations.tokens import revoke_tokens_on_password_change  # noqa: PLC0415 - it imports models
 
         pre_save.connect(revoke_tokens_on_password_change, sender="auth.User", dispatch_uid="revoke-tokens-on-password")
         # Once per migrate (and per test flush), after the last research app: only then do all its permissions exist.

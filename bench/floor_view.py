@@ -23,7 +23,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.annotator_api import annotator_endpoint
+from annotations.api.annotator import annotator_endpoint
 from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.answers import IDEMPOTENCY_KEY_RE
 from annotations.models import Assignment, AssignmentStatus, Campaign, Submission

@@ -44,10 +44,10 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from annotations.api.tokens import token_expires_at, token_issue, token_revoke
 from annotations.attempt_counters import attempt_count, attempt_count_up, attempt_counters
 from annotations.recruitment.selectors import is_crowd_worker
 from annotations.text.usernames import username_key
-from annotations.tokens import token_expires_at, token_issue, token_revoke
 
 View = Callable[..., HttpResponseBase]
 
@@ -245,7 +245,7 @@ class AnnotatorTokenScheme(OpenApiAuthenticationExtension):
     """The annotator API's one-query token lookup is DRF's token scheme; without its own schema name drf-spectacular
     reports two components called "tokenAuth", a warning that fails the `check --deploy` gate."""
 
-    target_class = "annotations.annotator_api.AnnotatorTokenAuthentication"
+    target_class = "annotations.api.annotator.AnnotatorTokenAuthentication"
     name = "annotatorTokenAuth"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

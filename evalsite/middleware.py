@@ -12,8 +12,8 @@ from django.http.multipartparser import MultiPartParserError
 from django.utils.functional import SimpleLazyObject, empty
 from rest_framework.exceptions import AuthenticationFailed
 
+from annotations.api.tokens import ExpiringTokenAuthentication
 from annotations.text.storable import NUL, unstorable_character
-from annotations.tokens import ExpiringTokenAuthentication
 from evalsite import error_pages
 from evalsite.error_pages import API_PREFIXES
 

@@ -19,7 +19,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
-from annotations.annotator_api import ANNOTATOR_AUTHENTICATION, AnnotatorTokenAuthentication, TaskOutput
+from annotations.api.annotator import ANNOTATOR_AUTHENTICATION, AnnotatorTokenAuthentication, TaskOutput
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.progress import annotator_progress
 from annotations.campaigns.selectors import campaign_for_annotator

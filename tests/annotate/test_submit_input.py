@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ValidationError
 
-from annotations.annotator_api import SubmitInput, _well_formed_submit, submit_input
+from annotations.api.annotator import SubmitInput, _well_formed_submit, submit_input
 
 scalars = st.one_of(
     st.none(),

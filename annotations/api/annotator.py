@@ -22,6 +22,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotations.api.tokens import ExpiringTokenAuthentication, expired_token_error, token_is_expired
 from annotations.campaigns.answers import IDEMPOTENCY_KEY_RE, MAX_TEXT_CHARS, MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
@@ -44,7 +45,6 @@ from annotations.task_sheet import Scale, campaign_scales
 from annotations.text.ascii_numbers import ascii_int
 from annotations.text.opaque import opaque_ref
 from annotations.text.storable import is_storable
-from annotations.tokens import ExpiringTokenAuthentication, expired_token_error, token_is_expired
 
 # What the annotator API reads of the account; any other field loads on first access (the ORM's deferred fields).
 # Timestamps and the password hash are left out: Django's timestamp loader is Python code, run per column and row.
