@@ -24,11 +24,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations.api.annotator import annotator_endpoint
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.answers import IDEMPOTENCY_KEY_RE
 from annotations.models import Assignment, AssignmentStatus, Campaign, Submission
 from annotations.slots import slot_pool_sql
-from annotations.statements import statement_cursor
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
+from annotations.slots.statements import statement_cursor
 
 # {in_pool} is the campaign pool's rule (annotations.slots), the one every claim checks.
 _FLOOR_SQL = """

@@ -40,7 +40,7 @@ from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import earlier_prompts, leased_assignment, task_candidates
 from annotations.models import Assignment, Campaign, SkipReason
 from annotations.slots import NotInPool, NotLeased
-from annotations.statements import instance_from_row, statement_cursor
+from annotations.slots.statements import instance_from_row, statement_cursor
 from annotations.task_sheet import Scale, campaign_scales
 from annotations.text.ascii_numbers import ascii_int
 from annotations.text.opaque import opaque_ref

@@ -14,7 +14,6 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.answers import MAX_TEXT_CHARS
 from annotations.campaigns.drafts import task_drafts_drop
 from annotations.campaigns.errors import CampaignError
@@ -30,7 +29,8 @@ from annotations.slots import (
     slot_personal_state,
     slot_skip,
 )
-from annotations.statements import instance_from_row
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
+from annotations.slots.statements import instance_from_row
 
 _TASK_COLUMNS = ("id", "campaign_id", "turn_id", "chunk", "position", "is_gold")
 

@@ -13,14 +13,14 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.answers import MAX_TEXT_CHARS, TaskAnswer, answer_form_values, value_limit
 from annotations.campaigns.errors import DraftInvalid
 from annotations.campaigns.selectors import campaign_has_annotator
 from annotations.campaigns.tasks import draftable_assignment
 from annotations.models import Assignment, AssignmentDraft, Campaign, Task
 from annotations.slots import NotInPool, slot_pool_sql
-from annotations.statements import statement_rows
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
+from annotations.slots.statements import statement_rows
 from annotations.task_sheet import campaign_scales, rating_field_id
 from annotations.text.storable import is_storable
 

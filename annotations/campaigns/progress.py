@@ -13,12 +13,12 @@ from django.contrib.auth.models import User
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.gold.selectors import gold_still_due, gold_tasks_left
 from annotations.models import Assignment, AssignmentStatus, Campaign, RaterExclusion, Skip, Task
 from annotations.recruitment.selectors import worker_session_done, worker_tasks_left
 from annotations.roles import AnyUser
 from annotations.slots import slot_counts, slot_personal_state
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 
 
 @dataclass(frozen=True)

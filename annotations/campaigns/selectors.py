@@ -15,7 +15,6 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.utils.translation import get_language
 
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.settings import SETTING_NAMES
 from annotations.models import (
     Aspect,
@@ -23,7 +22,8 @@ from annotations.models import (
 )
 from annotations.roles import AnyUser
 from annotations.slots import slot_pool_has
-from annotations.statements import instance_from_row, statement_cursor
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
+from annotations.slots.statements import instance_from_row, statement_cursor
 from annotations.task_sheet import (
     Scale,
     aspect_scale,

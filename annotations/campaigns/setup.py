@@ -17,7 +17,6 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.errors import CampaignError
 from annotations.campaigns.settings import (
     MAX_CANDIDATES_PER_TASK,
@@ -27,6 +26,7 @@ from annotations.campaigns.settings import (
 )
 from annotations.models import Aspect, AssignmentDraft, Campaign, Dataset, Response, Task, Turn
 from annotations.slots import hand_out_order, seeded_random, slots_build, slots_release_outside_pool
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from annotations.text.storable import NUL, unstorable_character
 
 

@@ -25,7 +25,6 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from annotations.adjudication.services import dispute_find
-from annotations.campaign_slots import CAMPAIGN_SLOTS, rated_before_expression, rated_before_sql
 from annotations.campaigns.answers import (
     IDEMPOTENCY_KEY_RE,
     SubmitForm,
@@ -64,7 +63,8 @@ from annotations.slots import (
     slot_reclaim,
     slot_release,
 )
-from annotations.statements import instance_from_row, statement_cursor, statement_rows
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS, rated_before_expression, rated_before_sql
+from annotations.slots.statements import instance_from_row, statement_cursor, statement_rows
 from annotations.task_sheet import Candidate, campaign_scales
 
 logger = logging.getLogger(__name__)
@@ -241,7 +241,7 @@ def _submission_insert(
     rated_before: bool,
 ) -> Submission:
     """The portable submit of a slot leased to the user, inside the caller's transaction. `rated_before`: the rule
-    of annotations.campaign_slots, read with the slot."""
+    of annotations.slots.campaign_slots, read with the slot."""
     candidates = task_candidates(assignment=assignment, user_id=user.pk)
     scales = campaign_scales(campaign)
     problems = answer_problems(campaign=campaign, candidates=candidates, scales=scales, answer=answer)

@@ -26,7 +26,7 @@ from annotations.models import (
 )
 from annotations.roles import AnyUser
 from annotations.rubrics import format_number
-from annotations.statements import statement_cursor
+from annotations.slots.statements import statement_cursor
 from annotations.task_sheet import (
     NA_TOKEN,
     Candidate,

@@ -14,11 +14,11 @@ from django.db.models import QuerySet
 from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
 
-from annotations.campaign_slots import tasks_open_to
 from annotations.gold.rules import GoldSpan, SpanGoldVerdict, expected_span_pairs, span_gold_verdict
 from annotations.models import Aspect, AspectKind, Campaign, GoldItem, GoldKind, Item, Rating, Response, Task
 from annotations.roles import AnyUser
 from annotations.slots import seeded_random
+from annotations.slots.campaign_slots import tasks_open_to
 from annotations.spans.answers import token_spans
 from annotations.spans.error_spans import Span
 from annotations.spans.schemes import SpanScheme

@@ -13,12 +13,12 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.gold.rules import gold_problem, gold_spec
 from annotations.models import Aspect, AspectKind, Assignment, GoldItem, Item, Response, Task
 from annotations.roles import AnyUser
 from annotations.selectors import datasets_for_user
 from annotations.slots import slots_build
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from annotations.spans.schemes import SpanScheme
 
 

@@ -7,7 +7,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Aspect, Dataset, Response, Turn
-from annotations.slot_rows import SlotRow, SlotStatus
+from annotations.models.slot_rows import SlotRow, SlotStatus
 
 
 class HumanSampling(models.TextChoices):

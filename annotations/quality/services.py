@@ -28,7 +28,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotations.adjudication.services import dispute_find
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.setup import campaign_annotator_remove
 from annotations.models import (
     Assignment,
@@ -41,6 +40,7 @@ from annotations.models import (
     Task,
 )
 from annotations.slots import slots_replace, slots_unreplace
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from annotations.text.storable import NUL, unstorable_character
 
 MAX_REASON_CHARS = 2000

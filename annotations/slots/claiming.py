@@ -13,7 +13,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from annotations.slot_rows import SlotRow, SlotStatus
+from annotations.models.slot_rows import SlotRow, SlotStatus
 from annotations.slots.rules import (
     CLAIM_ATTEMPTS,
     NO_DETAILS,
@@ -41,7 +41,7 @@ from annotations.slots.rules import (
     slot_pool_has,
     window_open_sql,
 )
-from annotations.statements import instance_from_row, statement_cursor, statement_rows
+from annotations.slots.statements import instance_from_row, statement_cursor, statement_rows
 
 
 def slot_claim(

@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotations.slot_rows import SlotStatus
+from annotations.models.slot_rows import SlotStatus
 from annotations.slots.claiming import (
     claim_by_statement,
     slot_handing_out,
@@ -41,7 +41,7 @@ from annotations.slots.rules import (
     slot_pool_has,
     slot_pool_sql,
 )
-from annotations.statements import statement_cursor
+from annotations.slots.statements import statement_cursor
 
 # A gold task measures each annotator, so it has no fixed N: it gets one slot per person it is handed to, appended
 # and leased to them at once. The slot is personal (`SlotPool.personal`): the claim rule never gives it to anybody

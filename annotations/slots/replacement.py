@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import IntegrityError, connection, models, transaction
 
-from annotations.slot_rows import SlotStatus
+from annotations.models.slot_rows import SlotStatus
 from annotations.slots.rules import (
     SlotPool,
 )

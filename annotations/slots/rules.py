@@ -17,9 +17,9 @@ from typing import Any, Generic, Protocol, TypeVar
 from django.db import connection
 from django.db.models import Model
 
+from annotations.models.slot_rows import SlotRow, SlotStatus
 from annotations.roles import AnyUser
-from annotations.slot_rows import SlotRow, SlotStatus
-from annotations.statements import statement_cursor
+from annotations.slots.statements import statement_cursor
 
 SlotT = TypeVar("SlotT", bound=SlotRow)
 

@@ -11,7 +11,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models import AssignmentStatus
-from annotations.slot_rows import SlotRow
+from annotations.models.slot_rows import SlotRow
 from annotations.slots import SlotPool
 
 

@@ -9,9 +9,9 @@ from django.db import connections
 from django.utils import timezone
 
 from annotations import slots
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_slots import CLAIM_PATHS
 

@@ -8,12 +8,12 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.gold.services import GoldError, gold_item_remove, gold_item_set
 from annotations.models import Assignment, Campaign, GoldItem, GoldKind, Item, Task
 from annotations.roles import researcher_grant
 from annotations.slots import slot_personal_lease
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
 

@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 
 from annotations import slots
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.models import Assignment, GoldItem, GoldKind, Item, Rating, Submission, Task
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from annotations.text.opaque import opaque_pk
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_annotator_api import token_client

@@ -10,12 +10,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotations import slots
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns import claims
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.errors import CampaignError
 from annotations.gold.selectors import gold_block_size, gold_is_due
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Rating, Task
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_slots import CLAIM_PATHS
 

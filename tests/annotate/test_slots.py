@@ -11,9 +11,9 @@ from django.db import connection
 from django.utils import timezone
 
 from annotations import slots
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Skip, Task
 from annotations.slots import claiming
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import make_campaign, make_dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)

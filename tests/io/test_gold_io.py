@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.datasets.downloads import iter_export
@@ -17,6 +16,7 @@ from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
 from annotations.models import Campaign, GoldItem, GoldKind, Item, Rating, RatingOrigin, Task
 from annotations.slots import slot_personal_lease
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import full_answer, lfqa_lines, make_campaign, make_dataset, submit_answer
 from tests.io.helpers import assert_json_equal, row_counts
 

@@ -14,7 +14,6 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotations import slots
-from annotations.campaign_slots import CAMPAIGN_SLOTS
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.errors import AlreadyRated
@@ -22,6 +21,7 @@ from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rating
 from annotations.slots import claiming
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from annotations.task_sheet import campaign_scales
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD

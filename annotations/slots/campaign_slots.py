@@ -13,7 +13,7 @@ from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
 from annotations.models import Assignment, Campaign, Rater, Rating, Skip, Task
-from annotations.slots import SlotPool
+from annotations.slots.rules import SlotPool
 
 
 @functools.cache
