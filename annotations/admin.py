@@ -16,7 +16,7 @@ from annotations.datasets.editing import dataset_delete, dataset_update
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
 from annotations.models import Aspect, Dataset, Item, Rater, Rating, Response, System, Turn
-from annotations.rubrics import RUBRIC_MAX_BYTES, load_rubric_bytes
+from annotations.rubrics.specs import RUBRIC_MAX_BYTES, load_rubric_bytes
 from annotations.selectors import datasets_for_user, researcher_accounts
 
 # How each model reaches its dataset, for scoping foreign-key choices to the user's datasets.

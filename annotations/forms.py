@@ -2,7 +2,7 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
-from annotations.rubrics import PRESETS
+from annotations.rubrics.specs import PRESETS
 
 
 class DatasetUploadForm(forms.Form):

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from annotations.errors import RatingOutOfRange
 from annotations.models import Aspect, Dataset, ErrorSpan, Rater, Rating, RatingOrigin, Response
-from annotations.rubrics import AspectSpec, is_json_number
+from annotations.rubrics.specs import AspectSpec, is_json_number
 
 
 def aspect_spec(aspect: Aspect) -> AspectSpec:

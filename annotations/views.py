@@ -63,6 +63,7 @@ from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReaso
 from annotations.quality.selectors import quality_panel, rater_names_choice
 from annotations.recruitment.services import crowd_session_finish
 from annotations.recruitment.views import recruitment_context
+from annotations.rubrics.task_sheet import NA_TOKEN, campaign_scales, task_sheet
 from annotations.selectors import (
     campaign_for_researcher,
     campaigns_for_researcher,
@@ -70,7 +71,6 @@ from annotations.selectors import (
     datasets_for_user,
 )
 from annotations.slots import HandOut, NotInPool, NotLeased, hand_out_window
-from annotations.task_sheet import NA_TOKEN, campaign_scales, task_sheet
 from annotations.text.ascii_numbers import ascii_decimal, ascii_int
 from annotations.text.opaque import opaque_pk, opaque_ref
 

@@ -34,10 +34,10 @@ from annotations.models import (
     Task,
 )
 from annotations.roles import AnyUser, is_adjudicator
+from annotations.rubrics.task_sheet import Scale, aspect_scale
 from annotations.selectors import annotator_accounts, campaigns_for_researcher, researcher_accounts
 from annotations.spans.answers import token_spans
 from annotations.spans.error_spans import Span
-from annotations.task_sheet import Scale, aspect_scale
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from annotations.adjudication.selectors import (
 from annotations.errors import RatingOutOfRange
 from annotations.models import AdjudicatedSpan, Adjudication, AdjudicationRule, Campaign, Dispute, Task
 from annotations.roles import adjudicator_grant
+from annotations.rubrics.task_sheet import aspect_scale
 from annotations.services import rating_value_from_token
 from annotations.spans.answers import SpanAnswer, SpanAnswerInvalid, parse_span_answer
-from annotations.task_sheet import aspect_scale
 from annotations.text.storable import is_storable
 
 MAX_REASON_CHARS = 10_000

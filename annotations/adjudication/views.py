@@ -33,8 +33,8 @@ from annotations.adjudication.services import (
     campaign_disputes_find,
     dispute_resolve,
 )
+from annotations.rubrics.task_sheet import Cell
 from annotations.selectors import campaign_for_researcher
-from annotations.task_sheet import Cell
 from annotations.text.ascii_numbers import ascii_int
 
 

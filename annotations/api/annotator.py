@@ -39,9 +39,9 @@ from annotations.campaigns.selectors import campaign_for_annotator, campaigns_fo
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import earlier_prompts, leased_assignment, task_candidates
 from annotations.models import Assignment, Campaign, SkipReason
+from annotations.rubrics.task_sheet import Scale, campaign_scales
 from annotations.slots import NotInPool, NotLeased
 from annotations.slots.statements import instance_from_row, statement_cursor
-from annotations.task_sheet import Scale, campaign_scales
 from annotations.text.ascii_numbers import ascii_int
 from annotations.text.opaque import opaque_ref
 from annotations.text.storable import is_storable

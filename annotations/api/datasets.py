@@ -12,7 +12,7 @@ from annotations.datasets.importing import dataset_import
 from annotations.datasets.parquet_export import binary_export_response
 from annotations.errors import DatasetImportError, RubricError
 from annotations.permissions import IsResearcher, UploadField
-from annotations.rubrics import PRESETS, RUBRIC_MAX_BYTES, load_rubric_bytes
+from annotations.rubrics.specs import PRESETS, RUBRIC_MAX_BYTES, load_rubric_bytes
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 
 

@@ -7,6 +7,7 @@ researcher's tables); `settings` (a campaign's settings as one typed value) and 
 
 Why a campaign cannot be over-filled belongs to the slot engine (annotations.slots), which fact review shares; its
 docstring gives the guarantees. These modules add what is particular to rating answers. The slot pool
-(annotations.slots.campaign_slots) and the scales and task sheet (annotations.task_sheet) sit below the package, because
-gold, adjudication and recruitment, which the writes use, read them too: inside it they would close a circle.
+(annotations.slots.campaign_slots) and the scales and task sheet (annotations.rubrics.task_sheet) sit below the
+package, because gold, adjudication and recruitment, which the writes use, read them too: inside it they would close
+a circle.
 """

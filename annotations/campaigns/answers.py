@@ -14,7 +14,8 @@ from django.utils.translation import gettext as _
 from annotations.campaigns.errors import FieldProblem, SubmissionInvalid
 from annotations.errors import RatingOutOfRange
 from annotations.models import Campaign, Submission
-from annotations.rubrics import format_number
+from annotations.rubrics.specs import format_number
+from annotations.rubrics.task_sheet import NA_TOKEN, Candidate, Scale, rating_field_id
 from annotations.services import rating_value_from_token
 from annotations.spans.answers import (
     MAX_SPAN_VALUE_CHARS,
@@ -23,7 +24,6 @@ from annotations.spans.answers import (
     is_span_value,
     parse_span_answer,
 )
-from annotations.task_sheet import NA_TOKEN, Candidate, Scale, rating_field_id
 from annotations.text.storable import is_storable
 
 MAX_TEXT_CHARS = 10_000

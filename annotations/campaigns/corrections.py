@@ -23,8 +23,8 @@ from annotations.campaigns.errors import RevisitRefused, SubmissionInvalid
 from annotations.campaigns.ratings import ratings_insert
 from annotations.campaigns.tasks import candidate_order
 from annotations.models import Assignment, Campaign, Rating, Response, Submission, SubmissionRevision, Task
+from annotations.rubrics.task_sheet import Candidate, campaign_scales
 from annotations.services import error_spans_write, rater_for_user
-from annotations.task_sheet import Candidate, campaign_scales
 
 
 def _version_of_revision(revision: SubmissionRevision) -> AnswerVersion:

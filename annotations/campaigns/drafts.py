@@ -18,10 +18,10 @@ from annotations.campaigns.errors import DraftInvalid
 from annotations.campaigns.selectors import campaign_has_annotator
 from annotations.campaigns.tasks import draftable_assignment
 from annotations.models import Assignment, AssignmentDraft, Campaign, Task
+from annotations.rubrics.task_sheet import campaign_scales, rating_field_id
 from annotations.slots import NotInPool, slot_pool_sql
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from annotations.slots.statements import statement_rows
-from annotations.task_sheet import campaign_scales, rating_field_id
 from annotations.text.storable import is_storable
 
 DRAFT_TEXT_FIELDS = ("rationale", "comment")

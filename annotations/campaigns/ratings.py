@@ -10,8 +10,8 @@ from django.db.models import Max
 from annotations.campaigns.answers import TaskAnswer, rating_values
 from annotations.campaigns.errors import already_rated
 from annotations.models import Campaign, Rating, RatingOrigin, Submission
+from annotations.rubrics.task_sheet import Candidate, Scale
 from annotations.services import error_spans_write, rater_for_user
-from annotations.task_sheet import Candidate, Scale
 
 
 def ratings_store(

@@ -21,13 +21,13 @@ from annotations.models import (
     Campaign,
 )
 from annotations.roles import AnyUser
-from annotations.slots import slot_pool_has
-from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
-from annotations.slots.statements import instance_from_row, statement_cursor
-from annotations.task_sheet import (
+from annotations.rubrics.task_sheet import (
     Scale,
     aspect_scale,
 )
+from annotations.slots import slot_pool_has
+from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
+from annotations.slots.statements import instance_from_row, statement_cursor
 
 
 def campaigns_for_annotator(user: AnyUser) -> QuerySet[Campaign]:

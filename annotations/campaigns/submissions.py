@@ -53,6 +53,7 @@ from annotations.models import (
     Task,
 )
 from annotations.recruitment.selectors import is_crowd_account, worker_tasks_left
+from annotations.rubrics.task_sheet import Candidate, campaign_scales
 from annotations.services import rater_for_user
 from annotations.slots import (
     NotInPool,
@@ -65,7 +66,6 @@ from annotations.slots import (
 )
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS, rated_before_expression, rated_before_sql
 from annotations.slots.statements import instance_from_row, statement_cursor, statement_rows
-from annotations.task_sheet import Candidate, campaign_scales
 
 logger = logging.getLogger(__name__)
 

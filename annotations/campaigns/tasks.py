@@ -25,14 +25,14 @@ from annotations.models import (
     Turn,
 )
 from annotations.roles import AnyUser
-from annotations.rubrics import format_number
-from annotations.slots.statements import statement_cursor
-from annotations.task_sheet import (
+from annotations.rubrics.specs import format_number
+from annotations.rubrics.task_sheet import (
     NA_TOKEN,
     Candidate,
     campaign_scales,
     rating_field_id,
 )
+from annotations.slots.statements import statement_cursor
 
 
 def _latest_draft(task_ref: Any, user_ref: Any) -> Subquery:

@@ -22,7 +22,7 @@ from annotations.datasets.flat_export import (
 from annotations.models import (
     Dataset,
 )
-from annotations.rubrics import aspect_rubric_texts
+from annotations.rubrics.specs import aspect_rubric_texts
 
 JSONL_TYPE = "application/jsonl; charset=utf-8"
 CSV_TYPE = "text/csv; charset=utf-8"

@@ -12,7 +12,7 @@ from django.conf import settings
 from annotations.datasets.exporting import RATER_EXCLUDED_KEY
 from annotations.errors import DatasetImportError
 from annotations.gold.rules import GOLD_KEY, gold_problem
-from annotations.rubrics import (
+from annotations.rubrics.specs import (
     DEFAULT_MISSING,
     AspectSpec,
     RubricSpec,

@@ -31,7 +31,7 @@ from annotations.models import (
     System,
     Turn,
 )
-from annotations.rubrics import (
+from annotations.rubrics.specs import (
     RubricSpec,
     is_json_number,
 )

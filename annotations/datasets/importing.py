@@ -33,7 +33,7 @@ from annotations.models import (
     Dataset,
     Rubric,
 )
-from annotations.rubrics import (
+from annotations.rubrics.specs import (
     RubricSpec,
     format_number,
     infer_rubric,

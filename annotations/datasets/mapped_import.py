@@ -21,7 +21,7 @@ from annotations.datasets.mapped_rows import BuiltItems
 from annotations.datasets.mapping import Mapping
 from annotations.datasets.tables import DEFAULT_DUPLICATES, TableReader
 from annotations.errors import DatasetImportError
-from annotations.rubrics import RubricSpec
+from annotations.rubrics.specs import RubricSpec
 
 PREVIEW_ITEMS = 5
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from annotations.datasets.tables import FORMATS
 from annotations.errors import RubricError
-from annotations.rubrics import RubricSpec, parse_rubric, preset_rubric
+from annotations.rubrics.specs import RubricSpec, parse_rubric, preset_rubric
 
 READY_MADE_DIR = Path(__file__).resolve().parent / "mappings"
 MAPPING_MAX_BYTES = 64 * 1024

@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 
 from annotations.datasets.importing import ImportResult, dataset_import
 from annotations.datasets.mqm_tsv import MqmRating, read_mqm_tsv
-from annotations.rubrics import RubricSpec, parse_rubric
+from annotations.rubrics.specs import RubricSpec, parse_rubric
 from annotations.spans.error_spans import WMT2020
 
 ASPECT = "mqm"

@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from annotations.gold.selectors import gold_item_handed_out
 from annotations.gold.services import GoldError, dataset_aspect_ranges, gold_item_remove, gold_item_set, item_systems
 from annotations.models import GoldItem, Item
-from annotations.rubrics import format_number
+from annotations.rubrics.specs import format_number
 from annotations.selectors import datasets_for_user
 from annotations.text.ascii_numbers import ascii_int
 

@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotations.rubrics import format_number, is_json_number
+from annotations.rubrics.specs import format_number, is_json_number
 from annotations.spans.error_spans import Span, category_within
 from annotations.spans.schemes import SpanScheme
 

@@ -59,9 +59,9 @@ from annotations.recruitment.services import (
     link_update,
     screening_outcome_record,
 )
+from annotations.rubrics.task_sheet import Candidate, campaign_scales, task_sheet
 from annotations.selectors import campaign_for_researcher
 from annotations.slots import HandOut, hand_out_window
-from annotations.task_sheet import Candidate, campaign_scales, task_sheet
 
 MTURK_FRAME_ANCESTORS = " ".join(sorted(entry.MTURK_SUBMIT_ORIGINS))
 PROLIFIC_QUERY = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"

@@ -51,9 +51,9 @@ from annotations.research.services import (
     annotator_pool_add,
     invite_accept,
 )
-from annotations.rubrics import RUBRIC_MAX_BYTES, is_json_number, load_rubric_bytes, preset_rubric
+from annotations.rubrics.specs import RUBRIC_MAX_BYTES, is_json_number, load_rubric_bytes, preset_rubric
+from annotations.rubrics.task_sheet import NA_TOKEN, Candidate, Scale, aspect_scale, task_sheet
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
-from annotations.task_sheet import NA_TOKEN, Candidate, Scale, aspect_scale, task_sheet
 from annotations.text.ascii_numbers import ascii_decimal, ascii_int
 
 PREVIEW_ITEMS = 3

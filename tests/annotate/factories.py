@@ -87,7 +87,7 @@ def make_dataset(
         ],
         "systems": SYSTEM_NAMES,
     }
-    from annotations.rubrics import parse_rubric
+    from annotations.rubrics.specs import parse_rubric
 
     result = dataset_import(
         stream=io.BytesIO(body.encode()), name=name, rubric=parse_rubric(rubric, source="file"), owner=owner

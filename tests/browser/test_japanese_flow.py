@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from annotations.campaigns.setup import campaign_create
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
-from annotations.rubrics import preset_rubric
+from annotations.rubrics.specs import preset_rubric
 from tests.browser.pages import ARTIFACTS, open_page
 from tests.conftest import CAST_PASSWORD
 from tests.i18n.test_japanese_pages import KEPT_LATIN, LATIN_WORD, data_words

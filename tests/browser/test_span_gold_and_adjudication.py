@@ -17,7 +17,7 @@ from annotations.adjudication.services import adjudication_rule_set
 from annotations.datasets.importing import dataset_import
 from annotations.models import AdjudicatedSpan, Adjudication, Dispute, Item
 from annotations.roles import adjudicator_grant
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from tests.browser.pages import check_layout, log_in, page_factory
 from tests.conftest import CAST_PASSWORD
 from tests.spans.test_span_adjudication import _submit_all

@@ -16,7 +16,7 @@ from annotations.campaigns.setup import campaign_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import Assignment, Rating, Submission
-from annotations.rubrics import preset_rubric
+from annotations.rubrics.specs import preset_rubric
 from tests.browser.pages import ARTIFACTS, axe_violations, log_in, shooter
 
 SAMPLE = Path(settings.BASE_DIR) / "annotations" / "sample_data" / "lfqa_sample.jsonl"

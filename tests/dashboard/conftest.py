@@ -24,7 +24,7 @@ from annotations.campaigns.setup import campaign_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.importing import dataset_import
 from annotations.models import Campaign, Dataset, Response
-from annotations.task_sheet import campaign_scales
+from annotations.rubrics.task_sheet import campaign_scales
 from bench.datagen import LLM_JP_ASPECTS, MISSING_SCORES, add_imported_judge, generate_llm_jp_jsonl
 from tests.annotate.factories import submit_answer
 from tests.conftest import CAST_PASSWORD

@@ -24,7 +24,7 @@ from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.models import Assignment, Campaign, Dataset, GoldItem, Item, Rater, Response, Submission
 from annotations.quality.services import rater_exclude
-from annotations.task_sheet import campaign_scales
+from annotations.rubrics.task_sheet import campaign_scales
 from judging.analysis.preference_selectors import stats_preferences
 from judging.analysis.reports import agreement_report
 from judging.analysis.selectors import ALL_RATINGS, rating_scope

@@ -22,7 +22,7 @@ from annotations.datasets.parquet_export import parquet_bytes
 from annotations.errors import DatasetImportError
 from annotations.models import Campaign, Dataset, Rater, RaterExclusion
 from annotations.quality.services import rater_exclude, rater_exclusion_revoke
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from tests.annotate.factories import make_campaign
 from tests.annotate.test_exclusions import rate_all
 from tests.io.helpers import row_counts

@@ -351,7 +351,7 @@ def test_missing_code_inside_the_scale_is_refused(
 
 @pytest.mark.parametrize("missing", [[-1], ["0"], [None, 99], [False]])
 def test_missing_codes_outside_the_scale_are_kept(missing: list[Any]) -> None:
-    from annotations.rubrics import parse_rubric
+    from annotations.rubrics.specs import parse_rubric
 
     spec = parse_rubric({"aspects": [{"name": "overall", "min": 0, "max": 3, "missing": missing}]}, source="file")
     assert spec.aspects[0].missing == missing

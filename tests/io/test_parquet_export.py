@@ -24,7 +24,7 @@ from annotations.datasets.importing import dataset_import
 from annotations.datasets.parquet_export import TABLES
 from annotations.errors import DatasetImportError
 from annotations.models import Dataset, Rater
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from tests.conftest import CAST_PASSWORD, PROJECT_ROOT
 from tests.io.helpers import write_lines
 from tests.io.test_mapped_import import ARENA_SCHEMA, arena_rows

@@ -14,7 +14,7 @@ from annotations.datasets.exporting import RATER_EXCLUDED_KEY, iter_export_lines
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
 from annotations.gold.rules import GOLD_KEY
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from tests.io.helpers import assert_json_equal, row_counts
 
 # Free-text aspect names, a negative range and an extra missing code, as rubric files allow.

@@ -14,7 +14,7 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.datasets.importing import dataset_import
 from annotations.errors import RubricError
 from annotations.models import Aspect, Dataset
-from annotations.rubrics import PRESETS, parse_rubric, preset_rubric
+from annotations.rubrics.specs import PRESETS, parse_rubric, preset_rubric
 from tests.annotate.factories import make_campaign
 from tests.conftest import CAST_PASSWORD
 from tests.io.helpers import export_lines, run_import_cli, write_lines

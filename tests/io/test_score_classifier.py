@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from annotations.datasets.import_checks import ScoreClassifier, classify_score
-from annotations.rubrics import AspectSpec
+from annotations.rubrics.specs import AspectSpec
 
 ASPECT = AspectSpec(name="fluency", min_value=0, max_value=5, ideal=5, missing=[None, "NA", -1], step=1)
 

@@ -207,7 +207,7 @@ def import_hostile_dataset(
 ) -> Any:
     """Imports the hostile dataset with its hostile rubric and returns the ImportResult."""
     from annotations.datasets.importing import dataset_import
-    from annotations.rubrics import parse_rubric
+    from annotations.rubrics.specs import parse_rubric
 
     rubric = parse_rubric(hostile_rubric(aspects=aspects), source="file")
     stream = io.BytesIO(hostile_dataset_bytes(aspects=aspects))

@@ -43,7 +43,7 @@ from annotations.models import (
     System,
     Turn,
 )
-from annotations.rubrics import load_rubric_bytes
+from annotations.rubrics.specs import load_rubric_bytes
 from judging import services as judging_services
 from judging.factscore.models import FactAnswer, FactReviewCampaign, KnowledgeCorpus, Passage
 from judging.models import JudgeConfig, JudgeRun, JudgeScore, Judgment

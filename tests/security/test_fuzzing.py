@@ -28,7 +28,7 @@ from annotations.datasets.exporting import FORMULA_PREFIXES, csv_safe
 from annotations.datasets.flat_export import iter_flat_csv
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError, RubricError
-from annotations.rubrics import load_rubric_bytes
+from annotations.rubrics.specs import load_rubric_bytes
 from annotations.text.markdown import ALLOWED_ATTRIBUTES, ALLOWED_TAGS, render_markdown
 from judging.methods.parsing import parse_score
 from tests.security.hostile import CORPUS, MARKDOWN_PAYLOADS, MARKUP_PAYLOADS

@@ -267,7 +267,7 @@ SECRET = "ZQSECRET"
 
 def _secret_dataset(*, owner: User) -> Dataset:
     """Tenant B: the sample with every name an annotator must not see marked with SECRET."""
-    from annotations.rubrics import PRESETS, parse_rubric
+    from annotations.rubrics.specs import PRESETS, parse_rubric
 
     text = SAMPLE.read_text(encoding="utf-8")
     text = text.replace('"sys_', f'"{SECRET}-sys-').replace("synth-rater-", f"{SECRET}-rater-")
@@ -285,7 +285,7 @@ def _submit_secret_rating(campaign: Any, user: User) -> None:
     from annotations.campaigns.claims import assignment_claim
     from annotations.campaigns.submissions import submission_create
     from annotations.campaigns.tasks import task_candidates
-    from annotations.task_sheet import campaign_scales
+    from annotations.rubrics.task_sheet import campaign_scales
 
     assignment = assignment_claim(campaign=campaign, user=user)
     assert assignment is not None

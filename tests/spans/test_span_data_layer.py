@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from annotations.datasets.downloads import dataset_rubric
 from annotations.errors import RubricError
 from annotations.models import Aspect, AspectKind, ErrorSpan
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from annotations.selectors import human_error_spans
 from annotations.spans.error_spans import Span
 from annotations.spans.schemes import SpanScheme

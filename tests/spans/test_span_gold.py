@@ -19,7 +19,7 @@ from annotations.gold.rules import GoldSpan, gold_problem, span_gold_verdict
 from annotations.gold.selectors import span_gold_answers
 from annotations.gold.services import GoldError, gold_item_set
 from annotations.models import GoldItem, Item
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from annotations.spans.error_spans import Span
 from annotations.spans.schemes import SpanScheme
 from tests.conftest import CAST_PASSWORD

@@ -19,7 +19,7 @@ from annotations.datasets.flat_export import iter_flat_rows
 from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError
 from annotations.models import ErrorSpan, Rating
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from tests.conftest import CAST_PASSWORD
 from tests.spans.world import ANSWERS, SPAN_RUBRIC
 

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 
 from annotations.datasets.importing import dataset_import
 from annotations.models import Campaign, Dataset
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from tests.annotate.factories import make_campaign
 
 ANSWERS = [

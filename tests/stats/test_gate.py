@@ -13,7 +13,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from judging.analysis.gate import FAIL, PASS, UNDEFINED, Certification, gate_evaluate, parse_rules
 from judging.models import Judge, JudgeKind
 from judging.statistics.preference import head_to_head_scores, wilson_interval, win_rate_against

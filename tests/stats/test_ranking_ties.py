@@ -24,7 +24,7 @@ from statsmodels.tools.numdiff import approx_hess3
 
 from annotations.datasets.importing import dataset_import
 from annotations.models import Dataset
-from annotations.rubrics import parse_rubric
+from annotations.rubrics.specs import parse_rubric
 from judging.analysis.preference_selectors import choice_comparisons
 from judging.analysis.selectors import ALL_RATINGS
 from judging.statistics.pairwise import RankingError, comparisons_from, tie_comparisons

@@ -4,7 +4,7 @@ from annotations.datasets.importing import dataset_import
 from annotations.errors import DatasetImportError, RubricError
 from annotations.management.import_report import write_import_result
 from annotations.management.owners import owner_option
-from annotations.rubrics import PRESETS, load_rubric_file
+from annotations.rubrics.specs import PRESETS, load_rubric_file
 
 
 class Command(BaseCommand):

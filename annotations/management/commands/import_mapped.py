@@ -10,7 +10,7 @@ from annotations.datasets.tables import DEFAULT_DUPLICATES, DUPLICATE_POLICIES
 from annotations.errors import DatasetImportError, RubricError
 from annotations.management.import_report import write_import_result
 from annotations.management.owners import owner_option
-from annotations.rubrics import PRESETS, load_rubric_file, preset_rubric
+from annotations.rubrics.specs import PRESETS, load_rubric_file, preset_rubric
 
 
 class Command(BaseCommand):

@@ -20,9 +20,9 @@ from annotations.campaigns.errors import AlreadyRated
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rating
+from annotations.rubrics.task_sheet import campaign_scales
 from annotations.slots import claiming
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
-from annotations.task_sheet import campaign_scales
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
 

@@ -14,8 +14,8 @@ from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import candidate_order, task_candidates
 from annotations.datasets.exporting import iter_export_lines
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rating, RatingOrigin, Submission, Task
+from annotations.rubrics.task_sheet import aspect_scale
 from annotations.slots import NotInPool, NotLeased
-from annotations.task_sheet import aspect_scale
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models import Aspect, Campaign
-from annotations.rubrics import format_number
+from annotations.rubrics.specs import format_number
 
 # Scales with at most this many integer steps get one option per value; wider or fractional ones get a number box.
 MAX_DISCRETE_OPTIONS = 11
