@@ -25,7 +25,6 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from annotations.adjudication.selectors import dispute_queue, may_adjudicate
-from annotations.agreement_summary import agreement_report
 from annotations.campaigns.answers import MISSING, TaskAnswer, value_limit
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.campaigns.drafts import assignment_draft_save
@@ -57,6 +56,7 @@ from annotations.campaigns.tasks import (
     submitted_tasks,
     task_candidates,
 )
+from annotations.datasets.agreement_summary import agreement_report
 from annotations.datasets.downloads import EXPORT_KINDS, export_response
 from annotations.datasets.parquet_export import BINARY_KINDS, binary_export_response
 from annotations.models import Assignment, AssignmentStatus, Campaign, SkipReason

@@ -7,8 +7,8 @@ the login form reads it (NFKC, then case-folded, so look-alikes share it), stops
 addresses: once it is used up, only addresses with no recent failure may still try that account, so a spray costs
 a fresh address per guess while the owner, signing in from a clean address, is never locked out by an attacker.
 The token endpoint is additionally throttled per address on every request.
-The counters live in annotations.attempt_counters: the shared cache, or this process's memory while it is away, so
-signing in keeps working through a Redis outage.
+The counters live in annotations.recruitment.attempt_counters: the shared cache, or this process's memory while it
+is away, so signing in keeps working through a Redis outage.
 """
 
 import hashlib
@@ -45,7 +45,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from annotations.api.tokens import token_expires_at, token_issue, token_revoke
-from annotations.attempt_counters import attempt_count, attempt_count_up, attempt_counters
+from annotations.recruitment.attempt_counters import attempt_count, attempt_count_up, attempt_counters
 from annotations.recruitment.selectors import is_crowd_worker
 from annotations.text.usernames import username_key
 

@@ -11,8 +11,8 @@ class JudgingConfig(AppConfig):
     verbose_name = _("Judging")
 
     def ready(self) -> None:
-        from annotations.agreement_summary import agreement_report_register  # noqa: PLC0415
         from annotations.campaigns.rated_listeners import campaign_rated_register  # noqa: PLC0415 - with the others
+        from annotations.datasets.agreement_summary import agreement_report_register  # noqa: PLC0415
         from annotations.datasets.judge_scores import judge_score_store_register  # noqa: PLC0415 - it imports models
         from annotations.quality.rater_reliability import rater_reliability_register  # noqa: PLC0415
         from judging.dataset_scores import STORE  # noqa: PLC0415 - it imports models

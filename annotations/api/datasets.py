@@ -6,7 +6,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.agreement_summary import agreement_report
+from annotations.datasets.agreement_summary import agreement_report
 from annotations.datasets.downloads import export_kind, export_response
 from annotations.datasets.importing import dataset_import
 from annotations.datasets.parquet_export import binary_export_response

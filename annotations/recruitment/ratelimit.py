@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest
 
-from annotations.attempt_counters import attempt_count, attempt_count_up
+from annotations.recruitment.attempt_counters import attempt_count, attempt_count_up
 
 JOIN_LIMIT = 30
 JOIN_WINDOW_SECONDS = 60

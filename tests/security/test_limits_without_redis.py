@@ -12,8 +12,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from annotations.attempt_counters import attempt_counters
 from annotations.models import CrowdWorker
+from annotations.recruitment.attempt_counters import attempt_counters
 from tests.annotate.test_recruitment import campaign, join, prolific, prolific_url  # noqa: F401
 from tests.conftest import CAST_PASSWORD
 from tests.fakeprovider import free_port

@@ -3,7 +3,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.agreement_summary import agreement_report
+from annotations.datasets.agreement_summary import agreement_report
 from annotations.datasets.downloads import export_filename, export_kind, iter_export
 from annotations.datasets.parquet_export import binary_export_filename, export_parquet_table, write_hf_folder
 from annotations.management.lookup import add_owner_argument, dataset_or_error
