@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from annotations.admin_cascade import WholeObjectDeleteAdmin
+from annotations.admin.bases import WholeObjectDeleteAdmin
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
 from annotations.text.ascii_numbers import ascii_int
@@ -241,7 +241,7 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
                 "<int:pk>/progress/", self.admin_site.admin_view(self.progress_view), name="judging_judgerun_progress"
             ),
             path("<int:pk>/cancel/", self.admin_site.admin_view(self.cancel_view), name="judging_judgerun_cancel"),
-            # The datasets' "Launch judge run…" action (annotations.admin) links here by this URL name.
+            # The datasets' "Launch judge run…" action (annotations.admin.datasets) links here by this URL name.
             path("launch/<int:pk>/", self.admin_site.admin_view(self.launch_view), name="judging_dataset_launch"),
             path(
                 "<int:pk>/retry-failed/",

@@ -3,7 +3,8 @@ pool), `claims` (handing out tasks, gold among them, and skips), `drafts`, `subm
 task), `corrections` (a changed answer to a submitted task), `ratings` (the Rating rows an answer becomes),
 `answers` (the answer's checks and values, no writes) and `errors`; their reads: `selectors` (a campaign for its
 annotators), `tasks` (an annotator's leases, drafts and candidates), `progress` (the annotator's counter and the
-researcher's tables); `settings` (a campaign's settings as one typed value) and `admin`.
+researcher's tables); and `settings` (a campaign's settings as one typed value); their admin is
+annotations.admin.campaigns.
 
 Why a campaign cannot be over-filled belongs to the slot engine (annotations.slots), which fact review shares; its
 docstring gives the guarantees. These modules add what is particular to rating answers. The slot pool

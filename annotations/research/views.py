@@ -557,7 +557,7 @@ def campaign_settings_page(request: HttpRequest, campaign_id: int) -> HttpRespon
     the dataset and the task shape are shown fixed, with the reason."""
     from django import forms  # noqa: PLC0415 - the form class is built for this page only
 
-    from annotations.campaigns.admin import CampaignForm  # noqa: PLC0415 - the admin's form, shared, not its admin
+    from annotations.admin.campaigns import CampaignForm  # noqa: PLC0415 - the admin's form, shared, not its admin
 
     campaign = get_object_or_404(selectors.researcher_campaigns(request.user), pk=campaign_id)
     form_class = forms.modelform_factory(

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
+from annotations.admin.bases import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.selectors import annotator_accounts, datasets_for_user
 from judging.factscore.corpus import PASSAGE_TOKENS
 from judging.factscore.models import FactAnswer, FactReviewCampaign, KnowledgeCorpus, Passage

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotations.campaigns.admin import CampaignForm
+from annotations.admin.campaigns import CampaignForm
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.setup import campaign_update
 from annotations.models import Aspect, Campaign, Rating, RatingOrigin, Submission

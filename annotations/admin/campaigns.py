@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
+from annotations.admin.bases import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.campaigns.settings import SETTING_NAMES
 from annotations.models import Aspect, Campaign, Skip
 from annotations.selectors import annotator_accounts, datasets_for_user

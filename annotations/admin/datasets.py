@@ -11,7 +11,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
-from annotations.admin_cascade import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
+from annotations.admin.bases import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
 from annotations.datasets.editing import dataset_delete, dataset_update
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
@@ -292,5 +292,4 @@ class RatingAdmin(DatasetScopedAdmin):
     list_select_related = ("response__turn__item", "response__system", "aspect", "rater")
 
 
-from annotations.campaigns import admin as campaign_admin  # noqa: E402, F401 - registers the campaign admin
 from annotations.gold import admin as gold_admin  # noqa: E402 - registers the gold item admin
