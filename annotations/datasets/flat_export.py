@@ -29,6 +29,7 @@ from annotations.datasets.exporting import (
     _dumps,
 )
 from annotations.datasets.span_rows import error_span_rows
+from annotations.datasets.streamed_values import streamed_values
 from annotations.models import (
     Aspect,
     Dataset,
@@ -94,7 +95,7 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
             "aspect_id",
         )
     )
-    for batch in _batches(ratings.iterator(chunk_size=5000), 5000):
+    for batch in _batches(streamed_values(ratings, chunk_size=5000), 5000):
         adjudicated = consensus_numbers(response_ids={row[-2] for row in batch})
         submissions = {
             pk: (rationale, comment, campaign, version)
