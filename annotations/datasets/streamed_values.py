@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from itertools import count
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import IntegerField, JSONField, QuerySet
 
@@ -20,7 +21,10 @@ def streamed_values(queryset: QuerySet[Any, Any], *, chunk_size: int) -> Iterato
     if connection.vendor != "postgresql":
         return queryset.iterator(chunk_size=chunk_size)
     compiler = queryset.query.get_compiler(using=queryset.db)
-    sql, params = compiler.as_sql()
+    try:
+        sql, params = compiler.as_sql()
+    except EmptyResultSet:  # a filter no row can match (an empty __in list): Django asks nothing either
+        return iter(())
     decoders = _json_columns(compiler)
     if decoders is None or compiler.col_count != len(compiler.select):
         return queryset.iterator(chunk_size=chunk_size)

@@ -58,6 +58,7 @@ def test_streamed_values_are_the_orm_values(dataset: Dataset) -> None:
     assert len(expected) == 21
     assert list(streamed_values(ratings, chunk_size=3)) == expected
     assert [type(row[1]) for row in streamed_values(ratings, chunk_size=3)] == [type(row[1]) for row in expected]
+    assert list(streamed_values(ratings.filter(id__in=[]), chunk_size=3)) == []
 
 
 def test_flat_exports_are_the_same_read_either_way(dataset: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
