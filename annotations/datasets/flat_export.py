@@ -9,8 +9,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db.models import BigIntegerField, OuterRef, Subquery, Value
-
 from annotations.adjudication.selectors import consensus_numbers
 from annotations.datasets.exporting import (
     _BATCH,
@@ -29,6 +27,7 @@ from annotations.datasets.exporting import (
     _dumps,
 )
 from annotations.datasets.span_rows import error_span_rows
+from annotations.datasets.streamed_values import streamed_values
 from annotations.models import (
     Aspect,
     Dataset,
@@ -47,25 +46,43 @@ _FlatRow = tuple[tuple[int, int], dict[str, Any]]  # ((item position, turn index
 _NOT_A_RATING = {"kind": "rating", "campaign": None, "preferred": None, "none_appropriate": None, "candidates": None}
 
 
-def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
-    # The submission a rating was entered with: its rater's user, its answer among the task's and its aspect among
-    # the campaign's. One rater rates an answer's aspect once per dataset, so at most one submission matches.
-    entered_with = (
+def _entered_with(keys: set[tuple[int, int, int]]) -> dict[tuple[int, int, int], tuple[Any, ...]]:
+    """The submission each rating was entered with, by (its rater's user, its answer, its aspect): the answer among
+    the task's and the aspect among the campaign's. One rater rates an answer's aspect once per dataset, so at most
+    one submission matches; should more, the first one's. One query for a batch of ratings, where a subquery per
+    rating was asked once for every row of the export."""
+    found: dict[tuple[int, int, int], tuple[Any, ...]] = {}
+    if not keys:
+        return found
+    candidates = (
         Submission.objects.filter(
-            assignment__annotator_id=OuterRef("rater__user_id"),
-            assignment__task__responses=OuterRef("response_id"),
-            assignment__campaign__aspects=OuterRef("aspect_id"),
+            assignment__annotator_id__in={user for user, _, _ in keys},
+            assignment__task__responses__in={response for _, response, _ in keys},
+            assignment__campaign__aspects__in={aspect for _, _, aspect in keys},
         )
-        .order_by("id")
-        .values("id")[:1]
+        .order_by("-id")  # the first submission is written last, so it is the one kept
+        .values_list(
+            "assignment__annotator_id",
+            "assignment__task__responses",
+            "assignment__campaign__aspects",
+            "rationale",
+            "comment",
+            "assignment__campaign__name",
+            "version",
+        )
     )
-    # A dataset no campaign collected in (an imported one) has no submission to look up: the subquery, run once per
-    # rating, is left out rather than asked a million times for nothing.
+    for user, response, aspect, *submission in candidates:
+        if (user, response, aspect) in keys:
+            found[user, response, aspect] = tuple(submission)
+    return found
+
+
+def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
+    # A dataset no campaign collected in (an imported one) has no submission to look up.
     collected = Submission.objects.filter(assignment__campaign__dataset=dataset).exists()
     ratings = (
         Rating.objects.filter(response__turn__item__dataset=dataset)
         .exclude(_COLLECTED_ON_GOLD)
-        .annotate(submission_id=Subquery(entered_with) if collected else Value(None, output_field=BigIntegerField()))
         .order_by(
             "response__turn__item__position",
             "response__turn__index",
@@ -89,28 +106,26 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
             "comment",
             "seconds_spent",
             "created_at",
-            "submission_id",
+            "rater__user_id",
             "response_id",
             "aspect_id",
         )
     )
-    for batch in _batches(ratings.iterator(chunk_size=5000), 5000):
+    for batch in _batches(streamed_values(ratings, chunk_size=5000), 5000):
         adjudicated = consensus_numbers(response_ids={row[-2] for row in batch})
-        submissions = {
-            pk: (rationale, comment, campaign, version)
-            for pk, rationale, comment, campaign, version in Submission.objects.filter(
-                pk__in={row[-3] for row in batch if row[-3] is not None}
-            ).values_list("pk", "rationale", "comment", "assignment__campaign__name", "version")
-        }
-        for position, *values, submission_id, response_id, aspect_id in batch:
+        submissions = (
+            _entered_with({(row[-3], row[-2], row[-1]) for row in batch if row[-3] is not None}) if collected else {}
+        )
+        for position, *values, user_id, response_id, aspect_id in batch:
             record: dict[str, Any] = dict(zip(RATING_FIELDS, values, strict=True))
             key = (position, record["turn"])
             record["turn"] = record["turn"] + 1
             record["created_at"] = record["created_at"].isoformat() if record["created_at"] else None
             record.update(_NOT_A_RATING)
             record["version"] = None
-            if submission_id in submissions:
-                rationale, comment, campaign, version = submissions[submission_id]
+            submission = submissions.get((user_id, response_id, aspect_id))
+            if submission is not None:
+                rationale, comment, campaign, version = submission
                 record["campaign"] = campaign
                 record["version"] = version
                 # The form asks for one reason and one comment per task: they belong to the preference row, and

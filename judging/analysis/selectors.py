@@ -452,19 +452,19 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
     assignments and its aspects, which can change without any rating changing. Preferences come from submissions
     and, for imported ones, from the turns, which only an import writes.
     """
-    # The value sum also catches queryset.update(), which leaves updated_at alone.
-    ratings = Rating.objects.filter(aspect__dataset=dataset).aggregate(
-        count=Count("id"), last_id=Max("id"), last_update=Max("updated_at"), total=Sum("value")
-    )
-    scores = JudgeScore.objects.filter(judge__dataset=dataset).aggregate(
-        count=Count("id"), last_id=Max("id"), total=Sum("value")
-    )
     judges = list(Judge.objects.filter(dataset=dataset).order_by("id").values_list("id", "name", "kind", "params"))
     systems = list(System.objects.filter(dataset=dataset).order_by("id").values_list("id", "key", "model_name"))
     aspects = list(
         Aspect.objects.filter(dataset=dataset)
         .order_by("id")
         .values_list("id", "name", "level", "min_value", "max_value", "ideal")
+    )
+    # By the ids read above, not joined to their tables (a third slower); the sum catches queryset.update() too.
+    ratings = Rating.objects.filter(aspect_id__in=[row[0] for row in aspects]).aggregate(
+        count=Count("id"), last_id=Max("id"), last_update=Max("updated_at"), total=Sum("value")
+    )
+    scores = JudgeScore.objects.filter(judge_id__in=[row[0] for row in judges]).aggregate(
+        count=Count("id"), last_id=Max("id"), total=Sum("value")
     )
     # Preferences: submissions are only ever added; pairwise runs write their scores only when they finish, so
     # the judgments they have done so far stand in for them.
