@@ -82,7 +82,6 @@ def answer_problems(
         for scale in scales:
             field_id = rating_field_id(candidate.number, scale.index)
             value = answer.ratings.get((candidate.number, scale.index))
-            label = scale.aspect.display_label
             if scale.aspect.is_spans and value is not MISSING:
                 problem = _span_problem(scale, candidate, value)
                 if problem:
@@ -90,14 +89,15 @@ def answer_problems(
                         FieldProblem(
                             field_id,
                             _("Candidate %(n)s: %(aspect)s: %(problem)s")
-                            % {"n": candidate.number, "aspect": label, "problem": problem},
+                            % {"n": candidate.number, "aspect": scale.aspect.display_label, "problem": problem},
                         )
                     )
             elif value is None:
                 problems.append(
                     FieldProblem(
                         field_id,
-                        _("Candidate %(n)s: choose a value for %(aspect)s.") % {"n": candidate.number, "aspect": label},
+                        _("Candidate %(n)s: choose a value for %(aspect)s.")
+                        % {"n": candidate.number, "aspect": scale.aspect.display_label},
                     )
                 )
             elif value is MISSING:
@@ -105,7 +105,8 @@ def answer_problems(
                     problems.append(
                         FieldProblem(
                             field_id,
-                            _("Candidate %(n)s: %(aspect)s cannot be N/A.") % {"n": candidate.number, "aspect": label},
+                            _("Candidate %(n)s: %(aspect)s cannot be N/A.")
+                            % {"n": candidate.number, "aspect": scale.aspect.display_label},
                         )
                     )
             elif not _value_allowed(scale, value):
@@ -113,7 +114,7 @@ def answer_problems(
                     FieldProblem(
                         field_id,
                         _("Candidate %(n)s: %(aspect)s must be within %(range)s.")
-                        % {"n": candidate.number, "aspect": label, "range": scale.range_text},
+                        % {"n": candidate.number, "aspect": scale.aspect.display_label, "range": scale.range_text},
                     )
                 )
     # A preference needs two candidates to choose between; a task showing one answer asks for none.

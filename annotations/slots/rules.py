@@ -218,10 +218,21 @@ def handing_out_sql(pool: SlotPool[Any]) -> str:
     return f"{window_open_sql(pool)} AND {_not_stopped(pool)}"
 
 
-def _claimable(pool: SlotPool[Any], alias: str = "slot") -> str:
-    rule = (
-        f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {_barred(pool, f'{alias}.task_id')} AND {handing_out_sql(pool)}"
-    )
+def _barred_slot_by_slot(pool: SlotPool[Any], task: str) -> str:
+    """_barred, asked of one slot at a time. Postgres turns a bare EXISTS into an anti-join, and where it expects many
+    claimable slots (a large campaign) it joins them against all of the user's ratings in the dataset, read in full
+    on every claim, so the claim slowed down with each task they rated. The subquery's OFFSET keeps it a subplan run
+    for the few slots at the front of the queue that pass the cheaper conditions, through the task's answers."""
+    if not pool.barred:
+        return _barred(pool, task)
+    return f"EXISTS (SELECT 1 FROM (SELECT 1) one WHERE {_barred(pool, task)} LIMIT 1 OFFSET 0)"
+
+
+def _claimable(pool: SlotPool[Any], alias: str = "slot", *, counting: bool = False) -> str:
+    """The claim rule for a slot. Claims and "is any slot left" probes stop at the first slot that passes; `counting`
+    is for reads that pass over every slot of the campaign, which the planner may join in one go."""
+    barred = _barred(pool, f"{alias}.task_id") if counting else _barred_slot_by_slot(pool, f"{alias}.task_id")
+    rule = f"{_fragment(pool, _CLAIMABLE, alias)} AND NOT {barred} AND {handing_out_sql(pool)}"
     return f"{rule} AND NOT {alias}.{pool.personal}" if pool.personal else rule
 
 
@@ -325,7 +336,7 @@ SELECT
      WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'submitted'),
     (SELECT COUNT(*) FROM {slots}
      WHERE campaign_id = %(campaign)s AND annotator_id = %(user)s AND status = 'leased'),
-    (SELECT COUNT(DISTINCT slot.task_id) FROM {slots} slot WHERE {_claimable(pool)})
+    (SELECT COUNT(DISTINCT slot.task_id) FROM {slots} slot WHERE {_claimable(pool, counting=True)})
 """  # nosec B608 - model-metadata names, bound values
 
 

@@ -4,6 +4,7 @@ Every claim path the database offers runs the same scenarios: on Postgres both t
 portable one (which SQLite and other databases use), elsewhere the portable one.
 """
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -12,7 +13,7 @@ from django.utils import timezone
 
 from annotations import slots
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Skip, Task
-from annotations.slots import claiming
+from annotations.slots import claiming, rules
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import make_campaign, make_dataset
 
@@ -183,3 +184,20 @@ def test_a_stopped_campaign_hands_out_neither_a_shared_nor_a_gold_task(claim, re
     if connection.vendor == "postgresql":
         assert slots.slot_personal_claim(pool=CAMPAIGN_SLOTS, campaign=campaign, user=annotator1) is None
     assert not Assignment.objects.filter(annotator=annotator1).exists()
+
+
+def test_the_claim_asks_the_rated_rule_of_one_slot_at_a_time(researcher, annotator1):  # type: ignore[no-untyped-def]
+    """As a join, the rule can read all of the user's ratings in the dataset on every claim (the plan Postgres picks
+    for a large campaign); as a subplan run per slot, it reads only the answers of the slots the claim looks at."""
+    campaign = make_campaign(make_dataset(owner=researcher, items=3, systems=2), [annotator1], raters_per_item=1)
+    params = {"campaign": campaign.pk, "user": annotator1.pk, "now": timezone.now()}
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"EXPLAIN {rules._pick_sql(CAMPAIGN_SLOTS, True)}", params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "Anti Join" not in plan, plan
+            assert "annotations_rating" in plan and re.search(r"NOT \(SubPlan \d+\)", plan), plan
+        else:
+            cursor.execute(f"EXPLAIN QUERY PLAN {rules._pick_sql(CAMPAIGN_SLOTS, False)}", params)
+            plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+            assert re.search(r"CORRELATED \w+ SUBQUERY", plan), plan
