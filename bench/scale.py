@@ -344,7 +344,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
 
         from annotations.datasets.importing import dataset_import
         from annotations.models import Dataset
-        from judging.analysis import reports
+        from judging.analysis import judge_reports, reports
         from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
         from judging.analysis.reports import aspect_ratings, human_means, load_dataset_data
         from judging.analysis.selectors import judge_scores
@@ -408,7 +408,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         )
         data = load_dataset_data(ratings_ds)
         scores = judge_scores(judge, data.answers)
-        paired = [reports._paired_for(data, human_means(data, a), scores[a.name]) for a in data.aspects]
+        paired = [judge_reports._paired_for(data, human_means(data, a), scores[a.name]) for a in data.aspects]
         floor, _, _ = results.step("floor", lambda: [correlation_levels(p) for p in paired])
         results.compare("correlate, one judge (cold)", seconds, floor, STATS_RATIO, rss)
 

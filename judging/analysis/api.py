@@ -25,20 +25,16 @@ from judging.analysis.decisions import (
     judge_comparison_report,
     plan_study,
 )
-from judging.analysis.prediction_powered import ppi_report
-from judging.analysis.ranking_reports import HUMANS, ranking_report
-from judging.analysis.reports import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
+from judging.analysis.judge_reports import (
     DEFAULT_EPSILON,
     METRIC_CHOICES,
     AltTestSettings,
-    JudgeNotFound,
-    ReportError,
-    agreement_report,
     alt_test_report,
     correlation_report,
 )
+from judging.analysis.prediction_powered import ppi_report
+from judging.analysis.ranking_reports import HUMANS, ranking_report
+from judging.analysis.reports import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, JudgeNotFound, ReportError, agreement_report
 from judging.analysis.selectors import (
     EXCLUDED_CHOICES,
     HUMAN_SCORE_CHOICES,
