@@ -51,6 +51,7 @@ from typing import Any
 
 import psutil
 
+from bench.copy_rows import imported_rating_row, response_row
 from bench.database import drop_database, recreate_database, set_up_django_on
 from bench.import_export import PeakRss
 from bench.scale_exports import run_child
@@ -138,37 +139,18 @@ def floor_rows(path: Path, parents: dict[str, dict[str, int]] | None = None) -> 
                 for answer_position, (key, answer) in enumerate(turn["responses"].items()):
                     response_id += 1
                     system_id = systems.setdefault(key, len(systems) + 1)
-                    evals = answer.get("human_evals", {})
-                    rows["response"].append(
-                        (
-                            response_id,
-                            turn_id,
-                            system_id,
-                            answer_position,
-                            answer["response"],
-                            Jsonb({k: v for k, v in answer.items() if k != "human_evals"}),
-                            Jsonb(list(evals)),
-                            bool(evals),
-                        )
-                    )
-                    for aspect_id, tokens in enumerate(evals.values(), start=1):
+                    rows["response"].append(response_row(response_id, turn_id, system_id, answer_position, answer))
+                    for aspect_id, tokens in enumerate(answer.get("human_evals", {}).values(), start=1):
                         for rater_position, token in enumerate(tokens):
                             rater_id = raters.setdefault(answer["raters"][rater_position], len(raters) + 1)
                             rows["rating"].append(
-                                (
+                                imported_rating_row(
                                     len(rows["rating"]) + 1,
                                     response_id,
                                     aspect_id,
                                     rater_id,
                                     rater_position,
-                                    Jsonb(token),
-                                    float(token),
-                                    False,
-                                    "",
-                                    "",
-                                    None,
-                                    "import",
-                                    now,
+                                    token,
                                     now,
                                 )
                             )
