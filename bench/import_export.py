@@ -32,6 +32,7 @@ from typing import Any
 
 import psutil
 
+from bench.copy_rows import imported_rating_row, response_row
 from bench.database import drop_database, recreate_database, set_up_django_on
 
 BENCH_DB = "evalsite_bench_io"
@@ -101,42 +102,14 @@ def floor_rows(lines: list[dict[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
             for answer_position, (key, answer) in enumerate(turn["responses"].items()):
                 response_id += 1
                 system_id = systems.setdefault(key, len(systems) + 1)
-                evals = answer.get("human_evals", {})
-                responses.append(
-                    (
-                        response_id,
-                        turn_id,
-                        system_id,
-                        answer_position,
-                        answer["response"],
-                        Jsonb({k: v for k, v in answer.items() if k != "human_evals"}),
-                        Jsonb(list(evals)),
-                        bool(evals),
-                    )
-                )
-                for aspect, tokens in evals.items():
+                responses.append(response_row(response_id, turn_id, system_id, answer_position, answer))
+                for aspect, tokens in answer.get("human_evals", {}).items():
                     aspect_id = aspects.setdefault(aspect, len(aspects) + 1)
                     for rater_position, token in enumerate(tokens):
                         rating_id += 1
                         rater_id = raters.setdefault(f"#{rater_position + 1}", len(raters) + 1)
-                        missing = token in ("NA", 0, None)
                         ratings.append(
-                            (
-                                rating_id,
-                                response_id,
-                                aspect_id,
-                                rater_id,
-                                rater_position,
-                                Jsonb(token),
-                                None if missing else float(token),
-                                missing,
-                                "",
-                                "",
-                                None,
-                                "import",
-                                now,
-                                now,
-                            )
+                            imported_rating_row(rating_id, response_id, aspect_id, rater_id, rater_position, token, now)
                         )
     return {"item": items, "turn": turns, "response": responses, "rating": ratings}
 

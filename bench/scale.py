@@ -51,6 +51,7 @@ from typing import Any
 
 import psutil
 
+from bench.copy_rows import imported_rating_row, response_row
 from bench.database import drop_database, recreate_database, set_up_django_on
 from bench.import_export import PeakRss
 from bench.scale_exports import run_child
@@ -138,37 +139,18 @@ def floor_rows(path: Path, parents: dict[str, dict[str, int]] | None = None) -> 
                 for answer_position, (key, answer) in enumerate(turn["responses"].items()):
                     response_id += 1
                     system_id = systems.setdefault(key, len(systems) + 1)
-                    evals = answer.get("human_evals", {})
-                    rows["response"].append(
-                        (
-                            response_id,
-                            turn_id,
-                            system_id,
-                            answer_position,
-                            answer["response"],
-                            Jsonb({k: v for k, v in answer.items() if k != "human_evals"}),
-                            Jsonb(list(evals)),
-                            bool(evals),
-                        )
-                    )
-                    for aspect_id, tokens in enumerate(evals.values(), start=1):
+                    rows["response"].append(response_row(response_id, turn_id, system_id, answer_position, answer))
+                    for aspect_id, tokens in enumerate(answer.get("human_evals", {}).values(), start=1):
                         for rater_position, token in enumerate(tokens):
                             rater_id = raters.setdefault(answer["raters"][rater_position], len(raters) + 1)
                             rows["rating"].append(
-                                (
+                                imported_rating_row(
                                     len(rows["rating"]) + 1,
                                     response_id,
                                     aspect_id,
                                     rater_id,
                                     rater_position,
-                                    Jsonb(token),
-                                    float(token),
-                                    False,
-                                    "",
-                                    "",
-                                    None,
-                                    "import",
-                                    now,
+                                    token,
                                     now,
                                 )
                             )
@@ -344,7 +326,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
 
         from annotations.datasets.importing import dataset_import
         from annotations.models import Dataset
-        from judging.analysis import reports
+        from judging.analysis import judge_reports, reports
         from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
         from judging.analysis.reports import aspect_ratings, human_means, load_dataset_data
         from judging.analysis.selectors import judge_scores
@@ -408,7 +390,7 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
         )
         data = load_dataset_data(ratings_ds)
         scores = judge_scores(judge, data.answers)
-        paired = [reports._paired_for(data, human_means(data, a), scores[a.name]) for a in data.aspects]
+        paired = [judge_reports._paired_for(data, human_means(data, a), scores[a.name]) for a in data.aspects]
         floor, _, _ = results.step("floor", lambda: [correlation_levels(p) for p in paired])
         results.compare("correlate, one judge (cold)", seconds, floor, STATS_RATIO, rss)
 

@@ -48,10 +48,10 @@ from scipy import stats  # noqa: E402
 from annotations.datasets.importing import dataset_import  # noqa: E402
 from bench.datagen import add_imported_judge, generate_llm_jp_jsonl  # noqa: E402
 from judging.analysis import reports as stats_service  # noqa: E402
+from judging.analysis.judge_reports import compute_correlation_report  # noqa: E402
 from judging.analysis.reports import (  # noqa: E402
     aspect_ratings,
     compute_agreement_report,
-    compute_correlation_report,
     human_means,
     load_dataset_data,
 )

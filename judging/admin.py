@@ -269,7 +269,7 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
             **self.admin_site.each_context(request),
             "opts": JudgeRun._meta,
             "title": _("Judge run %(name)s") % {"name": run.name},
-            **_live_context(run),
+            **run_live_context(run),
             "config_json": json.dumps(run.config_snapshot, indent=2, ensure_ascii=False),
         }
         return TemplateResponse(request, "judging/admin/run.html", context)
@@ -336,7 +336,7 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
         return TemplateResponse(request, "judging/admin/launch.html", context)
 
 
-def _live_context(run: JudgeRun) -> dict[str, Any]:
+def run_live_context(run: JudgeRun) -> dict[str, Any]:
     """What the polled part of the run page shows: the page and the poll render the same partial from it."""
     return {
         "run": run,
@@ -347,7 +347,7 @@ def _live_context(run: JudgeRun) -> dict[str, Any]:
 
 @require_GET
 def _progress(request: HttpRequest, run: JudgeRun) -> HttpResponse:
-    context = _live_context(run)
+    context = run_live_context(run)
     response = TemplateResponse(request, "judging/admin/_progress.html", context)
     if not context["progress"].is_active and getattr(request, "htmx", False):
         # 286 tells htmx to stop polling; the final state is still swapped in.

@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import translation
 
+from annotations.roles import adjudicator_grant
 from evalsite.celery import app
 from judging import tasks as judging_tasks  # noqa: F401 - registers the tasks for the tests that run them eagerly
 from judging.hybrid import tasks as hybrid_tasks  # noqa: F401 - the same for the hybrid campaigns' task
@@ -78,6 +79,11 @@ def annotators(annotator1: User, annotator2: User, annotator3: User) -> list[Use
 @pytest.fixture
 def outsider(db: None) -> User:
     return _make_user("outsider")
+
+
+@pytest.fixture
+def adjudicator(db: None) -> User:
+    return adjudicator_grant(user=User.objects.create_user("adjudicator1", password="pw-adjudicator-1"))
 
 
 def database_url_for_subprocess() -> str:

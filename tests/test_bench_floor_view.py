@@ -7,19 +7,13 @@ import sys
 import pytest
 from django.test import override_settings
 from django.urls import NoReverseMatch, reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotations.models import Assignment, AssignmentStatus, Submission
 from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.test_annotator_api import token_client
 
 pytestmark = pytest.mark.django_db
-
-
-def token_client(user) -> APIClient:  # type: ignore[no-untyped-def]
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
-    return client
 
 
 @pytest.fixture

@@ -39,11 +39,19 @@ def _schemas() -> dict[str, pa.Schema]:
     import pyarrow as pa  # noqa: PLC0415 - about 0.3 s; only the Parquet exports need it
 
     timestamp = pa.timestamp("us", tz="UTC")
+    # Every table leads with the columns that name its row's turn, and a rating or a span with those of the rating.
+    of_turn = [("item_id", pa.string()), ("turn", pa.int32())]
+    of_rating = [
+        *of_turn,
+        ("system", pa.string()),
+        ("aspect", pa.string()),
+        ("rater", pa.string()),
+        ("origin", pa.string()),
+    ]
     return {
         "answers": pa.schema(
             [
-                ("item_id", pa.string()),
-                ("turn", pa.int32()),
+                *of_turn,
                 ("prompt", pa.string()),
                 ("reference", pa.string()),
                 ("system", pa.string()),
@@ -52,12 +60,7 @@ def _schemas() -> dict[str, pa.Schema]:
         ),
         "ratings": pa.schema(
             [
-                ("item_id", pa.string()),
-                ("turn", pa.int32()),
-                ("system", pa.string()),
-                ("aspect", pa.string()),
-                ("rater", pa.string()),
-                ("origin", pa.string()),
+                *of_rating,
                 ("raw", pa.string()),
                 ("value", pa.float64()),
                 ("is_missing", pa.bool_()),
@@ -75,8 +78,7 @@ def _schemas() -> dict[str, pa.Schema]:
         ),
         "preferences": pa.schema(
             [
-                ("item_id", pa.string()),
-                ("turn", pa.int32()),
+                *of_turn,
                 ("rater", pa.string()),
                 ("origin", pa.string()),
                 ("campaign", pa.string()),
@@ -93,12 +95,7 @@ def _schemas() -> dict[str, pa.Schema]:
         ),
         "error_spans": pa.schema(
             [
-                ("item_id", pa.string()),
-                ("turn", pa.int32()),
-                ("system", pa.string()),
-                ("aspect", pa.string()),
-                ("rater", pa.string()),
-                ("origin", pa.string()),
+                *of_rating,
                 ("campaign", pa.string()),
                 ("position", pa.int32()),
                 ("start", pa.int64()),

@@ -15,8 +15,9 @@ from django.views.decorators.http import require_GET
 
 from annotations.datasets.downloads import CSV_TYPE
 from annotations.datasets.exporting import csv_safe
+from annotations.quality.payment_selectors import payment_rows
 from annotations.quality.rater_reliability import rater_reliability
-from annotations.quality.selectors import payment_rows, posterior_rows, rater_quality
+from annotations.quality.selectors import posterior_rows, rater_quality
 from annotations.selectors import campaign_for_researcher
 
 QUALITY_FIELDS = [

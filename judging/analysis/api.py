@@ -25,20 +25,16 @@ from judging.analysis.decisions import (
     judge_comparison_report,
     plan_study,
 )
-from judging.analysis.prediction_powered import ppi_report
-from judging.analysis.ranking_reports import HUMANS, ranking_report
-from judging.analysis.reports import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
+from judging.analysis.judge_reports import (
     DEFAULT_EPSILON,
     METRIC_CHOICES,
     AltTestSettings,
-    JudgeNotFound,
-    ReportError,
-    agreement_report,
     alt_test_report,
     correlation_report,
 )
+from judging.analysis.prediction_powered import ppi_report
+from judging.analysis.ranking_reports import HUMANS, ranking_report
+from judging.analysis.reports import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, JudgeNotFound, ReportError, agreement_report
 from judging.analysis.selectors import (
     EXCLUDED_CHOICES,
     HUMAN_SCORE_CHOICES,
@@ -61,26 +57,19 @@ CAMPAIGN_ID_MAX = 2**63 - 1
 NOT_A_CAMPAIGN_ID = "campaign must be a campaign id (a positive whole number)."
 
 
+def _optional_choice(name: str, choices: tuple[str, ...]) -> serializers.ChoiceField:
+    """An optional parameter whose refusal names it and its choices."""
+    return serializers.ChoiceField(
+        choices=choices,
+        required=False,
+        error_messages={"invalid_choice": f"{name} must be one of {', '.join(choices)}, not " + '"{input}".'},
+    )
+
+
 class ScopeQuery(serializers.Serializer):
-    origin = serializers.ChoiceField(
-        choices=ORIGINS,
-        required=False,
-        error_messages={"invalid_choice": f"origin must be one of {', '.join(ORIGINS)}, not " + '"{input}".'},
-    )
-    excluded = serializers.ChoiceField(
-        choices=EXCLUDED_CHOICES,
-        required=False,
-        error_messages={
-            "invalid_choice": f"excluded must be one of {', '.join(EXCLUDED_CHOICES)}, not " + '"{input}".'
-        },
-    )
-    human = serializers.ChoiceField(
-        choices=HUMAN_SCORE_CHOICES,
-        required=False,
-        error_messages={
-            "invalid_choice": f"human must be one of {', '.join(HUMAN_SCORE_CHOICES)}, not " + '"{input}".'
-        },
-    )
+    origin = _optional_choice("origin", ORIGINS)
+    excluded = _optional_choice("excluded", EXCLUDED_CHOICES)
+    human = _optional_choice("human", HUMAN_SCORE_CHOICES)
     campaign = serializers.IntegerField(
         min_value=1,
         max_value=CAMPAIGN_ID_MAX,

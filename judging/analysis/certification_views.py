@@ -15,9 +15,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.models import Dataset
+from judging.analysis.dashboard import researcher_required
 from judging.analysis.forms import CertifyForm, ReferenceSetForm, TeachForm
 from judging.analysis.selectors import dataset_for_stats_or_404
-from judging.analysis.views import researcher_required
 from judging.certification import selectors
 from judging.certification.certificates import certificate_request
 from judging.certification.evaluations import CertificationError

@@ -25,15 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotations.models import Dataset, System
+from judging.analysis.judge_reports import alt_test_report
 from judging.analysis.preference_selectors import stats_preferences
-from judging.analysis.reports import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
-    JudgeNotFound,
-    ReportError,
-    agreement_report,
-    alt_test_report,
-)
+from judging.analysis.reports import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, JudgeNotFound, ReportError, agreement_report
 from judging.models import CertificateStatus, Judge, JudgeRun
 from judging.statistics.agreement import primary_level
 from judging.statistics.preference import WIN_RATE_METHODS, head_to_head_scores, win_rate_against

@@ -8,8 +8,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from judging import selectors
+from judging.analysis.dashboard import researcher_required
 from judging.analysis.selectors import dataset_for_stats_or_404
-from judging.analysis.views import researcher_required
 from judging.certification.selectors import standing_of_judge_ids
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from annotations.models import Dataset
+from judging.analysis.confidence_selectors import judge_confidences
 from judging.analysis.reports import (
     DatasetData,
     ReportError,
@@ -28,7 +29,6 @@ from judging.analysis.selectors import (
     AspectInfo,
     RatingScope,
     exclusions_json,
-    judge_confidences,
 )
 from judging.models import Judge
 from judging.statistics.ppi import TUNINGS, human_only_mean, ppi_mean

@@ -31,12 +31,10 @@ from django.utils.translation import gettext
 from annotations.models import (
     Adjudication,
     Aspect,
-    AspectKind,
     Assignment,
     AssignmentStatus,
     Campaign,
     Dataset,
-    ErrorSpan,
     GoldItem,
     Rater,
     RaterExclusion,
@@ -47,7 +45,6 @@ from annotations.models import (
     System,
 )
 from annotations.selectors import campaigns_for_researcher, dataset_for_user_or_404, datasets_for_user
-from annotations.spans.error_spans import Span
 from judging.certification.selectors import standing_of_judge_ids
 from judging.models import Judge, JudgeExemplar, JudgeRun, JudgeScore, Judgment, JudgmentStatus
 
@@ -282,7 +279,7 @@ def stats_campaign_or_404(user: AbstractBaseUser | AnonymousUser, dataset: Datas
     return campaign
 
 
-def _scope_filter(scope: RatingScope) -> Q:
+def scope_filter(scope: RatingScope) -> Q:
     """Ratings carry no campaign: a campaign's are the app ratings its submitted assignments produced, i.e. by the
     assignment's annotator, on an answer of the assignment's task and an aspect the campaign asks for. An annotator
     cannot rate the same answer and aspect in two campaigns, so no rating is claimed by two."""
@@ -304,7 +301,7 @@ def campaign_ratings(campaign: Campaign) -> QuerySet[Rating]:
     produced, the raters excluded now left out. An answer rated in another campaign of the dataset, or imported,
     is not this campaign's rating, whatever campaign its task also belongs to."""
     excluded = RaterExclusion.objects.filter(rater__dataset_id=campaign.dataset_id, revoked_at__isnull=True)
-    return Rating.objects.filter(_scope_filter(rating_scope(campaign=campaign))).exclude(
+    return Rating.objects.filter(scope_filter(rating_scope(campaign=campaign))).exclude(
         rater_id__in=excluded.values("rater_id")
     )
 
@@ -341,6 +338,15 @@ def exclusions_in_force(dataset: Dataset) -> list[tuple[int, int | None, str, st
     )
 
 
+def excluded_raters_among(dataset: Dataset, present: set[int]) -> tuple[ExcludedRater, ...]:
+    """The raters of `present` (rater ids) excluded now, in pseudonym order."""
+    return tuple(
+        ExcludedRater(rater_id=rater_id, pseudonym=pseudonym, reason=reason)
+        for rater_id, _user_id, pseudonym, reason in exclusions_in_force(dataset)
+        if rater_id in present
+    )
+
+
 def gold_response_ids(dataset: Dataset) -> list[int]:
     """The answers of the dataset's gold items and attention checks, whose ratings measure the raters."""
     return list(
@@ -354,7 +360,7 @@ def stats_ratings(dataset: Dataset, answers: Answers, scope: RatingScope = ALL_R
     aspect_ids = list(Aspect.objects.filter(dataset=dataset).values_list("id", flat=True))
     rows = list(
         Rating.objects.filter(aspect_id__in=aspect_ids, is_missing=False, value__isnull=False)
-        .filter(_scope_filter(scope))
+        .filter(scope_filter(scope))
         .values_list("aspect_id", "response_id", "rater_id", "value")
     )
     raters = list(Rater.objects.filter(dataset=dataset).values_list("id", "pseudonym", "is_positional"))
@@ -362,13 +368,7 @@ def stats_ratings(dataset: Dataset, answers: Answers, scope: RatingScope = ALL_R
     gold = gold_response_ids(dataset)
     if gold:
         table = table[~np.isin(table[:, 1], np.asarray(gold, dtype=np.float64))]
-    exclusions = exclusions_in_force(dataset)
-    present = set(np.unique(table[:, 2]).astype(np.int64).tolist())
-    excluded = tuple(
-        ExcludedRater(rater_id=rater_id, pseudonym=pseudonym, reason=reason)
-        for rater_id, _user_id, pseudonym, reason in exclusions
-        if rater_id in present
-    )
+    excluded = excluded_raters_among(dataset, set(np.unique(table[:, 2]).astype(np.int64).tolist()))
     if excluded and not scope.include_excluded:
         table = table[~np.isin(table[:, 2], np.asarray([rater.rater_id for rater in excluded], dtype=np.float64))]
     return RatingRows(
@@ -503,235 +503,12 @@ def stats_version(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-@dataclass(frozen=True)
-class CampaignSpans:
-    """The error spans a campaign collected on its span aspects, by the raters who count: per aspect id, per answer
-    (response id), per rater pseudonym, the spans in marking order; an answer a rater rated without marking an
-    error maps to an empty list. Gold items and attention checks are left out, and so are the raters excluded now
-    (named in ``excluded``)."""
-
-    aspects: list[AspectInfo]
-    lengths: dict[int, int]  # response id -> length of the answer in code points
-    spans: dict[int, dict[int, dict[str, list[Span]]]]
-    excluded: tuple[ExcludedRater, ...]
-
-
-def campaign_spans(campaign: Campaign) -> CampaignSpans:
-    """Reads in a fixed number of queries whatever the campaign's size: aspects, ratings, spans, lengths, raters
-    and exclusions."""
-    scope = rating_scope(campaign=campaign)
-    aspects = [
-        AspectInfo(*row)
-        for row in campaign.aspects.filter(kind=AspectKind.SPANS)
-        .order_by("position", "id")
-        .values_list("id", "name", "label", "level", "min_value", "max_value", "ideal")
-    ]
-    if not aspects:
-        return CampaignSpans(aspects=[], lengths={}, spans={}, excluded=())
-    ratings = (
-        Rating.objects.filter(aspect_id__in=[aspect.id for aspect in aspects], is_missing=False)
-        .filter(_scope_filter(scope))
-        .exclude(response__turn__item__gold__isnull=False)
-    )
-    rows = list(ratings.values_list("id", "aspect_id", "response_id", "rater_id"))
-    exclusions = exclusions_in_force(campaign.dataset)
-    present = {rater_id for _, _, _, rater_id in rows}
-    excluded = tuple(
-        ExcludedRater(rater_id=rater_id, pseudonym=pseudonym, reason=reason)
-        for rater_id, _user_id, pseudonym, reason in exclusions
-        if rater_id in present
-    )
-    left_out = {rater.rater_id for rater in excluded}
-    rows = [row for row in rows if row[3] not in left_out]
-    pseudonyms = dict(Rater.objects.filter(pk__in=present - left_out).values_list("id", "pseudonym"))
-    lengths = dict(
-        Response.objects.filter(pk__in={row[2] for row in rows})
-        .annotate(length=Length("text"))
-        .values_list("id", "length")
-    )
-    spans: dict[int, dict[int, dict[str, list[Span]]]] = {aspect.id: {} for aspect in aspects}
-    of_rating: dict[int, list[Span]] = {}
-    for rating_id, aspect_id, response_id, rater_id in sorted(rows, key=lambda row: (row[2], row[3])):
-        marked: list[Span] = []
-        spans[aspect_id].setdefault(response_id, {})[pseudonyms[rater_id]] = marked
-        of_rating[rating_id] = marked
-    for rating_id, start, end, category, severity in (
-        ErrorSpan.objects.filter(rating__in=ratings)
-        .order_by("rating_id", "position")
-        .values_list("rating_id", "start", "end", "category", "severity")
-    ):
-        if rating_id in of_rating:
-            of_rating[rating_id].append(Span(start, end, category, severity))
-    return CampaignSpans(
-        aspects=aspects, lengths={pk: length or 0 for pk, length in lengths.items()}, spans=spans, excluded=excluded
-    )
-
-
-@dataclass(frozen=True)
-class GoldSpanAnswer:
-    """One rater's spans on a gold answer that expects spans, with the spans the gold expects."""
-
-    length: int  # of the answer, in code points
-    given: list[Span]
-    expected: list[Span]
-
-
-@dataclass(frozen=True)
-class CampaignGoldSpans:
-    """Per span aspect id, per rater pseudonym, the gold answers the rater answered in the campaign whose gold
-    expects spans on that aspect (N/A and unanswered left out); the raters excluded now are left out and named."""
-
-    answers: dict[int, dict[str, list[GoldSpanAnswer]]]
-    excluded: tuple[ExcludedRater, ...]
-    expecting: frozenset[int] = frozenset()  # the aspect ids some gold item of the dataset expects spans on
-
-
-def campaign_gold_spans(campaign: Campaign, aspects: list[AspectInfo]) -> CampaignGoldSpans:
-    """Reads in at most three queries whatever the campaign's size: the gold fields of the dataset, the campaign's
-    ratings of their answers on the span aspects (with each answer's length, system and rater), and the exclusions.
-    The rater's spans are read from the rating's stored answer, as the gold verdict reads them."""
-    from annotations.gold.rules import expected_span_pairs  # noqa: PLC0415 - span aspects only
-    from annotations.spans.answers import token_spans  # noqa: PLC0415 - span aspects only
-
-    answers: dict[int, dict[str, list[GoldSpanAnswer]]] = {aspect.id: {} for aspect in aspects}
-    if not aspects:
-        return CampaignGoldSpans(answers=answers, excluded=())
-    names = {aspect.name: aspect.id for aspect in aspects}
-    expected: dict[tuple[int, str, int], list[Span]] = {}  # (item id, system key, aspect id) -> gold spans
-    for item_id, gold in GoldItem.objects.filter(item__dataset_id=campaign.dataset_id).values_list(
-        "item_id", "expected"
-    ):
-        if not isinstance(gold, dict):
-            continue
-        for (system, name), spans in expected_span_pairs(gold, systems=set(gold), aspects=set(names)).items():
-            # Severity is never compared in the figures.
-            expected[(item_id, system, names[name])] = [
-                Span(span.start, span.end, span.category, "neutral") for span in spans
-            ]
-    if not expected:
-        return CampaignGoldSpans(answers=answers, excluded=())
-    rows = list(
-        Rating.objects.filter(
-            aspect_id__in=list(names.values()),
-            is_missing=False,
-            response__turn__item_id__in={item_id for item_id, _s, _a in expected},
-        )
-        .filter(_scope_filter(rating_scope(campaign=campaign)))
-        .annotate(length=Length("response__text"))
-        .order_by("rater__pseudonym", "response_id", "aspect_id")
-        .values_list(
-            "aspect_id", "response__turn__item_id", "response__system__key", "rater_id", "rater__pseudonym", "raw",
-            "length",
-        )
-    )  # fmt: skip
-    present = {row[3] for row in rows}
-    excluded = tuple(
-        ExcludedRater(rater_id=rater_id, pseudonym=pseudonym, reason=reason)
-        for rater_id, _user_id, pseudonym, reason in exclusions_in_force(campaign.dataset)
-        if rater_id in present
-    )
-    left_out = {rater.rater_id for rater in excluded}
-    expecting = frozenset(aspect_id for _i, _s, aspect_id in expected)
-    for aspect_id, item_id, system, rater_id, pseudonym, raw, length in rows:
-        wanted = expected.get((item_id, system, aspect_id))
-        if wanted is None or rater_id in left_out:
-            continue
-        answers[aspect_id].setdefault(pseudonym, []).append(
-            GoldSpanAnswer(length=length or 0, given=token_spans(raw), expected=wanted)
-        )
-    return CampaignGoldSpans(answers=answers, excluded=excluded, expecting=expecting)
-
-
-def campaign_gold_expectations(campaign: Campaign) -> list[tuple[int, Any]]:
-    """The gold fields of the campaign's dataset: editing what a gold item expects changes the span figures."""
-    return list(
-        GoldItem.objects.filter(item__dataset_id=campaign.dataset_id)
-        .order_by("item_id")
-        .values_list("item_id", "expected")
-    )
-
-
-def campaign_has_span_aspects(campaign: Campaign) -> bool:
-    return campaign.aspects.filter(kind=AspectKind.SPANS).exists()
-
-
-def campaign_spans_version(campaign: Campaign) -> dict[str, Any]:
-    """The count and last id of the error spans on the campaign's aspects: a correction replaces a rating's spans,
-    which can move them without changing its score."""
-    return ErrorSpan.objects.filter(rating__aspect__campaigns=campaign).aggregate(count=Count("id"), last=Max("id"))
-
-
-@dataclass(frozen=True)
-class JudgeConfidences:
-    """Per answer row, the judge's chosen score and its confidence in it (NaN where it recorded none), and how many
-    answers each source gave a confidence for."""
-
-    chosen: FloatArray
-    confidence: FloatArray
-    sources: dict[str, int]
-
-
-def judge_confidences(judge: Judge, answers: Answers, aspect_name: str) -> JudgeConfidences:
-    """The judge's confidence on each answer for one aspect, from its run's finished single-answer judgments.
-
-    One judgment with a score distribution (log-probabilities at the score token, or the shares of replies sampled
-    when the provider gave none): the chosen score is the most probable one, the confidence its probability.
-    Several samples of one answer: their distributions averaged when every one has a distribution, else the
-    chosen score is the most frequent score and the confidence the share of samples that gave it.
-    """
-    from judging.statistics.trust_escalate import (  # noqa: PLC0415 - keeps scipy-using statistics off the import path of every read
-        confidence_from_probabilities,
-        confidence_from_samples,
-    )
-
-    size = answers.response_ids.size
-    chosen, confidence = np.full(size, np.nan), np.full(size, np.nan)
-    sources = {"score_distribution": 0, "samples": 0}
-    rows = (
-        Judgment.objects.filter(
-            run__judge=judge,
-            aspect_name=aspect_name,
-            other_response__isnull=True,
-            status=JudgmentStatus.DONE,
-            score__isnull=False,
-        )
-        .order_by("response_id", "sample", "pair_order")
-        .values_list("response_id", "score", "distribution")
-    )
-    by_response: dict[int, list[tuple[float, dict[str, float] | None]]] = {}
-    for response_id, score, distribution in rows:
-        by_response.setdefault(response_id, []).append(
-            (float(score or 0.0), distribution if isinstance(distribution, dict) else None)
-        )
-    if not by_response:
-        return JudgeConfidences(chosen, confidence, sources)
-    response_ids = np.asarray(sorted(by_response), dtype=np.int64)
-    known = np.isin(response_ids, answers.response_ids)
-    for response_id, row in zip(
-        response_ids[known].tolist(), answers.rows_of(response_ids[known]).tolist(), strict=True
-    ):
-        judgments = by_response[response_id]
-        distributions = [distribution for _, distribution in judgments if distribution]
-        if len(distributions) == len(judgments):
-            averaged: dict[str, float] = {}
-            for distribution in distributions:
-                for key, mass in distribution.items():
-                    averaged[key] = averaged.get(key, 0.0) + float(mass) / len(distributions)
-            top = max(averaged, key=lambda key: (averaged[key], -float(key)))
-            chosen[row], confidence[row] = float(top), confidence_from_probabilities(averaged, top)
-            sources["score_distribution"] += 1
-        elif len(judgments) > 1:
-            chosen[row], confidence[row] = confidence_from_samples([score for score, _ in judgments])
-            sources["samples"] += 1
-    return JudgeConfidences(chosen, confidence, sources)
-
-
 def stats_ratings_in_order(dataset: Dataset, scope: RatingScope) -> list[tuple[int, int, float]]:
     """The scope's ratings as (aspect id, response id, value) in the order they were given (the rating's creation,
     which is the submission of the task it belongs to), gold answers and, unless the scope includes them, the
     excluded raters left out as in ``stats_ratings``."""
     rows = Rating.objects.filter(aspect__dataset=dataset, is_missing=False, value__isnull=False).filter(
-        _scope_filter(scope)
+        scope_filter(scope)
     )
     gold = gold_response_ids(dataset)
     if gold:

@@ -18,14 +18,8 @@ from typing import Any
 import numpy as np
 
 from annotations.spans.error_spans import Span
-from judging.analysis.selectors import (
-    Answers,
-    AspectInfo,
-    CampaignGoldSpans,
-    CampaignSpans,
-    RatingRows,
-    judge_error_spans,
-)
+from judging.analysis.selectors import Answers, AspectInfo, RatingRows, judge_error_spans
+from judging.analysis.span_selectors import CampaignGoldSpans, CampaignSpans
 from judging.methods.error_spans import quote_placement, stored_spans
 from judging.statistics.results import undefined
 from judging.statistics.spans import (

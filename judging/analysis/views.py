@@ -3,60 +3,57 @@
 Views are thin: numbers come from ``judging.analysis.reports`` (the same code as the CLI and API), tables
 from ``judging.analysis.tables`` and plot geometry from ``judging.analysis.plots``.
 
-Why one module of this size: the dashboard's pages share the researcher check, the scope and parameter parsing and
-the download responses defined at its top; each page function is short and renders one report.
+The researcher check, the scope and parameter parsing and the download responses the pages share are
+``judging.analysis.dashboard``; each page function is short and renders one report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import BadRequest, PermissionDenied
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotations.campaigns.progress import campaign_progress
 from annotations.models import Dataset
 from annotations.selectors import campaign_for_researcher
-from annotations.text.ascii_numbers import ascii_int
 from judging.analysis import tables
+from judging.analysis.dashboard import (
+    FORMATS,
+    query_param,
+    query_string,
+    request_scope,
+    researcher_required,
+    scope_context,
+    table_download,
+)
 from judging.analysis.decisions import campaign_plan, judge_matrix
 from judging.analysis.forms import AltTestForm, CalibrationForm
+from judging.analysis.judge_reports import DEFAULT_ALT_TEST, DEFAULT_EPSILON, AltTestSettings, judge_details
 from judging.analysis.plots import bar_chart, heat_cells, scatter_plot
 from judging.analysis.prediction_powered import ppi_report
 from judging.analysis.ranking_reports import HUMANS, ranking_report
 from judging.analysis.rating_details import dataset_details
 from judging.analysis.readings import matrix_readings, plan_readings
 from judging.analysis.reports import (
-    DEFAULT_ALT_TEST,
-    DEFAULT_EPSILON,
-    AltTestSettings,
     JudgeNotFound,
     ReportError,
     agreement_report,
     campaign_span_agreement,
-    judge_details,
     one_stats_version,
 )
 from judging.analysis.selectors import (
     RatingScope,
-    ScopeError,
-    adjudicated_choice,
     dataset_for_stats_or_404,
     dataset_judges,
-    excluded_choice,
-    rating_scope,
     researcher_datasets,
     stats_aspects,
-    stats_campaign_or_404,
-    stats_scopes,
 )
 from judging.analysis.services import CalibrationError, judge_calibrate
 from judging.certification.selectors import UNCERTIFIED
@@ -83,95 +80,6 @@ JUDGE_TABLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 # The tables built from the agreement report alone; the others need the page's details.
 REPORT_TABLES = ("agreement", "preferences", "preference-judges")
-FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
-
-
-def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Anonymous users go to the login page; logged-in non-staff users get 403."""
-
-    @wraps(view)
-    @login_required
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def _param(request: HttpRequest, name: str) -> str | None:
-    value = request.GET.get(name, "").strip()
-    return value or None
-
-
-def _query(**params: str | None) -> str:
-    present = {key: value for key, value in params.items() if value}
-    return "?" + urlencode(present) if present else ""
-
-
-def _scope(request: HttpRequest, dataset: Dataset) -> RatingScope:
-    """The ratings the page shows, from ``origin`` and ``campaign``: 400 for a value that names no scope, 404 for a
-    campaign that is not one of this dataset's among the researcher's."""
-    campaign_id = _param(request, "campaign")
-    campaign = None
-    if campaign_id is not None:
-        campaign_pk = ascii_int(campaign_id)
-        if campaign_pk is None:
-            raise BadRequest("campaign must be a campaign id")
-        campaign = stats_campaign_or_404(request.user, dataset, campaign_pk)
-    try:
-        include = excluded_choice(_param(request, "excluded"))
-        adjudicated = adjudicated_choice(_param(request, "human"))
-        scope = rating_scope(_param(request, "origin"), campaign, include_excluded=include)
-        return scope.with_adjudicated(adjudicated)
-    except ScopeError as exc:
-        raise BadRequest(str(exc)) from None
-
-
-def _scope_context(
-    request: HttpRequest,
-    dataset: Dataset,
-    scope: RatingScope,
-    page: str,
-    keep: dict[str, Any],
-    stated: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The scope selector (one submit button per scope, keeping the other filters), the scope's URL parameters
-    for every link and form of the page, and, from `stated` (a report's "scope"), the excluded raters the numbers
-    leave out or include, with a link to the other choice."""
-    params = scope.query()
-    action = reverse(page, args=[dataset.pk])
-    kept = {name: value for name, value in keep.items() if value}
-    exclusions = (stated or {}).get("exclusions") or {"left_out": not scope.include_excluded, "raters": []}
-    toggled = scope.with_excluded(not scope.include_excluded).query()
-    human_toggled = scope.with_adjudicated(not scope.adjudicated).query()
-    return {
-        "scope": scope,
-        "scope_action": action,
-        "scope_choices": [
-            {"parameter": option.parameter(), "label": option.label, "current": option.parameter() == scope.parameter()}
-            for option in stats_scopes(request.user, dataset)
-        ],
-        "scope_keep": [
-            *kept.items(),
-            *([("excluded", "include")] if scope.include_excluded else []),
-            *([("human", "adjudicated")] if scope.adjudicated else []),
-        ],
-        "scope_human_toggle": action + _query(**kept, **human_toggled),
-        "scope_exclusions": exclusions,
-        "scope_exclusions_toggle": action + _query(**kept, **toggled),
-        "scope_params": list(params.items()),
-        "scope_suffix": "&" + urlencode(params) if params else "",
-        "scope_query": _query(**params),
-    }
-
-
-def _download(table: dict[str, Any], fmt: str, filename: str) -> HttpResponse:
-    body = tables.as_csv(table) if fmt == "csv" else tables.as_json(table)
-    response = HttpResponse(body, content_type=FORMATS[fmt])
-    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
 
 
 @require_GET
@@ -187,7 +95,7 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
 def _ppi_context(request: HttpRequest, dataset: Dataset, aspect: str | None, scope: RatingScope) -> dict[str, Any]:
     """The prediction-powered panel for the chosen judge (``ppi_judge``, default the first that scored anything)."""
     judges = [judge["name"] for judge in dataset_judges(dataset) if judge["n_scores"]]
-    chosen = _param(request, "ppi_judge") or (judges[0] if judges else None)
+    chosen = query_param(request, "ppi_judge") or (judges[0] if judges else None)
     context: dict[str, Any] = {"judges": judges, "judge": chosen, "table": None, "error": None}
     if chosen is None or aspect is None:
         return context
@@ -197,14 +105,14 @@ def _ppi_context(request: HttpRequest, dataset: Dataset, aspect: str | None, sco
         context["error"] = str(exc)
         return context
     context["table"] = tables.ppi_table(report, aspect)
-    context["api_query"] = _query(judge=chosen, aspect=aspect, **scope.query())
+    context["api_query"] = query_string(judge=chosen, aspect=aspect, **scope.query())
     return context
 
 
 def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
-    aspect = _param(request, "aspect")
-    system = _param(request, "system")
-    scope = _scope(request, dataset)
+    aspect = query_param(request, "aspect")
+    system = query_param(request, "system")
+    scope = request_scope(request, dataset)
     report = agreement_report(dataset, scope)
     details = dataset_details(dataset, aspect, system, scope)
     charts = [
@@ -227,8 +135,8 @@ def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
         "disagreements": details["disagreements"],
         "distribution_table": tables.distribution_table(details),
         "ppi": _ppi_context(request, dataset, details["aspect"], scope),
-        "download_query": _query(aspect=details["aspect"], system=details["system"], **scope.query()),
-        **_scope_context(
+        "download_query": query_string(aspect=details["aspect"], system=details["system"], **scope.query()),
+        **scope_context(
             request,
             dataset,
             scope,
@@ -256,15 +164,15 @@ def dataset_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -
     if fmt not in FORMATS:
         raise Http404("no such table")
     if table == "judges":
-        return _download(tables.judges_table(dataset_judges(dataset)), fmt, f"dataset-{dataset.pk}-judges")
+        return table_download(tables.judges_table(dataset_judges(dataset)), fmt, f"dataset-{dataset.pk}-judges")
     if table not in DATASET_TABLES:
         raise Http404("no such table")
-    aspect, system = _param(request, "aspect"), _param(request, "system")
-    scope = _scope(request, dataset)
+    aspect, system = query_param(request, "aspect"), query_param(request, "system")
+    scope = request_scope(request, dataset)
     from_report = table in REPORT_TABLES
     details = {} if from_report else dataset_details(dataset, aspect, system, scope)
     built = DATASET_TABLES[table](agreement_report(dataset, scope) if from_report else {}, details)
-    return _download(built, fmt, f"dataset-{dataset.pk}-{table}")
+    return table_download(built, fmt, f"dataset-{dataset.pk}-{table}")
 
 
 def _factscore_run(request: HttpRequest, dataset: Dataset, judge_name: str) -> JudgeRun | None:
@@ -289,7 +197,7 @@ def _factscore_context(run: JudgeRun) -> dict[str, Any]:
 def _alt_settings(request: HttpRequest) -> AltTestSettings:
     """ε and q of the alternative-annotator test from the query string (the defaults when absent); 400 when out of
     range."""
-    form = AltTestForm({"epsilon": _param(request, "epsilon"), "q": _param(request, "q")})
+    form = AltTestForm({"epsilon": query_param(request, "epsilon"), "q": query_param(request, "q")})
     if not form.is_valid():
         raise BadRequest(
             "; ".join(f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items())
@@ -310,14 +218,14 @@ def _alt_keep(settings: AltTestSettings) -> dict[str, str | None]:
 
 def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     judges = dataset_judges(dataset)
-    judge_name = _param(request, "judge") or (judges[0]["name"] if judges else None)
-    scope = _scope(request, dataset)
+    judge_name = query_param(request, "judge") or (judges[0]["name"] if judges else None)
+    scope = request_scope(request, dataset)
     alt_settings = _alt_settings(request)
     factscore_runs = factscore_runs_for_user(request.user).filter(dataset=dataset, judge__kind=JudgeKind.RUN)
     keep = {
         "judge": judge_name,
-        "aspect": _param(request, "aspect"),
-        "system": _param(request, "system"),
+        "aspect": query_param(request, "aspect"),
+        "system": query_param(request, "system"),
         **_alt_keep(alt_settings),
     }
     context: dict[str, Any] = {
@@ -329,14 +237,14 @@ def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
         "factscore": None,
         "alt_settings": alt_settings,
         "default_epsilon": DEFAULT_EPSILON,
-        **_scope_context(request, dataset, scope, "dashboard-judges", keep),
+        **scope_context(request, dataset, scope, "dashboard-judges", keep),
     }
     if judge_name is None:
         return context
     run = _factscore_run(request, dataset, judge_name) if judge_name in context["factscore_judges"] else None
     try:
         details = judge_details(
-            dataset, judge_name, _param(request, "aspect"), _param(request, "system"), scope, alt_settings
+            dataset, judge_name, query_param(request, "aspect"), query_param(request, "system"), scope, alt_settings
         )
     except JudgeNotFound:
         raise Http404("no such judge") from None
@@ -344,8 +252,8 @@ def _judge_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     context["judge_standing"] = next(
         (row["certification"] for row in judges if row["name"] == details["judge"]), UNCERTIFIED
     )
-    context.update(_scope_context(request, dataset, scope, "dashboard-judges", keep, details["scope"]))
-    context["download_query"] = _query(
+    context.update(scope_context(request, dataset, scope, "dashboard-judges", keep, details["scope"]))
+    context["download_query"] = query_string(
         judge=details["judge"],
         aspect=details["aspect"],
         system=details["system"],
@@ -394,26 +302,26 @@ def judges_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
 @researcher_required
 def judge_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> HttpResponse:
     dataset = dataset_for_stats_or_404(request.user, dataset_id)
-    judge_name = _param(request, "judge")
+    judge_name = query_param(request, "judge")
     if table in tables.FACTSCORE_TABLES and fmt in FORMATS and judge_name is not None:
         run = _factscore_run(request, dataset, judge_name)
         if run is None:
             raise Http404("no such FActScore run")
         built = tables.FACTSCORE_TABLES[table](factscore_report(run))
-        return _download(built, fmt, f"dataset-{dataset.pk}-judge-{table}")
+        return table_download(built, fmt, f"dataset-{dataset.pk}-judge-{table}")
     if table not in JUDGE_TABLES or fmt not in FORMATS or judge_name is None:
         raise Http404("no such table")
-    scope = _scope(request, dataset)
+    scope = request_scope(request, dataset)
     alt_settings = _alt_settings(request)
     try:
         details = judge_details(
-            dataset, judge_name, _param(request, "aspect"), _param(request, "system"), scope, alt_settings
+            dataset, judge_name, query_param(request, "aspect"), query_param(request, "system"), scope, alt_settings
         )
     except JudgeNotFound:
         raise Http404("no such judge") from None
     if details["aspect"] is None:
         raise Http404("the judge shares no aspect with the rubric")
-    return _download(JUDGE_TABLES[table](details), fmt, f"dataset-{dataset.pk}-judge-{table}")
+    return table_download(JUDGE_TABLES[table](details), fmt, f"dataset-{dataset.pk}-judge-{table}")
 
 
 RANKING_TABLES = ("ranking-humans", "ranking-judge")
@@ -422,7 +330,7 @@ RANKING_TABLES = ("ranking-humans", "ranking-judge")
 def _rankings(request: HttpRequest, dataset: Dataset, scope: RatingScope) -> dict[str, Any]:
     """The humans' ranking and, when a judge is chosen, the judge's beside it: Bradley–Terry from pairwise outcomes,
     or by mean rating when an aspect is chosen. A ranking that cannot be made says why instead."""
-    judge_name, aspect = _param(request, "judge"), _param(request, "aspect")
+    judge_name, aspect = query_param(request, "judge"), query_param(request, "aspect")
     ties = _ties_param(request, aspect)
     found: dict[str, Any] = {"humans": None, "judge_report": None, "humans_error": None, "judge_error": None}
     try:
@@ -441,7 +349,7 @@ def _rankings(request: HttpRequest, dataset: Dataset, scope: RatingScope) -> dic
 
 def _ties_param(request: HttpRequest, aspect: str | None) -> str | None:
     """The chosen tie convention for Bradley–Terry (None: the default); a ranking by mean rating has no ties."""
-    ties = _param(request, "ties")
+    ties = query_param(request, "ties")
     if aspect or not ties:
         return None
     if ties not in TIE_CONVENTIONS:
@@ -465,9 +373,9 @@ def _ranking_leader(report: dict[str, Any] | None) -> dict[str, Any] | None:
 @researcher_required
 def rankings_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = dataset_for_stats_or_404(request.user, dataset_id)
-    scope = _scope(request, dataset)
+    scope = request_scope(request, dataset)
     found = _rankings(request, dataset, scope)
-    judge_name, aspect = _param(request, "judge"), _param(request, "aspect")
+    judge_name, aspect = query_param(request, "judge"), query_param(request, "aspect")
     context: dict[str, Any] = {
         "dataset": dataset,
         "judges": dataset_judges(dataset),
@@ -488,8 +396,10 @@ def rankings_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         "humans_leader": _ranking_leader(found["humans"]),
         "judge_leader": _ranking_leader(found["judge_report"]),
         "versus": (found["judge_report"] or {}).get("versus_humans"),
-        "download_query": _query(judge=judge_name, aspect=aspect, ties=_ties_param(request, aspect), **scope.query()),
-        **_scope_context(
+        "download_query": query_string(
+            judge=judge_name, aspect=aspect, ties=_ties_param(request, aspect), **scope.query()
+        ),
+        **scope_context(
             request,
             dataset,
             scope,
@@ -506,12 +416,12 @@ def rankings_table(request: HttpRequest, dataset_id: int, table: str, fmt: str) 
     dataset = dataset_for_stats_or_404(request.user, dataset_id)
     if table not in RANKING_TABLES or fmt not in FORMATS:
         raise Http404("no such table")
-    found = _rankings(request, dataset, _scope(request, dataset))
+    found = _rankings(request, dataset, request_scope(request, dataset))
     report = found["humans"] if table == "ranking-humans" else found["judge_report"]
     if report is None:
         raise Http404(found["humans_error"] if table == "ranking-humans" else (found["judge_error"] or "no judge"))
-    title = "humans" if table == "ranking-humans" else str(_param(request, "judge"))
-    return _download(tables.ranking_table(table, title, report), fmt, f"dataset-{dataset.pk}-{table}")
+    title = "humans" if table == "ranking-humans" else str(query_param(request, "judge"))
+    return table_download(tables.ranking_table(table, title, report), fmt, f"dataset-{dataset.pk}-{table}")
 
 
 @require_http_methods(["GET", "POST"])

@@ -89,7 +89,8 @@ def unit_scores(run: JudgeRun, response_ids: list[int], aspect_names: list[str])
     (log-probabilities of the score, else agreement among samples)."""
     import numpy as np  # noqa: PLC0415 - numpy is heavy; only calibration and applying need it
 
-    from judging.analysis.selectors import Answers, judge_confidences  # noqa: PLC0415 - numpy, see above
+    from judging.analysis.confidence_selectors import judge_confidences  # noqa: PLC0415 - numpy, see above
+    from judging.analysis.selectors import Answers  # noqa: PLC0415 - numpy, see above
 
     ordered = np.asarray(sorted(set(response_ids)), dtype=np.int64)
     answers = Answers(

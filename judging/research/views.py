@@ -20,7 +20,7 @@ from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 from annotations.text.ascii_numbers import ascii_int
 from judging import run_plans, services
 from judging import selectors as run_selectors
-from judging.admin import LaunchForm
+from judging.admin import LaunchForm, run_live_context
 from judging.admin_forms import preview_context
 from judging.config import ConfigError, validate_config
 from judging.models import JudgeRun
@@ -179,12 +179,7 @@ def runs(request: HttpRequest, dataset_id: int) -> HttpResponse:
 
 
 def _live_context(run: JudgeRun) -> dict[str, Any]:
-    return {
-        "run": run,
-        "progress": run_selectors.judge_run_progress(run),
-        "recent_errors": run_selectors.latest_errors_of_run(run),
-        "in_research": True,
-    }
+    return {**run_live_context(run), "in_research": True}
 
 
 @require_GET

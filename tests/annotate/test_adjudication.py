@@ -22,7 +22,6 @@ from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.models import Adjudication, AdjudicationRule, Aspect, Campaign, Dispute, Rating, Task
 from annotations.quality.services import rater_exclude
-from annotations.roles import adjudicator_grant
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,11 +33,6 @@ def rate_all(campaign: Campaign, user: User, *, value: float) -> int:
         submit_answer(campaign, assignment, user, uuid.uuid4().hex, full_answer(assignment, user, value=value))
         done += 1
     return done
-
-
-@pytest.fixture
-def adjudicator(db: None) -> User:
-    return adjudicator_grant(user=User.objects.create_user("adjudicator1", password="pw-adjudicator-1"))
 
 
 @pytest.fixture

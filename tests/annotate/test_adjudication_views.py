@@ -19,11 +19,6 @@ CSRF_SECRET = "b2" * 16
 
 
 @pytest.fixture
-def adjudicator(db: None) -> User:
-    return adjudicator_grant(user=User.objects.create_user("adjudicator1", password="pw-adjudicator-1"))
-
-
-@pytest.fixture
 def disputed(researcher, annotators, adjudicator):  # type: ignore[no-untyped-def]
     campaign = make_campaign(make_dataset(owner=researcher, items=2, systems=2), annotators, raters_per_item=3)
     adjudication_rule_set(campaign=campaign, max_spread=1, preference_splits=False, adjudicators=[adjudicator])

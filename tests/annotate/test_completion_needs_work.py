@@ -47,6 +47,15 @@ def skip_everything(client: Client, campaign, user):  # type: ignore[no-untyped-
     return response
 
 
+def joined(link, campaign):  # type: ignore[no-untyped-def]
+    """A Prolific worker who joined through the link and holds their first task: their client and account."""
+    client = Client()
+    join(client, prolific_url(link))
+    worker = CrowdWorker.objects.get().user
+    next_task(client, campaign)
+    return client, worker
+
+
 @pytest.mark.parametrize("platform", [Platform.PROLIFIC, Platform.MTURK])
 def test_zero_work_completion_is_refused(campaign, researcher, platform):
     link = link_create(
@@ -89,10 +98,7 @@ def test_running_out_after_the_minimum_completes(campaign, researcher):
         campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, completion_code="PAYME-42",
         min_tasks_to_complete=2, skips_per_session=TASKS,
     )  # fmt: skip
-    client = Client()
-    join(client, prolific_url(link))
-    worker = CrowdWorker.objects.get().user
-    next_task(client, campaign)
+    client, worker = joined(link, campaign)
     submit_current(client, campaign, worker)
     submit_current(client, campaign, worker)
     skip_current(client, campaign, worker)
@@ -107,10 +113,7 @@ def test_running_out_below_the_minimum_gets_the_no_tasks_code(campaign, research
         campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, completion_code="PAYME-42",
         min_tasks_to_complete=3, skips_per_session=TASKS, no_tasks_code="OUT-OF-TASKS",
     )  # fmt: skip
-    client = Client()
-    join(client, prolific_url(link))
-    worker = CrowdWorker.objects.get().user
-    next_task(client, campaign)
+    client, worker = joined(link, campaign)
     submit_current(client, campaign, worker)
     submit_current(client, campaign, worker)
     skip_current(client, campaign, worker)
@@ -121,10 +124,7 @@ def test_running_out_below_the_minimum_gets_the_no_tasks_code(campaign, research
 
 def test_skips_are_capped_per_session(campaign, researcher):
     link = link_create(campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, skips_per_session=2)
-    client = Client()
-    join(client, prolific_url(link))
-    worker = CrowdWorker.objects.get().user
-    next_task(client, campaign)
+    client, worker = joined(link, campaign)
     skip_current(client, campaign, worker)
     skip_current(client, campaign, worker)
     refused = skip_current(client, campaign, worker)

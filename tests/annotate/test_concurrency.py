@@ -43,6 +43,20 @@ def _run_threads(target, count: int) -> list[BaseException]:  # type: ignore[no-
     return errors
 
 
+def claims_at_once(campaign, user, count: int) -> list[int]:  # type: ignore[no-untyped-def]
+    """The assignment each of `count` simultaneous claims by one annotator got (-1 for none)."""
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def claim(_index: int) -> None:
+        assignment = assignment_claim(campaign=campaign, user=User.objects.get(pk=user.pk))
+        with lock:
+            got.append(assignment.pk if assignment else -1)
+
+    assert _run_threads(claim, count) == []
+    return got
+
+
 def test_concurrent_annotators_fill_every_task_exactly_n_times():
     owner = User.objects.create_user("owner", is_staff=True)
     people = [User.objects.create_user(f"worker{i}") for i in range(THREADS)]
@@ -99,15 +113,7 @@ def test_one_annotator_hammering_next_gets_a_single_lease():
     owner = User.objects.create_user("owner", is_staff=True)
     user = User.objects.create_user("eager")
     campaign = make_campaign(make_dataset(owner=owner, items=5, systems=2), [user], raters_per_item=2)
-    got: list[int] = []
-    lock = threading.Lock()
-
-    def claim(_index: int) -> None:
-        assignment = assignment_claim(campaign=campaign, user=User.objects.get(pk=user.pk))
-        with lock:
-            got.append(assignment.pk if assignment else -1)
-
-    assert _run_threads(claim, 8) == []
+    got = claims_at_once(campaign, user, 8)
     assert len(set(got)) == 1 and got[0] != -1
     assert Assignment.objects.filter(annotator=user, status=AssignmentStatus.LEASED).count() == 1
 

@@ -5,29 +5,20 @@ import json
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.claims import assignment_claim
 from annotations.gold.services import GoldError, gold_item_remove, gold_item_set
 from annotations.models import Assignment, Campaign, GoldItem, GoldKind, Item, Task
-from annotations.roles import researcher_grant
 from annotations.slots import slot_personal_lease
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.test_research_area import signed_in
 from tests.conftest import CAST_PASSWORD
 
 pytestmark = pytest.mark.django_db
 
 EXPECTED = {"sys_alpha": {"factuality": 3}}
-
-
-def signed_in(user: User) -> Client:
-    if user.is_staff:
-        researcher_grant(user=user)
-    client = Client()
-    assert client.login(username=user.username, password=CAST_PASSWORD)
-    return client
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.gold.selectors import gold_is_due
 from annotations.models import Assignment, AssignmentStatus, GoldItem, Item
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_concurrency import _run_threads
+from tests.annotate.test_concurrency import _run_threads, claims_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,15 +29,7 @@ def test_racing_claims_of_one_annotator_append_a_single_gold_slot():
         campaign.shuffle_seed = f"seed{seed}"
         seed += 1
     campaign.save()
-    got: list[int] = []
-    lock = threading.Lock()
-
-    def claim(_index: int) -> None:
-        assignment = assignment_claim(campaign=campaign, user=User.objects.get(pk=user.pk))
-        with lock:
-            got.append(assignment.pk if assignment else -1)
-
-    assert _run_threads(claim, THREADS) == []
+    got = claims_at_once(campaign, user, THREADS)
     assert len(set(got)) == 1 and got[0] != -1
     held = Assignment.objects.filter(annotator=user)
     assert held.count() == 1

@@ -19,7 +19,7 @@ from annotations.recruitment.models import CrowdWorker, Platform
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_recruitment import join, next_task, prolific_url, submit_current
-from tests.conftest import CAST_PASSWORD
+from tests.annotate.test_views import login
 
 pytestmark = pytest.mark.django_db
 
@@ -33,12 +33,6 @@ def gold_last_campaign(owner, annotators, *, regular: int, gold: int, rate: floa
 
 def submit(campaign: Campaign, assignment: Assignment, user) -> None:  # type: ignore[no-untyped-def]
     submit_answer(campaign, assignment, user, f"key-{assignment.pk:06d}-{user.pk:04d}", full_answer(assignment, user))
-
-
-def login(user) -> Client:  # type: ignore[no-untyped-def]
-    client = Client()
-    assert client.login(username=user.username, password=CAST_PASSWORD)
-    return client
 
 
 # --- the counter -------------------------------------------------------------------------------------------------

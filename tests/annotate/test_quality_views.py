@@ -198,7 +198,8 @@ def test_the_panel_and_the_exports_read_in_a_fixed_number_of_queries(researcher,
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from annotations.quality.selectors import payment_rows, quality_panel
+    from annotations.quality.payment_selectors import payment_rows
+    from annotations.quality.selectors import quality_panel
 
     def queries(campaign) -> tuple[int, int]:  # type: ignore[no-untyped-def]
         with CaptureQueriesContext(connection) as panel:

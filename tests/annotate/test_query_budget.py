@@ -12,9 +12,7 @@ import uuid
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
@@ -26,7 +24,8 @@ from annotations.campaigns.selectors import campaign_for_annotator
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
 from annotations.services import rater_for_user
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.conftest import CAST_PASSWORD
+from tests.annotate.test_annotator_api import token_client
+from tests.annotate.test_views import login
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,12 +38,6 @@ def budget(postgres: int, other: int) -> int:
 def campaign(researcher, annotators):  # type: ignore[no-untyped-def]
     dataset = make_dataset(owner=researcher, items=4, turns=1)
     return make_campaign(dataset, annotators, name="budget", raters_per_item=2)
-
-
-def token_client(user) -> APIClient:  # type: ignore[no-untyped-def]
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
-    return client
 
 
 def api_answer(task: dict) -> dict:
@@ -90,12 +83,6 @@ def test_api_submit_budget(campaign, annotator1, django_assert_max_num_queries):
     assert again.status_code == 200 and again.json()["replayed"]
     assert Submission.objects.count() == 2
     assert Rating.objects.filter(origin=RatingOrigin.APP).count() == 2 * 4 * 2
-
-
-def login(user) -> Client:  # type: ignore[no-untyped-def]
-    client = Client()
-    assert client.login(username=user.username, password=CAST_PASSWORD)
-    return client
 
 
 def html_answer(page: str, campaign) -> dict[str, str]:  # type: ignore[no-untyped-def]

@@ -9,6 +9,7 @@ import itertools
 import json
 import random
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from annotations.models import Campaign, Dataset, Response
 from annotations.rubrics.task_sheet import campaign_scales
 from bench.datagen import LLM_JP_ASPECTS, MISSING_SCORES, add_imported_judge, generate_llm_jp_jsonl
 from tests.annotate.factories import submit_answer
-from tests.conftest import CAST_PASSWORD
+from tests.conftest import CAST_PASSWORD, client_for
 
 DATASET_NAME = "stats demo Ξ §"
 JUDGE_NAME = "BLEU Ξ§ judge"
@@ -54,6 +55,24 @@ def stats_dataset(researcher: User, stats_jsonl: list[dict[str, Any]]) -> Datase
 @pytest.fixture
 def other_researcher(db: None) -> User:
     return User.objects.create_user(username="other_researcher", password=CAST_PASSWORD, is_staff=True)
+
+
+@pytest.fixture
+def assert_researchers_only(
+    researcher: User, other_researcher: User, annotator1: User, outsider: User
+) -> Callable[..., None]:
+    """The statistics API's access rules for one endpoint: the dataset's researcher reads it, by GET only; anonymous
+    users, annotators and outsiders are refused, and another researcher is told the dataset does not exist."""
+
+    def check(url: str, query: dict[str, Any], annotator: User | None = None) -> None:
+        assert client_for(researcher).get(url, query).status_code == 200
+        assert client_for(researcher).post(url, query).status_code == 405
+        assert client_for(None).get(url, query).status_code in (401, 403)
+        assert client_for(annotator or annotator1).get(url, query).status_code == 403
+        assert client_for(outsider).get(url, query).status_code == 403
+        assert client_for(other_researcher).get(url, query).status_code == 404
+
+    return check
 
 
 def reference_matrix(lines: list[dict[str, Any]], aspect: str) -> np.ndarray:

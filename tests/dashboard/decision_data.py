@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -65,10 +66,10 @@ def make_decision_dataset(owner: User) -> Dataset:
     return dataset
 
 
-def _add_pairwise_run(dataset: Dataset, seed: int = 4) -> None:
-    """Each pair of systems on each prompt judged in both orders; the better system wins 80% of the time."""
-    rng = np.random.default_rng(seed)
-    judge = Judge.objects.create(dataset=dataset, name=PAIRWISE_JUDGE, kind=JudgeKind.RUN)
+def pairwise_run(dataset: Dataset, name: str, verdicts: Iterable[tuple[str, str, str, int, float]]) -> None:
+    """A finished pairwise judge run with one judgment per verdict: (item id, first system, second system, the
+    order the pair was shown in, the first system's score)."""
+    judge = Judge.objects.create(dataset=dataset, name=name, kind=JudgeKind.RUN)
     run = JudgeRun.objects.create(
         judge=judge, dataset=dataset, config_snapshot={}, method="pairwise", status="succeeded"
     )
@@ -78,22 +79,30 @@ def _add_pairwise_run(dataset: Dataset, seed: int = 4) -> None:
             "pk", "turn__item__external_id", "system__key"
         )
     }
-    rows = []
-    for item in range(PROMPTS):
-        for first_index, first in enumerate(SYSTEMS):
-            for second in SYSTEMS[first_index + 1 :]:
-                for order in (0, 1):
-                    draw = rng.random()
-                    score = 1.0 if draw < 0.75 else (0.5 if draw < 0.85 else 0.0)
-                    rows.append(
-                        Judgment(
-                            run=run,
-                            response_id=answers[(f"p{item}", first)],
-                            other_response_id=answers[(f"p{item}", second)],
-                            aspect_name="overall",
-                            pair_order=order,
-                            status=JudgmentStatus.DONE,
-                            score=score,
-                        )
-                    )
-    Judgment.objects.bulk_create(rows)
+    Judgment.objects.bulk_create(
+        Judgment(
+            run=run,
+            response_id=answers[(item, first)],
+            other_response_id=answers[(item, second)],
+            aspect_name="overall",
+            pair_order=order,
+            status=JudgmentStatus.DONE,
+            score=score,
+        )
+        for item, first, second, order, score in verdicts
+    )
+
+
+def _add_pairwise_run(dataset: Dataset, seed: int = 4) -> None:
+    """Each pair of systems on each prompt judged in both orders; the better system wins 80% of the time."""
+    rng = np.random.default_rng(seed)
+
+    def verdicts() -> Iterator[tuple[str, str, str, int, float]]:
+        for item in range(PROMPTS):
+            for first_index, first in enumerate(SYSTEMS):
+                for second in SYSTEMS[first_index + 1 :]:
+                    for order in (0, 1):
+                        draw = rng.random()
+                        yield f"p{item}", first, second, order, 1.0 if draw < 0.75 else (0.5 if draw < 0.85 else 0.0)
+
+    pairwise_run(dataset, PAIRWISE_JUDGE, verdicts())

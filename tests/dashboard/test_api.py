@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from django.contrib.auth.models import User
@@ -17,17 +18,10 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.parametrize("endpoint", ["api-stats-agreement", "api-stats-correlation"])
-def test_api_access_rules(
-    endpoint: str, stats_dataset: Dataset, researcher: User, other_researcher: User, annotator1: User, outsider: User
-) -> None:
+def test_api_access_rules(endpoint: str, stats_dataset: Dataset, assert_researchers_only: Callable[..., None]) -> None:
     url = reverse(endpoint, args=[stats_dataset.pk])
     query = {"judge": JUDGE_NAME}
-    assert client_for(researcher).get(url, query).status_code == 200
-    assert client_for(None).get(url, query).status_code in (401, 403)
-    assert client_for(annotator1).get(url, query).status_code == 403
-    assert client_for(outsider).get(url, query).status_code == 403
-    assert client_for(other_researcher).get(url, query).status_code == 404
-    assert client_for(researcher).post(url, query).status_code == 405
+    assert_researchers_only(url, query)
 
 
 def test_correlation_api_errors(stats_dataset: Dataset, researcher: User) -> None:

@@ -109,7 +109,7 @@ def test_correlate_json_shape_and_scipy_values(stats_dataset: Dataset, stats_jso
 
 
 def test_correlate_json_carries_the_judges_page_diagnostics(stats_dataset: Dataset) -> None:
-    from judging.analysis.reports import judge_details
+    from judging.analysis.judge_reports import judge_details
 
     report = json.loads(run("correlate", "--dataset", DATASET_NAME, "--judge", JUDGE_NAME, "--json"))
     assert list(report["diagnostics"]) == ASPECTS

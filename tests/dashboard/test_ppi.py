@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,18 +202,11 @@ def test_ppi_command_text_and_json(planned: tuple[Dataset, Plan]) -> None:
     assert "effective n" in text
 
 
-def test_api_access_rules(
-    planned: tuple[Dataset, Plan], researcher: User, other_researcher: User, annotator1: User, outsider: User
-) -> None:
+def test_api_access_rules(planned: tuple[Dataset, Plan], assert_researchers_only: Callable[..., None]) -> None:
     dataset, _ = planned
     url = reverse("api-stats-ppi", args=[dataset.pk])
     query = {"judge": JUDGE}
-    assert client_for(researcher).get(url, query).status_code == 200
-    assert client_for(None).get(url, query).status_code in (401, 403)
-    assert client_for(annotator1).get(url, query).status_code == 403
-    assert client_for(outsider).get(url, query).status_code == 403
-    assert client_for(other_researcher).get(url, query).status_code == 404
-    assert client_for(researcher).post(url, query).status_code == 405
+    assert_researchers_only(url, query)
 
 
 def test_api_equals_the_cli_and_refuses_bad_parameters(planned: tuple[Dataset, Plan], researcher: User) -> None:

@@ -28,8 +28,8 @@ from annotations.rubrics.task_sheet import campaign_scales
 from judging.analysis.preference_selectors import stats_preferences
 from judging.analysis.reports import agreement_report
 from judging.analysis.selectors import ALL_RATINGS, rating_scope
-from judging.models import Judge, JudgeKind, JudgeRun, Judgment, JudgmentStatus
 from tests.annotate.factories import lfqa_lines, make_campaign, make_dataset
+from tests.dashboard.decision_data import pairwise_run
 
 pytestmark = pytest.mark.django_db
 
@@ -95,31 +95,19 @@ def setup(researcher: User, annotators: list[User]) -> PreferenceSetup:
 
 def _add_pairwise_run(dataset: Dataset) -> None:
     """A pairwise run that prefers alpha to beta everywhere, and beta to gamma on q2 only (a tie elsewhere)."""
-    judge = Judge.objects.create(dataset=dataset, name=PAIRWISE_JUDGE, kind=JudgeKind.RUN)
-    run = JudgeRun.objects.create(
-        judge=judge, dataset=dataset, config_snapshot={}, method="pairwise", status="succeeded"
+    pairwise_run(
+        dataset,
+        PAIRWISE_JUDGE,
+        (
+            (item, first, second, order, score)
+            for item in ("q0", "q1", "q2", "q3")
+            for first, second, score in (
+                ("sys_alpha", "sys_beta", 1.0),
+                ("sys_beta", "sys_gamma", 1.0 if item == "q2" else 0.5),
+            )
+            for order in (0, 1)
+        ),
     )
-    answers = {
-        (item, key): pk
-        for pk, item, key in Response.objects.filter(turn__item__dataset=dataset).values_list(
-            "pk", "turn__item__external_id", "system__key"
-        )
-    }
-    for item in ("q0", "q1", "q2", "q3"):
-        for first, second, score in (
-            ("sys_alpha", "sys_beta", 1.0),
-            ("sys_beta", "sys_gamma", 1.0 if item == "q2" else 0.5),
-        ):
-            for order in (0, 1):
-                Judgment.objects.create(
-                    run=run,
-                    response_id=answers[(item, first)],
-                    other_response_id=answers[(item, second)],
-                    aspect_name="overall",
-                    pair_order=order,
-                    status=JudgmentStatus.DONE,
-                    score=score,
-                )
 
 
 def _by_system(section: dict[str, Any]) -> dict[str, dict[str, Any]]:

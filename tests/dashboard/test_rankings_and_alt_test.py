@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -161,18 +162,10 @@ def test_api_access_rules(
     endpoint: str,
     query: dict[str, str],
     dataset: Dataset,
-    researcher: User,
-    other_researcher: User,
-    annotator1: User,
-    outsider: User,
+    assert_researchers_only: Callable[..., None],
 ) -> None:
     url = reverse(endpoint, args=[dataset.pk])
-    assert client_for(researcher).get(url, query).status_code == 200
-    assert client_for(None).get(url, query).status_code in (401, 403)
-    assert client_for(annotator1).get(url, query).status_code == 403
-    assert client_for(outsider).get(url, query).status_code == 403
-    assert client_for(other_researcher).get(url, query).status_code == 404
-    assert client_for(researcher).post(url, query).status_code == 405
+    assert_researchers_only(url, query)
 
 
 def test_api_equals_the_cli_and_refuses_bad_parameters(dataset: Dataset, researcher: User) -> None:

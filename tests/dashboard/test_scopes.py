@@ -8,6 +8,7 @@ from the values the annotators submitted, never from the ORM's ratings.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import krippendorff
@@ -240,20 +241,13 @@ def test_api_rejects_bad_scopes(endpoint: str, scoped: ScopedData, researcher: U
 def test_api_scope_access_and_method(
     endpoint: str,
     scoped: ScopedData,
-    researcher: User,
-    other_researcher: User,
     annotators: list[User],
-    outsider: User,
+    assert_researchers_only: Callable[..., None],
 ) -> None:
     url = reverse(endpoint, args=[scoped.dataset.pk])
     query = {"judge": SCOPED_JUDGE, "campaign": scoped.campaign_a.pk}
-    assert client_for(researcher).get(url, query).status_code == 200
-    assert client_for(researcher).post(url, query).status_code == 405
-    assert client_for(None).get(url, query).status_code in (401, 403)
     # The campaign's own annotators see no statistics, not even of the campaign they rated in.
-    assert client_for(annotators[0]).get(url, query).status_code == 403
-    assert client_for(outsider).get(url, query).status_code == 403
-    assert client_for(other_researcher).get(url, query).status_code == 404
+    assert_researchers_only(url, query, annotator=annotators[0])
 
 
 # ---------------------------------------------------------------- dashboard

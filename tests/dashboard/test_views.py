@@ -203,7 +203,7 @@ def test_calibration_post_requires_csrf(stats_dataset: Dataset, researcher: User
 
 def test_bias_panel_reads_judge_model_and_pairwise_consistency(stats_dataset: Dataset, researcher: User) -> None:
     from annotations.models import System
-    from judging.analysis.reports import judge_details
+    from judging.analysis.judge_reports import judge_details
 
     System.objects.filter(dataset=stats_dataset, key="llm_a").update(model_name="openai/gpt-4o")
     judge = Judge.objects.get(dataset=stats_dataset, name=JUDGE_NAME)

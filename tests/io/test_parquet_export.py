@@ -97,6 +97,22 @@ def make_dataset(owner: User | None = None, name: str = "orig") -> Dataset:
     ).dataset
 
 
+def loaded_offline(program: str, *folders: str, work: Path) -> Any:
+    """What `program` prints last (as JSON) after reading the folders with the `datasets` library, offline, in a
+    process of its own; its last argument is a cache directory under `work`."""
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(work / "hf-home"))
+    done = subprocess.run(
+        [sys.executable, "-c", program, *folders, str(work / "cache")],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.django_db
 def test_typed_tables_and_round_trip(tmp_path: Path) -> None:
     dataset = make_dataset()
@@ -158,17 +174,7 @@ def test_datasets_loads_the_folder_offline(tmp_path: Path) -> None:
         "cache_dir=sys.argv[2])['train'][0]\n"
         "print(json.dumps(out, default=str))\n"
     )
-    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"))
-    done = subprocess.run(
-        [sys.executable, "-c", program, str(folder), str(tmp_path / "cache")],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded = loaded_offline(program, str(folder), work=tmp_path)
     assert (loaded["answers"]["rows"], loaded["ratings"]["rows"], loaded["preferences"]["rows"]) == (6, 17, 3)
     assert "float64" in loaded["ratings"]["features"]["value"]
     assert (
@@ -349,17 +355,7 @@ def test_datasets_loads_every_table_of_one_kind_datasets(tmp_path: Path) -> None
     # The four battles of the Arena sample have four voters, who gave preferences and no ratings.
     assert "\n4 raters, who gave the ratings and preferences (0 of them annotators" in card
     assert "\n3 raters, who gave" in (tmp_path / "ratings" / "README.md").read_text()
-    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"))
-    done = subprocess.run(
-        [sys.executable, "-c", LOAD_EVERY_CONFIG, *folders, str(tmp_path / "cache")],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded = loaded_offline(LOAD_EVERY_CONFIG, *folders, work=tmp_path)
     assert loaded == {
         "ratings/data/answers.parquet": 2,
         "ratings/data/ratings.parquet": 24,

@@ -28,7 +28,7 @@ from django.urls import reverse
 
 from annotations.models import Adjudication, Assignment, AssignmentStatus, ErrorSpan, RaterExclusion, Rating, Task
 from annotations.quality.selectors import quality_panel
-from judging.analysis.reports import judge_details
+from judging.analysis.judge_reports import judge_details
 from judging.analysis.selectors import rating_scope
 from judging.hybrid.selectors import active_estimates
 from judging.models import JudgeScore, Judgment

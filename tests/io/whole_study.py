@@ -77,7 +77,7 @@ from tests.conftest import (
 )
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import SNAPSHOT
-from tests.judging.hybrid_data import judge_config, script_judge
+from tests.judging.hybrid_data import judge_config, sampling_and_stopping_set, script_judge
 from tests.judging.span_judge_data import span_judge_config
 
 NAME = "whole study"
@@ -540,28 +540,15 @@ def judge_certify_and_fill_a_hybrid_campaign(study: Study, fake: FakeProvider) -
             ask_preference=False,
             rationale_required=False,
         )
-        sampling_and_stopping_set(study.hybrid_campaign, human_sampling=HumanSampling.UNCERTAINTY)
+        sampling_and_stopping_set(
+            study.hybrid_campaign, human_sampling=HumanSampling.UNCERTAINTY, human_share=HUMAN_SHARE
+        )
         calibration = hybrid.hybrid_calibrate(
             campaign=study.hybrid_campaign, version=run.version, target=0.8, delta=0.1, min_kept=10, user=None
         )
         study.calibration = hybrid.hybrid_apply(calibration=calibration, user=None)
         wait_for(lambda: _apply_status(study.calibration) == HybridApplyStatus.DONE, timeout=240, message="hybrid")
     study.active_rated = rate_every_task(study.annotators[ACTIVE_ANNOTATOR], study.hybrid_campaign)
-
-
-def sampling_and_stopping_set(campaign: Campaign, **chosen: Any) -> None:
-    """campaign_sampling_set with everything not chosen left at "no policy, no rule"."""
-    fields: dict[str, Any] = {
-        "human_sampling": "",
-        "human_share": HUMAN_SHARE,
-        "sampling_stratum": "system",
-        "stop_rule": "",
-        "stop_aspect_id": None,
-        "stop_first": "",
-        "stop_second": "",
-        "stop_width": None,
-    }
-    hybrid.campaign_sampling_set(campaign=campaign, **(fields | chosen))
 
 
 def run_the_span_judge(study: Study, fake: FakeProvider) -> None:

@@ -3,6 +3,8 @@ those of quality 5, for the hybrid campaign tests."""
 
 from typing import Any
 
+from annotations.models import Campaign, SamplingStratum
+from judging.hybrid import services as hybrid
 from tests.fakeprovider import FakeProvider
 from tests.judging import factories
 from tests.judging.certification_data import SNAPSHOT
@@ -38,3 +40,19 @@ def script_judge(fake: FakeProvider, served_model: str = SNAPSHOT) -> None:
 def judge_config(fake: FakeProvider, **overrides: Any) -> dict[str, Any]:
     settings = {"max_concurrency": 8, "max_retries": 2, "logprobs": True, "logprob_scoring": "top-token"}
     return factories.judge_config(fake, name="hybrid-judge", **settings) | overrides
+
+
+def sampling_and_stopping_set(campaign: Campaign, **chosen: Any) -> None:
+    """campaign_sampling_set with everything not chosen left at "no policy, no rule" (and half the tasks for humans
+    once a policy is chosen)."""
+    fields: dict[str, Any] = {
+        "human_sampling": "",
+        "human_share": 0.5,
+        "sampling_stratum": SamplingStratum.SYSTEM,
+        "stop_rule": "",
+        "stop_aspect_id": None,
+        "stop_first": "",
+        "stop_second": "",
+        "stop_width": None,
+    }
+    hybrid.campaign_sampling_set(campaign=campaign, **(fields | chosen))

@@ -41,7 +41,7 @@ from tests.annotate.factories import make_campaign
 from tests.fakeprovider import FakeProvider
 from tests.judging.certification_data import true_score
 from tests.judging.factories import make_dataset
-from tests.judging.hybrid_data import HESITANT, SURE
+from tests.judging.hybrid_data import HESITANT, SURE, sampling_and_stopping_set
 from tests.judging.test_hybrid import DELTA, MIN_KEPT, TARGET, campaign_of, certified
 
 pytestmark = pytest.mark.django_db
@@ -49,27 +49,12 @@ pytestmark = pytest.mark.django_db
 ITEMS = 60
 
 
-def set_rule(campaign: Campaign, **chosen: Any) -> None:
-    """campaign_sampling_set with everything left out set to "no policy, no rule"."""
-    fields: dict[str, Any] = {
-        "human_sampling": "",
-        "human_share": 0.5,
-        "sampling_stratum": SamplingStratum.SYSTEM,
-        "stop_rule": "",
-        "stop_aspect_id": None,
-        "stop_first": "",
-        "stop_second": "",
-        "stop_width": None,
-    }
-    hybrid.campaign_sampling_set(campaign=campaign, **(fields | chosen))
-
-
 def sampled_campaign(  # type: ignore[no-untyped-def]
     fake: FakeProvider, capture, annotators, policy: str, share: float, stratum: str = SamplingStratum.SYSTEM
 ) -> Campaign:
     dataset, certificate = certified(fake, capture, items=ITEMS)
     campaign = campaign_of(dataset, annotators)
-    set_rule(campaign, human_sampling=policy, human_share=share, sampling_stratum=stratum)
+    sampling_and_stopping_set(campaign, human_sampling=policy, human_share=share, sampling_stratum=stratum)
     calibration = hybrid.hybrid_calibrate(
         campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
     )
@@ -290,9 +275,9 @@ def test_the_database_refuses_a_probability_outside_0_to_1_and_the_policy_is_fix
     with pytest.raises(IntegrityError), transaction.atomic():
         Campaign.objects.filter(pk=campaign.pk).update(sampling_stratum="prompt")
     with pytest.raises(HybridError, match="strata must be one of"):
-        set_rule(campaign, sampling_stratum="prompt")
+        sampling_and_stopping_set(campaign, sampling_stratum="prompt")
     with pytest.raises(HybridError, match="can no longer change"):
-        set_rule(campaign, human_sampling=HumanSampling.UNCERTAINTY)
+        sampling_and_stopping_set(campaign, human_sampling=HumanSampling.UNCERTAINTY)
     # Share 1: every task goes to the humans, none to the judge.
     assert len(to_humans(campaign)) == ITEMS
 
@@ -325,7 +310,9 @@ def test_a_met_stopping_rule_stops_the_claim_with_its_evidence(
     aspect = campaign.aspects.get()
     width = 2.5
     with django_capture_on_commit_callbacks(execute=True):
-        set_rule(campaign, stop_rule=StopRule.WIDTH, stop_aspect_id=aspect.pk, stop_first="llm_a", stop_width=width)
+        sampling_and_stopping_set(
+            campaign, stop_rule=StopRule.WIDTH, stop_aspect_id=aspect.pk, stop_first="llm_a", stop_width=width
+        )
     campaign.refresh_from_db()
     assert campaign.stopped_at is None  # no rating yet: nothing to decide
     submitted = 0
@@ -360,7 +347,7 @@ def test_a_met_stopping_rule_stops_the_claim_with_its_evidence(
     campaign.refresh_from_db()
     assert campaign.stopped_at == stopped_at
     with pytest.raises(HybridError, match="already stopped"):
-        set_rule(campaign)
+        sampling_and_stopping_set(campaign)
     # The researcher reading in Japanese gets the method in Japanese too.
     Dataset.objects.filter(pk=dataset.pk).update(owner=researcher)
     reader = Client(HTTP_ACCEPT_LANGUAGE="ja")
@@ -384,7 +371,7 @@ def test_the_judge_certified_on_the_aspect_stops_the_campaign_with_the_certifica
     # The certificate is read again from pending: while it is pending or failed, the campaign runs on.
     Certificate.objects.filter(pk=certificate.pk).update(status=CertificateStatus.PENDING)
     with django_capture_on_commit_callbacks(execute=True):
-        set_rule(campaign, stop_rule=StopRule.CERTIFIED, stop_aspect_id=aspect.pk)
+        sampling_and_stopping_set(campaign, stop_rule=StopRule.CERTIFIED, stop_aspect_id=aspect.pk)
     campaign.refresh_from_db()
     assert (campaign.stop_rule, campaign.stop_first, campaign.stopped_at) == ("certified", "", None)
     Certificate.objects.filter(pk=certificate.pk).update(status=CertificateStatus.FAILED, reason="fails")
@@ -437,7 +424,9 @@ def test_the_stopping_rule_reads_only_the_campaigns_own_ratings(annotators) -> N
     second = make_campaign(dataset, annotators[1:2], name="second", **settings)
     aspect = second.aspects.get()
     # Twelve ratings in [1, 5] would give an interval narrower than 3.9 long before the last.
-    set_rule(second, stop_rule=StopRule.WIDTH, stop_aspect_id=aspect.pk, stop_first="llm_a", stop_width=3.9)
+    sampling_and_stopping_set(
+        second, stop_rule=StopRule.WIDTH, stop_aspect_id=aspect.pk, stop_first="llm_a", stop_width=3.9
+    )
     assert hybrid.campaign_stop_check(campaign_id=second.pk) == "not met"
     evidence = stopping_evidence(second)
     assert evidence is not None and evidence["n"] == 0

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotations.models import Response
 from judging.analysis.decisions import judge_comparison_report
-from judging.analysis.reports import judge_details
+from judging.analysis.judge_reports import judge_details
 from judging.certification import selectors
 from judging.certification.certificates import certificate_request
 from judging.certification.reference_sets import reference_set_create

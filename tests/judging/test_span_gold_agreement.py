@@ -11,7 +11,7 @@ from annotations.gold.services import gold_item_set
 from annotations.models import Item, Rater
 from annotations.quality.services import rater_exclude
 from judging.analysis.reports import campaign_span_agreement
-from judging.analysis.selectors import campaign_gold_spans, campaign_spans
+from judging.analysis.span_selectors import campaign_gold_spans, campaign_spans
 from tests.spans.test_span_gold import _answer_everything, _gold_campaign
 
 pytestmark = pytest.mark.django_db
@@ -170,8 +170,8 @@ def test_the_gold_table_in_japanese_leaves_no_english(answered: Any, client: Any
 
 def test_a_rater_who_answered_no_span_gold_is_listed_as_undefined(researcher: Any, annotators: list[Any]) -> None:
     # The claim hands a span gold task to every rater of a campaign, so the report is given gold read for no rater.
-    from judging.analysis.selectors import CampaignGoldSpans
     from judging.analysis.span_reports import rater_span_agreement_report
+    from judging.analysis.span_selectors import CampaignGoldSpans
     from tests.judging.test_span_rater_agreement import rate_everything
     from tests.spans.world import span_campaign
 

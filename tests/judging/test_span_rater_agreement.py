@@ -16,7 +16,8 @@ from annotations.models import Rater
 from annotations.quality.services import rater_exclude
 from annotations.spans.error_spans import Span
 from judging.analysis.reports import agreement_report, campaign_span_agreement
-from judging.analysis.selectors import campaign_spans, rating_scope
+from judging.analysis.selectors import rating_scope
+from judging.analysis.span_selectors import campaign_spans
 from judging.statistics.unitizing import UnitizedItem, unitizing_alpha
 from tests.conftest import CAST_PASSWORD
 from tests.spans.world import ANSWERS, span_campaign

@@ -7,7 +7,6 @@ import json
 import uuid
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
@@ -57,11 +56,6 @@ def _submit_all(campaign, user, marks: bool) -> None:  # type: ignore[no-untyped
             campaign=campaign, task_id=assignment.task_id, user=user, idempotency_key=uuid.uuid4().hex,
             answer=TaskAnswer(ratings={(candidate.number, 1): value, (candidate.number, 2): 4.0}),
         )  # fmt: skip
-
-
-@pytest.fixture
-def adjudicator(db: None) -> User:
-    return adjudicator_grant(user=User.objects.create_user("adjudicator1", password="pw-adjudicator-1"))
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from annotations.models import GoldItem, Item
 from annotations.rubrics.specs import parse_rubric
 from annotations.spans.error_spans import Span
 from annotations.spans.schemes import SpanScheme
-from tests.conftest import CAST_PASSWORD
+from tests.annotate.test_views import login
 from tests.spans.world import ANSWERS, SPAN_RUBRIC
 
 TEXT = ANSWERS[0]  # "The cat 😀 eat the fish quickly." — "eat" is 10..13 in code points
@@ -201,19 +201,13 @@ def test_verdicts_with_their_reasons() -> None:
     assert answers[2].reason.startswith("0 of 1 expected errors found")
 
 
-def signed_in(user: User) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=CAST_PASSWORD)
-    return client
-
-
 @pytest.mark.django_db
 def test_the_item_page_marks_span_gold_and_shows_the_verdicts(researcher: User, annotator1: User) -> None:
     dataset = import_span(span_line(), owner=researcher)
     item = Item.objects.get(dataset=dataset)
     page_url = reverse("research-item", args=[dataset.pk, item.pk])
     url = reverse("research-item-gold", args=[dataset.pk, item.pk])
-    client = signed_in(researcher)
+    client = login(researcher)
     page = client.get(page_url).content.decode()
     assert 'textarea id="gold-1-1" name="gold-1-1"' in page
     # a line that cannot be read, and spans beside "no error", are named; nothing is stored
@@ -238,7 +232,7 @@ def test_the_item_page_marks_span_gold_and_shows_the_verdicts(researcher: User, 
     assert [a.verdict.passed for a in span_gold_answers(item)] == [False, False, True]
     # wrong method, no access
     assert client.get(url).status_code == 405
-    assert signed_in(annotator1).post(url, {"gold-1-1-none": "on", "kind": "gold"}).status_code == 403
+    assert login(annotator1).post(url, {"gold-1-1-none": "on", "kind": "gold"}).status_code == 403
     assert Client().post(url, {"gold-1-1-none": "on", "kind": "gold"}).status_code == 302
 
 

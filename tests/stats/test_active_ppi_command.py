@@ -40,6 +40,13 @@ def run(*args: str) -> dict[str, Any]:
     return command_json("active_ppi", *args)  # type: ignore[no-any-return]
 
 
+def text_of(path: Path, *design: str) -> str:
+    """The command's text report on the values file's judge and human columns, with the design's options."""
+    out = io.StringIO()
+    call_command("active_ppi", "--values", str(path), "--judge", "judge", "--human", "human", *design, stdout=out)
+    return out.getvalue()
+
+
 def test_active_design_equals_the_pure_function(tmp_path: Path) -> None:
     path, plan = _export(tmp_path)
     report = run("--values", str(path), "--judge", "judge", "--human", "human", "--probability", "probability")
@@ -69,30 +76,14 @@ def test_stratified_design_equals_the_pure_function(tmp_path: Path) -> None:
     expected = stratified_ppi_mean(strata)
     assert report["stratified"]["interval"] == pytest.approx(expected["stratified"]["interval"])
     assert [s["name"] for s in report["strata"]] == ["sure", "unsure"]
-    out = io.StringIO()
-    call_command(
-        "active_ppi", "--values", str(path), "--judge", "judge", "--human", "human", "--stratum", "bin", stdout=out
-    )
-    assert "Stratified PPI (ppi++, 95% intervals)" in out.getvalue()
-    assert "unsure" in out.getvalue()
+    text = text_of(path, "--stratum", "bin")
+    assert "Stratified PPI (ppi++, 95% intervals)" in text
+    assert "unsure" in text
 
 
 def test_text_output_of_the_active_design(tmp_path: Path) -> None:
     path, _ = _export(tmp_path)
-    out = io.StringIO()
-    call_command(
-        "active_ppi",
-        "--values",
-        str(path),
-        "--judge",
-        "judge",
-        "--human",
-        "human",
-        "--probability",
-        "probability",
-        stdout=out,
-    )
-    text = out.getvalue()
+    text = text_of(path, "--probability", "probability")
     assert "Active PPI (ppi++, 95% intervals)" in text
     assert "uniform sampling (width)" in text and "ratings saved against uniform sampling" in text
 
@@ -111,17 +102,6 @@ def test_bad_input_is_a_command_error(tmp_path: Path) -> None:
         )
     few = tmp_path / "few.csv"
     few.write_text("judge,human,probability\n3,4,0.5\n3,,0.5\n", encoding="utf-8")
-    out = io.StringIO()
-    call_command(
-        "active_ppi",
-        "--values",
-        str(few),
-        "--judge",
-        "judge",
-        "--human",
-        "human",
-        "--probability",
-        "probability",
-        stdout=out,
+    assert "active PPI: undefined: 1 items have human scores; at least 10" in text_of(
+        few, "--probability", "probability"
     )
-    assert "active PPI: undefined: 1 items have human scores; at least 10" in out.getvalue()

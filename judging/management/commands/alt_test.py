@@ -5,14 +5,8 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from annotations.models import Dataset
-from judging.analysis.reports import (
-    DEFAULT_EPSILON,
-    METRIC_CHOICES,
-    AltTestSettings,
-    JudgeNotFound,
-    ReportError,
-    alt_test_report,
-)
+from judging.analysis.judge_reports import DEFAULT_EPSILON, METRIC_CHOICES, AltTestSettings, alt_test_report
+from judging.analysis.reports import JudgeNotFound, ReportError
 from judging.analysis.selectors import RatingScope
 from judging.certification.selectors import judge_certification
 from judging.management.argument_types import open_unit_interval, whole_number_at_least

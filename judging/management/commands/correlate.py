@@ -3,7 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 from annotations.models import Dataset
-from judging.analysis.reports import JudgeNotFound, correlation_report
+from judging.analysis.judge_reports import correlation_report
+from judging.analysis.reports import JudgeNotFound
 from judging.analysis.selectors import RatingScope
 from judging.certification.selectors import judge_certification
 from judging.management.reports import DatasetReportCommand, interval_text, number, text_table, write_scope

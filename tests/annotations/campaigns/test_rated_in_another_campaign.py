@@ -10,8 +10,6 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from annotations import slots
 from annotations.campaigns.answers import TaskAnswer
@@ -24,6 +22,7 @@ from annotations.rubrics.task_sheet import campaign_scales
 from annotations.slots import claiming
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import make_campaign, make_dataset
+from tests.annotate.test_annotator_api import token_client
 from tests.conftest import CAST_PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -152,8 +151,7 @@ def test_task_page_moves_on_after_a_refused_answer(researcher, annotator1) -> No
 
 def test_annotator_api_never_hands_out_and_moves_on(researcher, annotator1) -> None:  # type: ignore[no-untyped-def]
     first, second = two_campaigns(researcher, [annotator1], items=2)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=annotator1)[0].key}")
+    client = token_client(annotator1)
 
     def body(task: dict[str, Any], key: str) -> dict[str, Any]:
         aspects = [a["name"] for a in task["aspects"]]
@@ -179,8 +177,7 @@ def test_annotator_api_never_hands_out_and_moves_on(researcher, annotator1) -> N
 
 def test_annotator_api_refuses_an_unsubmittable_lease_and_moves_on(researcher, annotator1) -> None:  # type: ignore[no-untyped-def]
     first, second = two_campaigns(researcher, [annotator1], items=1)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=annotator1)[0].key}")
+    client = token_client(annotator1)
     tasks = [client.post(reverse("api-annotate-next", args=[c.pk])).json() for c in (first, second)]
     answers = []
     for campaign, task, key in ((first, tasks[0], "api-held-001"), (second, tasks[1], "api-held-002")):
