@@ -225,7 +225,7 @@ def _barred_slot_by_slot(pool: SlotPool[Any], task: str) -> str:
     for the few slots at the front of the queue that pass the cheaper conditions, through the task's answers."""
     if not pool.barred:
         return _barred(pool, task)
-    return f"EXISTS (SELECT 1 FROM (SELECT 1) one WHERE {_barred(pool, task)} LIMIT 1 OFFSET 0)"
+    return f"EXISTS (SELECT 1 FROM (SELECT 1) one WHERE {_barred(pool, task)} LIMIT 1 OFFSET 0)"  # nosec B608 - model-metadata names, bound values
 
 
 def _claimable(pool: SlotPool[Any], alias: str = "slot", *, counting: bool = False) -> str:

@@ -7,7 +7,6 @@ from django.urls import reverse
 from annotations.models import Dispute, DisputeClosure, Item, Rater, RaterExclusion
 from tests.annotate.factories import make_dataset
 from tests.annotate.test_adjudication_views import (  # noqa: F401 - fixtures
-    adjudicator,
     client_for,
     disputed,
     first_dispute,
