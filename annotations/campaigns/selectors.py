@@ -99,6 +99,9 @@ ORDER BY aspect.position, aspect.id
 def campaign_for_annotator(user: AnyUser, pk: int) -> Campaign:
     """The campaign if the user is in its pool; 404 if it does not exist or the user is not (or no longer)
     one of its annotators. Its scales come with it (campaign_scales needs no further query)."""
+    if not 0 < pk < 2**63:
+        # A key no row can have: the statement below binds it as is, and SQLite refuses an integer past 64 bits.
+        raise Http404("no such campaign")
     with statement_cursor() as cursor:
         cursor.execute(_CAMPAIGN_FOR_ANNOTATOR_SQL, {"campaign": pk, "user": user.pk or 0})
         rows = cursor.fetchall()

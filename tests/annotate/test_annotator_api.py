@@ -123,6 +123,22 @@ def test_skip(campaign, annotator1, annotator2):
     assert not Assignment.objects.filter(annotator=annotator1, status=AssignmentStatus.LEASED).exists()
 
 
+@pytest.mark.parametrize("campaign_id", [0, 2**63, 10**30])
+def test_a_campaign_id_no_row_can_have_is_a_404_on_every_endpoint(campaign, annotator1, campaign_id):
+    client = token_client(annotator1)
+    task = client.post(next_url(campaign)).json()
+    for name, method in (
+        ("api-annotate-next", "post"),
+        ("api-annotate-task", "get"),
+        ("api-annotate-submit", "post"),
+        ("api-annotate-skip", "post"),
+        ("api-annotate-draft", "post"),
+    ):
+        args = [campaign_id] if name == "api-annotate-next" else [campaign_id, task["task"]]
+        response = getattr(client, method)(reverse(name, args=args), {}, format="json")
+        assert response.status_code == 404, (name, response.status_code)
+
+
 def test_session_post_needs_csrf(campaign, annotator1):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(annotator1)
