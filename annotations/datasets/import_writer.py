@@ -131,7 +131,12 @@ def _stored_turn_value(key: str, value: Any) -> Any:
     Response); the exclusion marks of preferences become exclusions, and the export marks from those."""
     if key == "responses":
         return {}
-    if key == PREFERENCES_KEY and isinstance(value, list):
+    if (
+        key == PREFERENCES_KEY
+        and isinstance(value, list)
+        # Most files carry no marks: a copy of every vote was a tenth of a votes file's second pass.
+        and any(type(entry) is dict and RATER_EXCLUDED_KEY in entry for entry in value)
+    ):
         return [
             {k: v for k, v in entry.items() if k != RATER_EXCLUDED_KEY} if isinstance(entry, dict) else entry
             for entry in value

@@ -9,6 +9,9 @@ parser and the checks of the first pass are in annotations.datasets.import_check
 in annotations.datasets.import_writer.
 """
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 from django.conf import settings
@@ -52,13 +55,28 @@ def _inference_notice(rubric: RubricSpec) -> str:
     )
 
 
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a pass over parsed lines or the writing of one chunk. Parsed JSON holds
+    no cycles, so reference counting frees it all, yet each collection walked every container still alive: about a
+    tenth of a votes file's import. It resumes between chunks, so any cycles the writing makes are collected."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _validate_stream(stream: IO[bytes], rubric: RubricSpec | None) -> tuple[ValidationState, RubricSpec, str]:
     """The first pass: every line checked, nothing written; the rubric inferred when none is given."""
     if rubric is not None:
         check_rubric_fits(rubric)
     state = ValidationState(rubric=rubric)
-    for line_no, obj in iter_items(stream):
-        validate_item(line_no, obj, state)
+    with _collection_paused():
+        for line_no, obj in iter_items(stream):
+            validate_item(line_no, obj, state)
     if state.items == 0:
         raise DatasetImportError("empty file", expected="at least one JSON object line", found="no items")
     notice = ""
@@ -106,10 +124,12 @@ def dataset_import(
             for _, obj in iter_items(stream, checked=True):
                 chunk.append(obj)
                 if len(chunk) >= chunk_size:
-                    writer.write_chunk(chunk, result)
+                    with _collection_paused():
+                        writer.write_chunk(chunk, result)
                     chunk = []
             if chunk:
-                writer.write_chunk(chunk, result)
+                with _collection_paused():
+                    writer.write_chunk(chunk, result)
             writer.write_exclusions(state.excluded_raters())
     except IntegrityError as exc:
         raise DatasetImportError(f"the database refused the data: {exc}") from None

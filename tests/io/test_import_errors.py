@@ -170,6 +170,30 @@ CASES: list[tuple[str, Any, tuple[str, ...], list[str]]] = [
     ("nul-in-string", turn_with(prompt="a\u0000b"), PRESET, ["NUL character", "found U+0000"]),
     ("nul-in-key", {**good(999), "meta": {"k\u0000": 1}}, PRESET, ["NUL character in a key"]),
     ("too-deep", {**good(999), "meta": deep(200)}, PRESET, ["nested too deeply", "expected at most 64 levels"]),
+    ("one-level-too-deep", {**good(999), "meta": deep(64)}, PRESET, ["nested too deeply", "at most 64 levels"]),
+    (
+        "vote-rater-boolean",
+        turn_with(
+            preferences=[
+                {"rater": "r1", "candidates": ["llm_a", "llm_b"], "preferred": "llm_a"},
+                {"rater": True, "candidates": ["llm_a", "llm_b"], "preferred": None, "tie": True},
+            ]
+        ),
+        PRESET,
+        ["turns[0].preferences[1].rater", "a rater id (string or integer) or null", "found a boolean"],
+    ),
+    (
+        "vote-candidate-number",
+        turn_with(preferences=[{"rater": "r1", "candidates": ["llm_a", 2], "preferred": "llm_a"}]),
+        PRESET,
+        ["turns[0].preferences[0].candidates", "a list of system keys"],
+    ),
+    (
+        "vote-candidates-null",
+        turn_with(preferences=[{"rater": "r1", "candidates": None, "preferred": "llm_a"}]),
+        PRESET,
+        ["turns[0].preferences[0].candidates", "a list of system keys", "found null"],
+    ),
     ("nan-score", '{"id": "n", "turns": [{"prompt": "p", "responses": {}}], "meta": NaN}', PRESET, ["finite"]),
     (
         "infinity-score",
@@ -355,3 +379,16 @@ def test_missing_codes_outside_the_scale_are_kept(missing: list[Any]) -> None:
 
     spec = parse_rubric({"aspects": [{"name": "overall", "min": 0, "max": 3, "missing": missing}]}, source="file")
     assert spec.aspects[0].missing == missing
+
+
+@pytest.mark.django_db
+def test_depth_counts_containers_not_brackets_inside_strings(researcher: Any) -> None:
+    """The deepest nesting the limit allows imports, beside text full of brackets and escaped quotes."""
+    import io
+
+    from annotations.datasets.importing import dataset_import
+
+    line = {**good(0), "meta": deep(63), "note": '[{"\\' * 100}
+    stream = io.BytesIO(json.dumps(line, ensure_ascii=False).encode() + b"\n")
+    result = dataset_import(stream=stream, name="deep enough", preset="llm-human-eval-jp", owner=researcher)
+    assert result.items == 1
