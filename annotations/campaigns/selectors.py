@@ -28,6 +28,7 @@ from annotations.rubrics.task_sheet import (
 from annotations.slots import slot_pool_has
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from annotations.slots.statements import instance_from_row, statement_cursor
+from annotations.text.opaque import is_row_key
 
 
 def campaigns_for_annotator(user: AnyUser) -> QuerySet[Campaign]:
@@ -99,8 +100,8 @@ ORDER BY aspect.position, aspect.id
 def campaign_for_annotator(user: AnyUser, pk: int) -> Campaign:
     """The campaign if the user is in its pool; 404 if it does not exist or the user is not (or no longer)
     one of its annotators. Its scales come with it (campaign_scales needs no further query)."""
-    if not 0 < pk < 2**63:
-        # A key no row can have: the statement below binds it as is, and SQLite refuses an integer past 64 bits.
+    if not is_row_key(pk):
+        # The statement below binds the key as is.
         raise Http404("no such campaign")
     with statement_cursor() as cursor:
         cursor.execute(_CAMPAIGN_FOR_ANNOTATOR_SQL, {"campaign": pk, "user": user.pk or 0})

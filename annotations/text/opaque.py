@@ -45,9 +45,15 @@ def _permute(kind: str, value: int, *, inverse: bool) -> int:
     return (left << 32) | right
 
 
+def is_row_key(pk: int) -> bool:
+    """Whether `pk` can be the id of a row: the tables' keys are positive 64-bit integers, and SQLite refuses to bind
+    a larger one."""
+    return 0 < pk < 2**63
+
+
 def opaque_ref(kind: str, pk: int) -> str:
     """The reference an annotator sees for row `pk` of the given kind ("task", "slot")."""
-    if not 0 < pk < 2**63:
+    if not is_row_key(pk):
         raise ValueError("not a row id")
     number = _permute(kind, pk, inverse=False)
     return base64.b32encode(number.to_bytes(8, "big")).decode().rstrip("=").lower()
@@ -64,7 +70,7 @@ def opaque_pk(kind: str, ref: str) -> int | None:
     if len(raw) != 8:
         return None
     pk = _permute(kind, int.from_bytes(raw, "big"), inverse=True)
-    if not 0 < pk < 2**63 or opaque_ref(kind, pk) != ref:
+    if not is_row_key(pk) or opaque_ref(kind, pk) != ref:
         return None
     return pk
 
