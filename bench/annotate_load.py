@@ -11,8 +11,8 @@ to that many tasks x N slots before the run, for the large-campaign figure (its 
 
 Each annotator saves one draft per task (half the form, as the task page does while they work) before submitting. It
 creates its own Postgres database (evalsite_bench_annotate or $BENCH_ANNOTATE_DB, dropped first), migrates it,
-imports a generated dataset and opens a campaign with N raters per task, refreshes the planner statistics (ANALYZE,
-as autovacuum would on a live database), starts gunicorn on it with the deployed configuration
+imports a generated dataset and opens a campaign with N raters per task, settles the database as a live one would be
+when annotators arrive (VACUUM ANALYZE, then CHECKPOINT), starts gunicorn on it with the deployed configuration
 (evalsite/gunicorn_config.py), waits until every gunicorn thread has answered, and runs one thread per annotator,
 each with its own keep-alive HTTP connection and API token. The annotator threads run in --client-processes separate
 processes (default 2), so the load generator's own interpreter lock does not queue the clients and inflate the
