@@ -16,7 +16,9 @@ Steps and their floors:
                                                           temp tables of the same shape (rows built beforehand)
   agreement       the `agreement` command, cold       vs  the same statistics (agreement_summary, 1,000 bootstrap
                                                           resamples) on arrays already in memory
-  correlate       the `correlate` command, one judge  vs  correlation_levels (1,000 resamples) on paired arrays
+  correlate       the `correlate` command, one judge  vs  the statistics it prints on arrays already in memory:
+                                                          correlation_levels (1,000 resamples), the human
+                                                          ceiling, the alternative-annotator test, length bias
   preferences     win rates and preference alpha      vs  preference_summary on arrays already in memory
   dashboard       dataset and judges pages, warm      target <= 2 s (time to the whole response)
   exports         flat CSV and ratings Parquet        vs  COPY (SELECT ...) TO STDOUT of the same rating rows,
@@ -253,6 +255,42 @@ def floor_copy_into_tables(path: Path, timer: Callable[[str, Callable[[], Any]],
     return seconds
 
 
+def correlate_floor_inputs(data: Any, scores: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Per aspect, the arrays the `correlate` command's statistics start from, built before the floor's time."""
+    import numpy as np
+
+    from judging.analysis import judge_reports
+    from judging.analysis.reports import human_means
+
+    inputs = []
+    for aspect in data.aspects:
+        human, judge_values = human_means(data, aspect), scores[aspect.name]
+        paired = judge_reports._paired_for(data, human, judge_values)
+        judged = np.isfinite(judge_values)
+        rater_scores = judge_reports._rater_scores(data, aspect, judged)
+        lengths = data.answers.lengths[np.flatnonzero(np.isfinite(human) & judged)].astype(np.float64)
+        inputs.append((aspect, paired, rater_scores, judge_values, lengths))
+    return inputs
+
+
+def correlate_floor(data: Any, aspect: Any, paired: Any, rater_scores: Any, judge_values: Any, lengths: Any) -> None:
+    """The statistics `correlate` prints for one aspect, on arrays already in memory: the four levels with their
+    bootstrap intervals, the human ceiling, the alternative-annotator test and the length bias."""
+    from judging.analysis import judge_reports
+    from judging.statistics.correlation import correlation_levels
+    from judging.statistics.human_ceiling import human_ceiling
+    from judging.statistics.judge_tables import length_bias
+
+    correlation_levels(paired)
+    human_ceiling(rater_scores, list(data.answers.turn_ids), list(data.answers.system_keys))
+    judge_reports._alt_test(rater_scores, judge_values, aspect, judge_reports.DEFAULT_ALT_TEST)
+    length_bias(lengths, paired.human, paired.judge)
+
+
+def _process_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 class Results:
     def __init__(self) -> None:
         self.rows: list[tuple[str, float, float | None, str, float]] = []
@@ -274,7 +312,11 @@ class Results:
         if verdict == "MISSED":
             self.missed.append(label)
         self.rows.append((label, seconds, floor, f"{ratio:5.2f}x floor (target <= {limit:g}x) {verdict}", rss))
-        print(f"{label}: {seconds:.2f} s, floor {floor:.2f} s, {ratio:.2f}x, peak RSS {rss / 2**20:.0f} MB", flush=True)
+        print(
+            f"{label}: {seconds:.2f} s, floor {floor:.2f} s, {ratio:.2f}x, peak RSS {rss / 2**20:.0f} MB "
+            f"(the process's so far, floors and their inputs included: {_process_peak_mb():.0f} MB)",
+            flush=True,
+        )
 
     def absolute(self, label: str, seconds: float, limit: float, rss: float) -> None:
         verdict = "OK" if seconds <= limit else "MISSED"
@@ -289,7 +331,7 @@ class Results:
             shown = f"{floor:9.2f}" if floor is not None else f"{'':>9}"
             print(f"{label:<34} {seconds:9.2f} {shown}  {verdict:<36} {rss / 2**20:11.0f}")
         print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-        print(f"\nprocess peak RSS (ru_maxrss): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+        print(f"\nprocess peak RSS (ru_maxrss): {_process_peak_mb():.0f} MB")
         print("missed: " + (", ".join(self.missed) if self.missed else "none"))
 
 
@@ -326,13 +368,12 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
 
         from annotations.datasets.importing import dataset_import
         from annotations.models import Dataset
-        from judging.analysis import judge_reports, reports
+        from judging.analysis import reports
         from judging.analysis.preference_selectors import pairwise_judgments, stats_preferences
-        from judging.analysis.reports import aspect_ratings, human_means, load_dataset_data
+        from judging.analysis.reports import aspect_ratings, load_dataset_data
         from judging.analysis.selectors import judge_scores
         from judging.models import Judge
         from judging.statistics.agreement import agreement_summary
-        from judging.statistics.correlation import correlation_levels
         from judging.statistics.pairwise import comparisons_from, preference_comparisons
         from judging.statistics.preference import pair_outcomes, preference_data, preference_summary
         from judging.statistics.ranking import bradley_terry, prompt_weights
@@ -389,9 +430,13 @@ def main() -> int:  # noqa: PLR0915 - one measured story, step after step
             ),
         )
         data = load_dataset_data(ratings_ds)
-        scores = judge_scores(judge, data.answers)
-        paired = [judge_reports._paired_for(data, human_means(data, a), scores[a.name]) for a in data.aspects]
-        floor, _, _ = results.step("floor", lambda: [correlation_levels(p) for p in paired])
+        floor_inputs = correlate_floor_inputs(data, judge_scores(judge, data.answers))
+
+        def correlate_statistics() -> None:
+            for inputs in floor_inputs:
+                correlate_floor(data, *inputs)
+
+        floor, _, _ = results.step("floor", correlate_statistics)
         results.compare("correlate, one judge (cold)", seconds, floor, STATS_RATIO, rss)
 
         cold()
