@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
+from annotations.models.parts import known_choice, not_blank, user_or_null, within
 from annotations.spans.error_spans import SEVERITIES
 from annotations.spans.schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
 
@@ -43,15 +44,14 @@ class AdjudicationRule(models.Model):
         verbose_name_plural = _("adjudication rules")
         constraints = [
             models.CheckConstraint(
-                condition=Q(max_spread__isnull=True) | Q(max_spread__gte=0), name="adjudication_spread_non_negative"
+                condition=within("max_spread", 0, nullable=True), name="adjudication_spread_non_negative"
             ),
             models.CheckConstraint(
                 condition=Q(max_spread__isnull=False) | Q(preference_splits=True) | Q(min_span_f1__isnull=False),
                 name="adjudication_rule_has_a_trigger",
             ),
             models.CheckConstraint(
-                condition=Q(min_span_f1__isnull=True) | (Q(min_span_f1__gte=0) & Q(min_span_f1__lte=1)),
-                name="adjudication_span_f1_between_0_and_1",
+                condition=within("min_span_f1", 0, 1, nullable=True), name="adjudication_span_f1_between_0_and_1"
             ),
         ]
 
@@ -70,9 +70,7 @@ class Dispute(models.Model):
     preference_split = models.BooleanField(default=False)
     found_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    resolved_by = user_or_null()
     reason = models.TextField(blank=True)
     # The adjudicated preference, when the preference was split; empty with none_appropriate means "none of them".
     preferred_response = models.ForeignKey(
@@ -113,9 +111,7 @@ class Adjudication(models.Model):
     raw = models.JSONField(help_text="The scale's token for the value, as a rating would store it.")
     scale_min = models.FloatField()
     scale_max = models.FloatField()
-    adjudicator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    adjudicator = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -127,8 +123,7 @@ class Adjudication(models.Model):
                 fields=["task", "response", "aspect"], name="adjudication_once_per_task_answer_aspect"
             ),
             models.CheckConstraint(
-                condition=Q(value__gte=F("scale_min")) & Q(value__lte=F("scale_max")),
-                name="adjudication_value_within_scale",
+                condition=within("value", F("scale_min"), F("scale_max")), name="adjudication_value_within_scale"
             ),
         ]
 
@@ -156,8 +151,8 @@ class AdjudicatedSpan(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["adjudication", "position"], name="adjudicated_span_position_unique"),
             models.CheckConstraint(condition=Q(end__gt=F("start")), name="adjudicated_span_marks_text"),
-            models.CheckConstraint(condition=Q(severity__in=SEVERITIES), name="adjudicated_span_severity_known"),
-            models.CheckConstraint(condition=~Q(category=""), name="adjudicated_span_category_present"),
+            known_choice("severity", SEVERITIES, "adjudicated_span_severity_known"),
+            not_blank("category", "adjudicated_span_category_present"),
         ]
 
     def __str__(self) -> str:

@@ -6,6 +6,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Rating
+from annotations.models.parts import known_choice, not_blank
 from annotations.spans.error_spans import SEVERITIES
 from annotations.spans.schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
 
@@ -44,8 +45,8 @@ class ErrorSpan(models.Model):
             models.CheckConstraint(
                 condition=_offsets_valid("source_start", "source_end"), name="error_span_source_offsets_ordered"
             ),
-            models.CheckConstraint(condition=Q(severity__in=SEVERITIES), name="error_span_severity_known"),
-            models.CheckConstraint(condition=~Q(category=""), name="error_span_category_present"),
+            known_choice("severity", SEVERITIES, "error_span_severity_known"),
+            not_blank("category", "error_span_category_present"),
         ]
 
     def __str__(self) -> str:

@@ -11,6 +11,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models import AssignmentStatus
+from annotations.models.parts import known_choice, user_or_null, within
 from annotations.models.slot_rows import SlotRow
 from annotations.slots import SlotPool
 
@@ -25,9 +26,7 @@ class KnowledgeCorpus(models.Model):
     n_passages = models.PositiveIntegerField(default=0)
     # sha256 over the passages as stored: keys the per-process and on-disk BM25 index caches.
     fingerprint = models.CharField(max_length=64, blank=True)
-    uploaded_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    uploaded_by = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -128,14 +127,12 @@ class FactAnswer(models.Model):
         ordering = ["run", "response"]
         constraints = [
             models.UniqueConstraint(fields=["run", "response"], name="one_fact_answer_per_run_response"),
-            models.CheckConstraint(condition=Q(stage__in=FactAnswerStage.values), name="fact_answer_stage_valid"),
-            models.CheckConstraint(condition=Q(outcome__in=FactAnswerOutcome.values), name="fact_answer_outcome_valid"),
+            known_choice("stage", FactAnswerStage.values, "fact_answer_stage_valid"),
+            known_choice("outcome", FactAnswerOutcome.values, "fact_answer_outcome_valid"),
             models.CheckConstraint(
                 condition=Q(facts_found=F("n_facts") + F("facts_dropped")), name="fact_answer_caps_add_up"
             ),
-            models.CheckConstraint(
-                condition=Q(score__isnull=True) | (Q(score__gte=0) & Q(score__lte=1)), name="fact_answer_score_0_1"
-            ),
+            models.CheckConstraint(condition=within("score", 0, 1, nullable=True), name="fact_answer_score_0_1"),
         ]
 
     def __str__(self) -> str:
@@ -175,7 +172,7 @@ class AtomicFact(models.Model):
             models.UniqueConstraint(
                 fields=["answer", "position"], condition=Q(origin="model"), name="model_fact_position_unique"
             ),
-            models.CheckConstraint(condition=Q(origin__in=FactOrigin.values), name="atomic_fact_origin_valid"),
+            known_choice("origin", FactOrigin.values, "atomic_fact_origin_valid"),
             models.CheckConstraint(
                 condition=(Q(origin="model") & Q(review_assignment__isnull=True))
                 | (~Q(origin="model") & Q(review_assignment__isnull=False)),
@@ -230,7 +227,7 @@ class FactVerdict(models.Model):
         verbose_name = _("fact verdict")
         verbose_name_plural = _("fact verdicts")
         constraints = [
-            models.CheckConstraint(condition=Q(label__in=VerdictLabel.values), name="fact_verdict_label_valid"),
+            known_choice("label", VerdictLabel.values, "fact_verdict_label_valid"),
         ]
 
     def __str__(self) -> str:
@@ -252,9 +249,7 @@ class FactReviewCampaign(models.Model):
     guidelines = models.TextField(blank=True)
     is_active = models.BooleanField(default=True)
     shuffle_seed = models.CharField(max_length=64, editable=False)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -262,10 +257,7 @@ class FactReviewCampaign(models.Model):
         verbose_name_plural = _("fact review campaigns")
         ordering = ["name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(raters_per_answer__gte=1) & Q(raters_per_answer__lte=100),
-                name="fact_review_raters_1_to_100",
-            ),
+            models.CheckConstraint(condition=within("raters_per_answer", 1, 100), name="fact_review_raters_1_to_100"),
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="fact_review_lease_positive"),
             # Per run: a site-wide rule would tell one researcher which names another one's reviews use.
             models.UniqueConstraint(fields=["run", "name"], name="fact_review_name_unique_per_run"),
@@ -352,7 +344,7 @@ class FactLabel(models.Model):
         verbose_name_plural = _("fact labels")
         constraints = [
             models.UniqueConstraint(fields=["assignment", "fact"], name="one_label_per_reviewer_fact"),
-            models.CheckConstraint(condition=Q(label__in=HumanFactLabel.values), name="fact_label_valid"),
+            known_choice("label", HumanFactLabel.values, "fact_label_valid"),
         ]
 
     def __str__(self) -> str:
