@@ -11,9 +11,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models.parts import known_choice, not_blank, user_or_null, within
-from annotations.spans.error_spans import SEVERITIES
-from annotations.spans.schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
+from annotations.models.parts import user_or_null, within
+from annotations.models.spans import MarkedError, marked_error_checks
 
 
 class AdjudicationRule(models.Model):
@@ -131,7 +130,7 @@ class Adjudication(models.Model):
         return f"adjudicated {self.aspect_id} of {self.response_id} in {self.task}: {self.value}"
 
 
-class AdjudicatedSpan(models.Model):
+class AdjudicatedSpan(MarkedError):
     """One error of the final span set an adjudicator settled for a span aspect's answer (the Adjudication's raw
     token lists the same errors; its value is their MQM score). Offsets are code points into the answer, as ErrorSpan
     stores them; an adjudicator's span always marks some text."""
@@ -140,9 +139,6 @@ class AdjudicatedSpan(models.Model):
     position = models.PositiveIntegerField()
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
-    category = models.CharField(max_length=CATEGORY_MAX_LENGTH)
-    severity = models.CharField(max_length=SEVERITY_MAX_LENGTH)
-    note = models.TextField(blank=True)
 
     class Meta:
         verbose_name = _("adjudicated error span")
@@ -151,12 +147,10 @@ class AdjudicatedSpan(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["adjudication", "position"], name="adjudicated_span_position_unique"),
             models.CheckConstraint(condition=Q(end__gt=F("start")), name="adjudicated_span_marks_text"),
-            known_choice("severity", SEVERITIES, "adjudicated_span_severity_known"),
-            not_blank("category", "adjudicated_span_category_present"),
+            *marked_error_checks(
+                severity_known="adjudicated_span_severity_known", category_present="adjudicated_span_category_present"
+            ),
         ]
-
-    def __str__(self) -> str:
-        return f"{self.category}/{self.severity} at {self.start}..{self.end}"
 
 
 class DisputeClosure(models.Model):

@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Aspect, Dataset, Response, Turn
 from annotations.models.parts import known_choice, user_or_null, within
-from annotations.models.slot_rows import SlotRow, SlotStatus
+from annotations.models.slot_rows import SlotRow, SlotStatus, slot_row_constraints
 
 
 class HumanSampling(models.TextChoices):
@@ -194,31 +194,14 @@ class Assignment(SlotRow):
         verbose_name = _("assignment")
         verbose_name_plural = _("assignments")
         ordering = ["task_position", "slot"]
-        constraints = [
-            models.UniqueConstraint(fields=["task", "slot"], name="assignment_slot_unique_per_task"),
-            models.UniqueConstraint(fields=["task", "annotator"], name="assignment_annotator_once_per_task"),
-            models.CheckConstraint(
-                condition=Q(slot__gte=1) & Q(slot__lte=models.F("slot_limit")), name="assignment_slot_within_limit"
-            ),
-            # One open task per annotator and campaign: resuming is unambiguous and racing requests cannot hoard.
-            models.UniqueConstraint(
-                fields=["campaign", "annotator"],
-                condition=Q(status="leased"),
-                name="assignment_one_open_lease_per_annotator",
-            ),
-            models.CheckConstraint(
-                condition=(Q(status="free") & Q(annotator__isnull=True))
-                | (Q(status="leased") & Q(annotator__isnull=False) & Q(lease_expires_at__isnull=False))
-                | (Q(status="submitted") & Q(annotator__isnull=False) & Q(submitted_at__isnull=False))
-                | (
-                    Q(status="judged")
-                    & Q(annotator__isnull=True)
-                    & Q(leased_at__isnull=True)
-                    & Q(submitted_at__isnull=True)
-                ),
-                name="assignment_status_consistent",
-            ),
-        ]
+        constraints = slot_row_constraints(
+            slot_unique="assignment_slot_unique_per_task",
+            annotator_once="assignment_annotator_once_per_task",
+            slot_within_limit="assignment_slot_within_limit",
+            one_open_lease="assignment_one_open_lease_per_annotator",
+            status_consistent="assignment_status_consistent",
+            judged_slots=True,
+        )
         indexes = [
             models.Index(
                 fields=["campaign", "task_position", "slot"],

@@ -12,8 +12,9 @@ from django.utils.translation import gettext_lazy as _
 
 from annotations.models import AssignmentStatus
 from annotations.models.parts import known_choice, user_or_null, within
-from annotations.models.slot_rows import SlotRow
+from annotations.models.slot_rows import SlotRow, slot_row_constraints
 from annotations.slots import SlotPool
+from judging.models.runs import ProviderCallRecord
 
 
 class KnowledgeCorpus(models.Model):
@@ -194,7 +195,7 @@ class VerdictLabel(models.TextChoices):
     UNKNOWN = "unknown"
 
 
-class FactVerdict(models.Model):
+class FactVerdict(ProviderCallRecord):
     """The estimator's verdict on one model fact: label, evidence used and everything the call returned."""
 
     fact = models.OneToOneField(AtomicFact, on_delete=models.CASCADE, related_name="verdict")
@@ -205,22 +206,13 @@ class FactVerdict(models.Model):
     evidence_passage_ids = models.JSONField(default=list, help_text="Passage row ids or item knowledge keys, ranked.")
     evidence = models.JSONField(default=list, help_text="[{key, title, text, score}] as shown to the verifier.")
     title_matched = models.BooleanField(default=True)
-    raw_output = models.TextField(blank=True)
-    prompt_hash = models.CharField(max_length=64, blank=True)
     request_key = models.CharField(max_length=64, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.FloatField(null=True, blank=True)
     latency_s = models.FloatField(
         null=True, blank=True, help_text="Seconds the provider took, from sending the request to its answer."
     )
     queue_wait_s = models.FloatField(
         null=True, blank=True, help_text="Seconds the call waited before being sent (concurrency slot, rpm/tpm)."
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
-    cache_hit = models.BooleanField(default=False)
-    error_kind = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -301,24 +293,13 @@ class FactReviewAssignment(SlotRow):
         verbose_name = _("fact review assignment")
         verbose_name_plural = _("fact review assignments")
         ordering = ["task_position", "slot"]
-        constraints = [
-            models.UniqueConstraint(fields=["task", "slot"], name="fact_review_slot_unique_per_task"),
-            models.UniqueConstraint(fields=["task", "annotator"], name="fact_review_annotator_once_per_task"),
-            models.CheckConstraint(
-                condition=Q(slot__gte=1) & Q(slot__lte=models.F("slot_limit")), name="fact_review_slot_within_limit"
-            ),
-            models.UniqueConstraint(
-                fields=["campaign", "annotator"],
-                condition=Q(status="leased"),
-                name="fact_review_one_open_lease",
-            ),
-            models.CheckConstraint(
-                condition=(Q(status="free") & Q(annotator__isnull=True))
-                | (Q(status="leased") & Q(annotator__isnull=False) & Q(lease_expires_at__isnull=False))
-                | (Q(status="submitted") & Q(annotator__isnull=False) & Q(submitted_at__isnull=False)),
-                name="fact_review_status_consistent",
-            ),
-        ]
+        constraints = slot_row_constraints(
+            slot_unique="fact_review_slot_unique_per_task",
+            annotator_once="fact_review_annotator_once_per_task",
+            slot_within_limit="fact_review_slot_within_limit",
+            one_open_lease="fact_review_one_open_lease",
+            status_consistent="fact_review_status_consistent",
+        )
         indexes = [models.Index(fields=["campaign", "task_position", "slot"], name="fact_review_open_slots")]
 
     def __str__(self) -> str:

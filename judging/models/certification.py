@@ -169,6 +169,8 @@ class Certificate(ClaimedEvaluation):
 
 
 class DriftCheckStatus(models.TextChoices):
+    """The way of an evaluation that launches runs: they run, then it is evaluated, then done."""
+
     RUNNING = "running"
     EVALUATING = "evaluating"
     DONE = "done"
@@ -226,10 +228,8 @@ class JudgeExemplar(models.Model):
         return f"exemplar {self.response_id} of {self.version_id}: {self.aspect_name}={self.label}"
 
 
-class TeachingStatus(models.TextChoices):
-    RUNNING = "running"
-    EVALUATING = "evaluating"
-    DONE = "done"
+# A teaching goes the way a drift check does: its runs, then its evaluation, then done.
+TeachingStatus = DriftCheckStatus
 
 
 class TeachingDecision(models.TextChoices):

@@ -269,7 +269,26 @@ class JudgmentStatus(models.TextChoices):
     FAILED = "failed"
 
 
-class Judgment(models.Model):
+class ProviderCallRecord(models.Model):
+    """What a unit of work sent to a provider brought back and cost: the reply as it came, the prompt's hash, the
+    tokens and known cost, the attempts, whether the reply cache answered, and the error that ended it. A run's
+    judgments and FActScore's fact verdicts keep the same record."""
+
+    raw_output = models.TextField(blank=True)
+    prompt_hash = models.CharField(max_length=64, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    cache_hit = models.BooleanField(default=False)
+    error_kind = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Judgment(ProviderCallRecord):
     """One unit of a run: an answer (or ordered pair of answers), an aspect and a sample index."""
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="judgments")
@@ -284,8 +303,6 @@ class Judgment(models.Model):
     claim_token = models.CharField(max_length=32, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
     request_key = models.CharField(max_length=64, blank=True, help_text="Cache key of the first request.")
-    prompt_hash = models.CharField(max_length=64, blank=True)
-    raw_output = models.TextField(blank=True)
     score = models.FloatField(null=True, blank=True)
     verdict = models.CharField(max_length=4, blank=True, help_text="Pairwise: A, B or tie as shown to the judge.")
     reasoning = models.TextField(blank=True)
@@ -312,9 +329,6 @@ class Judgment(models.Model):
         "(the mean score of replies sampled when the provider returned no log-probabilities), parsed (the score "
         "the output states) or metric.",
     )
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.FloatField(null=True, blank=True)
     latency_s = models.FloatField(
         null=True, blank=True, help_text="Seconds the provider took, from sending each request to its answer."
     )
@@ -323,7 +337,6 @@ class Judgment(models.Model):
         blank=True,
         help_text="Seconds the calls waited before being sent: for a concurrency slot and for room under rpm/tpm.",
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
     lost_calls = models.PositiveSmallIntegerField(
         default=0,
         help_text="Requests earlier holders of this unit sent without storing it (a worker died, or its lease ran "
@@ -335,15 +348,12 @@ class Judgment(models.Model):
         help_text="Each lost call estimated from the unit's first request (prompt tokens and max_tokens); part of "
         "the run's cost.",
     )
-    cache_hit = models.BooleanField(default=False)
     provider_model = models.CharField(
         max_length=200,
         blank=True,
         help_text="The model identifier the provider's reply named (its `model` field); with several calls, the "
         "distinct names joined by commas.",
     )
-    error_kind = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
