@@ -11,8 +11,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
-from annotations.spans.error_spans import SEVERITIES
-from annotations.spans.schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
+from annotations.models.parts import user_or_null, within
+from annotations.models.spans import MarkedError, marked_error_checks
 
 
 class AdjudicationRule(models.Model):
@@ -43,15 +43,14 @@ class AdjudicationRule(models.Model):
         verbose_name_plural = _("adjudication rules")
         constraints = [
             models.CheckConstraint(
-                condition=Q(max_spread__isnull=True) | Q(max_spread__gte=0), name="adjudication_spread_non_negative"
+                condition=within("max_spread", 0, nullable=True), name="adjudication_spread_non_negative"
             ),
             models.CheckConstraint(
                 condition=Q(max_spread__isnull=False) | Q(preference_splits=True) | Q(min_span_f1__isnull=False),
                 name="adjudication_rule_has_a_trigger",
             ),
             models.CheckConstraint(
-                condition=Q(min_span_f1__isnull=True) | (Q(min_span_f1__gte=0) & Q(min_span_f1__lte=1)),
-                name="adjudication_span_f1_between_0_and_1",
+                condition=within("min_span_f1", 0, 1, nullable=True), name="adjudication_span_f1_between_0_and_1"
             ),
         ]
 
@@ -70,9 +69,7 @@ class Dispute(models.Model):
     preference_split = models.BooleanField(default=False)
     found_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    resolved_by = user_or_null()
     reason = models.TextField(blank=True)
     # The adjudicated preference, when the preference was split; empty with none_appropriate means "none of them".
     preferred_response = models.ForeignKey(
@@ -113,9 +110,7 @@ class Adjudication(models.Model):
     raw = models.JSONField(help_text="The scale's token for the value, as a rating would store it.")
     scale_min = models.FloatField()
     scale_max = models.FloatField()
-    adjudicator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    adjudicator = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -127,8 +122,7 @@ class Adjudication(models.Model):
                 fields=["task", "response", "aspect"], name="adjudication_once_per_task_answer_aspect"
             ),
             models.CheckConstraint(
-                condition=Q(value__gte=F("scale_min")) & Q(value__lte=F("scale_max")),
-                name="adjudication_value_within_scale",
+                condition=within("value", F("scale_min"), F("scale_max")), name="adjudication_value_within_scale"
             ),
         ]
 
@@ -136,7 +130,7 @@ class Adjudication(models.Model):
         return f"adjudicated {self.aspect_id} of {self.response_id} in {self.task}: {self.value}"
 
 
-class AdjudicatedSpan(models.Model):
+class AdjudicatedSpan(MarkedError):
     """One error of the final span set an adjudicator settled for a span aspect's answer (the Adjudication's raw
     token lists the same errors; its value is their MQM score). Offsets are code points into the answer, as ErrorSpan
     stores them; an adjudicator's span always marks some text."""
@@ -145,9 +139,6 @@ class AdjudicatedSpan(models.Model):
     position = models.PositiveIntegerField()
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
-    category = models.CharField(max_length=CATEGORY_MAX_LENGTH)
-    severity = models.CharField(max_length=SEVERITY_MAX_LENGTH)
-    note = models.TextField(blank=True)
 
     class Meta:
         verbose_name = _("adjudicated error span")
@@ -156,12 +147,10 @@ class AdjudicatedSpan(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["adjudication", "position"], name="adjudicated_span_position_unique"),
             models.CheckConstraint(condition=Q(end__gt=F("start")), name="adjudicated_span_marks_text"),
-            models.CheckConstraint(condition=Q(severity__in=SEVERITIES), name="adjudicated_span_severity_known"),
-            models.CheckConstraint(condition=~Q(category=""), name="adjudicated_span_category_present"),
+            *marked_error_checks(
+                severity_known="adjudicated_span_severity_known", category_present="adjudicated_span_category_present"
+            ),
         ]
-
-    def __str__(self) -> str:
-        return f"{self.category}/{self.severity} at {self.start}..{self.end}"
 
 
 class DisputeClosure(models.Model):

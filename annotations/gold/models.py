@@ -5,10 +5,11 @@ Imported at the end of annotations/models.py, so these are models of the `annota
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+
+from annotations.models.parts import user_or_null
 
 
 class GoldKind(models.TextChoices):
@@ -27,9 +28,7 @@ class GoldItem(models.Model):
     expected = models.JSONField(default=dict)
     tolerance = models.FloatField(default=0)
     instruction = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

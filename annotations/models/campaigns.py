@@ -7,7 +7,8 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Aspect, Dataset, Response, Turn
-from annotations.models.slot_rows import SlotRow, SlotStatus
+from annotations.models.parts import known_choice, user_or_null, within
+from annotations.models.slot_rows import SlotRow, SlotStatus, slot_row_constraints
 
 
 class HumanSampling(models.TextChoices):
@@ -63,9 +64,7 @@ class Campaign(models.Model):
     )
     # Secret per campaign so annotators cannot predict the candidate shuffle from ids.
     shuffle_seed = models.CharField(max_length=64, editable=False)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="created_campaigns"
-    )
+    created_by = user_or_null("created_campaigns")
     created_at = models.DateTimeField(auto_now_add=True)
     # Which tasks of a hybrid campaign go to the humans (see judging.hybrid.sampling): empty keeps the calibrated
     # confidence threshold; a policy sends every task with a known probability instead, so that the estimates can
@@ -93,26 +92,22 @@ class Campaign(models.Model):
         verbose_name_plural = _("campaigns")
         ordering = ["-created_at", "name"]
         constraints = [
+            models.CheckConstraint(condition=within("raters_per_item", 1, 100), name="campaign_raters_1_to_100"),
             models.CheckConstraint(
-                condition=Q(raters_per_item__gte=1) & Q(raters_per_item__lte=100), name="campaign_raters_1_to_100"
-            ),
-            models.CheckConstraint(
-                condition=Q(candidates_per_task__isnull=True) | Q(candidates_per_task__gte=1),
-                name="campaign_candidates_positive",
+                condition=within("candidates_per_task", 1, nullable=True), name="campaign_candidates_positive"
             ),
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="campaign_lease_positive"),
-            models.CheckConstraint(
-                condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=0.5), name="campaign_gold_rate_range"
-            ),
+            models.CheckConstraint(condition=within("gold_rate", 0, 0.5), name="campaign_gold_rate_range"),
             models.CheckConstraint(
                 condition=Q(opens_at__isnull=True) | Q(closes_at__isnull=True) | Q(opens_at__lt=F("closes_at")),
                 name="campaign_opens_before_it_closes",
             ),
             models.CheckConstraint(
-                condition=Q(human_share__gt=0) & Q(human_share__lte=1), name="campaign_human_share_range"
+                condition=within("human_share", 0, 1, low_exclusive=True), name="campaign_human_share_range"
             ),
             models.CheckConstraint(
-                condition=Q(stop_width__isnull=True) | Q(stop_width__gt=0), name="campaign_stop_width_positive"
+                condition=within("stop_width", 0, low_exclusive=True, nullable=True),
+                name="campaign_stop_width_positive",
             ),
             models.CheckConstraint(
                 condition=Q(stop_rule="")
@@ -126,9 +121,7 @@ class Campaign(models.Model):
                 | (Q(stop_rule="certified") & Q(stop_aspect__isnull=False)),
                 name="campaign_stop_rule_complete",
             ),
-            models.CheckConstraint(
-                condition=Q(sampling_stratum__in=SamplingStratum.values), name="campaign_sampling_stratum_known"
-            ),
+            known_choice("sampling_stratum", SamplingStratum.values, "campaign_sampling_stratum_known"),
             # Per dataset: only those who see the dataset learn which campaign names it holds.
             models.UniqueConstraint(fields=["dataset", "name"], name="campaign_name_unique_per_dataset"),
         ]
@@ -160,8 +153,7 @@ class Task(models.Model):
         ordering = ["campaign", "position"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(human_probability__isnull=True)
-                | (Q(human_probability__gt=0) & Q(human_probability__lte=1)),
+                condition=within("human_probability", 0, 1, low_exclusive=True, nullable=True),
                 name="task_human_probability_range",
             ),
             models.UniqueConstraint(fields=["campaign", "turn", "chunk"], name="task_chunk_unique_per_turn"),
@@ -202,31 +194,14 @@ class Assignment(SlotRow):
         verbose_name = _("assignment")
         verbose_name_plural = _("assignments")
         ordering = ["task_position", "slot"]
-        constraints = [
-            models.UniqueConstraint(fields=["task", "slot"], name="assignment_slot_unique_per_task"),
-            models.UniqueConstraint(fields=["task", "annotator"], name="assignment_annotator_once_per_task"),
-            models.CheckConstraint(
-                condition=Q(slot__gte=1) & Q(slot__lte=models.F("slot_limit")), name="assignment_slot_within_limit"
-            ),
-            # One open task per annotator and campaign: resuming is unambiguous and racing requests cannot hoard.
-            models.UniqueConstraint(
-                fields=["campaign", "annotator"],
-                condition=Q(status="leased"),
-                name="assignment_one_open_lease_per_annotator",
-            ),
-            models.CheckConstraint(
-                condition=(Q(status="free") & Q(annotator__isnull=True))
-                | (Q(status="leased") & Q(annotator__isnull=False) & Q(lease_expires_at__isnull=False))
-                | (Q(status="submitted") & Q(annotator__isnull=False) & Q(submitted_at__isnull=False))
-                | (
-                    Q(status="judged")
-                    & Q(annotator__isnull=True)
-                    & Q(leased_at__isnull=True)
-                    & Q(submitted_at__isnull=True)
-                ),
-                name="assignment_status_consistent",
-            ),
-        ]
+        constraints = slot_row_constraints(
+            slot_unique="assignment_slot_unique_per_task",
+            annotator_once="assignment_annotator_once_per_task",
+            slot_within_limit="assignment_slot_within_limit",
+            one_open_lease="assignment_one_open_lease_per_annotator",
+            status_consistent="assignment_status_consistent",
+            judged_slots=True,
+        )
         indexes = [
             models.Index(
                 fields=["campaign", "task_position", "slot"],
@@ -382,9 +357,7 @@ class JudgeFilledRating(models.Model):
         ordering = ["task", "response", "aspect"]
         constraints = [
             models.UniqueConstraint(fields=["task", "response", "aspect"], name="judge_filled_once_per_task_answer"),
-            models.CheckConstraint(
-                condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="judge_filled_confidence_0_to_1"
-            ),
+            models.CheckConstraint(condition=within("confidence", 0, 1), name="judge_filled_confidence_0_to_1"),
         ]
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ from django.db.models import Q
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
+from annotations.models.parts import known_choice, unique_per_owner, user_or_null, within
 from annotations.spans.schemes import SpanScheme
 
 
@@ -36,9 +37,7 @@ class AnswerFormat(models.TextChoices):
 
 class Dataset(models.Model):
     name = models.CharField(max_length=200)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="owned_datasets"
-    )
+    owner = user_or_null("owned_datasets")
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_datasets")
     notice = models.TextField(blank=True, help_text="What the import inferred or assumed, shown to researchers.")
     answer_format = models.CharField(
@@ -54,16 +53,10 @@ class Dataset(models.Model):
         verbose_name_plural = _("datasets")
         ordering = ["name"]
         constraints = [
-            # Per owner, not global: a global rule would tell one researcher which names another one uses.
-            # Ownerless datasets share one namespace; a partial index says so on every backend (SQLite has no
-            # NULLS NOT DISTINCT).
-            models.UniqueConstraint(fields=["owner", "name"], name="dataset_name_unique_per_owner"),
-            models.UniqueConstraint(
-                fields=["name"], condition=Q(owner__isnull=True), name="dataset_name_unique_without_owner"
+            *unique_per_owner(
+                ["name"], per_owner="dataset_name_unique_per_owner", without_owner="dataset_name_unique_without_owner"
             ),
-            models.CheckConstraint(
-                condition=Q(answer_format__in=AnswerFormat.values), name="dataset_answer_format_known"
-            ),
+            known_choice("answer_format", AnswerFormat.values, "dataset_answer_format_known"),
         ]
 
     def __str__(self) -> str:
@@ -111,10 +104,10 @@ class Aspect(models.Model):
             models.UniqueConstraint(fields=["dataset", "name"], name="aspect_name_unique_per_dataset"),
             models.CheckConstraint(condition=Q(min_value__lt=models.F("max_value")), name="aspect_min_below_max"),
             models.CheckConstraint(
-                condition=Q(ideal__gte=models.F("min_value")) & Q(ideal__lte=models.F("max_value")),
+                condition=within("ideal", models.F("min_value"), models.F("max_value")),
                 name="aspect_ideal_within_range",
             ),
-            models.CheckConstraint(condition=Q(kind__in=AspectKind.values), name="aspect_kind_known"),
+            known_choice("kind", AspectKind.values, "aspect_kind_known"),
             # A span aspect without categories and severities could take no span; a scale aspect has no scheme.
             models.CheckConstraint(
                 condition=(Q(kind=AspectKind.SCALE) & Q(span_scheme={}))
@@ -308,7 +301,7 @@ class Rating(models.Model):
                 condition=Q(is_missing=True) | Q(value__isnull=False), name="rating_value_present_unless_missing"
             ),
             models.CheckConstraint(
-                condition=Q(seconds_spent__isnull=True) | Q(seconds_spent__gte=0), name="rating_seconds_non_negative"
+                condition=within("seconds_spent", 0, nullable=True), name="rating_seconds_non_negative"
             ),
         ]
         indexes = [models.Index(fields=["aspect", "response"])]

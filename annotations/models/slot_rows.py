@@ -1,10 +1,14 @@
 """The columns every slot row shares, whichever campaign kind it serves: annotation campaigns' assignments and fact
 review's. The slot engine (annotations.slots) reads and writes these by name; each concrete model adds its own
-foreign keys (campaign, task, annotator) and constraints, whose names its migrations already carry."""
+foreign keys (campaign, task, annotator) and declares the slot constraints under the names its migrations already
+carry."""
 
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Q
+
+from annotations.models.parts import within
 
 
 class SlotStatus(models.TextChoices):
@@ -35,3 +39,34 @@ class SlotRow(models.Model):
 
     class Meta:
         abstract = True
+
+
+def slot_row_constraints(
+    *,
+    slot_unique: str,
+    annotator_once: str,
+    slot_within_limit: str,
+    one_open_lease: str,
+    status_consistent: str,
+    judged_slots: bool = False,
+) -> list[models.BaseConstraint]:
+    """The slot engine's invariants, each under the name the slot model's migrations gave it: N numbered slots and
+    distinct raters per task, one open task per annotator and campaign (resuming is unambiguous and racing requests
+    cannot hoard), and a status that agrees with the columns it needs. With `judged_slots` a slot may also be closed
+    for a certified judge's rating, with no annotator and never leased or submitted."""
+    consistent = (
+        (Q(status="free") & Q(annotator__isnull=True))
+        | (Q(status="leased") & Q(annotator__isnull=False) & Q(lease_expires_at__isnull=False))
+        | (Q(status="submitted") & Q(annotator__isnull=False) & Q(submitted_at__isnull=False))
+    )
+    if judged_slots:
+        consistent |= (
+            Q(status="judged") & Q(annotator__isnull=True) & Q(leased_at__isnull=True) & Q(submitted_at__isnull=True)
+        )
+    return [
+        models.UniqueConstraint(fields=["task", "slot"], name=slot_unique),
+        models.UniqueConstraint(fields=["task", "annotator"], name=annotator_once),
+        models.CheckConstraint(condition=within("slot", 1, models.F("slot_limit")), name=slot_within_limit),
+        models.UniqueConstraint(fields=["campaign", "annotator"], condition=Q(status="leased"), name=one_open_lease),
+        models.CheckConstraint(condition=consistent, name=status_consistent),
+    ]

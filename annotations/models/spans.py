@@ -6,6 +6,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Rating
+from annotations.models.parts import known_choice, not_blank
 from annotations.spans.error_spans import SEVERITIES
 from annotations.spans.schemes import CATEGORY_MAX_LENGTH, SEVERITY_MAX_LENGTH
 
@@ -19,7 +20,31 @@ def _offsets_valid(start: str, end: str) -> Q:
     )
 
 
-class ErrorSpan(models.Model):
+class MarkedError(models.Model):
+    """What an error says, whoever marked it (a rater, or an adjudicator settling a dispute): its category and
+    severity under the aspect's scheme, and a note. Each concrete model places it with its own offsets."""
+
+    category = models.CharField(max_length=CATEGORY_MAX_LENGTH)
+    severity = models.CharField(max_length=SEVERITY_MAX_LENGTH)
+    note = models.TextField(blank=True)
+
+    start: int | None
+    end: int | None
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        where = "unplaced" if self.start is None else f"{self.start}..{self.end}"
+        return f"{self.category}/{self.severity} at {where}"
+
+
+def marked_error_checks(*, severity_known: str, category_present: str) -> list[models.CheckConstraint]:
+    """A severity the schemes know and a category, under the names each model's migrations gave them."""
+    return [known_choice("severity", SEVERITIES, severity_known), not_blank("category", category_present)]
+
+
+class ErrorSpan(MarkedError):
     """One error. Offsets are code-point indices into the answer text as stored (``text[start:end]``); an error with
     no offsets (an omission, a whole-answer problem) counts in the score and is left out of span agreement.
     ``source_start``/``source_end`` locate an omission in the prompt or source, as the WMT files mark it."""
@@ -30,9 +55,6 @@ class ErrorSpan(models.Model):
     end = models.PositiveIntegerField(null=True, blank=True)
     source_start = models.PositiveIntegerField(null=True, blank=True)
     source_end = models.PositiveIntegerField(null=True, blank=True)
-    category = models.CharField(max_length=CATEGORY_MAX_LENGTH)
-    severity = models.CharField(max_length=SEVERITY_MAX_LENGTH)
-    note = models.TextField(blank=True)
 
     class Meta:
         verbose_name = _("error span")
@@ -44,10 +66,7 @@ class ErrorSpan(models.Model):
             models.CheckConstraint(
                 condition=_offsets_valid("source_start", "source_end"), name="error_span_source_offsets_ordered"
             ),
-            models.CheckConstraint(condition=Q(severity__in=SEVERITIES), name="error_span_severity_known"),
-            models.CheckConstraint(condition=~Q(category=""), name="error_span_category_present"),
+            *marked_error_checks(
+                severity_known="error_span_severity_known", category_present="error_span_category_present"
+            ),
         ]
-
-    def __str__(self) -> str:
-        where = "unplaced" if self.start is None else f"{self.start}..{self.end}"
-        return f"{self.category}/{self.severity} at {where}"

@@ -5,10 +5,11 @@ Imported at the end of annotations/models.py, so these are models of the `annota
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+
+from annotations.models.parts import not_blank, user_or_null
 
 
 class RaterExclusion(models.Model):
@@ -20,14 +21,10 @@ class RaterExclusion(models.Model):
         "annotations.Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="rater_exclusions"
     )
     reason = models.TextField()
-    excluded_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    excluded_by = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-    revoked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    revoked_by = user_or_null()
 
     class Meta:
         verbose_name = _("rater exclusion")
@@ -37,7 +34,7 @@ class RaterExclusion(models.Model):
             models.UniqueConstraint(
                 fields=["rater"], condition=Q(revoked_at__isnull=True), name="rater_excluded_once_at_a_time"
             ),
-            models.CheckConstraint(condition=~Q(reason=""), name="rater_exclusion_has_reason"),
+            not_blank("reason", "rater_exclusion_has_reason"),
             models.CheckConstraint(
                 condition=Q(revoked_at__isnull=True) | Q(revoked_at__gte=models.F("created_at")),
                 name="rater_exclusion_revoked_after",

@@ -11,6 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from annotations.models.parts import not_blank, user_or_null, within
+
 
 class Platform(models.TextChoices):
     PROLIFIC = "prolific", _("Prolific")
@@ -53,9 +55,7 @@ class RecruitmentLink(models.Model):
         help_text="Shown instead of the completion code to a worker who ran out of tasks before the minimum, so the "
         "researcher can tell such a session from a completed one.",
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -65,16 +65,14 @@ class RecruitmentLink(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["campaign", "platform"], name="recruitment_link_once_per_platform"),
             models.CheckConstraint(
-                condition=Q(tasks_per_session__isnull=True) | Q(tasks_per_session__gte=1),
-                name="recruitment_session_quota_positive",
+                condition=within("tasks_per_session", 1, nullable=True), name="recruitment_session_quota_positive"
             ),
             models.CheckConstraint(
-                condition=Q(tasks_per_worker__isnull=True) | Q(tasks_per_worker__gte=1),
-                name="recruitment_worker_quota_positive",
+                condition=within("tasks_per_worker", 1, nullable=True), name="recruitment_worker_quota_positive"
             ),
-            models.CheckConstraint(condition=~Q(token=""), name="recruitment_token_present"),
+            not_blank("token", "recruitment_token_present"),
             models.CheckConstraint(condition=Q(min_tasks_to_complete__gte=1), name="recruitment_minimum_positive"),
-            models.CheckConstraint(condition=~Q(no_tasks_code=""), name="recruitment_no_tasks_code_present"),
+            not_blank("no_tasks_code", "recruitment_no_tasks_code_present"),
         ]
 
     def __str__(self) -> str:
@@ -97,7 +95,7 @@ class CrowdWorker(models.Model):
         ordering = ["link", "joined_at"]
         constraints = [
             models.UniqueConstraint(fields=["link", "platform_worker_id"], name="crowd_worker_once_per_link"),
-            models.CheckConstraint(condition=~Q(platform_worker_id=""), name="crowd_worker_id_present"),
+            not_blank("platform_worker_id", "crowd_worker_id_present"),
         ]
 
     def __str__(self) -> str:
@@ -124,7 +122,7 @@ class CrowdSession(models.Model):
         ordering = ["worker", "started_at"]
         constraints = [
             models.UniqueConstraint(fields=["worker", "session_key"], name="crowd_session_once_per_worker"),
-            models.CheckConstraint(condition=~Q(session_key=""), name="crowd_session_key_present"),
+            not_blank("session_key", "crowd_session_key_present"),
         ]
 
     def __str__(self) -> str:
@@ -156,7 +154,7 @@ class LinkScreening(models.Model):
         verbose_name = _("link screening")
         verbose_name_plural = _("link screenings")
         constraints = [
-            models.CheckConstraint(condition=~Q(screened_out_code=""), name="screening_code_present"),
+            not_blank("screened_out_code", "screening_code_present"),
         ]
 
     def __str__(self) -> str:
@@ -188,7 +186,7 @@ class ScreeningOutcome(models.Model):
             models.UniqueConstraint(
                 fields=["link", "platform_worker_id", "session_key"], name="screening_outcome_once_per_session"
             ),
-            models.CheckConstraint(condition=~Q(platform_worker_id=""), name="screening_outcome_worker_present"),
+            not_blank("platform_worker_id", "screening_outcome_worker_present"),
         ]
 
     def __str__(self) -> str:

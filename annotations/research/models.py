@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from annotations.models.parts import user_or_null
+
 
 class AnnotatorInvite(models.Model):
     """Only a SHA-256 hash of the link's token is stored: a database dump does not let anyone set a password."""
@@ -19,9 +21,7 @@ class AnnotatorInvite(models.Model):
         "annotations.Campaign", on_delete=models.CASCADE, related_name="annotator_invites", null=True, blank=True
     )
     token_hash = models.CharField(max_length=64, unique=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = user_or_null()
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)

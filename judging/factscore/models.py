@@ -11,8 +11,10 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models import AssignmentStatus
-from annotations.models.slot_rows import SlotRow
+from annotations.models.parts import known_choice, user_or_null, within
+from annotations.models.slot_rows import SlotRow, slot_row_constraints
 from annotations.slots import SlotPool
+from judging.models.runs import ProviderCallRecord
 
 
 class KnowledgeCorpus(models.Model):
@@ -25,9 +27,7 @@ class KnowledgeCorpus(models.Model):
     n_passages = models.PositiveIntegerField(default=0)
     # sha256 over the passages as stored: keys the per-process and on-disk BM25 index caches.
     fingerprint = models.CharField(max_length=64, blank=True)
-    uploaded_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    uploaded_by = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -128,14 +128,12 @@ class FactAnswer(models.Model):
         ordering = ["run", "response"]
         constraints = [
             models.UniqueConstraint(fields=["run", "response"], name="one_fact_answer_per_run_response"),
-            models.CheckConstraint(condition=Q(stage__in=FactAnswerStage.values), name="fact_answer_stage_valid"),
-            models.CheckConstraint(condition=Q(outcome__in=FactAnswerOutcome.values), name="fact_answer_outcome_valid"),
+            known_choice("stage", FactAnswerStage.values, "fact_answer_stage_valid"),
+            known_choice("outcome", FactAnswerOutcome.values, "fact_answer_outcome_valid"),
             models.CheckConstraint(
                 condition=Q(facts_found=F("n_facts") + F("facts_dropped")), name="fact_answer_caps_add_up"
             ),
-            models.CheckConstraint(
-                condition=Q(score__isnull=True) | (Q(score__gte=0) & Q(score__lte=1)), name="fact_answer_score_0_1"
-            ),
+            models.CheckConstraint(condition=within("score", 0, 1, nullable=True), name="fact_answer_score_0_1"),
         ]
 
     def __str__(self) -> str:
@@ -175,7 +173,7 @@ class AtomicFact(models.Model):
             models.UniqueConstraint(
                 fields=["answer", "position"], condition=Q(origin="model"), name="model_fact_position_unique"
             ),
-            models.CheckConstraint(condition=Q(origin__in=FactOrigin.values), name="atomic_fact_origin_valid"),
+            known_choice("origin", FactOrigin.values, "atomic_fact_origin_valid"),
             models.CheckConstraint(
                 condition=(Q(origin="model") & Q(review_assignment__isnull=True))
                 | (~Q(origin="model") & Q(review_assignment__isnull=False)),
@@ -197,7 +195,7 @@ class VerdictLabel(models.TextChoices):
     UNKNOWN = "unknown"
 
 
-class FactVerdict(models.Model):
+class FactVerdict(ProviderCallRecord):
     """The estimator's verdict on one model fact: label, evidence used and everything the call returned."""
 
     fact = models.OneToOneField(AtomicFact, on_delete=models.CASCADE, related_name="verdict")
@@ -208,29 +206,20 @@ class FactVerdict(models.Model):
     evidence_passage_ids = models.JSONField(default=list, help_text="Passage row ids or item knowledge keys, ranked.")
     evidence = models.JSONField(default=list, help_text="[{key, title, text, score}] as shown to the verifier.")
     title_matched = models.BooleanField(default=True)
-    raw_output = models.TextField(blank=True)
-    prompt_hash = models.CharField(max_length=64, blank=True)
     request_key = models.CharField(max_length=64, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.FloatField(null=True, blank=True)
     latency_s = models.FloatField(
         null=True, blank=True, help_text="Seconds the provider took, from sending the request to its answer."
     )
     queue_wait_s = models.FloatField(
         null=True, blank=True, help_text="Seconds the call waited before being sent (concurrency slot, rpm/tpm)."
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
-    cache_hit = models.BooleanField(default=False)
-    error_kind = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         verbose_name = _("fact verdict")
         verbose_name_plural = _("fact verdicts")
         constraints = [
-            models.CheckConstraint(condition=Q(label__in=VerdictLabel.values), name="fact_verdict_label_valid"),
+            known_choice("label", VerdictLabel.values, "fact_verdict_label_valid"),
         ]
 
     def __str__(self) -> str:
@@ -252,9 +241,7 @@ class FactReviewCampaign(models.Model):
     guidelines = models.TextField(blank=True)
     is_active = models.BooleanField(default=True)
     shuffle_seed = models.CharField(max_length=64, editable=False)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -262,10 +249,7 @@ class FactReviewCampaign(models.Model):
         verbose_name_plural = _("fact review campaigns")
         ordering = ["name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(raters_per_answer__gte=1) & Q(raters_per_answer__lte=100),
-                name="fact_review_raters_1_to_100",
-            ),
+            models.CheckConstraint(condition=within("raters_per_answer", 1, 100), name="fact_review_raters_1_to_100"),
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="fact_review_lease_positive"),
             # Per run: a site-wide rule would tell one researcher which names another one's reviews use.
             models.UniqueConstraint(fields=["run", "name"], name="fact_review_name_unique_per_run"),
@@ -309,24 +293,13 @@ class FactReviewAssignment(SlotRow):
         verbose_name = _("fact review assignment")
         verbose_name_plural = _("fact review assignments")
         ordering = ["task_position", "slot"]
-        constraints = [
-            models.UniqueConstraint(fields=["task", "slot"], name="fact_review_slot_unique_per_task"),
-            models.UniqueConstraint(fields=["task", "annotator"], name="fact_review_annotator_once_per_task"),
-            models.CheckConstraint(
-                condition=Q(slot__gte=1) & Q(slot__lte=models.F("slot_limit")), name="fact_review_slot_within_limit"
-            ),
-            models.UniqueConstraint(
-                fields=["campaign", "annotator"],
-                condition=Q(status="leased"),
-                name="fact_review_one_open_lease",
-            ),
-            models.CheckConstraint(
-                condition=(Q(status="free") & Q(annotator__isnull=True))
-                | (Q(status="leased") & Q(annotator__isnull=False) & Q(lease_expires_at__isnull=False))
-                | (Q(status="submitted") & Q(annotator__isnull=False) & Q(submitted_at__isnull=False)),
-                name="fact_review_status_consistent",
-            ),
-        ]
+        constraints = slot_row_constraints(
+            slot_unique="fact_review_slot_unique_per_task",
+            annotator_once="fact_review_annotator_once_per_task",
+            slot_within_limit="fact_review_slot_within_limit",
+            one_open_lease="fact_review_one_open_lease",
+            status_consistent="fact_review_status_consistent",
+        )
         indexes = [models.Index(fields=["campaign", "task_position", "slot"], name="fact_review_open_slots")]
 
     def __str__(self) -> str:
@@ -352,7 +325,7 @@ class FactLabel(models.Model):
         verbose_name_plural = _("fact labels")
         constraints = [
             models.UniqueConstraint(fields=["assignment", "fact"], name="one_label_per_reviewer_fact"),
-            models.CheckConstraint(condition=Q(label__in=HumanFactLabel.values), name="fact_label_valid"),
+            known_choice("label", HumanFactLabel.values, "fact_label_valid"),
         ]
 
     def __str__(self) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from judging.models.runs import JudgeRun
+from annotations.models.parts import known_choice, user_or_null
+from judging.models.runs import run_or_null
 
 
 class JudgeVersion(models.Model):
@@ -55,7 +56,7 @@ class ReferenceSet(models.Model):
     campaign = models.ForeignKey(
         "annotations.Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="reference_sets"
     )
-    owner = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    owner = user_or_null()
     frozen_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -134,16 +135,14 @@ class Certificate(ClaimedEvaluation):
 
     version = models.ForeignKey(JudgeVersion, on_delete=models.CASCADE, related_name="certificates")
     reference_set = models.ForeignKey(ReferenceSet, on_delete=models.PROTECT, related_name="certificates")
-    run = models.OneToOneField(JudgeRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="certificate")
+    run = run_or_null("certificate")
     status = models.CharField(max_length=12, choices=CertificateStatus.choices, default=CertificateStatus.PENDING)
     epsilon = models.FloatField()
     q = models.FloatField()
     fingerprint = models.CharField(max_length=64, help_text="The version's fingerprint, kept with the verdict.")
     results = models.JSONField(default=dict, blank=True, help_text="Per aspect: n, ε, ω, ρ and the verdict.")
     reason = models.TextField(blank=True)
-    requested_by = models.ForeignKey(
-        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_certificates"
-    )
+    requested_by = user_or_null("judge_certificates")
     certified_at = models.DateTimeField(null=True, blank=True)
     suspended_at = models.DateTimeField(null=True, blank=True)
     suspension_reason = models.TextField(blank=True)
@@ -153,9 +152,7 @@ class Certificate(ClaimedEvaluation):
         verbose_name_plural = _("certificates")
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(status__in=CertificateStatus.values), name="certificate_status_valid"
-            ),
+            known_choice("status", CertificateStatus.values, "certificate_status_valid"),
             models.CheckConstraint(
                 condition=~models.Q(status="suspended")
                 | (models.Q(suspended_at__isnull=False) & ~models.Q(suspension_reason="")),
@@ -172,6 +169,8 @@ class Certificate(ClaimedEvaluation):
 
 
 class DriftCheckStatus(models.TextChoices):
+    """The way of an evaluation that launches runs: they run, then it is evaluated, then done."""
+
     RUNNING = "running"
     EVALUATING = "evaluating"
     DONE = "done"
@@ -181,7 +180,7 @@ class DriftCheck(ClaimedEvaluation):
     """A re-judging of a seeded random sample of a certificate's reference set, compared with the certified scores."""
 
     certificate = models.ForeignKey(Certificate, on_delete=models.CASCADE, related_name="drift_checks")
-    run = models.OneToOneField(JudgeRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="drift_check")
+    run = run_or_null("drift_check")
     seed = models.BigIntegerField()
     sample_size = models.PositiveIntegerField()
     status = models.CharField(max_length=12, choices=DriftCheckStatus.choices, default=DriftCheckStatus.RUNNING)
@@ -194,7 +193,7 @@ class DriftCheck(ClaimedEvaluation):
         verbose_name_plural = _("drift checks")
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(status__in=DriftCheckStatus.values), name="drift_status_valid"),
+            known_choice("status", DriftCheckStatus.values, "drift_status_valid"),
             models.UniqueConstraint(
                 fields=["certificate"],
                 condition=~models.Q(status="done"),
@@ -229,10 +228,8 @@ class JudgeExemplar(models.Model):
         return f"exemplar {self.response_id} of {self.version_id}: {self.aspect_name}={self.label}"
 
 
-class TeachingStatus(models.TextChoices):
-    RUNNING = "running"
-    EVALUATING = "evaluating"
-    DONE = "done"
+# A teaching goes the way a drift check does: its runs, then its evaluation, then done.
+TeachingStatus = DriftCheckStatus
 
 
 class TeachingDecision(models.TextChoices):
@@ -254,12 +251,8 @@ class JudgeTeaching(ClaimedEvaluation):
         default=dict, help_text="Per aspect: the exemplars chosen, their agreement, and the levels that had none."
     )
     held_out = models.PositiveIntegerField(help_text="Reference answers left after removing the exemplars.")
-    parent_run = models.OneToOneField(
-        JudgeRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="teaching_as_parent"
-    )
-    taught_run = models.OneToOneField(
-        JudgeRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="teaching_as_taught"
-    )
+    parent_run = run_or_null("teaching_as_parent")
+    taught_run = run_or_null("teaching_as_taught")
     taught_version = models.ForeignKey(
         JudgeVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="taught_by"
     )
@@ -267,9 +260,7 @@ class JudgeTeaching(ClaimedEvaluation):
     decision = models.CharField(max_length=10, choices=TeachingDecision.choices, blank=True)
     evidence = models.JSONField(default=dict, blank=True, help_text="Per aspect: n, both r, Williams's t and p.")
     reason = models.TextField(blank=True)
-    requested_by = models.ForeignKey(
-        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_teachings"
-    )
+    requested_by = user_or_null("judge_teachings")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -277,7 +268,7 @@ class JudgeTeaching(ClaimedEvaluation):
         verbose_name_plural = _("judge teachings")
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(status__in=TeachingStatus.values), name="teaching_status_valid"),
+            known_choice("status", TeachingStatus.values, "teaching_status_valid"),
             models.CheckConstraint(
                 condition=(
                     models.Q(status="done") & models.Q(decision__in=TeachingDecision.values) & ~models.Q(reason="")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from annotations.models.parts import known_choice, user_or_null
 from judging.models.certification import Certificate, JudgeVersion
-from judging.models.runs import JudgeRun
+from judging.models.runs import run_or_null
 
 
 class HybridApplyStatus(models.TextChoices):
@@ -39,11 +40,9 @@ class HybridCalibration(models.Model):
     # Reference answers left out of the calibration: without a human label (raters tied) or a judge confidence.
     left_out = models.PositiveIntegerField(default=0)
     confidence_sources = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = user_or_null()
     created_at = models.DateTimeField(auto_now_add=True)
-    run = models.OneToOneField(
-        JudgeRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="hybrid_calibration"
-    )
+    run = run_or_null("hybrid_calibration")
     apply_status = models.CharField(max_length=10, choices=HybridApplyStatus.choices, default="", blank=True)
     judged_tasks = models.PositiveIntegerField(null=True, blank=True)
     human_tasks = models.PositiveIntegerField(null=True, blank=True)
@@ -80,9 +79,7 @@ class HybridCalibration(models.Model):
                 condition=models.Q(apply_status="") | models.Q(threshold__isnull=False),
                 name="hybrid_applied_only_when_defined",
             ),
-            models.CheckConstraint(
-                condition=models.Q(apply_status__in=HybridApplyStatus.values), name="hybrid_apply_status_valid"
-            ),
+            known_choice("apply_status", HybridApplyStatus.values, "hybrid_apply_status_valid"),
             # A campaign hands its tasks to a judge once: applying again is refused, not repeated.
             models.UniqueConstraint(
                 fields=["campaign"], condition=~models.Q(apply_status=""), name="hybrid_one_application_per_campaign"

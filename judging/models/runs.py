@@ -4,11 +4,13 @@ requests handed to the connection, the reply cache, the worker pings)."""
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
+
+from annotations.models.parts import known_choice, not_blank, unique_per_owner, user_or_null
 
 if TYPE_CHECKING:
     from django.utils.functional import _StrOrPromise
@@ -77,9 +79,7 @@ class JudgeConfig(models.Model):
     name = models.CharField(max_length=150)
     version = models.PositiveIntegerField(default=1)
     config = models.JSONField(help_text="A validated judge configuration; never contains a key, only api_key_env.")
-    owner = models.ForeignKey(
-        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_configs"
-    )
+    owner = user_or_null("judge_configs")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -87,13 +87,10 @@ class JudgeConfig(models.Model):
         verbose_name_plural = _("judge configs")
         ordering = ["name", "-version"]
         constraints = [
-            # Versions count per owner, so a researcher learns nothing of another one's config names; ownerless
-            # configs share one namespace (a partial index, as SQLite has no NULLS NOT DISTINCT).
-            models.UniqueConstraint(fields=["owner", "name", "version"], name="judge_config_version_unique_per_owner"),
-            models.UniqueConstraint(
-                fields=["name", "version"],
-                condition=models.Q(owner__isnull=True),
-                name="judge_config_version_unique_without_owner",
+            *unique_per_owner(
+                ["name", "version"],
+                per_owner="judge_config_version_unique_per_owner",
+                without_owner="judge_config_version_unique_without_owner",
             ),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="judge_config_version_positive"),
         ]
@@ -173,9 +170,7 @@ class JudgeRun(models.Model):
     position_consistency = models.FloatField(null=True, blank=True)
     error_summary = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
-    launched_by = models.ForeignKey(
-        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_runs"
-    )
+    launched_by = user_or_null("judge_runs")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -227,7 +222,7 @@ class JudgeRun(models.Model):
         verbose_name_plural = _("judge runs")
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(status__in=RunStatus.values), name="judge_run_status_valid"),
+            known_choice("status", RunStatus.values, "judge_run_status_valid"),
             models.CheckConstraint(condition=models.Q(done__lte=models.F("total")), name="judge_run_done_within_total"),
         ]
 
@@ -262,6 +257,11 @@ class JudgeRun(models.Model):
         return self.status in ENDED_RUN_STATUSES and (self.version_id is not None or bool(self.version_problem))
 
 
+def run_or_null(related_name: str) -> models.OneToOneField[Any, Any]:
+    """The run an evaluation or calibration launched; the row stays, without it, when the run is deleted."""
+    return models.OneToOneField(JudgeRun, null=True, blank=True, on_delete=models.SET_NULL, related_name=related_name)
+
+
 class JudgmentStatus(models.TextChoices):
     PENDING = "pending"
     CLAIMED = "claimed"
@@ -269,7 +269,26 @@ class JudgmentStatus(models.TextChoices):
     FAILED = "failed"
 
 
-class Judgment(models.Model):
+class ProviderCallRecord(models.Model):
+    """What a unit of work sent to a provider brought back and cost: the reply as it came, the prompt's hash, the
+    tokens and known cost, the attempts, whether the reply cache answered, and the error that ended it. A run's
+    judgments and FActScore's fact verdicts keep the same record."""
+
+    raw_output = models.TextField(blank=True)
+    prompt_hash = models.CharField(max_length=64, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    cache_hit = models.BooleanField(default=False)
+    error_kind = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Judgment(ProviderCallRecord):
     """One unit of a run: an answer (or ordered pair of answers), an aspect and a sample index."""
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="judgments")
@@ -284,8 +303,6 @@ class Judgment(models.Model):
     claim_token = models.CharField(max_length=32, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
     request_key = models.CharField(max_length=64, blank=True, help_text="Cache key of the first request.")
-    prompt_hash = models.CharField(max_length=64, blank=True)
-    raw_output = models.TextField(blank=True)
     score = models.FloatField(null=True, blank=True)
     verdict = models.CharField(max_length=4, blank=True, help_text="Pairwise: A, B or tie as shown to the judge.")
     reasoning = models.TextField(blank=True)
@@ -312,9 +329,6 @@ class Judgment(models.Model):
         "(the mean score of replies sampled when the provider returned no log-probabilities), parsed (the score "
         "the output states) or metric.",
     )
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.FloatField(null=True, blank=True)
     latency_s = models.FloatField(
         null=True, blank=True, help_text="Seconds the provider took, from sending each request to its answer."
     )
@@ -323,7 +337,6 @@ class Judgment(models.Model):
         blank=True,
         help_text="Seconds the calls waited before being sent: for a concurrency slot and for room under rpm/tpm.",
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
     lost_calls = models.PositiveSmallIntegerField(
         default=0,
         help_text="Requests earlier holders of this unit sent without storing it (a worker died, or its lease ran "
@@ -335,15 +348,12 @@ class Judgment(models.Model):
         help_text="Each lost call estimated from the unit's first request (prompt tokens and max_tokens); part of "
         "the run's cost.",
     )
-    cache_hit = models.BooleanField(default=False)
     provider_model = models.CharField(
         max_length=200,
         blank=True,
         help_text="The model identifier the provider's reply named (its `model` field); with several calls, the "
         "distinct names joined by commas.",
     )
-    error_kind = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -361,7 +371,7 @@ class Judgment(models.Model):
                 condition=models.Q(other_response__isnull=False),
                 name="one_pairwise_judgment_per_unit",
             ),
-            models.CheckConstraint(condition=models.Q(status__in=JudgmentStatus.values), name="judgment_status_valid"),
+            known_choice("status", JudgmentStatus.values, "judgment_status_valid"),
             models.CheckConstraint(
                 condition=~models.Q(status="claimed") | models.Q(lease_until__isnull=False),
                 name="claimed_judgment_has_lease",
@@ -402,8 +412,8 @@ class ProviderSend(models.Model):
         verbose_name = _("provider request not yet counted")
         verbose_name_plural = _("provider requests not yet counted")
         constraints = [
-            models.CheckConstraint(condition=~models.Q(holder=""), name="provider_send_has_holder"),
-            models.CheckConstraint(condition=~models.Q(attempt_id=""), name="provider_send_has_attempt_id"),
+            not_blank("holder", "provider_send_has_holder"),
+            not_blank("attempt_id", "provider_send_has_attempt_id"),
         ]
 
     def __str__(self) -> str:
@@ -430,9 +440,10 @@ class CachedCompletion(models.Model):
         verbose_name = _("cached completion")
         verbose_name_plural = _("cached completions")
         constraints = [
-            models.UniqueConstraint(fields=["owner", "key"], name="cached_completion_unique_per_owner"),
-            models.UniqueConstraint(
-                fields=["key"], condition=models.Q(owner__isnull=True), name="cached_completion_unique_without_owner"
+            *unique_per_owner(
+                ["key"],
+                per_owner="cached_completion_unique_per_owner",
+                without_owner="cached_completion_unique_without_owner",
             ),
         ]
 
