@@ -1,7 +1,8 @@
 """Drafts: what an annotator has entered so far on a task, kept across reloads and lost leases.
 
 The draft save has two forms side by side: one SQL statement on Postgres, and the portable ORM code, which defines
-the semantics and names every refusal. tests/annotate/test_submit_twin_paths.py runs both on the same cases."""
+the semantics and names every refusal. tests/annotations/campaigns/test_submit_twin_paths.py runs both on the same
+cases."""
 
 import json
 import re

@@ -7,7 +7,7 @@ one round trip instead of a transaction of five to fifteen ORM queries, with the
 updates and the same constraints. The portable form runs in a transaction with row locks; it serves every other
 database and every other case (a crowd worker's counted quota, a lost lease, a correction, a request that lost a
 race), and defines the semantics. Corrections are their own service (annotations.campaigns.corrections).
-tests/annotate/test_submit_twin_paths.py runs both forms on the same cases and compares what they store.
+tests/annotations/campaigns/test_submit_twin_paths.py runs both forms on the same cases and compares what they store.
 
 A submit travels as one SubmitRequest. When the one-statement form declines, it says why (Declined), and the
 reason is logged at debug level before the portable form decides; the result names the form that stored the

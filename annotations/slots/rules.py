@@ -182,7 +182,8 @@ class HandOut(enum.StrEnum):
 
 def hand_out_window(*, opens_at: datetime | None, closes_at: datetime | None, now: datetime) -> HandOut:
     """The window of window_open_sql for pages to show, which hold the campaign already: the opening moment is
-    inside, the closing moment outside. tests/annotate/test_slots.py checks both say the same at the boundaries."""
+    inside, the closing moment outside. tests/annotations/campaigns/test_slots.py checks both say the same at the
+    boundaries."""
     if opens_at is not None and now < opens_at:
         return HandOut.NOT_YET_OPEN
     if closes_at is not None and now >= closes_at:

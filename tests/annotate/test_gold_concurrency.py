@@ -9,7 +9,7 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.gold.selectors import gold_is_due
 from annotations.models import Assignment, AssignmentStatus, GoldItem, Item
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_concurrency import _run_threads, claims_at_once
+from tests.annotations.campaigns.test_concurrency import _run_threads, claims_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,7 +17,7 @@ from annotations.gold.selectors import gold_block_size, gold_is_due
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Rating, Task
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
-from tests.annotate.test_slots import CLAIM_PATHS
+from tests.annotations.campaigns.test_slots import CLAIM_PATHS
 
 pytestmark = pytest.mark.django_db
 

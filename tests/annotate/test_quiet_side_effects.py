@@ -6,13 +6,13 @@ from django.urls import reverse
 
 from annotations.models import Dispute, DisputeClosure, Item, Rater, RaterExclusion
 from tests.annotate.factories import make_dataset
-from tests.annotate.test_adjudication_views import (  # noqa: F401 - fixtures
+from tests.annotate.test_research_area import rated_lines, signed_in
+from tests.annotations.adjudication.test_adjudication_views import (  # noqa: F401 - fixtures
     client_for,
     disputed,
     first_dispute,
     post,
 )
-from tests.annotate.test_research_area import rated_lines, signed_in
 
 pytestmark = pytest.mark.django_db
 

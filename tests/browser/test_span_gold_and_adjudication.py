@@ -18,9 +18,9 @@ from annotations.datasets.importing import dataset_import
 from annotations.models import AdjudicatedSpan, Adjudication, Dispute, Item
 from annotations.roles import adjudicator_grant
 from annotations.rubrics.specs import parse_rubric
+from tests.annotations.adjudication.test_span_adjudication import _submit_all
 from tests.browser.pages import check_layout, log_in, page_factory
 from tests.conftest import CAST_PASSWORD
-from tests.spans.test_span_adjudication import _submit_all
 from tests.spans.test_span_gold import GOLD_SPANS, span_line
 from tests.spans.world import SPAN_RUBRIC, span_campaign
 

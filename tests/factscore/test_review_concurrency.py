@@ -8,9 +8,9 @@ from django.contrib.auth.models import User
 
 from judging.factscore import services
 from judging.factscore.models import FactReviewStatus
-from tests.annotate.test_concurrency import _run_threads
+from tests.annotations.campaigns.test_concurrency import _run_threads
 
-# Runs on both databases CI uses, like tests/annotate/test_concurrency.py.
+# Runs on both databases CI uses, like tests/annotations/campaigns/test_concurrency.py.
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REVIEWERS = 8

@@ -5,7 +5,7 @@ import pytest
 
 from annotations.models import Adjudication
 from annotations.text.ascii_numbers import ascii_decimal, ascii_int
-from tests.annotate.test_adjudication_views import client_for, disputed, first_dispute, post  # noqa: F401
+from tests.annotations.adjudication.test_adjudication_views import client_for, disputed, first_dispute, post  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

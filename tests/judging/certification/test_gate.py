@@ -267,7 +267,7 @@ def test_a_missing_rules_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_the_documented_ci_workflow_sets_only_variables_the_app_reads() -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     page = (root / "docs" / "gate.md").read_text(encoding="utf-8")
     workflow = page.split("```yaml", 1)[1].split("```", 1)[0]
     env_block = workflow.split("    env:\n", 1)[1].split("    steps:", 1)[0]

@@ -17,7 +17,7 @@ from annotations.models import Assignment, AssignmentStatus, Campaign
 from annotations.recruitment.models import Platform
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_research_campaign_settings import client_for, settings_post
+from tests.annotations.campaigns.test_research_campaign_settings import client_for, settings_post
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Submission
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
-from tests.annotate.test_slots import CLAIM_PATHS
+from tests.annotations.campaigns.test_slots import CLAIM_PATHS
 
 # Runs on both databases CI uses: row locking between real connections on Postgres, and the ORM path's
 # serialised (IMMEDIATE) write transactions on SQLite.

@@ -11,7 +11,7 @@ from annotations.adjudication.services import adjudication_rule_set
 from annotations.models import Adjudication, AdjudicationRule, Dispute
 from annotations.roles import adjudicator_grant, is_adjudicator
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_adjudication import rate_all
+from tests.annotations.adjudication.test_adjudication import rate_all
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from annotations.datasets.flat_export import iter_flat_rows
 from annotations.models import AdjudicatedSpan, Adjudication, AdjudicationRule, Dispute, Response
 from annotations.roles import adjudicator_grant
 from annotations.spans.error_spans import Span
-from tests.annotate.test_adjudication_views import client_for, first_dispute, post
+from tests.annotations.adjudication.test_adjudication_views import client_for, first_dispute, post
 from tests.spans.world import span_campaign
 
 # --- the rule, pure: hand-worked examples of the span-level F1 (overlap matching, with categories) -------------------
