@@ -9,14 +9,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray, IntArray
 from judging.statistics.pairwise import (
     BOOTSTRAP_RIDGE,
     NEWTON_ITERATIONS,
     ROUNDS_PER_CHUNK,
     TOLERANCE,
     Comparisons,
-    FloatArray,
-    IntArray,
 )
 from judging.statistics.results import undefined
 

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from judging.statistics.arrays import FloatArray, IntArray
 
 NEWTON_ITERATIONS = 100
 TOLERANCE = 1e-10

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray, IntArray
 from judging.statistics.correlation import _prompt_weights
 from judging.statistics.davidson import davidson_bootstrap, davidson_defined, davidson_fit
 from judging.statistics.pairwise import (
@@ -50,9 +51,6 @@ from judging.statistics.pairwise import (
     without_ties,
 )
 from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 Z95 = 1.959963984540054
 MIN_BOOTSTRAP = 100
