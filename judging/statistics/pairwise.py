@@ -47,6 +47,17 @@ class Comparisons:
         return int(self.score.size)
 
 
+def newton_step(information: FloatArray, gradient: FloatArray, reference: int) -> FloatArray:
+    """The Newton step of every round of a batch (rounds x k x k information, rounds x k gradient) that holds the
+    reference's parameter at 0: its row and column of the information become the identity and its gradient 0. Both
+    arrays are overwritten."""
+    information[:, reference, :] = 0.0
+    information[:, :, reference] = 0.0
+    information[:, reference, reference] = 1.0
+    gradient[:, reference] = 0.0
+    return np.asarray(np.linalg.solve(information, gradient[:, :, None])[:, :, 0], dtype=np.float64)
+
+
 def comparisons_from(
     rows: Sequence[tuple[Hashable, str, str, float]], prompt_index: dict[Hashable, int] | None = None
 ) -> Comparisons:

@@ -47,6 +47,7 @@ from judging.statistics.pairwise import (
     TOLERANCE,
     Comparisons,
     RankingError,
+    newton_step,
     outcome_counts,
     without_ties,
 )
@@ -101,12 +102,7 @@ def _newton(
         hessian[:, first, second] = -information
         hessian[:, second, first] = -information
         hessian[:, diagonal, diagonal] = information @ either + ridge
-        # The reference's row and column become the identity and its gradient 0: its strength stays 0.
-        hessian[:, reference, :] = 0.0
-        hessian[:, :, reference] = 0.0
-        hessian[:, reference, reference] = 1.0
-        gradient[:, reference] = 0.0
-        step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
+        step = newton_step(hessian, gradient, reference)
         strength += step
         if np.max(np.abs(step)) < TOLERANCE:
             break
