@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
 
-
 # Per-unit value counts (units x distinct values) up to this many cells are a dense array (at most 32 MB); larger
 # tables, which only many distinct continuous values make, are sparse. scipy.sparse is imported only then: it costs a
 # command about 0.3 s of CPU to import, more than the agreement statistics of a typical dataset take to compute.

@@ -32,7 +32,6 @@ from judging.statistics.results import Interval, Stat, defined, interval, undefi
 # scipy.stats takes ~1.8 s to import (nearly all of scipy); the functions that use it import it, so that loading
 # the app and computing agreement do not pay for it.
 
-
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 LEVELS = ("response", "per_prompt", "per_system", "system")
 MIN_PAIRS = 3
