@@ -18,6 +18,7 @@ from judging.analysis.selectors import (
     campaign_by_name,
     rating_scope,
 )
+from judging.certification.selectors import judge_certification
 
 
 def add_scope_arguments(parser: CommandParser) -> None:
@@ -118,11 +119,13 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
 class DatasetReportCommand(BaseCommand):
     """A read-only report on one dataset's ratings: `--dataset` and its owner, `--judge` when `judge_help` names it,
     the command's own options, the rating scope, the rater model when `rater_model`, and `--json`. `report` computes
-    it (its `errors` become a command error), `write_text` prints it for a reader."""
+    it (its `errors` become a command error), with the judge's certification beside it when `certified`;
+    `write_text` prints it for a reader, starting with `write_heading`."""
 
     # The system checks would load every URL and view first (about 0.4 s); `manage.py check` runs them on their own.
     requires_system_checks: list[str] = []
     judge_help = ""
+    certified = False
     rater_model = True
     json_help = "print the JSON documented in docs/statistics.md"
     errors: tuple[type[Exception], ...] = ()
@@ -147,6 +150,15 @@ class DatasetReportCommand(BaseCommand):
     def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def write_heading(self, title: str, scope: RatingScope, report: dict[str, Any]) -> None:
+        """The report's title, the judge version it read with that version's standing when `certified`, and the
+        ratings it read."""
+        self.stdout.write(title)
+        if self.certified:
+            certification = report["certification"]
+            self.stdout.write(f"Judge version {certification['version'] or 'none'}: {certification['standing']}")
+        write_scope(self, scope, report)
+
     # Reports are for scripts and logs: always in English, whatever language the calling process had active.
     @no_translations
     def handle(self, *args: object, **options: Any) -> None:
@@ -154,6 +166,8 @@ class DatasetReportCommand(BaseCommand):
         scope = scope_or_error(dataset, options)
         try:
             report = self.report(dataset, scope, options)
+            if self.certified:
+                report = {**report, "certification": judge_certification(dataset, str(options["judge"]))}
         except self.errors as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 from judging.statistics.intervals import normal_quantile
-from judging.statistics.ppi import MIN_HUMAN_ITEMS, TUNINGS, Estimate, clt_estimate, undefined_estimate
+from judging.statistics.ppi import MIN_HUMAN_ITEMS, Estimate, check_settings, clt_estimate, undefined_estimate
 from judging.statistics.results import Stat, defined, undefined
 
 if TYPE_CHECKING:
@@ -166,10 +166,7 @@ def active_ppi_mean(
     judge's score and the probability with which the item was sent to humans."""
     import numpy as np  # noqa: PLC0415 - numpy is heavy; only the statistics that need it load it
 
-    if tuning not in TUNINGS:
-        raise ValueError(f"tuning must be one of {', '.join(TUNINGS)}, not {tuning!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, not {confidence!r}")
+    check_settings(tuning, confidence)
     y, f, pi, rated = _checked(human, judge, probabilities)
     n, n_total = int(rated.sum()), int(f.size)
     result: ActivePPIResult = {

@@ -24,23 +24,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from judging.statistics.results import (
-    Interval,
-    Stat,
-    defined,
-    interval,
-    undefined,
-    undefined_interval,
-)
+from judging.statistics.arrays import FloatArray, IntArray
+from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
 
 if TYPE_CHECKING:
     from scipy import sparse
 
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 # Per-unit value counts (units x distinct values) up to this many cells are a dense array (at most 32 MB); larger
 # tables, which only many distinct continuous values make, are sparse. scipy.sparse is imported only then: it costs a
@@ -373,18 +364,28 @@ def gwet_ac1(ratings: Ratings) -> Stat:
     return defined((observed - expected) / (1.0 - expected))
 
 
+_NONE_PAIRABLE = "no answer has two or more ratings"
+
+
+def _pairable(ratings: Ratings) -> tuple[IntArray, IntArray, FloatArray] | None:
+    """Each answer's number of ratings, then the answer and value of every rating of an answer with two or more;
+    None when no answer has two."""
+    per_unit = np.bincount(ratings.unit, minlength=ratings.n_units)
+    in_pairable = per_unit[ratings.unit] >= 2
+    if not in_pairable.any():
+        return None
+    return per_unit, ratings.unit[in_pairable], ratings.value[in_pairable]
+
+
 def percent_agreement(ratings: Ratings) -> dict[str, Stat]:
     """Pairwise percent agreement: per answer, the share of rater pairs whose values are equal
     (``exact``) or at most 1 apart (``within_1``), averaged over answers with two or more ratings.
     ``exact`` equals the observed agreement of Fleiss' kappa and AC1.
     """
-    per_unit = np.bincount(ratings.unit, minlength=ratings.n_units)
-    in_pairable = per_unit[ratings.unit] >= 2
-    if not in_pairable.any():
-        reason = "no answer has two or more ratings"
-        return {"exact": undefined(reason), "within_1": undefined(reason)}
-    unit = ratings.unit[in_pairable]
-    value = ratings.value[in_pairable]
+    pairable = _pairable(ratings)
+    if pairable is None:
+        return {"exact": undefined(_NONE_PAIRABLE), "within_1": undefined(_NONE_PAIRABLE)}
+    per_unit, unit, value = pairable
     spread = float(value.max() - value.min()) + 4.0
     # One sorted key per rating keeps units apart, so a window search counts neighbours in the same unit.
     key = unit.astype(np.float64) * spread + (value - value.min())
@@ -401,13 +402,10 @@ def percent_agreement(ratings: Ratings) -> dict[str, Stat]:
 
 
 def _one_way_icc(ratings: Ratings) -> dict[str, Stat]:
-    per_unit_all = np.bincount(ratings.unit, minlength=ratings.n_units)
-    keep = per_unit_all[ratings.unit] >= 2
-    if not keep.any():
-        reason = "no answer has two or more ratings"
-        return {"ICC1": undefined(reason), "ICC1k": undefined(reason)}
-    unit = ratings.unit[keep]
-    value = ratings.value[keep]
+    pairable = _pairable(ratings)
+    if pairable is None:
+        return {"ICC1": undefined(_NONE_PAIRABLE), "ICC1k": undefined(_NONE_PAIRABLE)}
+    per_unit_all, unit, value = pairable
     used_units = np.flatnonzero(per_unit_all >= 2)
     m = per_unit_all[used_units].astype(np.float64)
     n_units = float(used_units.size)

@@ -20,12 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray, IntArray
 from judging.statistics.results import Stat, defined, undefined
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 METRICS = ("accuracy", "neg_rmse")
 DEFAULT_Q = 0.05

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray
 from judging.statistics.correlation import coefficients
 from judging.statistics.results import Stat, undefined
-
-FloatArray = npt.NDArray[np.float64]
 
 TRAIN_SHARE = 0.8
 

@@ -25,21 +25,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray, IntArray
 from judging.statistics.intervals import analytic_intervals
-from judging.statistics.results import (
-    Interval,
-    Stat,
-    defined,
-    interval,
-    undefined,
-    undefined_interval,
-)
+from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
 
 # scipy.stats takes ~1.8 s to import (nearly all of scipy); the functions that use it import it, so that loading
 # the app and computing agreement do not pay for it.
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 LEVELS = ("response", "per_prompt", "per_system", "system")

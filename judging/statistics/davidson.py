@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray, IntArray
 from judging.statistics.pairwise import (
     BOOTSTRAP_RIDGE,
     NEWTON_ITERATIONS,
     ROUNDS_PER_CHUNK,
     TOLERANCE,
     Comparisons,
-    FloatArray,
-    IntArray,
+    newton_step,
 )
 from judging.statistics.results import undefined
 
@@ -135,12 +135,7 @@ def _davidson_newton(
     current = objective(params)
     for _ in range(NEWTON_ITERATIONS):
         gradient, information = _davidson_derivatives(params, first, second, won, lost, tied, ridge)
-        solved = information.copy()
-        solved[:, reference, :] = 0.0
-        solved[:, :, reference] = 0.0
-        solved[:, reference, reference] = 1.0
-        gradient[:, reference] = 0.0
-        step = np.linalg.solve(solved, gradient[:, :, None])[:, :, 0]
+        step = newton_step(information.copy(), gradient, reference)
         scale = np.ones(rounds)
         candidate = params + step
         improved = objective(candidate)

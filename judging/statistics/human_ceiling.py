@@ -10,11 +10,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray, IntArray
 from judging.statistics.correlation import (
     COEFFICIENTS,
     LEVELS,
-    FloatArray,
-    IntArray,
     correlation_point_estimates,
     paired_scores,
 )

@@ -26,11 +26,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray
 from judging.statistics.correlation import COEFFICIENTS, coefficients
 from judging.statistics.intervals import normal_quantile
 from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
-
-FloatArray = npt.NDArray[np.float64]
 
 MIN_UNITS = 4
 DEFAULT_RESAMPLES = 1000

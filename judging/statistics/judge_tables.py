@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from judging.statistics.correlation import FloatArray, Paired, coefficients
+from judging.statistics.arrays import FloatArray
+from judging.statistics.correlation import Paired, coefficients
 from judging.statistics.results import Stat, defined, round_significant, undefined
 
 

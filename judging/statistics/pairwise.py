@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from judging.statistics.arrays import FloatArray, IntArray
 
 NEWTON_ITERATIONS = 100
 TOLERANCE = 1e-10
@@ -46,6 +45,17 @@ class Comparisons:
     @property
     def n(self) -> int:
         return int(self.score.size)
+
+
+def newton_step(information: FloatArray, gradient: FloatArray, reference: int) -> FloatArray:
+    """The Newton step of every round of a batch (rounds x k x k information, rounds x k gradient) that holds the
+    reference's parameter at 0: its row and column of the information become the identity and its gradient 0. Both
+    arrays are overwritten."""
+    information[:, reference, :] = 0.0
+    information[:, :, reference] = 0.0
+    information[:, reference, reference] = 1.0
+    gradient[:, reference] = 0.0
+    return np.asarray(np.linalg.solve(information, gradient[:, :, None])[:, :, 0], dtype=np.float64)
 
 
 def comparisons_from(

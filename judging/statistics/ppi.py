@@ -102,6 +102,14 @@ def ppi_point(
     return centre, se, lam
 
 
+def check_settings(tuning: str, confidence: float) -> None:
+    """ValueError unless ``tuning`` is one of ``TUNINGS`` and ``confidence`` lies strictly between 0 and 1."""
+    if tuning not in TUNINGS:
+        raise ValueError(f"tuning must be one of {', '.join(TUNINGS)}, not {tuning!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1, not {confidence!r}")
+
+
 def ppi_mean(
     human: Sequence[float],
     judge_labelled: Sequence[float],
@@ -113,10 +121,7 @@ def ppi_mean(
     """The prediction-powered and the human-only estimate of a mean, with their CLT intervals, and n_eff."""
     import numpy as np  # noqa: PLC0415 - numpy is heavy; only the statistics that need it load it
 
-    if tuning not in TUNINGS:
-        raise ValueError(f"tuning must be one of {', '.join(TUNINGS)}, not {tuning!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, not {confidence!r}")
+    check_settings(tuning, confidence)
     y = np.asarray(human, dtype=np.float64)
     f = np.asarray(judge_labelled, dtype=np.float64)
     f_u = np.asarray(judge_unlabelled, dtype=np.float64)

@@ -20,11 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from judging.statistics.agreement import alpha_bootstrap_ci, krippendorff_alpha, ratings_from_long
+from judging.statistics.arrays import FloatArray, IntArray
 from judging.statistics.correlation import _prompt_weights
 from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 

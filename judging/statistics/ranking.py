@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from judging.statistics.arrays import FloatArray, IntArray
 from judging.statistics.correlation import _prompt_weights
 from judging.statistics.davidson import davidson_bootstrap, davidson_defined, davidson_fit
 from judging.statistics.pairwise import (
@@ -46,13 +47,11 @@ from judging.statistics.pairwise import (
     TOLERANCE,
     Comparisons,
     RankingError,
+    newton_step,
     outcome_counts,
     without_ties,
 )
 from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 Z95 = 1.959963984540054
 MIN_BOOTSTRAP = 100
@@ -103,12 +102,7 @@ def _newton(
         hessian[:, first, second] = -information
         hessian[:, second, first] = -information
         hessian[:, diagonal, diagonal] = information @ either + ridge
-        # The reference's row and column become the identity and its gradient 0: its strength stays 0.
-        hessian[:, reference, :] = 0.0
-        hessian[:, :, reference] = 0.0
-        hessian[:, reference, reference] = 1.0
-        gradient[:, reference] = 0.0
-        step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
+        step = newton_step(hessian, gradient, reference)
         strength += step
         if np.max(np.abs(step)) < TOLERANCE:
             break

@@ -27,7 +27,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 from judging.statistics.intervals import normal_quantile
-from judging.statistics.ppi import MIN_HUMAN_ITEMS, TUNINGS, Estimate, clt_estimate, ppi_point, undefined_estimate
+from judging.statistics.ppi import (
+    MIN_HUMAN_ITEMS,
+    Estimate,
+    check_settings,
+    clt_estimate,
+    ppi_point,
+    undefined_estimate,
+)
 from judging.statistics.results import Stat, defined, undefined
 
 if TYPE_CHECKING:
@@ -108,10 +115,7 @@ def stratified_ppi_mean(
     """StratPPI: per-stratum PPI combined with the strata's weights (N_k / N unless ``weights`` are given)."""
     import numpy as np  # noqa: PLC0415 - numpy is heavy; only the statistics that need it load it
 
-    if tuning not in TUNINGS:
-        raise ValueError(f"tuning must be one of {', '.join(TUNINGS)}, not {tuning!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, not {confidence!r}")
+    check_settings(tuning, confidence)
     if not strata:
         raise ValueError("at least one stratum is needed")
     arrays, w = _checked_strata(strata, weights)

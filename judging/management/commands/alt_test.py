@@ -8,9 +8,8 @@ from annotations.models import Dataset
 from judging.analysis.judge_reports import DEFAULT_EPSILON, METRIC_CHOICES, AltTestSettings, alt_test_report
 from judging.analysis.reports import JudgeNotFound, ReportError
 from judging.analysis.selectors import RatingScope
-from judging.certification.selectors import judge_certification
 from judging.management.argument_types import open_unit_interval, whole_number_at_least
-from judging.management.reports import DatasetReportCommand, number, text_table, write_scope
+from judging.management.reports import DatasetReportCommand, number, text_table
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q
 
 
@@ -32,6 +31,7 @@ class Command(DatasetReportCommand):
         "is left out in turn; one-sided t-tests with the cost-benefit margin epsilon, Benjamini-Yekutieli at FDR q; "
         "passed when the winning rate is at least 0.5."
     )
+    certified = True
     judge_help = "judge name"
     errors = (JudgeNotFound, ReportError)
 
@@ -62,14 +62,12 @@ class Command(DatasetReportCommand):
         settings = AltTestSettings(
             epsilon=options["epsilon"], q=options["q"], metric=options["metric"], min_instances=options["min_instances"]
         )
-        report = alt_test_report(dataset, str(options["judge"]), options["aspect"], settings, scope)
-        return {**report, "certification": judge_certification(dataset, str(options["judge"]))}
+        return alt_test_report(dataset, str(options["judge"]), options["aspect"], settings, scope)
 
     def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
-        certified = report["certification"]
-        self.stdout.write(f"Alternative-annotator test of judge {report['judge']} on dataset {report['dataset']}")
-        self.stdout.write(f"Judge version {certified['version'] or 'none'}: {certified['standing']}")
-        write_scope(self, scope, report)
+        self.write_heading(
+            f"Alternative-annotator test of judge {report['judge']} on dataset {report['dataset']}", scope, report
+        )
         for aspect, result in report["aspects"].items():
             self.stdout.write("")
             passed = result["passed"]

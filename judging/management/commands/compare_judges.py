@@ -7,7 +7,7 @@ from django.core.management.base import CommandParser
 from annotations.models import Dataset
 from judging.analysis.decisions import COMPARISON_LEVELS, ComparisonError, JudgeNotFound, judge_comparison_report
 from judging.analysis.selectors import RatingScope
-from judging.management.reports import DatasetReportCommand, interval_text, number, text_table, write_scope
+from judging.management.reports import DatasetReportCommand, interval_text, number, text_table
 from judging.statistics.correlation import COEFFICIENTS
 
 
@@ -41,10 +41,12 @@ class Command(DatasetReportCommand):
 
     def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
         first, second = (str(name) for name in options["judges"])
-        self.stdout.write(
-            f"{first} versus {second} on dataset {report['dataset']} ({report['coefficient']}, {report['level']} level)"
+        self.write_heading(
+            f"{first} versus {second} on dataset {report['dataset']} "
+            f"({report['coefficient']}, {report['level']} level)",
+            scope,
+            report,
         )
-        write_scope(self, scope, report)
         rows = []
         for aspect, entry in report["aspects"].items():
             williams = entry["williams"]

@@ -6,8 +6,7 @@ from annotations.models import Dataset
 from judging.analysis.judge_reports import correlation_report
 from judging.analysis.reports import JudgeNotFound
 from judging.analysis.selectors import RatingScope
-from judging.certification.selectors import judge_certification
-from judging.management.reports import DatasetReportCommand, interval_text, number, text_table, write_scope
+from judging.management.reports import DatasetReportCommand, interval_text, number, text_table
 from judging.statistics.correlation import LEVELS
 
 
@@ -16,19 +15,16 @@ class Command(DatasetReportCommand):
         "Judge versus humans per aspect at four levels (response, per_prompt, per_system, system): "
         "Pearson, Spearman, Kendall tau-b, n and bootstrap 95% CIs (prompts resampled)."
     )
+    certified = True
     judge_help = "judge name: a run, an imported auto_evals name, or derived"
     json_help = "print the stable JSON documented in the README"
     errors = (JudgeNotFound,)
 
     def report(self, dataset: Dataset, scope: RatingScope, options: dict[str, Any]) -> dict[str, Any]:
-        report = correlation_report(dataset, str(options["judge"]), scope)
-        return {**report, "certification": judge_certification(dataset, str(options["judge"]))}
+        return correlation_report(dataset, str(options["judge"]), scope)
 
     def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
-        certified = report["certification"]
-        self.stdout.write(f"Judge {report['judge']} versus humans on dataset {report['dataset']}")
-        self.stdout.write(f"Judge version {certified['version'] or 'none'}: {certified['standing']}")
-        write_scope(self, scope, report)
+        self.write_heading(f"Judge {report['judge']} versus humans on dataset {report['dataset']}", scope, report)
         if not report["aspects"]:
             self.stdout.write("The judge has no scores for any aspect of the dataset's rubric.")
         for aspect, levels in report["aspects"].items():

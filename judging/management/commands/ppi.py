@@ -8,7 +8,7 @@ from annotations.models import Dataset
 from judging.analysis.prediction_powered import ppi_report
 from judging.analysis.reports import JudgeNotFound, ReportError
 from judging.analysis.selectors import RatingScope
-from judging.management.reports import DatasetReportCommand, interval_text, number, text_table, write_scope
+from judging.management.reports import DatasetReportCommand, interval_text, number, text_table
 from judging.statistics.ppi import TUNINGS
 
 
@@ -55,11 +55,12 @@ class Command(DatasetReportCommand):
         return ppi_report(dataset, str(options["judge"]), options["aspect"], str(options["tuning"]), scope)
 
     def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
-        self.stdout.write(
+        self.write_heading(
             f"Prediction-powered estimates from judge {report['judge']} on dataset {report['dataset']} "
-            f"({report['tuning']}, {report['confidence']:.0%} intervals)"
+            f"({report['tuning']}, {report['confidence']:.0%} intervals)",
+            scope,
+            report,
         )
-        write_scope(self, scope, report)
         header = ["", "n", "N", "PPI", "PPI 95% CI", "humans", "humans 95% CI", "effective n", "lambda", "undefined"]
         for aspect, result in report["aspects"].items():
             self.stdout.write("")

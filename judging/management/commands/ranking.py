@@ -9,7 +9,7 @@ from judging.analysis.ranking_reports import HUMANS, ranking_report
 from judging.analysis.reports import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, JudgeNotFound, ReportError
 from judging.analysis.selectors import RatingScope
 from judging.management.argument_types import whole_number_at_least
-from judging.management.reports import DatasetReportCommand, interval_text, number, text_table, write_scope
+from judging.management.reports import DatasetReportCommand, interval_text, number, text_table
 from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
 from judging.statistics.ranking import MIN_BOOTSTRAP
 
@@ -56,8 +56,9 @@ class Command(DatasetReportCommand):
 
     def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
         what = f"mean rating on {report['aspect']}" if report["aspect"] else _bradley_terry_with(report["ties"])
-        self.stdout.write(f"Ranking of the systems of dataset {report['dataset']} by {report['source']} ({what})")
-        write_scope(self, scope, report)
+        self.write_heading(
+            f"Ranking of the systems of dataset {report['dataset']} by {report['source']} ({what})", scope, report
+        )
         if report["undefined"]:
             self.stdout.write(f"Undefined: {report['undefined']}")
             return

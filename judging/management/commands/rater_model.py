@@ -8,7 +8,7 @@ from annotations.models import Dataset
 from judging.analysis.rater_model_reports import rater_model_report
 from judging.analysis.reports import ReportError
 from judging.analysis.selectors import RatingScope
-from judging.management.reports import DatasetReportCommand, number, text_table, write_scope
+from judging.management.reports import DatasetReportCommand, number, text_table
 from judging.statistics.rater_models import MODELS
 
 
@@ -35,8 +35,7 @@ class Command(DatasetReportCommand):
         return rater_model_report(dataset, str(options["model"]), options["aspect"], scope)
 
     def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
-        self.stdout.write(f"Rater model {report['model']} on dataset {report['dataset']}")
-        write_scope(self, scope, report)
+        self.write_heading(f"Rater model {report['model']} on dataset {report['dataset']}", scope, report)
         for aspect, result in report["aspects"].items():
             self.stdout.write("")
             if result["undefined"]:

@@ -9,7 +9,7 @@ from judging.analysis.prediction_powered import DEFAULT_DELTA, DEFAULT_TARGET, t
 from judging.analysis.reports import JudgeNotFound, ReportError
 from judging.analysis.selectors import RatingScope
 from judging.management.argument_types import open_unit_interval, whole_number_at_least
-from judging.management.reports import DatasetReportCommand, number, write_scope
+from judging.management.reports import DatasetReportCommand, number
 from judging.statistics.trust_escalate import DEFAULT_MIN_KEPT
 
 _level = open_unit_interval("level")
@@ -53,10 +53,11 @@ class Command(DatasetReportCommand):
         )
 
     def write_text(self, report: dict[str, Any], scope: RatingScope, options: dict[str, Any]) -> None:
-        self.stdout.write(
-            f"Trust or Escalate for judge {report['judge']} on dataset {report['dataset']}, aspect {report['aspect']}"
+        self.write_heading(
+            f"Trust or Escalate for judge {report['judge']} on dataset {report['dataset']}, aspect {report['aspect']}",
+            scope,
+            report,
         )
-        write_scope(self, scope, report)
         guarantee = f"agreement >= {report['target']:g} with probability >= {1 - report['delta']:g}"
         if report["undefined"]:
             self.stdout.write(f"threshold: undefined: {report['undefined']}")
