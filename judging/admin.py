@@ -25,6 +25,10 @@ from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
 from annotations.text.ascii_numbers import ascii_int
 from judging import selectors
+
+# FActScore (knowledge corpora, fact review campaigns, fact answers) keeps its admin in its own package, registered
+# as this import runs; its staff-only rights are the judge admin's too.
+from judging.factscore.admin import StaffAdmin
 from judging.llm.calls import CONNECTION_KEYS
 from judging.models import JudgeConfig, JudgeRun
 
@@ -40,7 +44,8 @@ def _staff(request: HttpRequest) -> bool:
 
 
 @admin.register(JudgeConfig)
-class JudgeConfigAdmin(admin.ModelAdmin):
+class JudgeConfigAdmin(StaffAdmin):
+    # Staff may change a config: saving an edited one stores a new version; the old one stays for the runs that used it.
     change_form_template = "admin/judging/judgeconfig/change_form.html"
     list_display = ("name", "version", "method", "judge_model", "owner", "created_at")
     search_fields = ("name",)
@@ -94,22 +99,6 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[JudgeConfig]:
         return selectors.judge_configs_for_user(request.user)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return _staff(request)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return _staff(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return _staff(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Saving an edited config stores a new version; the old one stays for the runs that used it.
-        return _staff(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
 
     def save_model(self, request: HttpRequest, obj: JudgeConfig, form: Any, change: bool) -> None:
         from judging import services  # noqa: PLC0415 - see the imports
@@ -201,7 +190,7 @@ class LaunchForm(forms.Form):
 
 
 @admin.register(JudgeRun)
-class JudgeRunAdmin(WholeObjectDeleteAdmin):
+class JudgeRunAdmin(WholeObjectDeleteAdmin, StaffAdmin):
     list_display = (
         "__str__",
         "dataset",
@@ -220,20 +209,11 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[JudgeRun]:
         return selectors.judge_runs_for_user(request.user)
 
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return _staff(request)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return _staff(request)
-
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # runs are launched from a dataset, the command line or the API
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
 
     def get_urls(self) -> list:
         return [
@@ -378,7 +358,3 @@ def _retry(request: HttpRequest, run: JudgeRun) -> HttpResponse:
     else:
         messages.success(request, f"Sending {count} failed unit(s) again (and any left pending).")
     return HttpResponseRedirect(reverse("admin:judging_judgerun_change", args=[run.pk]))
-
-
-# FActScore (knowledge corpora, fact review campaigns, fact answers) keeps its admin in its own package.
-import judging.factscore.admin  # noqa: E402, F401

@@ -10,17 +10,15 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.permissions import IsResearcher
 from annotations.selectors import dataset_for_user_or_404
 from judging import run_plans, selectors, services
 from judging.certification.selectors import version_standing
 from judging.config import ConfigError, validate_config
+from judging.endpoints import researcher_api
 from judging.models import JudgeRun
 
 
@@ -165,17 +163,13 @@ def _errors(exc: ConfigError | services.LaunchError) -> Response:
     return Response({"errors": detail}, status=status.HTTP_400_BAD_REQUEST)
 
 
-@extend_schema(responses=ConfigOutput(many=True))
-@api_view(["GET"])
-@permission_classes([IsResearcher])
+@researcher_api(["GET"], responses=ConfigOutput(many=True))
 def config_list(request: Request) -> Response:
     configs = selectors.judge_configs_for_user(request.user).order_by("name", "-version")[:500]
     return Response(ConfigOutput(configs, many=True).data)
 
 
-@extend_schema(request=ConfigInput, responses={201: ConfigOutput})
-@api_view(["POST"])
-@permission_classes([IsResearcher])
+@researcher_api(["POST"], request=ConfigInput, responses={201: ConfigOutput})
 def config_create(request: Request) -> Response:
     data = ConfigInput(data=request.data)
     data.is_valid(raise_exception=True)
@@ -186,17 +180,13 @@ def config_create(request: Request) -> Response:
     return Response(ConfigOutput(config).data, status=status.HTTP_201_CREATED)
 
 
-@extend_schema(responses=RunOutput(many=True))
-@api_view(["GET"])
-@permission_classes([IsResearcher])
+@researcher_api(["GET"], responses=RunOutput(many=True))
 def run_list(request: Request) -> Response:
     runs = selectors.judge_runs_for_user(request.user).order_by("-created_at")[:500]
     return Response(RunOutput(runs, many=True).data)
 
 
-@extend_schema(responses=RunOutput)
-@api_view(["GET"])
-@permission_classes([IsResearcher])
+@researcher_api(["GET"], responses=RunOutput)
 def run_detail(request: Request, pk: int) -> Response:
     return Response(RunOutput(selectors.judge_run_for_user_or_404(request.user, pk)).data)
 
@@ -215,9 +205,7 @@ def _launch_arguments(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     return {"dataset": dataset, "campaign": campaign, "config": config, "limit": data.get("limit")}
 
 
-@extend_schema(request=LaunchInput, responses={201: RunOutput})
-@api_view(["POST"])
-@permission_classes([IsResearcher])
+@researcher_api(["POST"], request=LaunchInput, responses={201: RunOutput})
 def run_launch(request: Request) -> Response:
     data = LaunchInput(data=request.data)
     data.is_valid(raise_exception=True)
@@ -231,9 +219,7 @@ def run_launch(request: Request) -> Response:
     return Response(RunOutput(run).data, status=status.HTTP_201_CREATED)
 
 
-@extend_schema(request=LaunchInput, responses=EstimateOutput)
-@api_view(["POST"])
-@permission_classes([IsResearcher])
+@researcher_api(["POST"], request=LaunchInput, responses=EstimateOutput)
 def run_estimate(request: Request) -> Response:
     data = LaunchInput(data=request.data)
     data.is_valid(raise_exception=True)
@@ -253,9 +239,7 @@ def run_estimate(request: Request) -> Response:
     return Response(EstimateOutput(estimate).data)
 
 
-@extend_schema(request=None, responses=RunOutput)
-@api_view(["POST"])
-@permission_classes([IsResearcher])
+@researcher_api(["POST"], request=None, responses=RunOutput)
 def run_cancel(request: Request, pk: int) -> Response:
     run = selectors.judge_run_for_user_or_404(request.user, pk)
     services.judge_run_cancel(run=run)
@@ -263,9 +247,7 @@ def run_cancel(request: Request, pk: int) -> Response:
     return Response(RunOutput(run).data)
 
 
-@extend_schema(request=None, responses=RunOutput)
-@api_view(["POST"])
-@permission_classes([IsResearcher])
+@researcher_api(["POST"], request=None, responses=RunOutput)
 def run_retry_failed(request: Request, pk: int) -> Response:
     run = selectors.judge_run_for_user_or_404(request.user, pk)
     try:
@@ -276,9 +258,7 @@ def run_retry_failed(request: Request, pk: int) -> Response:
     return Response(RunOutput(run).data)
 
 
-@extend_schema(parameters=[JudgmentQuery], responses=JudgmentOutput(many=True))
-@api_view(["GET"])
-@permission_classes([IsResearcher])
+@researcher_api(["GET"], parameters=[JudgmentQuery], responses=JudgmentOutput(many=True))
 def run_judgments(request: Request, pk: int) -> Response:
     run = selectors.judge_run_for_user_or_404(request.user, pk)
     query = JudgmentQuery(data=request.query_params)

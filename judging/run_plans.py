@@ -17,6 +17,7 @@ from judging.engine.units import UnitKey, aspect_infos, build_contexts
 from judging.llm import gateway
 from judging.methods.prompts import detect_language
 from judging.models import CachedCompletion
+from judging.records import record_fields
 
 
 class LaunchError(ValueError):
@@ -56,17 +57,11 @@ class Estimate:
         return self.cost_usd is not None
 
     def stored(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "calls_max": self.calls_max,
-            "cached_calls": self.cached_calls,
-            "cost_usd": self.cost_usd,
-            "cost_usd_max": self.cost_usd_max,
-            "prompt_tokens": self.prompt_tokens,
-            "prompt_tokens_max": self.prompt_tokens_max,
-            "completion_tokens": self.completion_tokens,
-            "completion_tokens_max": self.completion_tokens_max,
-        }
+        return record_fields(
+            self,
+            "calls calls_max cached_calls cost_usd cost_usd_max prompt_tokens prompt_tokens_max completion_tokens "
+            "completion_tokens_max",
+        )
 
 
 def _scope_responses(

@@ -45,17 +45,22 @@ RETRY_OUTAGES: dict[str, Any] = {
 }
 
 
-@shared_task(name=JUDGE_RUN_START, ignore_result=True, **RETRY_OUTAGES)
+def outage_retrying_task(name: str, **options: Any) -> Any:
+    """A Celery task by `name` that keeps no result and retries through an outage of the database or the broker."""
+    return shared_task(name=name, ignore_result=True, **RETRY_OUTAGES, **options)
+
+
+@outage_retrying_task(JUDGE_RUN_START)
 def judge_run_start(run_id: int) -> int:
     return services.judge_run_start(run_id=run_id)
 
 
-@shared_task(name=JUDGE_RUN_WORK, ignore_result=True, acks_late=True, reject_on_worker_lost=True, **RETRY_OUTAGES)
+@outage_retrying_task(JUDGE_RUN_WORK, acks_late=True, reject_on_worker_lost=True)
 def judge_run_work(run_id: int) -> str:
     return services.judge_run_work(run_id=run_id)
 
 
-@shared_task(name="judging.judge_runs_resume", ignore_result=True, **RETRY_OUTAGES)
+@outage_retrying_task("judging.judge_runs_resume")
 def judge_runs_resume() -> int:
     return services.judge_runs_resume()
 
@@ -65,37 +70,37 @@ def worker_ping(token: str) -> None:
     WorkerPing.objects.get_or_create(token=token, defaults={"worker_hostname": socket.gethostname()})
 
 
-@shared_task(name="judging.judge_runs_nudge_stalled", ignore_result=True, **RETRY_OUTAGES)
+@outage_retrying_task("judging.judge_runs_nudge_stalled")
 def judge_runs_nudge_stalled() -> int:
     return services.judge_runs_nudge_stalled()
 
 
-@shared_task(name="judging.judge_runs_settle_ended", ignore_result=True, **RETRY_OUTAGES)
+@outage_retrying_task("judging.judge_runs_settle_ended")
 def judge_runs_settle_ended() -> int:
     return services.judge_runs_settle_ended()
 
 
-@shared_task(name=CERTIFICATE_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
+@outage_retrying_task(CERTIFICATE_EVALUATE)
 def certificate_evaluate(certificate_id: int) -> str:
     return certificates.certificate_evaluate(certificate_id=certificate_id)
 
 
-@shared_task(name=DRIFT_CHECK_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
+@outage_retrying_task(DRIFT_CHECK_EVALUATE)
 def drift_check_evaluate(check_id: int) -> str:
     return drift.drift_check_evaluate(check_id=check_id)
 
 
-@shared_task(name=TEACHING_EVALUATE, ignore_result=True, **RETRY_OUTAGES)
+@outage_retrying_task(TEACHING_EVALUATE)
 def judge_teaching_evaluate(teaching_id: int) -> str:
     return teaching.judge_teaching_evaluate(teaching_id=teaching_id)
 
 
-@shared_task(name="judging.evaluations_reclaim_stale", ignore_result=True, **RETRY_OUTAGES)
+@outage_retrying_task("judging.evaluations_reclaim_stale")
 def evaluations_reclaim_stale() -> int:
     return evaluations.evaluations_reclaim_stale()
 
 
-@shared_task(name="judging.drift_checks_start", ignore_result=True, **RETRY_OUTAGES)
+@outage_retrying_task("judging.drift_checks_start")
 def drift_checks_start() -> int:
     from django.conf import settings  # noqa: PLC0415 - read at run time so tests and operators can change it
 

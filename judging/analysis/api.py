@@ -7,15 +7,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
-from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations.models import Dataset
-from annotations.permissions import IsResearcher
 from judging.analysis.decisions import (
     COMPARISON_LEVELS,
     PLAN_STATISTICS,
@@ -46,6 +44,7 @@ from judging.analysis.selectors import (
     stats_campaign_or_404,
 )
 from judging.certification.selectors import judge_certification
+from judging.endpoints import researcher_api
 from judging.statistics.alt_test import DEFAULT_MIN_INSTANCES, DEFAULT_Q
 from judging.statistics.correlation import COEFFICIENTS
 from judging.statistics.pairwise import DEFAULT_TIES, TIE_CONVENTIONS
@@ -159,6 +158,11 @@ def _scoped_query(
     return dataset, data, _scope(request, dataset, data)
 
 
+def _report_api(**schema: Any) -> Any:
+    """A GET view for researchers whose answer is a report's JSON object, described by `schema`."""
+    return researcher_api(["GET"], responses={200: OpenApiTypes.OBJECT}, **schema)
+
+
 @contextmanager
 def _report_errors(*refused: type[Exception]) -> Iterator[None]:
     """A judge that is not there is a 404; a report's refusal (one of `refused`) a 400 naming the problem."""
@@ -170,25 +174,19 @@ def _report_errors(*refused: type[Exception]) -> Iterator[None]:
         raise ValidationError({"detail": [str(exc)]}) from None
 
 
-@extend_schema(
+@_report_api(
     parameters=SCOPE_PARAMETERS,
-    responses={200: OpenApiTypes.OBJECT},
     description="`agreement N --json` for dataset `pk`.",
 )
-@api_view(["GET"])
-@permission_classes([IsResearcher])
 def agreement_view(request: Request, pk: int) -> Response:
     dataset, _data, scope = _scoped_query(request, pk, ScopeQuery)
     return Response(agreement_report(dataset, scope))
 
 
-@extend_schema(
+@_report_api(
     parameters=[OpenApiParameter("judge", str, required=True, description="judge name (free text)"), *SCOPE_PARAMETERS],
-    responses={200: OpenApiTypes.OBJECT},
     description="`correlate --dataset N --judge J --json` for dataset `pk`.",
 )
-@api_view(["GET"])
-@permission_classes([IsResearcher])
 def correlation_view(request: Request, pk: int) -> Response:
     dataset, data, scope = _scoped_query(request, pk, CorrelationQuery)
     with _report_errors():
@@ -196,7 +194,7 @@ def correlation_view(request: Request, pk: int) -> Response:
     return Response({**report, "certification": judge_certification(dataset, data["judge"])})
 
 
-@extend_schema(
+@_report_api(
     parameters=[
         OpenApiParameter("judge", str, required=True, description="judge name (free text)"),
         OpenApiParameter("aspect", str, description="one aspect (default: every aspect the judge scores)"),
@@ -215,12 +213,9 @@ def correlation_view(request: Request, pk: int) -> Response:
         ),
         *SCOPE_PARAMETERS,
     ],
-    responses={200: OpenApiTypes.OBJECT},
     description="`alt_test --dataset N --judge J --json` for dataset `pk`: the alternative-annotator test "
     "(Calderon, Reichart and Dror 2025) per aspect.",
 )
-@api_view(["GET"])
-@permission_classes([IsResearcher])
 def alt_test_view(request: Request, pk: int) -> Response:
     dataset, data, scope = _scoped_query(request, pk, AltTestQuery)
     settings = AltTestSettings(
@@ -231,7 +226,7 @@ def alt_test_view(request: Request, pk: int) -> Response:
     return Response({**report, "certification": judge_certification(dataset, data["judge"])})
 
 
-@extend_schema(
+@_report_api(
     parameters=[
         OpenApiParameter("source", str, description="humans (default) or a judge's name"),
         OpenApiParameter("aspect", str, description="rank by mean rating on this aspect instead of pairwise outcomes"),
@@ -251,12 +246,9 @@ def alt_test_view(request: Request, pk: int) -> Response:
         ),
         *SCOPE_PARAMETERS,
     ],
-    responses={200: OpenApiTypes.OBJECT},
     description="`ranking --dataset N --json` for dataset `pk`: Bradley-Terry or mean-rating ranking with rank "
     "intervals; for a judge, Kendall's tau-b with the humans' ranking.",
 )
-@api_view(["GET"])
-@permission_classes([IsResearcher])
 def ranking_view(request: Request, pk: int) -> Response:
     dataset, data, scope = _scoped_query(request, pk, RankingQuery)
     source = ranking_source(request)
@@ -283,7 +275,7 @@ class JudgeComparisonQuery(ScopeQuery):
     coefficient = serializers.ChoiceField(choices=COEFFICIENTS, required=False, default="pearson")
 
 
-@extend_schema(
+@_report_api(
     parameters=[
         OpenApiParameter("judge1", str, required=True, description="the first judge (the one-sided p tests r1 > r2)"),
         OpenApiParameter("judge2", str, required=True, description="the second judge"),
@@ -292,12 +284,9 @@ class JudgeComparisonQuery(ScopeQuery):
         OpenApiParameter("coefficient", str, enum=list(COEFFICIENTS), description="default pearson"),
         *SCOPE_PARAMETERS,
     ],
-    responses={200: OpenApiTypes.OBJECT},
     description="`compare_judges --dataset N --judges J1 J2 --json` for dataset `pk`: both judges against the same "
     "human scores, the difference r1 - r2 with its 95% interval, Williams's t and Steiger's z.",
 )
-@api_view(["GET"])
-@permission_classes([IsResearcher])
 def compare_judges_view(request: Request, pk: int) -> Response:
     dataset, data, scope = _scoped_query(request, pk, JudgeComparisonQuery)
     with _report_errors(ComparisonError):
@@ -326,15 +315,12 @@ class PlanQuery(serializers.Serializer):
     smallest_category = serializers.FloatField(required=False)
 
 
-@extend_schema(
+@_report_api(
     parameters=[PlanQuery],
-    responses={200: OpenApiTypes.OBJECT},
     description='`plan_study ... --json`: {"items": N} for a target interval width (pearson, spearman, kendall, icc '
     "with raters), for a power against a null value (pearson), or Krippendorff's minimum number of values for two "
     "coders (alpha with alpha_min and smallest_category).",
 )
-@api_view(["GET"])
-@permission_classes([IsResearcher])
 def plan_view(request: Request) -> Response:
     query = PlanQuery(data=request.query_params)
     query.is_valid(raise_exception=True)
@@ -350,7 +336,7 @@ class PPIQuery(ScopeQuery):
     tuning = serializers.ChoiceField(choices=TUNINGS, required=False, default="ppi++")
 
 
-@extend_schema(
+@_report_api(
     parameters=[
         OpenApiParameter("judge", str, required=True, description="judge name (it must score every answer)"),
         OpenApiParameter("aspect", str, description="one aspect (default: every aspect the judge scores)"),
@@ -362,13 +348,10 @@ class PPIQuery(ScopeQuery):
         ),
         *SCOPE_PARAMETERS,
     ],
-    responses={200: OpenApiTypes.OBJECT},
     description="`ppi --dataset N --judge J --json` for dataset `pk`: prediction-powered system means and pairwise "
     "differences (Angelopoulos et al. 2023, PPI++ tuning) beside the human-only ones, with the effective number of "
     "human ratings.",
 )
-@api_view(["GET"])
-@permission_classes([IsResearcher])
 def ppi_view(request: Request, pk: int) -> Response:
     dataset, data, scope = _scoped_query(request, pk, PPIQuery)
     with _report_errors(ReportError):

@@ -49,6 +49,11 @@ def _display(cell: Any) -> dict[str, str]:
     return {"text": phrase(str(cell)) if isinstance(cell, str) else str(cell), "why": ""}
 
 
+def _cells(row: dict[str, Any], keys: str) -> list[Any]:
+    """The values of a report's row under `keys` (separated by white space), in that order: a table's cells."""
+    return [row[key] for key in keys.split()]
+
+
 def make_table(name: str, title: str, columns: list[str], cells: Iterable[list[Any]]) -> dict[str, Any]:
     cell_rows = list(cells)
     return {
@@ -136,13 +141,7 @@ def judges_table(judges: list[dict[str, Any]]) -> dict[str, Any]:
 def raters_table(details: dict[str, Any]) -> dict[str, Any]:
     rows = [
         [
-            row["rater"],
-            row["count"],
-            row["mean"],
-            row["n_shared"],
-            row["correlation_with_others"],
-            row["mean_difference_from_others"],
-            row["outlier"],
+            *_cells(row, "rater count mean n_shared correlation_with_others mean_difference_from_others outlier"),
             ", ".join(row["flags"]),
         ]
         for row in details["raters"]
@@ -240,19 +239,7 @@ def levels_table(details: dict[str, Any]) -> dict[str, Any]:
 
 def alternative_table(details: dict[str, Any]) -> dict[str, Any]:
     alt = details["alternative_annotator"]
-    rows = [
-        [
-            row["rater"],
-            row["n"],
-            row["rho_judge"],
-            row["rho_human"],
-            row["p_value"],
-            row["p_adjusted"],
-            row["rejected"],
-            row["skipped"],
-        ]
-        for row in alt["raters"]
-    ]
+    rows = [_cells(row, "rater n rho_judge rho_human p_value p_adjusted rejected skipped") for row in alt["raters"]]
     columns = [
         "left-out rater",
         "answers",
@@ -378,18 +365,11 @@ def as_json(table: dict[str, Any]) -> str:
 
 def factscore_systems_table(report: dict[str, Any]) -> dict[str, Any]:
     rows = [
-        [
-            row["system"],
-            row["factscore"],
-            row["pct_responding"],
-            row["facts_per_answer"],
-            row["n_prompts"],
-            row["n_responding"],
-            row["n_scored"],
-            row["n_refused"],
-            row["n_no_facts"],
-            row["n_failed"],
-        ]
+        _cells(
+            row,
+            "system factscore pct_responding facts_per_answer n_prompts n_responding n_scored n_refused n_no_facts "
+            "n_failed",
+        )
         for row in report["systems"]
     ]
     columns = ["system", "FActScore", "% responding", "facts per answer", "prompts", "responding", "scored answers"]
@@ -402,17 +382,7 @@ def factscore_systems_table(report: dict[str, Any]) -> dict[str, Any]:
 def factscore_estimator_table(report: dict[str, Any]) -> dict[str, Any]:
     human = report["human"]
     rows = [
-        [
-            row["system"],
-            row["n_answers"],
-            row["human"],
-            row["estimated"],
-            row["error_points"],
-            row["error_rate"],
-            row["mark"],
-            row["human_rank"],
-            row["estimated_rank"],
-        ]
+        _cells(row, "system n_answers human estimated error_points error_rate mark human_rank estimated_rank")
         for row in (human["estimator"]["systems"] if human else [])
     ]
     columns = ["system", "reviewed answers", "human FActScore", "estimated FActScore", "estimated − human (points)"]

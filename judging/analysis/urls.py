@@ -1,28 +1,42 @@
-from django.urls import path
+from collections.abc import Callable
+from typing import Any
+
+from django.urls import URLPattern, path
 
 from judging.analysis import certification_views, overview
 from judging.analysis import views as dashboard_views
 
+
+def _page_and_tables(
+    route: str, page: Callable[..., Any], table: Callable[..., Any], *, name: str, table_name: str
+) -> list[URLPattern]:
+    """A dashboard page and, below it, the downloads of its tables."""
+    return [path(route, page, name=name), path(f"{route}tables/<slug:table>.<slug:fmt>", table, name=table_name)]
+
+
 urlpatterns = [
     path("", dashboard_views.dashboard_index, name="dashboard-index"),
     path("<int:dataset_id>/overview/", overview.dataset_overview, name="dashboard-overview"),
-    path("<int:dataset_id>/", dashboard_views.dataset_page, name="dashboard-dataset"),
-    path(
-        "<int:dataset_id>/tables/<slug:table>.<slug:fmt>",
+    *_page_and_tables(
+        "<int:dataset_id>/",
+        dashboard_views.dataset_page,
         dashboard_views.dataset_table,
-        name="dashboard-dataset-table",
+        name="dashboard-dataset",
+        table_name="dashboard-dataset-table",
     ),
-    path("<int:dataset_id>/judges/", dashboard_views.judges_page, name="dashboard-judges"),
-    path(
-        "<int:dataset_id>/judges/tables/<slug:table>.<slug:fmt>",
+    *_page_and_tables(
+        "<int:dataset_id>/judges/",
+        dashboard_views.judges_page,
         dashboard_views.judge_table,
-        name="dashboard-judge-table",
+        name="dashboard-judges",
+        table_name="dashboard-judge-table",
     ),
-    path("<int:dataset_id>/rankings/", dashboard_views.rankings_page, name="dashboard-rankings"),
-    path(
-        "<int:dataset_id>/rankings/tables/<slug:table>.<slug:fmt>",
+    *_page_and_tables(
+        "<int:dataset_id>/rankings/",
+        dashboard_views.rankings_page,
         dashboard_views.rankings_table,
-        name="dashboard-rankings-table",
+        name="dashboard-rankings",
+        table_name="dashboard-rankings-table",
     ),
     path("<int:dataset_id>/certification/", certification_views.certification_page, name="dashboard-certification"),
     path(

@@ -247,12 +247,16 @@ class SliceExecutor:
         if any(result.stopped for result in results):
             self._release(judgment_id)
             return
-        next_spec = self._step(judgment_id, results)
-        if next_spec is not None:
-            if self.stop.is_set():
-                self._release(judgment_id)
-            else:
-                self._dispatch(judgment_id, next_spec)
+        self._go_on(judgment_id, self._step(judgment_id, results))
+
+    def _go_on(self, judgment_id: int, next_spec: CallSpec | CallBatch | None) -> None:
+        """Send the unit's next call or batch, if its method asks for one; a unit of a stopped run is let go."""
+        if next_spec is None:
+            return
+        if self.stop.is_set():
+            self._release(judgment_id)
+        else:
+            self._dispatch(judgment_id, next_spec)
 
     def _send(self, judgment_id: int, position: int, spec: CallSpec) -> None:
         key = spec.cache_key()
@@ -318,12 +322,7 @@ class SliceExecutor:
                 continue
             # The first waiter paid for the call; the others shared it like a cache hit.
             state.absorb(result, from_cache=index > 0 and result.ok)
-            next_spec = self._step(judgment_id, result)
-            if next_spec is not None:
-                if self.stop.is_set():
-                    self._release(judgment_id)
-                else:
-                    self._dispatch(judgment_id, next_spec)
+            self._go_on(judgment_id, self._step(judgment_id, result))
 
     def _finish(self, judgment_id: int, outcome: Outcome) -> None:
         state = self.active.pop(judgment_id)

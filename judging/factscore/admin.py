@@ -24,6 +24,17 @@ from judging.models import JudgeRun
 # every process at django.setup(), most of which never show these pages.
 
 
+def _review_settings(data: dict[str, Any], *, show_evidence_unset: bool) -> dict[str, Any]:
+    """The settings of a fact review campaign that its form both creates and edits."""
+    return {
+        "name": data["name"],
+        "annotators": data.get("annotators") or [],
+        "lease_minutes": data["lease_minutes"],
+        "show_evidence": data.get("show_evidence", show_evidence_unset),
+        "guidelines": data.get("guidelines") or "",
+    }
+
+
 class StaffAdmin(admin.ModelAdmin):
     """Researchers (staff) work here like in the judge admin: rights by role, rows scoped by dataset."""
 
@@ -166,12 +177,7 @@ class ReviewCampaignForm(forms.ModelForm):
         if self.instance.pk is not None:
             try:
                 services.fact_review_campaign_update(
-                    campaign=self.instance,
-                    name=data["name"],
-                    annotators=data.get("annotators") or [],
-                    lease_minutes=data["lease_minutes"],
-                    show_evidence=data.get("show_evidence", False),
-                    guidelines=data.get("guidelines") or "",
+                    campaign=self.instance, **_review_settings(data, show_evidence_unset=False)
                 )
             except services.ReviewError as exc:
                 raise forms.ValidationError(str(exc)) from None
@@ -179,14 +185,10 @@ class ReviewCampaignForm(forms.ModelForm):
         # Creating builds every task and slot; doing it here turns a refusal into a form error.
         try:
             self.instance = services.fact_review_campaign_create(
-                name=data["name"],
                 run=data["run"],
                 raters_per_answer=data["raters_per_answer"],
-                annotators=data.get("annotators") or [],
                 created_by=self.user,
-                lease_minutes=data["lease_minutes"],
-                show_evidence=data.get("show_evidence", True),
-                guidelines=data.get("guidelines") or "",
+                **_review_settings(data, show_evidence_unset=True),
             )
         except services.ReviewError as exc:
             raise forms.ValidationError(str(exc)) from None

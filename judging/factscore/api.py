@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.decorators import api_view, parser_classes, permission_classes
+from rest_framework.decorators import parser_classes
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.permissions import IsResearcher, UploadField
+from annotations.permissions import UploadField
 from annotations.selectors import dataset_for_user_or_404
+from judging.endpoints import researcher_api
 from judging.factscore import selectors, services
 from judging.factscore.corpus import PASSAGE_TOKENS
 
@@ -31,9 +31,7 @@ class CorpusUploadInput(serializers.Serializer):
     replace = serializers.BooleanField(default=False)
 
 
-@extend_schema(responses=dict)
-@api_view(["GET"])
-@permission_classes([IsResearcher])
+@researcher_api(["GET"], responses=dict)
 def run_report(request: Request, run_id: int) -> Response:
     """Per-system FActScore, % responding and facts per answer; estimator vs humans when reviewed."""
     run = selectors.factscore_run_for_user_or_404(request.user, run_id)
@@ -41,9 +39,7 @@ def run_report(request: Request, run_id: int) -> Response:
     return Response(selectors.factscore_report(run, include_answers=include_answers))
 
 
-@extend_schema(request=CorpusUploadInput, responses=CorpusOutput(many=True))
-@api_view(["GET", "POST"])
-@permission_classes([IsResearcher])
+@researcher_api(["GET", "POST"], request=CorpusUploadInput, responses=CorpusOutput(many=True))
 @parser_classes([MultiPartParser, JSONParser])
 def corpora(request: Request, dataset_id: int) -> Response:
     dataset = dataset_for_user_or_404(request.user, dataset_id)

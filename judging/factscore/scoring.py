@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from judging.records import record_fields
+
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not_supported"
 IRRELEVANT = "irrelevant"
@@ -83,16 +85,11 @@ class SystemScore:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "system": self.system,
-            "n_prompts": self.n_prompts,
-            "n_responding": self.n_responding,
-            "n_scored": self.n_scored,
-            "n_refused": self.n_refused,
-            "n_no_facts": self.n_no_facts,
-            "n_failed": self.n_failed,
-            "pct_responding": self.pct_responding,
-            "factscore": self.factscore,
-            "facts_per_answer": self.facts_per_answer,
+            **record_fields(
+                self,
+                "system n_prompts n_responding n_scored n_refused n_no_facts n_failed pct_responding factscore "
+                "facts_per_answer",
+            ),
             "denominators": {
                 "pct_responding": self.n_prompts,
                 "factscore": self.n_scored,
@@ -154,17 +151,9 @@ class SystemComparison:
     estimated_rank: int
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "system": self.system,
-            "n_answers": self.n_answers,
-            "human": self.human,
-            "estimated": self.estimated,
-            "error_points": self.error_points,
-            "error_rate": self.error_rate,
-            "mark": self.mark,
-            "human_rank": self.human_rank,
-            "estimated_rank": self.estimated_rank,
-        }
+        return record_fields(
+            self, "system n_answers human estimated error_points error_rate mark human_rank estimated_rank"
+        )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from judging.records import record_fields
+
 # Where and how a judge reaches its provider (the endpoint, the credentials' variables, the region or project): the
 # config keys that say nothing about how it scores, in the order the judge config form shows them.
 CONNECTION_KEYS = (
@@ -144,14 +146,7 @@ class CallResult:
         return not self.error_kind and not self.stopped
 
     def to_cache(self) -> dict[str, Any]:
-        return {
-            "content": self.content,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cost": self.cost,
-            "logprobs": self.logprobs,
-            "provider_model": self.provider_model,
-        }
+        return record_fields(self, "content prompt_tokens completion_tokens cost logprobs provider_model")
 
     @classmethod
     def from_cache(cls, data: dict[str, Any]) -> CallResult:

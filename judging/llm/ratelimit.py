@@ -157,16 +157,31 @@ class LocalLimiter:
         return None
 
 
+# Every worker reads the windows on the Redis server's clock, not its own.
+_SERVER_NOW_LUA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+"""
+
+
+def _unless_stopped_lua(stop_flag_key: int) -> str:
+    """The opening of a script that asks for room: {-1, '0'} at once when the run's stop flag (KEYS[stop_flag_key])
+    is set, else `now` on the server's clock."""
+    return (
+        f"""
+if redis.call('EXISTS', KEYS[{stop_flag_key}]) == 1 then
+  return {{-1, '0'}}
+end"""
+        + _SERVER_NOW_LUA
+    )
+
+
 # KEYS: inflight zset, stop flag
 # ARGV: max_concurrency, lease id, slot ttl seconds
 # Returns {granted (1 / 0 / -1 = the run was stopped), wait seconds as string}
-_ACQUIRE_LUA = """
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {-1, '0'}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local ttl = tonumber(ARGV[3])
+_ACQUIRE_LUA = (
+    _unless_stopped_lua(2)
+    + """local ttl = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
   return {0, '0.02'}
@@ -175,6 +190,7 @@ redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
 redis.call('EXPIRE', KEYS[1], math.ceil(ttl) + 120)
 return {1, '0'}
 """
+)
 
 # The rpm and tpm windows, passed at the moment of sending. Entries are scored with the time until which they count
 # (admission + send margin, lowered to the response's arrival by the release); members of the tpm set end in
@@ -183,13 +199,9 @@ return {1, '0'}
 # KEYS: rpm zset, tpm zset, stop flag, inflight zset
 # ARGV: rpm (0 = none), tpm (0 = none), lease id, tokens, window seconds, send margin seconds, slot ttl seconds
 # Returns {admitted (1 / 0 / -1 = the run was stopped), wait seconds as string}
-_ADMIT_LUA = """
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  return {-1, '0'}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-redis.call('ZADD', KEYS[4], 'XX', now + tonumber(ARGV[7]), ARGV[3])
+_ADMIT_LUA = (
+    _unless_stopped_lua(3)
+    + """redis.call('ZADD', KEYS[4], 'XX', now + tonumber(ARGV[7]), ARGV[3])
 local rpm = tonumber(ARGV[1])
 local tpm = tonumber(ARGV[2])
 local id = ARGV[3]
@@ -230,17 +242,18 @@ if tpm > 0 then
 end
 return {1, '0'}
 """
+)
 
 # KEYS: inflight zset, rpm zset, tpm zset
 # ARGV: lease id, reserved tokens, actual tokens (-1 = unchanged), admitted (1 / 0)
-_RELEASE_LUA = """
+_RELEASE_LUA = (
+    """
 redis.call('ZREM', KEYS[1], ARGV[1])
 if ARGV[4] ~= '1' then
   return 1
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+end"""
+    + _SERVER_NOW_LUA
+    + """local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if score and tonumber(score) > now then
   redis.call('ZADD', KEYS[2], now, ARGV[1])
 end
@@ -257,6 +270,7 @@ if score then
 end
 return 1
 """
+)
 
 
 class RedisLimiter:

@@ -12,7 +12,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from judging.llm.calls import CallResult, CallSpec
+from judging.llm.calls import CONNECTION_KEYS, CallResult, CallSpec
 from judging.methods import prompts
 
 if TYPE_CHECKING:  # the config type loads pydantic; code that reads a UnitContext does not need it
@@ -83,16 +83,7 @@ class UnitContext:
             max_tokens=cfg.max_tokens,
             logprobs=logprobs,
             top_logprobs=cfg.top_logprobs,
-            api_base=cfg.api_base,
-            api_key_env=cfg.api_key_env,
-            api_version=cfg.api_version,
-            aws_access_key_id_env=cfg.aws_access_key_id_env,
-            aws_secret_access_key_env=cfg.aws_secret_access_key_env,
-            aws_session_token_env=cfg.aws_session_token_env,
-            aws_region=cfg.aws_region,
-            vertex_credentials_env=cfg.vertex_credentials_env,
-            vertex_project=cfg.vertex_project,
-            vertex_location=cfg.vertex_location,
+            **{key: getattr(cfg, key) for key in CONNECTION_KEYS},
             timeout_s=cfg.timeout_s,
             max_retries=cfg.max_retries,
             variant=self.sample,

@@ -21,6 +21,7 @@ from annotations.spans.error_spans import Span
 from annotations.spans.schemes import SpanScheme
 from judging.methods.parsing import MAX_PARSE_CHARS, json_objects
 from judging.methods.quotes import locate_quote
+from judging.records import record_fields
 
 
 @dataclass(frozen=True)
@@ -42,15 +43,7 @@ class JudgedError:
         return self.status == "found"
 
     def stored(self) -> dict[str, Any]:
-        return {
-            "quote": self.quote,
-            "category": self.category,
-            "severity": self.severity,
-            "status": self.status,
-            "start": self.start,
-            "end": self.end,
-            "occurrences": self.occurrences,
-        }
+        return record_fields(self, "quote category severity status start end occurrences")
 
     @classmethod
     def from_stored(cls, data: dict[str, Any]) -> JudgedError:
