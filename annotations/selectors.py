@@ -1,3 +1,4 @@
+from collections import defaultdict
 from collections.abc import Iterable
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
@@ -6,7 +7,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from annotations.models import Campaign, Dataset, ErrorSpan, Rating
+from annotations.models import Campaign, Dataset, ErrorSpan, Rating, Task
 from annotations.roles import ROLE_GROUPS, AnyUser
 from annotations.spans.error_spans import Span
 
@@ -116,3 +117,15 @@ def human_error_spans(*, aspect_id: int) -> dict[tuple[int, int], list[Span]]:
     for response_id, rater_id, start, end, category, severity in rows:
         found[(response_id, rater_id)].append(Span(start, end, category, severity))
     return found
+
+
+def shown_system_keys(task_ids: Iterable[int]) -> defaultdict[int, list[str]]:
+    """The system keys of each task's answers in the order the task showed them; a task not asked for has none."""
+    shown: defaultdict[int, list[str]] = defaultdict(list)
+    for task_id, key in (
+        Task.responses.through.objects.filter(task_id__in=task_ids)
+        .order_by("task_id", "response__position")
+        .values_list("task_id", "response__system__key")
+    ):
+        shown[task_id].append(key)
+    return shown
