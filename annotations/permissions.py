@@ -1,11 +1,14 @@
-"""What the API admits: who may call its research endpoints, and how large a file it takes."""
+"""What the API admits: who may call its research endpoints, which fields a request may send, and how large a file
+it takes."""
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 
 class IsResearcher(BasePermission):
@@ -26,3 +29,11 @@ class UploadField(serializers.FileField):
                 f"file is {size} bytes; the limit is {settings.IMPORT_MAX_UPLOAD_BYTES} bytes"
             )
         return value
+
+
+def unexpected_fields_refusal(sent: Iterable[str], accepted: frozenset[str]) -> Response | None:
+    """The 400 answer naming the fields a request sent that its endpoint does not take, or None when it sent none."""
+    unexpected = sorted(set(sent).difference(accepted))
+    if not unexpected:
+        return None
+    return Response({"detail": f"unexpected fields: {', '.join(unexpected)}"}, status=status.HTTP_400_BAD_REQUEST)

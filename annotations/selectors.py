@@ -1,12 +1,14 @@
+from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from annotations.models import Campaign, Dataset, ErrorSpan, Rating
+from annotations.models import Campaign, Dataset, ErrorSpan, Rating, Task
 from annotations.roles import ROLE_GROUPS, AnyUser
 from annotations.spans.error_spans import Span
 
@@ -116,3 +118,20 @@ def human_error_spans(*, aspect_id: int) -> dict[tuple[int, int], list[Span]]:
     for response_id, rater_id, start, end, category, severity in rows:
         found[(response_id, rater_id)].append(Span(start, end, category, severity))
     return found
+
+
+def shown_system_keys(task_ids: Iterable[int]) -> defaultdict[int, list[str]]:
+    """The system keys of each task's answers in the order the task showed them; a task not asked for has none."""
+    shown: defaultdict[int, list[str]] = defaultdict(list)
+    for task_id, key in (
+        Task.responses.through.objects.filter(task_id__in=task_ids)
+        .order_by("task_id", "response__position")
+        .values_list("task_id", "response__system__key")
+    ):
+        shown[task_id].append(key)
+    return shown
+
+
+def counts_by(rows: QuerySet[Any], field: str) -> dict[Any, int]:
+    """How many of the rows have each value of `field` (values no row has are absent), in one grouped query."""
+    return dict(rows.values(field).annotate(n=Count("pk")).values_list(field, "n"))

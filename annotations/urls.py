@@ -1,20 +1,24 @@
 from django.urls import include, path
 
 from annotations import views
+from annotations.campaigns.task_routes import task_routes
 from annotations.datasets import mapped_views
 from annotations.quality import exclusion_views
-from annotations.text import opaque  # noqa: F401  (registers the <taskref:…> path converter)
 
 urlpatterns = [
     path("", include("annotations.quality.urls")),
     path("", include("annotations.adjudication.urls")),
     path("", views.home, name="home"),
     path("annotate/<int:campaign_id>/", views.campaign_detail, name="annotate-campaign"),
-    path("annotate/<int:campaign_id>/next/", views.task_next, name="annotate-next"),
-    path("annotate/<int:campaign_id>/tasks/<taskref:task_id>/", views.task_page, name="annotate-task"),
-    path("annotate/<int:campaign_id>/tasks/<taskref:task_id>/submit/", views.task_submit, name="annotate-submit"),
-    path("annotate/<int:campaign_id>/tasks/<taskref:task_id>/skip/", views.task_skip, name="annotate-skip"),
-    path("annotate/<int:campaign_id>/tasks/<taskref:task_id>/draft/", views.task_draft, name="annotate-draft"),
+    *task_routes(
+        "annotate/<int:campaign_id>/",
+        "annotate",
+        next_task=views.task_next,
+        task=views.task_page,
+        submit=views.task_submit,
+        skip=views.task_skip,
+        draft=views.task_draft,
+    ),
     path("campaigns/<int:campaign_id>/progress/", views.campaign_progress_page, name="campaign-progress"),
     path("datasets/<int:dataset_id>/export/<slug:kind>/", views.dataset_export, name="dataset-export"),
     path("datasets/import-mapped/", mapped_views.mapped_import_page, name="dataset-import-mapped"),

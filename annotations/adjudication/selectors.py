@@ -35,7 +35,7 @@ from annotations.models import (
 )
 from annotations.roles import AnyUser, is_adjudicator
 from annotations.rubrics.task_sheet import Scale, aspect_scale
-from annotations.selectors import annotator_accounts, campaigns_for_researcher, researcher_accounts
+from annotations.selectors import annotator_accounts, campaigns_for_researcher, researcher_accounts, shown_system_keys
 from annotations.spans.answers import token_spans
 from annotations.spans.error_spans import Span
 
@@ -478,13 +478,7 @@ def settled_preferences(turn_ids: Iterable[int]) -> dict[int, list[dict[str, Any
         .values("task_id", "task__turn_id", "campaign__name", "preferred_response__system__key", "none_appropriate",
                 "reason")
     )  # fmt: skip
-    shown: dict[int, list[str]] = defaultdict(list)
-    for task_id, key in (
-        Task.responses.through.objects.filter(task_id__in={d["task_id"] for d in disputes})
-        .order_by("task_id", "response__position")
-        .values_list("task_id", "response__system__key")
-    ):
-        shown[task_id].append(key)
+    shown = shown_system_keys({d["task_id"] for d in disputes})
     found: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for d in disputes:
         found[d["task__turn_id"]].append(

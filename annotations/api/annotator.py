@@ -39,6 +39,7 @@ from annotations.campaigns.selectors import campaign_for_annotator, campaigns_fo
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import earlier_prompts, leased_assignment, task_candidates
 from annotations.models import Assignment, Campaign, SkipReason
+from annotations.permissions import unexpected_fields_refusal
 from annotations.rubrics.task_sheet import Scale, campaign_scales
 from annotations.slots import NotInPool, NotLeased
 from annotations.slots.statements import instance_from_row, statement_cursor
@@ -378,9 +379,9 @@ def _answer_from_payload(campaign: Campaign, data: dict[str, Any]) -> TaskAnswer
 @annotator_endpoint(["POST"])
 def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
     campaign = _campaign(request, campaign_id)
-    unexpected = sorted(set(request.data) - SUBMIT_FIELDS)
-    if unexpected:
-        return Response({"detail": f"unexpected fields: {', '.join(unexpected)}"}, status=400)
+    refusal = unexpected_fields_refusal(request.data, SUBMIT_FIELDS)
+    if refusal is not None:
+        return refusal
     validated = submit_input(request.data)
     answer = _answer_from_payload(campaign, validated)
     if isinstance(answer, list):
@@ -426,9 +427,9 @@ def submit_task(request: Request, campaign_id: int, task_id: int) -> Response:
 def skip_task(request: Request, campaign_id: int, task_id: int) -> Response:
     campaign = _campaign(request, campaign_id)
     assignment = _lease(request, campaign, task_id)
-    unexpected = sorted(set(request.data) - SKIP_FIELDS)
-    if unexpected:
-        return Response({"detail": f"unexpected fields: {', '.join(unexpected)}"}, status=400)
+    refusal = unexpected_fields_refusal(request.data, SKIP_FIELDS)
+    if refusal is not None:
+        return refusal
     form = SkipInput(data=request.data)
     form.is_valid(raise_exception=True)
     try:

@@ -11,7 +11,7 @@ from annotations.datasets.downloads import export_kind, export_response
 from annotations.datasets.importing import dataset_import
 from annotations.datasets.parquet_export import binary_export_response
 from annotations.errors import DatasetImportError, RubricError
-from annotations.permissions import IsResearcher, UploadField
+from annotations.permissions import IsResearcher, UploadField, unexpected_fields_refusal
 from annotations.rubrics.specs import PRESETS, RUBRIC_MAX_BYTES, load_rubric_bytes
 from annotations.selectors import dataset_for_user_or_404, datasets_for_user
 
@@ -64,9 +64,9 @@ def dataset_list(request: Request) -> Response:
 @permission_classes([IsResearcher])
 @parser_classes([MultiPartParser])
 def dataset_import_view(request: Request) -> Response:
-    unexpected = sorted(set(request.data.keys()) - set(DatasetImportInput().fields))  # type: ignore[union-attr]
-    if unexpected:
-        return Response({"detail": f"unexpected fields: {', '.join(unexpected)}"}, status=status.HTTP_400_BAD_REQUEST)
+    refusal = unexpected_fields_refusal(request.data, frozenset(DatasetImportInput().fields))
+    if refusal is not None:
+        return refusal
     form = DatasetImportInput(data=request.data)
     form.is_valid(raise_exception=True)
     data = form.validated_data

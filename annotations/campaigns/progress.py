@@ -17,6 +17,7 @@ from annotations.gold.selectors import gold_still_due, gold_tasks_left
 from annotations.models import Assignment, AssignmentStatus, Campaign, RaterExclusion, Skip, Task
 from annotations.recruitment.selectors import worker_session_done, worker_tasks_left
 from annotations.roles import AnyUser
+from annotations.selectors import counts_by
 from annotations.slots import slot_counts, slot_personal_state
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
 
@@ -122,12 +123,7 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
         moment = submitted_at or leased_at
         if moment and (annotator_id not in last or moment > last[annotator_id]):
             last[annotator_id] = moment
-    skips = dict(
-        Skip.objects.filter(task__campaign=campaign)
-        .values("annotator_id")
-        .annotate(n=Count("pk"))
-        .values_list("annotator_id", "n")
-    )
+    skips = counts_by(Skip.objects.filter(task__campaign=campaign), "annotator_id")
     for annotator_id, moment in (
         Skip.objects.filter(task__campaign=campaign)
         .values("annotator_id")

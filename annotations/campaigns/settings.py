@@ -36,6 +36,15 @@ class CampaignSettingsError(ValueError):
     """A setting is unknown or out of range; the message names it."""
 
 
+def check_storable(text: str) -> None:
+    """A campaign's text (its name, its guidelines) with a NUL or an unpaired surrogate cannot be stored."""
+    bad = unstorable_character(text)
+    if bad == NUL:
+        raise CampaignSettingsError("text with a NUL character cannot be stored")
+    if bad:
+        raise CampaignSettingsError("text with an unpaired surrogate cannot be stored")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CampaignSettings:
     guidelines: str = ""
@@ -60,11 +69,7 @@ class CampaignSettings:
             # bool is an int to Python; a tick box's True is not a number of minutes.
             if not isinstance(value, _KINDS[kind]) or (kind in ("int", "float") and isinstance(value, bool)):
                 raise CampaignSettingsError(f"{field.name} must be a {field.type}, not {value!r}")
-        bad = unstorable_character(self.guidelines)
-        if bad == NUL:
-            raise CampaignSettingsError("text with a NUL character cannot be stored")
-        if bad:
-            raise CampaignSettingsError("text with an unpaired surrogate cannot be stored")
+        check_storable(self.guidelines)
         if not 1 <= self.lease_minutes <= MAX_LEASE_MINUTES:
             raise CampaignSettingsError(f"the minutes to finish a task must be between 1 and {MAX_LEASE_MINUTES}")
         if not (math.isfinite(self.gold_rate) and 0 <= self.gold_rate <= MAX_GOLD_RATE):

@@ -23,11 +23,11 @@ from annotations.campaigns.settings import (
     MAX_RATERS_PER_ITEM,
     CampaignSettings,
     CampaignSettingsError,
+    check_storable,
 )
 from annotations.models import Aspect, AssignmentDraft, Campaign, Dataset, Response, Task, Turn
 from annotations.slots import hand_out_order, seeded_random, slots_build, slots_release_outside_pool
 from annotations.slots.campaign_slots import CAMPAIGN_SLOTS
-from annotations.text.storable import NUL, unstorable_character
 
 
 def _resolve_aspects(dataset: Dataset, aspects: Iterable[Aspect | str] | None) -> list[Aspect]:
@@ -123,12 +123,8 @@ def _check_closing_time(options: Mapping[str, Any], *, kept: datetime | None) ->
 def _check_settings(name: str, options: Mapping[str, Any]) -> None:
     if not name.strip() or len(name) > 200:
         raise CampaignError("a campaign needs a name of 1 to 200 characters")
-    bad = unstorable_character(name)
-    if bad == NUL:
-        raise CampaignError("text with a NUL character cannot be stored")
-    if bad:
-        raise CampaignError("text with an unpaired surrogate cannot be stored")
     try:
+        check_storable(name)
         CampaignSettings.from_options(options)
     except CampaignSettingsError as exc:
         raise CampaignError(str(exc)) from None

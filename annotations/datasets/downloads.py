@@ -117,19 +117,27 @@ def safe_file_stem(name: str) -> str:
     return text.strip("-._")[:FILE_STEM_MAX_CHARS].rstrip("-._")
 
 
+def dataset_filename(dataset: Dataset, suffix: str) -> str:
+    return f"{safe_file_stem(dataset.name) or f'dataset-{dataset.pk}'}{suffix}"
+
+
 def export_filename(dataset: Dataset, kind: str) -> str:
-    return f"{safe_file_stem(dataset.name) or f'dataset-{dataset.pk}'}{EXPORT_KINDS[kind].suffix}"
+    return dataset_filename(dataset, EXPORT_KINDS[kind].suffix)
 
 
-def export_disposition(dataset: Dataset, kind: str) -> str:
+def dataset_disposition(dataset: Dataset, suffix: str) -> str:
     """An attachment header naming the file after the dataset. A non-ASCII name goes in filename* (RFC 6266, UTF-8)
     after a plain filename for clients that do not read filename*: the dataset id, since what is left of a
     name once its non-ASCII letters are dropped is rarely recognisable."""
-    filename = export_filename(dataset, kind)
+    filename = dataset_filename(dataset, suffix)
     if filename.isascii():
         return f'attachment; filename="{filename}"'
-    fallback = f"dataset-{dataset.pk}{EXPORT_KINDS[kind].suffix}"
+    fallback = f"dataset-{dataset.pk}{suffix}"
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
+
+
+def export_disposition(dataset: Dataset, kind: str) -> str:
+    return dataset_disposition(dataset, EXPORT_KINDS[kind].suffix)
 
 
 def export_response(dataset: Dataset, kind: str) -> StreamingHttpResponse:

@@ -31,6 +31,7 @@ from annotations.models import (
     Task,
     Turn,
 )
+from annotations.selectors import shown_system_keys
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
@@ -306,13 +307,7 @@ def _app_preferences(submissions: QuerySet[Submission], raters_by_user: dict[int
         "version",
     )
     for batch in _batches(rows.iterator(chunk_size=_BATCH), _BATCH):
-        shown: dict[int, list[str]] = defaultdict(list)
-        for task_id, key in (
-            Task.responses.through.objects.filter(task_id__in={row["assignment__task_id"] for row in batch})
-            .order_by("task_id", "response__position")
-            .values_list("task_id", "response__system__key")
-        ):
-            shown[task_id].append(key)
+        shown = shown_system_keys({row["assignment__task_id"] for row in batch})
         for row in batch:
             yield _Preference(
                 item_position=row["assignment__task__turn__item__position"],

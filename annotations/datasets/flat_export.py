@@ -5,7 +5,6 @@ JSONL format (annotations.datasets.exporting)."""
 import csv
 import heapq
 import io
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -40,6 +39,7 @@ from annotations.models import (
     Task,
     Turn,
 )
+from annotations.selectors import shown_system_keys
 
 _FlatRow = tuple[tuple[int, int], dict[str, Any]]  # ((item position, turn index), row)
 
@@ -246,13 +246,7 @@ def _flat_history_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
         response_ids = {r["response_id"] for revision in batch for r in revision[2]}
         systems = dict(Response.objects.filter(pk__in=response_ids).values_list("pk", "system__key"))
         aspects = dict(Aspect.objects.filter(dataset=dataset).values_list("pk", "name"))
-        shown: dict[int, list[str]] = defaultdict(list)
-        for task_id, key in (
-            Task.responses.through.objects.filter(task_id__in={row[0] for row in submissions.values()})
-            .order_by("task_id", "response__position")
-            .values_list("task_id", "response__system__key")
-        ):
-            shown[task_id].append(key)
+        shown = shown_system_keys({row[0] for row in submissions.values()})
         for pk, version, ratings, rationale, comment, none_appropriate, preferred, submitted_at, replaced_at in batch:
             task_id, item_id, turn_index, annotator_id, campaign, spent = submissions[pk]
             rater = raters_by_user.get(annotator_id)

@@ -116,6 +116,16 @@ _CONTAINERS = (dict, list)
 _CONTAINERS_AND_TEXT = (dict, list, str)
 
 
+def _check_storable(text: str, what: str, expected: str, line_no: int) -> None:
+    if (bad := unstorable_character(text)) is not None:
+        raise DatasetImportError(
+            f"NUL character in a {what}" if bad == NUL else f"unpaired surrogate in a {what}",
+            line=line_no,
+            expected=f"{expected} without U+0000 or unpaired surrogates",
+            found=bad,
+        )
+
+
 def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: bool) -> None:
     """Depth limit, and (when the line has \\u escapes, the only way to write them) no NUL or lone surrogates,
     which Postgres text and UTF-8 output cannot hold. Only the nodes that can fail are visited: containers, and
@@ -129,23 +139,11 @@ def _check_depth_and_text(value: Any, line_no: int, max_depth: int, check_text: 
                 "JSON nested too deeply", line=line_no, expected=f"at most {max_depth} levels", found="more"
             )
         if isinstance(node, str):
-            if (bad := unstorable_character(node)) is not None:
-                raise DatasetImportError(
-                    "NUL character in a string" if bad == NUL else "unpaired surrogate in a string",
-                    line=line_no,
-                    expected="text without U+0000 or unpaired surrogates",
-                    found=bad,
-                )
+            _check_storable(node, "string", "text", line_no)
         elif isinstance(node, dict):
             if check_text:
                 for key in node:
-                    if (bad := unstorable_character(key)) is not None:
-                        raise DatasetImportError(
-                            "NUL character in a key" if bad == NUL else "unpaired surrogate in a key",
-                            line=line_no,
-                            expected="keys without U+0000 or unpaired surrogates",
-                            found=bad,
-                        )
+                    _check_storable(key, "key", "keys", line_no)
             stack.extend((child, depth + 1) for child in node.values() if type(child) in walked)
         else:
             stack.extend((child, depth + 1) for child in node if type(child) in walked)

@@ -59,12 +59,7 @@ def mqm_rubric(ratings: Iterable[MqmRating]) -> RubricSpec:
 def _token(rating: MqmRating) -> dict[str, Any]:
     spans = []
     for error in rating.errors:
-        entry: dict[str, Any] = {
-            "start": error.span.start,
-            "end": error.span.end,
-            "category": error.span.category,
-            "severity": error.span.severity,
-        }
+        entry = error.span.token()
         if error.source_offsets is not None:
             entry["source_start"], entry["source_end"] = error.source_offsets
         spans.append(entry)

@@ -19,11 +19,10 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from django.http import HttpResponse
 
-from annotations.datasets.downloads import dataset_rubric, safe_file_stem
+from annotations.datasets.downloads import dataset_disposition, dataset_filename, dataset_rubric
 from annotations.datasets.flat_export import iter_flat_rows
 from annotations.datasets.span_rows import ERROR_SPAN_KIND
 from annotations.models import Dataset, Rater, Response
@@ -386,7 +385,7 @@ def write_hf_folder(*, dataset: Dataset, path: str | os.PathLike[str], agreement
 
 def hf_folder_zip(*, dataset: Dataset, agreement: dict[str, Any] | None) -> bytes:
     """The folder as a zip archive, its files under a directory named after the dataset."""
-    stem = safe_file_stem(dataset.name) or f"dataset-{dataset.pk}"
+    stem = dataset_filename(dataset, "")
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_hf_folder(dataset=dataset, path=Path(tmp) / stem, agreement=agreement)
         buffer = io.BytesIO()
@@ -413,26 +412,19 @@ BINARY_KINDS: dict[str, tuple[str, str, str]] = {
 
 
 def binary_export_filename(dataset: Dataset, kind: str) -> str:
-    return f"{safe_file_stem(dataset.name) or f'dataset-{dataset.pk}'}{BINARY_KINDS[kind][0]}"
+    return dataset_filename(dataset, BINARY_KINDS[kind][0])
 
 
 def binary_export_response(
     dataset: Dataset, kind: str, agreement: Callable[[Dataset], dict[str, Any]] | None = None
 ) -> HttpResponse:
     """A Parquet table or the zipped Hugging Face folder; ``agreement`` gives the card's agreement summary."""
-    _suffix, content_type, table = BINARY_KINDS[kind]
+    suffix, content_type, table = BINARY_KINDS[kind]
     if table:
         body = parquet_bytes(dataset=dataset, table=table)
     else:
         body = hf_folder_zip(dataset=dataset, agreement=agreement(dataset) if agreement else None)
     response = HttpResponse(body, content_type=content_type)
-    filename = binary_export_filename(dataset, kind)
-    if filename.isascii():
-        response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    else:
-        fallback = f"dataset-{dataset.pk}{BINARY_KINDS[kind][0]}"
-        response["Content-Disposition"] = (
-            f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
-        )
+    response["Content-Disposition"] = dataset_disposition(dataset, suffix)
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
-
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, Skip
 from annotations.quality.selectors import rater_quality
 from annotations.recruitment.models import CrowdSession, CrowdWorker
+from annotations.selectors import counts_by
 
 
 @dataclass(frozen=True)
@@ -80,12 +79,7 @@ def payment_rows(campaign: Campaign) -> list[PaymentRow]:
         session_ids[worker_id].append(session_key)
         completed[worker_id] += completed_at is not None
         out_of_tasks[worker_id] += completed_at is None and ran_out_at is not None
-    skips = dict(
-        Skip.objects.filter(task__campaign=campaign)
-        .values("annotator_id")
-        .annotate(n=Count("pk"))
-        .values_list("annotator_id", "n")
-    )
+    skips = counts_by(Skip.objects.filter(task__campaign=campaign), "annotator_id")
     pseudonyms = dict(
         Rater.objects.filter(
             dataset_id=campaign.dataset_id, user_id__in=[*work, *(w.user_id for w in workers)]

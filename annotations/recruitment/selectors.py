@@ -22,6 +22,7 @@ from annotations.recruitment.models import (
     ScreeningOutcomeKind,
 )
 from annotations.roles import AnyUser
+from annotations.selectors import counts_by
 
 WORKER_USERNAME_PREFIX = "worker-"
 # A worker seen within this many minutes counts as active on the panel, even between two tasks.
@@ -189,11 +190,9 @@ def recruitment_panel(campaign: Campaign, *, now: datetime | None = None) -> Rec
         .order_by("joined_at", "pk")
     )
     user_ids = [worker.user_id for worker in workers]
-    done = dict(
-        Assignment.objects.filter(campaign=campaign, annotator_id__in=user_ids, status=AssignmentStatus.SUBMITTED)
-        .values("annotator_id")
-        .annotate(n=Count("pk"))
-        .values_list("annotator_id", "n")
+    done = counts_by(
+        Assignment.objects.filter(campaign=campaign, annotator_id__in=user_ids, status=AssignmentStatus.SUBMITTED),
+        "annotator_id",
     )
     leased = set(
         Assignment.objects.filter(

@@ -11,6 +11,7 @@ links; each view is short.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -435,46 +436,58 @@ def _progress(campaign: Campaign) -> HttpResponseRedirect:
     return HttpResponseRedirect(reverse("campaign-progress", args=[campaign.pk]) + "#recruitment", status=303)
 
 
-@require_POST
-@login_required
-def link_create_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    campaign = campaign_for_researcher(request.user, campaign_id)
+def _campaign_link_or_404(campaign: Campaign, platform: str) -> RecruitmentLink:
+    link = RecruitmentLink.objects.filter(campaign=campaign, platform=platform).first()
+    if link is None:
+        raise Http404("no such study link")
+    return link
+
+
+def _link_settings_applied(
+    request: HttpRequest, campaign: Campaign, apply: Callable[[dict[str, Any]], object], done: str
+) -> HttpResponse:
+    """The posted study link settings handed to `apply`, the outcome shown on the progress page."""
     form = LinkSettingsForm(request.POST)
     if not form.is_valid():
         messages.error(request, form.problem())
         return _progress(campaign)
     try:
-        link_create(
-            campaign=campaign,
-            platform=str(request.POST.get("platform", "")),
-            created_by=request.user,  # type: ignore[arg-type]
-            **form.settings(),
-        )
+        apply(form.settings())
     except RecruitmentError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, _("Study link created."))
+        messages.success(request, done)
     return _progress(campaign)
+
+
+@require_POST
+@login_required
+def link_create_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = campaign_for_researcher(request.user, campaign_id)
+    return _link_settings_applied(
+        request,
+        campaign,
+        lambda settings: link_create(
+            campaign=campaign,
+            platform=str(request.POST.get("platform", "")),
+            created_by=request.user,  # type: ignore[arg-type]
+            **settings,
+        ),
+        _("Study link created."),
+    )
 
 
 @require_POST
 @login_required
 def link_update_view(request: HttpRequest, campaign_id: int, platform: str) -> HttpResponse:
     campaign = campaign_for_researcher(request.user, campaign_id)
-    link = RecruitmentLink.objects.filter(campaign=campaign, platform=platform).first()
-    if link is None:
-        raise Http404("no such study link")
-    form = LinkSettingsForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, form.problem())
-        return _progress(campaign)
-    try:
-        link_update(link=link, is_open=bool(request.POST.get("is_open")), **form.settings())
-    except RecruitmentError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, _("Study link saved."))
-    return _progress(campaign)
+    link = _campaign_link_or_404(campaign, platform)
+    return _link_settings_applied(
+        request,
+        campaign,
+        lambda settings: link_update(link=link, is_open=bool(request.POST.get("is_open")), **settings),
+        _("Study link saved."),
+    )
 
 
 @require_POST
@@ -483,9 +496,7 @@ def invite_links_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """One signed link per participant label. Nothing is stored: the signature is the invitation. POST because the
     list of labels can be long."""
     campaign = campaign_for_researcher(request.user, campaign_id)
-    link = RecruitmentLink.objects.filter(campaign=campaign, platform=Platform.INVITE).first()
-    if link is None:
-        raise Http404("no such study link")
+    link = _campaign_link_or_404(campaign, Platform.INVITE)
     form = InviteLabelsForm(request.POST)
     if not form.is_valid():
         messages.error(request, form.problem())
@@ -502,9 +513,7 @@ def invite_links_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def link_screening_view(request: HttpRequest, campaign_id: int, platform: str) -> HttpResponse:
     """The researcher's consent text and screening questions of one study link."""
     campaign = campaign_for_researcher(request.user, campaign_id)
-    link = RecruitmentLink.objects.filter(campaign=campaign, platform=platform).first()
-    if link is None:
-        raise Http404("no such study link")
+    link = _campaign_link_or_404(campaign, platform)
     screening = LinkScreening.objects.filter(link=link).first()
     values = {
         "consent_text": screening.consent_text if screening else "",

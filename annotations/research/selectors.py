@@ -32,7 +32,7 @@ from annotations.models import (
     Turn,
 )
 from annotations.roles import AnyUser
-from annotations.selectors import annotator_accounts, datasets_for_user
+from annotations.selectors import annotator_accounts, counts_by, datasets_for_user
 
 ITEMS_PER_PAGE = 25
 
@@ -239,18 +239,8 @@ def item_rows(dataset: Dataset, items: list[Item]) -> list[ItemRow]:
     prompts: dict[int, str] = {}
     for item_id, prompt in Turn.objects.filter(item_id__in=ids).order_by("index").values_list("item_id", "prompt"):
         prompts.setdefault(item_id, prompt)
-    answers = dict(
-        Response.objects.filter(turn__item_id__in=ids)
-        .values("turn__item_id")
-        .annotate(n=Count("pk"))
-        .values_list("turn__item_id", "n")
-    )
-    ratings = dict(
-        Rating.objects.filter(response__turn__item_id__in=ids)
-        .values("response__turn__item_id")
-        .annotate(n=Count("pk"))
-        .values_list("response__turn__item_id", "n")
-    )
+    answers = counts_by(Response.objects.filter(turn__item_id__in=ids), "turn__item_id")
+    ratings = counts_by(Rating.objects.filter(response__turn__item_id__in=ids), "response__turn__item_id")
     spreads = item_spreads(ids)
     gaps = item_gaps(dataset, ids)
     gold = set(GoldItem.objects.filter(item_id__in=ids).values_list("item_id", flat=True))

@@ -49,12 +49,7 @@ class SpanAnswer:
         """The Rating's raw token: the answer in code points, as stored and as the form is filled again."""
         spans = []
         for marked in self.spans:
-            entry: dict[str, Any] = {
-                "start": marked.span.start,
-                "end": marked.span.end,
-                "category": marked.span.category,
-                "severity": marked.span.severity,
-            }
+            entry = marked.span.token()
             if marked.note:
                 entry["note"] = marked.note
             spans.append(entry)

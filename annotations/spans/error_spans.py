@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 SEVERITIES = ("neutral", "minor", "major", "critical")
 
@@ -40,6 +41,10 @@ class Span:
     @property
     def located(self) -> bool:
         return self.start is not None
+
+    def token(self) -> dict[str, Any]:
+        """The span as an entry of a stored Rating token's "spans" list."""
+        return {"start": self.start, "end": self.end, "category": self.category, "severity": self.severity}
 
     def check_within(self, text_length: int) -> None:
         if self.end is not None and self.end > text_length:
