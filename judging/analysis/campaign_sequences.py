@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from annotations.models import AspectKind, Campaign
-from judging.analysis.reports import DatasetData, _cached
+from judging.analysis.reports import DatasetData, cached_report
 from judging.analysis.selectors import AspectInfo, judge_scores, rating_scope, stats_ratings_in_order
 from judging.models import Judge, JudgeKind
 
@@ -211,7 +211,7 @@ def campaign_sequences(campaign: Campaign) -> dict[str, Any]:
     judge = campaign_judge(campaign)
     judge_id = None if judge is None else judge.pk
     scope = rating_scope(campaign=campaign)
-    return _cached(
+    return cached_report(
         campaign.dataset,
         scope,
         ["campaign-sequences", campaign.pk, judge_id],

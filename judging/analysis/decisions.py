@@ -17,10 +17,10 @@ from judging.analysis.reports import (
     BOOTSTRAP_SEED,
     DatasetData,
     JudgeNotFound,
-    _cached,
-    _judge_or_raise,
     aspect_ratings,
+    cached_report,
     human_means,
+    judge_or_raise,
     load_dataset_data,
     single_threaded_blas,
 )
@@ -216,8 +216,8 @@ def judge_comparison_report(
     _check_choices(level, coefficient)
     if judge1 == judge2:
         raise ComparisonError("name two different judges to compare")
-    judges = (_judge_or_raise(dataset, judge1), _judge_or_raise(dataset, judge2))
-    return _cached(
+    judges = (judge_or_raise(dataset, judge1), judge_or_raise(dataset, judge2))
+    return cached_report(
         dataset,
         scope,
         ["compare_judges", judges[0].pk, judges[1].pk, aspect or "", level, coefficient],
@@ -328,7 +328,7 @@ def judge_matrix(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> dict[str
 
     ids = [row["id"] for row in dataset_judges(dataset)]
     judges = list(JudgeModel.objects.filter(pk__in=ids).order_by("name"))
-    return _cached(
+    return cached_report(
         dataset,
         scope,
         ["judge_matrix", *[judge.pk for judge in judges]],

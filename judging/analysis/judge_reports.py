@@ -14,10 +14,10 @@ from judging.analysis.reports import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     DatasetData,
-    _aspect_rows,
-    _cached,
-    _judge_or_raise,
+    aspect_rating_rows,
+    cached_report,
     human_means,
+    judge_or_raise,
     judged_aspects,
     load_dataset_data,
     pick_aspect,
@@ -111,8 +111,8 @@ def compute_correlation_report(
 def correlation_report(dataset: Dataset, judge_name: str, scope: RatingScope = ALL_RATINGS) -> dict[str, Any]:
     """``correlate --dataset N --judge J --json``: {"dataset", "judge", "scope", "aspects": {A: {level: {...}}},
     "diagnostics": {A: {"ceiling", "alternative_annotator", "bias"}}}."""
-    judge = _judge_or_raise(dataset, judge_name)
-    return _cached(
+    judge = judge_or_raise(dataset, judge_name)
+    return cached_report(
         dataset, scope, ["correlation", judge.pk], lambda data: compute_correlation_report(dataset, judge, data)
     )
 
@@ -191,7 +191,7 @@ def compute_judge_details(
 
 def _rater_scores(data: DatasetData, aspect: AspectInfo, judged: np.ndarray) -> RaterScores:
     """The aspect's individual ratings of the answers the judge scored."""
-    rows = _aspect_rows(data, aspect, judged)
+    rows = aspect_rating_rows(data, aspect, judged)
     rater_ids, rater_codes = np.unique(data.ratings.rater_id[rows], return_inverse=True)
     return RaterScores(
         answer=data.ratings.answer[rows],
@@ -252,8 +252,8 @@ def judge_details(
     alt_settings: AltTestSettings = DEFAULT_ALT_TEST,
 ) -> dict[str, Any]:
     """Everything the judges page shows for one judge and aspect."""
-    judge = _judge_or_raise(dataset, judge_name)
-    return _cached(
+    judge = judge_or_raise(dataset, judge_name)
+    return cached_report(
         dataset,
         scope,
         ["judge", judge.pk, aspect_name or "", system_key or "", *alt_settings.cache_parts()],
@@ -286,8 +286,8 @@ def alt_test_report(
 ) -> dict[str, Any]:
     """``alt_test --dataset D --judge J --json``: {"dataset", "judge", "scope", "aspects": {A: {"epsilon", "q",
     "metric", "winning_rate", "advantage_probability", "passed", "raters": [...]}}}."""
-    judge = _judge_or_raise(dataset, judge_name)
-    return _cached(
+    judge = judge_or_raise(dataset, judge_name)
+    return cached_report(
         dataset,
         scope,
         ["alt_test", judge.pk, aspect_name or "", *settings.cache_parts()],

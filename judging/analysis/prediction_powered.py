@@ -15,11 +15,11 @@ from judging.analysis.confidence_selectors import judge_confidences
 from judging.analysis.reports import (
     DatasetData,
     ReportError,
-    _aspect_rows,
-    _aspects_or_error,
-    _cached,
-    _judge_or_raise,
+    aspect_rating_rows,
+    aspects_or_error,
+    cached_report,
     human_means,
+    judge_or_raise,
     judged_aspects,
     load_dataset_data,
     single_threaded_blas,
@@ -136,8 +136,8 @@ def ppi_report(
     prompts both answered."""
     if tuning not in TUNINGS:
         raise ReportError(f"tuning must be one of {', '.join(TUNINGS)}, not {tuning!r}")
-    judge = _judge_or_raise(dataset, judge_name)
-    return _cached(
+    judge = judge_or_raise(dataset, judge_name)
+    return cached_report(
         dataset,
         scope,
         ["ppi", judge.pk, aspect_name or "", tuning],
@@ -148,7 +148,7 @@ def ppi_report(
 def _human_labels(data: DatasetData, aspect: AspectInfo) -> tuple[np.ndarray, int]:
     """Per answer row, the human label: the most frequent rating of the answer (NaN where it has none, or where two
     values tie for most frequent), and how many answers were left out for a tie."""
-    rows = _aspect_rows(data, aspect)
+    rows = aspect_rating_rows(data, aspect)
     labels = np.full(data.answers.response_ids.size, np.nan)
     by_answer: dict[int, list[float]] = {}
     for answer, value in zip(data.ratings.answer[rows].tolist(), data.ratings.value[rows].tolist(), strict=True):
@@ -181,9 +181,9 @@ def trust_or_escalate_calibrate(
     its lower bound, n; undefined with the reason when no threshold passes) with the judge, aspect, scope, how
     confidence was measured, and how many labelled answers had no confidence or a tied human label.
     """
-    judge = _judge_or_raise(dataset, judge_name)
+    judge = judge_or_raise(dataset, judge_name)
     data = load_dataset_data(dataset, scope)
-    aspect = _aspects_or_error(data.aspects, aspect_name)[0]
+    aspect = aspects_or_error(data.aspects, aspect_name)[0]
     labels, ties = _human_labels(data, aspect)
     confidences = judge_confidences(judge, data.answers, aspect.name)
     labelled = np.isfinite(labels)

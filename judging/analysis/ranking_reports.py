@@ -14,10 +14,10 @@ from judging.analysis.reports import (
     BOOTSTRAP_SEED,
     DatasetData,
     ReportError,
-    _aspects_or_error,
-    _cached,
-    _judge_or_raise,
+    aspects_or_error,
+    cached_report,
     human_means,
+    judge_or_raise,
     single_threaded_blas,
 )
 from judging.analysis.selectors import (
@@ -120,7 +120,7 @@ def compute_ranking_report(
     ties = ties or DEFAULT_TIES
     if ties not in TIE_CONVENTIONS:
         raise ReportError(f"unknown tie convention {ties!r}; choose one of {', '.join(TIE_CONVENTIONS)}")
-    aspect = _aspects_or_error(data.aspects, aspect_name)[0] if aspect_name is not None else None
+    aspect = aspects_or_error(data.aspects, aspect_name)[0] if aspect_name is not None else None
     prompt_index: dict[Any, int] = {}
     weights_cache: dict[int, np.ndarray] = {}
 
@@ -178,8 +178,8 @@ def ranking_report(
     """``ranking --dataset D [--source humans|JUDGE] [--ties half|drop|davidson] --json``: {"dataset", "source",
     "aspect", "scope", "bootstrap", "model", "ties", "reference", "n_comparisons", "systems": [...]} and, for a
     judge, "versus_humans" (Kendall's tau-b). ``ties`` (Bradley-Terry only) defaults to ``DEFAULT_TIES``."""
-    judge = None if source == HUMANS else _judge_or_raise(dataset, source)
-    return _cached(
+    judge = None if source == HUMANS else judge_or_raise(dataset, source)
+    return cached_report(
         dataset,
         scope,
         [

@@ -12,10 +12,10 @@ from annotations.models import AspectKind, Campaign, Dataset, MeasurementLevel, 
 from annotations.quality.rater_reliability import AspectReliability, ItemPosterior
 from judging.analysis.reports import (
     DatasetData,
-    _aspects_or_error,
-    _cached,
     aspect_rater_model_fit,
     aspect_ratings,
+    aspects_or_error,
+    cached_report,
     load_dataset_data,
 )
 from judging.analysis.selectors import AspectInfo, RatingScope, exclusions_json, rating_scope
@@ -72,7 +72,7 @@ def rater_model_report(dataset: Dataset, model: str, aspect_name: str | None, sc
     "posterior", "score"}], "iterations", "converged", "log_likelihood", "undefined"}}}."""
     data = load_dataset_data(dataset, scope)
     aspects = {
-        aspect.name: aspect_rater_model(data, aspect, model) for aspect in _aspects_or_error(data.aspects, aspect_name)
+        aspect.name: aspect_rater_model(data, aspect, model) for aspect in aspects_or_error(data.aspects, aspect_name)
     }
     return {
         "dataset": dataset.name,
@@ -148,7 +148,7 @@ def campaign_rater_reliability(campaign: Campaign) -> list[AspectReliability]:
     suited to its level, fitted to the campaign's ratings with the excluded raters left out (the rating scope's
     default). The fit is cached under the dataset's statistics version, so a page view refits nothing until a
     rating, an exclusion or a gold mark changes; the reasons are in the reader's language, for the page."""
-    fits = _cached(
+    fits = cached_report(
         campaign.dataset,
         rating_scope(campaign=campaign),
         ["campaign-rater-models", campaign.pk],

@@ -13,9 +13,9 @@ from judging.analysis.reports import (
     EXCERPT_CHARS,
     HISTOGRAM_MAX_BARS,
     DatasetData,
-    _aspect_rows,
-    _cached,
+    aspect_rating_rows,
     aspect_ratings,
+    cached_report,
     load_dataset_data,
     pick_aspect,
     single_threaded_blas,
@@ -56,7 +56,7 @@ def _excerpt(text: str | None) -> str:
 
 def _disagreements(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray | None) -> list[dict[str, Any]]:
     """Answers whose ratings spread most (range, then standard deviation), with every rating side by side."""
-    rows = _aspect_rows(data, aspect, answer_mask)
+    rows = aspect_rating_rows(data, aspect, answer_mask)
     if rows.size == 0:
         return []
     answers = data.ratings.answer[rows]
@@ -115,7 +115,7 @@ def compute_dataset_details(
     aspect = pick_aspect(data.aspects, aspect_name)
     distributions = []
     for info in data.aspects:
-        rows = _aspect_rows(data, info, mask)
+        rows = aspect_rating_rows(data, info, mask)
         distributions.append(
             {
                 "aspect": info.name,
@@ -144,7 +144,7 @@ def dataset_details(
     scope: RatingScope = ALL_RATINGS,
 ) -> dict[str, Any]:
     """Distributions (per aspect), per-rater table and most-disagreed answers for the dataset page."""
-    return _cached(
+    return cached_report(
         dataset,
         scope,
         ["details", aspect_name or "", system_key or ""],

@@ -158,7 +158,9 @@ def _stats_version(dataset: Dataset, scope: RatingScope) -> str:
     return read[key]
 
 
-def _cached(dataset: Dataset, scope: RatingScope, parts: Sequence[Any], compute: Callable[[DatasetData], T]) -> T:
+def cached_report(dataset: Dataset, scope: RatingScope, parts: Sequence[Any], compute: Callable[[DatasetData], T]) -> T:
+    """A report of the dataset's data in a scope, computed once per statistics version: `parts` name the report and
+    its options, `compute` builds it from the loaded data when the cache has no copy for this version."""
     version = _stats_version(dataset, scope)
     raw = json.dumps([STATS_CODE_VERSION, dataset.pk, scope.cache_key(), version, *parts], ensure_ascii=True)
     key = "evalsite:stats:" + hashlib.sha256(raw.encode()).hexdigest()
@@ -170,7 +172,7 @@ def _cached(dataset: Dataset, scope: RatingScope, parts: Sequence[Any], compute:
     return value
 
 
-def _aspect_rows(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray | None = None) -> np.ndarray:
+def aspect_rating_rows(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray | None = None) -> np.ndarray:
     rows = data.ratings.aspect_id == aspect.id
     if answer_mask is not None:
         rows &= answer_mask[data.ratings.answer]
@@ -179,7 +181,7 @@ def _aspect_rows(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray 
 
 def aspect_ratings(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarray | None = None) -> Ratings:
     """The aspect's non-missing ratings as pure-statistics input (unit = answer row)."""
-    rows = _aspect_rows(data, aspect, answer_mask)
+    rows = aspect_rating_rows(data, aspect, answer_mask)
     rater_ids, rater_codes = np.unique(data.ratings.rater_id[rows], return_inverse=True)
     return Ratings(
         unit=data.ratings.answer[rows],
@@ -194,7 +196,7 @@ def aspect_ratings(data: DatasetData, aspect: AspectInfo, answer_mask: np.ndarra
 def human_means(data: DatasetData, aspect: AspectInfo) -> np.ndarray:
     """Mean of the non-missing ratings of each answer row (NaN when it has none). With adjudicated human scores,
     an answer's adjudicated value replaces that mean where there is one."""
-    rows = _aspect_rows(data, aspect)
+    rows = aspect_rating_rows(data, aspect)
     size = data.answers.response_ids.size
     count = np.bincount(data.ratings.answer[rows], minlength=size).astype(np.float64)
     total = np.bincount(data.ratings.answer[rows], weights=data.ratings.value[rows], minlength=size)
@@ -281,7 +283,7 @@ def compute_agreement_report(
 def agreement_report(dataset: Dataset, scope: RatingScope = ALL_RATINGS) -> dict[str, Any]:
     """``agreement N --json``: {"dataset": N, "scope": {...}, "aspects": {A: {...}}, "preferences": {...}}
     (see README)."""
-    return _cached(dataset, scope, ["agreement"], lambda data: compute_agreement_report(dataset, data))
+    return cached_report(dataset, scope, ["agreement"], lambda data: compute_agreement_report(dataset, data))
 
 
 def campaign_span_agreement(campaign: Campaign) -> dict[str, Any]:
@@ -323,7 +325,8 @@ def pick_aspect(aspects: list[AspectInfo], name: str | None) -> AspectInfo | Non
     return aspects[0] if aspects else None
 
 
-def _judge_or_raise(dataset: Dataset, judge_name: str) -> Judge:
+def judge_or_raise(dataset: Dataset, judge_name: str) -> Judge:
+    """The dataset's judge of that name; JudgeNotFound, naming both, when there is none."""
     judge = judge_by_name(dataset, judge_name)
     if judge is None:
         raise JudgeNotFound(f"dataset {dataset.name!r} has no judge named {judge_name!r}")
@@ -337,7 +340,8 @@ class ReportError(ValueError):
     """A request the report cannot answer; the message names the problem."""
 
 
-def _aspects_or_error(aspects: list[AspectInfo], aspect_name: str | None) -> list[AspectInfo]:
+def aspects_or_error(aspects: list[AspectInfo], aspect_name: str | None) -> list[AspectInfo]:
+    """Every aspect when none is named, else the one named; a ReportError listing the aspects when it is unknown."""
     if aspect_name is None:
         return aspects
     chosen = [aspect for aspect in aspects if aspect.name == aspect_name]
@@ -355,7 +359,7 @@ def judged_aspects(
     judge that scored none of them is an error."""
     scores = judge_scores(judge, data.answers)
     judged = []
-    for aspect in _aspects_or_error(data.aspects, aspect_name):
+    for aspect in aspects_or_error(data.aspects, aspect_name):
         values = scores.get(aspect.name)
         if values is None or not np.isfinite(values).any():
             if aspect_name is not None:

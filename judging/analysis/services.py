@@ -12,7 +12,7 @@ import numpy as np
 from django.db import transaction
 
 from annotations.models import Dataset
-from judging.analysis.reports import _judge_or_raise, human_means, load_dataset_data, single_threaded_blas
+from judging.analysis.reports import human_means, judge_or_raise, load_dataset_data, single_threaded_blas
 from judging.analysis.selectors import AspectInfo, exclusions_json, judge_scores
 from judging.models import Judge, JudgeKind, JudgeScore
 from judging.statistics.calibration import AspectScale, apply_mate, fit_mate
@@ -38,7 +38,7 @@ def judge_calibrate(
 ) -> dict[str, Any]:
     """Fit LLM-MATE weights on the humans' per-aspect means and save the judge's calibrated scores
     for ``target`` as a derived judge (created, or replaced if a derived judge of that name exists)."""
-    judge = _judge_or_raise(dataset, judge_name)
+    judge = judge_or_raise(dataset, judge_name)
     data = load_dataset_data(dataset)
     by_name = {aspect.name: aspect for aspect in data.aspects}
     unknown = [aspect for aspect in [target, *inputs] if aspect not in by_name]

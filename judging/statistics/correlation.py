@@ -222,7 +222,8 @@ def _padded_coefficients(xs: FloatArray, ys: FloatArray) -> FloatArray:
 # ---------------------------------------------------------------- weighted (bootstrap) estimates
 
 
-def _prompt_weights(rng: np.random.Generator, n_resamples: int, n_prompts: int) -> FloatArray:
+def resampled_prompt_weights(rng: np.random.Generator, n_resamples: int, n_prompts: int) -> FloatArray:
+    """For each bootstrap resample (row), how many times each prompt (column) was drawn, with replacement."""
     draws = rng.integers(0, n_prompts, size=(n_resamples, n_prompts))
     offsets = (np.arange(n_resamples, dtype=np.int64) * n_prompts)[:, None]
     flat = np.bincount((draws + offsets).ravel(), minlength=n_resamples * n_prompts)
@@ -528,7 +529,7 @@ def correlation_levels(paired: Paired, *, n_resamples: int = 1000, seed: int = 0
             "system": dict(empty),
         }
     rng = np.random.default_rng(seed)
-    weights = _prompt_weights(rng, n_resamples, int(paired.prompt.max()) + 1)
+    weights = resampled_prompt_weights(rng, n_resamples, int(paired.prompt.max()) + 1)
     return {
         "response": _response_level(paired, weights),
         "per_prompt": _grouped_level(paired, paired.prompt, weights, resample_groups=True),

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from judging.statistics.agreement import alpha_bootstrap_ci, krippendorff_alpha, ratings_from_long
 from judging.statistics.arrays import FloatArray, IntArray
-from judging.statistics.correlation import _prompt_weights
+from judging.statistics.correlation import resampled_prompt_weights
 from judging.statistics.results import Interval, Stat, defined, interval, undefined, undefined_interval
 
 BoolArray = npt.NDArray[np.bool_]
@@ -130,7 +130,7 @@ def win_rates(
     shown_by_prompt = np.bincount(data.prompt[shown_rows] * n_systems + shown_systems, minlength=cell).astype(
         np.float64
     )
-    weights = _prompt_weights(np.random.default_rng(seed), n_resamples, n_prompts)
+    weights = resampled_prompt_weights(np.random.default_rng(seed), n_resamples, n_prompts)
     intervals = _ratio_intervals(
         chosen_by_prompt.reshape(n_prompts, n_systems).T,
         shown_by_prompt.reshape(n_prompts, n_systems).T,
@@ -259,7 +259,7 @@ def judge_human_agreement(
     prompts = np.asarray([prompt_index[pair[0]] for pair in decided], dtype=np.int64)
     agree = np.asarray([float(_sign(margins[pair]) == _sign(judge[pair] - 0.5)) for pair in decided], dtype=np.float64)
     n_prompts = len(prompt_index)
-    weights = _prompt_weights(np.random.default_rng(seed), n_resamples, n_prompts)
+    weights = resampled_prompt_weights(np.random.default_rng(seed), n_resamples, n_prompts)
     ci = _ratio_intervals(
         _by_prompt(agree[:, None], prompts, n_prompts),
         _by_prompt(np.ones((agree.size, 1)), prompts, n_prompts),
@@ -433,7 +433,7 @@ def win_rate_against(
     if method == "wilson":
         return {**base, "win_rate": defined(share), "interval": wilson_interval(share, n, confidence)}
     n_prompts = len(prompt_index)
-    weights = _prompt_weights(np.random.default_rng(seed), n_resamples, n_prompts)
+    weights = resampled_prompt_weights(np.random.default_rng(seed), n_resamples, n_prompts)
     ci = _ratio_intervals(
         _by_prompt(values[:, None], codes, n_prompts),
         _by_prompt(np.ones((n, 1)), codes, n_prompts),

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from judging.statistics.arrays import FloatArray, IntArray
-from judging.statistics.correlation import _prompt_weights
+from judging.statistics.correlation import resampled_prompt_weights
 from judging.statistics.davidson import davidson_bootstrap, davidson_defined, davidson_fit
 from judging.statistics.pairwise import (
     BOOTSTRAP_RIDGE,
@@ -531,4 +531,4 @@ def prompt_weights(n_prompts: int, n_resamples: int, seed: int) -> FloatArray:
     """(rounds x prompts) draws of a prompt bootstrap with ``seed``: numpy's default generator (PCG64)."""
     if n_resamples < MIN_BOOTSTRAP:
         raise RankingError(f"the bootstrap needs at least {MIN_BOOTSTRAP} resamples, not {n_resamples}")
-    return _prompt_weights(np.random.default_rng(seed), n_resamples, max(n_prompts, 1))
+    return resampled_prompt_weights(np.random.default_rng(seed), n_resamples, max(n_prompts, 1))

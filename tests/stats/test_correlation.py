@@ -110,7 +110,7 @@ def test_bootstrap_cis_equal_scipy_on_materialised_prompt_resamples(
     paired = paired_scores(human, judge, list(prompt), list(system))
     resamples = 40
     ours = correlation_levels(paired, n_resamples=resamples, seed=3)
-    weights = correlation._prompt_weights(np.random.default_rng(3), resamples, 25)
+    weights = correlation.resampled_prompt_weights(np.random.default_rng(3), resamples, 25)
     prompt_codes = paired.prompt
     collected: dict = {level: [[] for _ in COEFFICIENTS] for level in LEVELS}
     for row in range(resamples):
@@ -143,7 +143,7 @@ def test_per_prompt_ci_resamples_prompts_as_groups() -> None:
     human, judge, prompt, system = make_dataset(6, prompts=30, systems=6)
     paired = paired_scores(human, judge, list(prompt), list(system))
     ours = correlation_levels(paired, n_resamples=30, seed=1)
-    weights = correlation._prompt_weights(np.random.default_rng(1), 30, 30)
+    weights = correlation.resampled_prompt_weights(np.random.default_rng(1), 30, 30)
     per_prompt = {}
     for group in np.unique(paired.prompt):
         coefs = scipy_coefficients(paired.human[paired.prompt == group], paired.judge[paired.prompt == group])

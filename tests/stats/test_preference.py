@@ -166,7 +166,7 @@ def test_undefined_with_reasons() -> None:
 def test_win_rates_from_counts_equal_the_per_preference_tables() -> None:
     """Win rates are counted from the codes; the same figures from dense (preferences x systems) tables of chosen
     and shown, summed per prompt column by column, as the definition reads."""
-    from judging.statistics.correlation import _prompt_weights
+    from judging.statistics.correlation import resampled_prompt_weights
     from judging.statistics.preference import _by_prompt, _ratio_intervals, _share, win_rates
 
     rng = np.random.default_rng(3)
@@ -184,7 +184,7 @@ def test_win_rates_from_counts_equal_the_per_preference_tables() -> None:
     table[np.arange(data.n), data.chosen] = 1.0
     shown_table = data.shown.astype(np.float64)
     n_prompts = len(data.prompt_keys)
-    weights = _prompt_weights(np.random.default_rng(0), 1000, n_prompts)
+    weights = resampled_prompt_weights(np.random.default_rng(0), 1000, n_prompts)
     intervals = _ratio_intervals(
         _by_prompt(table, data.prompt, n_prompts), _by_prompt(shown_table, data.prompt, n_prompts), weights, 0.95
     )
