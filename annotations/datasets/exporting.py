@@ -109,7 +109,7 @@ _FORMULA_FIRST_CHARACTERS = frozenset(FORMULA_PREFIXES)
 _WRITTEN_AS_THEY_ARE = frozenset({type(None), bool, int, float})
 
 
-def _csv_cell(value: Any) -> Any:
+def csv_cell(value: Any) -> Any:
     """``csv_safe`` of a flat row's cell, lists and objects as JSON. Called for every cell of a million-row export,
     so the common exact types are tested first, by identity."""
     kind = type(value)
@@ -124,7 +124,8 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def _dumps(obj: Any) -> str:
+def jsonl_text(obj: Any) -> str:
+    """A JSONL line's text: non-ASCII as it is, and the standard library's spacing, which earlier exports used."""
     return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
 
 
@@ -246,14 +247,15 @@ def _rebuild_answer(
 _BATCH = 2000
 
 
-def _batches(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+def in_batches(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """The rows in lists of `size` (the last one shorter), read lazily."""
     iterator = iter(rows)
     while batch := list(islice(iterator, size)):
         yield batch
 
 
 @dataclass(frozen=True)
-class _Preference:
+class AppPreference:
     """A submission's task-level answer: the preferred candidate, "none is appropriate" and the reason."""
 
     item_position: int
@@ -283,11 +285,12 @@ class _Preference:
         }
 
 
-def _app_raters_by_user(dataset: Dataset) -> dict[int, str]:
+def app_raters_by_user(dataset: Dataset) -> dict[int, str]:
+    """The pseudonym of each account that rated in the app, by user id."""
     return dict(Rater.objects.filter(dataset=dataset, user__isnull=False).values_list("user_id", "pseudonym"))
 
 
-def _app_preferences(submissions: QuerySet[Submission], raters_by_user: dict[int, str]) -> Iterator[_Preference]:
+def app_preferences(submissions: QuerySet[Submission], raters_by_user: dict[int, str]) -> Iterator[AppPreference]:
     """The submissions in the queryset's order, each with the system keys of the answers its task showed, which a
     preference among a chunk of a turn's answers is meaningless without."""
     rows = submissions.values(
@@ -306,10 +309,10 @@ def _app_preferences(submissions: QuerySet[Submission], raters_by_user: dict[int
         "preferred_response__system__key",
         "version",
     )
-    for batch in _batches(rows.iterator(chunk_size=_BATCH), _BATCH):
+    for batch in in_batches(rows.iterator(chunk_size=_BATCH), _BATCH):
         shown = shown_system_keys({row["assignment__task_id"] for row in batch})
         for row in batch:
-            yield _Preference(
+            yield AppPreference(
                 item_position=row["assignment__task__turn__item__position"],
                 item_id=row["assignment__task__turn__item__external_id"],
                 turn_id=row["assignment__task__turn_id"],
@@ -341,7 +344,7 @@ def _turn_preferences(source: dict[str, Any], collected: list[dict[str, Any]]) -
 def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> Iterator[dict[str, Any]]:
     aspect_order = {name: position for name, position in dataset.aspects.values_list("name", "position")}
     pseudonyms = dict(dataset.raters.values_list("id", "pseudonym"))
-    raters_by_user = _app_raters_by_user(dataset)
+    raters_by_user = app_raters_by_user(dataset)
     excluded = ExcludedRaters.of(dataset)
     for chunk in _chunks(dataset):
         item_ids = [item_id for item_id, _ in chunk]
@@ -372,7 +375,7 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
         consensus = consensus_values(response_ids)
         consensus_preferences = settled_preferences(turn_ids)
         preferences_by_turn: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for preference in _app_preferences(
+        for preference in app_preferences(
             Submission.objects.filter(assignment__task__turn_id__in=turn_ids)
             .exclude(assignment__task__turn__item__gold__isnull=False)
             .order_by("assignment__task__turn_id", "created_at", "id"),
@@ -475,4 +478,4 @@ def _sampling_by_response(response_ids: list[int]) -> dict[int, list[dict[str, A
 
 def iter_export_lines(*, dataset: Dataset, include_judges: bool = False) -> Iterator[str]:
     for obj in iter_export_objects(dataset=dataset, include_judges=include_judges):
-        yield _dumps(obj) + "\n"
+        yield jsonl_text(obj) + "\n"

@@ -19,11 +19,11 @@ from annotations.datasets.exporting import (
     RATING_FIELDS,
     SAMPLING_FIELD,
     ExcludedRaters,
-    _app_preferences,
-    _app_raters_by_user,
-    _batches,
-    _csv_cell,
-    _dumps,
+    app_preferences,
+    app_raters_by_user,
+    csv_cell,
+    in_batches,
+    jsonl_text,
 )
 from annotations.datasets.span_rows import error_span_rows
 from annotations.datasets.streamed_values import streamed_values
@@ -111,7 +111,7 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
             "aspect_id",
         )
     )
-    for batch in _batches(streamed_values(ratings, chunk_size=5000), 5000):
+    for batch in in_batches(streamed_values(ratings, chunk_size=5000), 5000):
         adjudicated = consensus_numbers(response_ids={row[-2] for row in batch})
         submissions = (
             _entered_with({(row[-3], row[-2], row[-1]) for row in batch if row[-3] is not None}) if collected else {}
@@ -193,7 +193,7 @@ def _flat_app_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
         .exclude(assignment__task__turn__item__gold__isnull=False)
         .order_by("assignment__task__turn__item__position", "assignment__task__turn__index", "created_at", "id")
     )
-    for preference in _app_preferences(submissions, _app_raters_by_user(dataset)):
+    for preference in app_preferences(submissions, app_raters_by_user(dataset)):
         row = _preference_row(
             item_id=preference.item_id,
             turn_index=preference.turn_index,
@@ -229,8 +229,8 @@ def _flat_history_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
             "replaced_at",
         )
     )
-    raters_by_user = _app_raters_by_user(dataset)
-    for batch in _batches(revisions.iterator(chunk_size=_BATCH), _BATCH):
+    raters_by_user = app_raters_by_user(dataset)
+    for batch in in_batches(revisions.iterator(chunk_size=_BATCH), _BATCH):
         submissions: dict[int, tuple[Any, ...]] = {
             row[0]: tuple(row[1:])
             for row in Submission.objects.filter(pk__in={r[0] for r in batch}).values_list(
@@ -397,7 +397,7 @@ def _judge_filled_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
 
 def iter_flat_jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     for row in rows:
-        yield _dumps(row) + "\n"
+        yield jsonl_text(row) + "\n"
 
 
 def iter_flat_csv(rows: Iterable[dict[str, Any]], *, history: bool = False) -> Iterator[str]:
@@ -409,7 +409,7 @@ def iter_flat_csv(rows: Iterable[dict[str, Any]], *, history: bool = False) -> I
     writer.writerow(fields)
     for row in rows:
         # A column the row lacks reads None, which the csv module writes as an empty cell.
-        writer.writerow(map(_csv_cell, map(row.get, fields)))
+        writer.writerow(map(csv_cell, map(row.get, fields)))
         if buffer.tell() > 64 * 1024:
             yield buffer.getvalue()
             buffer.seek(0)
