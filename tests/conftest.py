@@ -57,6 +57,11 @@ def researcher(db: None) -> User:
 
 
 @pytest.fixture
+def other_researcher(db: None) -> User:
+    return _make_user("researcher2", staff=True)
+
+
+@pytest.fixture
 def annotator1(db: None) -> User:
     return _make_user("annotator1")
 

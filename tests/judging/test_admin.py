@@ -7,7 +7,6 @@ from django.urls import reverse
 
 from judging import services
 from judging.models import JudgeRun, Judgment, RunStatus
-from tests.factories import UserFactory
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
@@ -28,11 +27,6 @@ def cfg(fake: FakeProvider, **extra: Any) -> dict[str, Any]:
         "api_base": fake.base_url,
         **extra,
     }
-
-
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return UserFactory(username="researcher2", is_staff=True)
 
 
 def test_dataset_action_leads_to_the_launch_page(researcher: User, fake_provider: FakeProvider) -> None:
@@ -93,12 +87,9 @@ def _finished_run(researcher: User, fake: FakeProvider, capture, content: str = 
     return run
 
 
+@pytest.mark.usefixtures("eager")
 def test_run_page_and_progress_partial(
-    researcher: User,
-    other_researcher: User,
-    fake_provider: FakeProvider,
-    eager: None,
-    django_capture_on_commit_callbacks,
+    researcher: User, other_researcher: User, fake_provider: FakeProvider, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     run = _finished_run(researcher, fake_provider, django_capture_on_commit_callbacks)
     client = logged_in(researcher)
@@ -129,12 +120,9 @@ def test_active_run_polls(researcher: User, fake_provider: FakeProvider) -> None
     assert partial.status_code == 200
 
 
+@pytest.mark.usefixtures("eager")
 def test_cancel_and_retry_buttons(
-    researcher: User,
-    other_researcher: User,
-    fake_provider: FakeProvider,
-    eager: None,
-    django_capture_on_commit_callbacks,
+    researcher: User, other_researcher: User, fake_provider: FakeProvider, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=1, systems=1, owner=researcher)
     run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider), launched_by=researcher)

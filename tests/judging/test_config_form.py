@@ -12,7 +12,7 @@ from judging.admin_forms import EDITOR_FIELDS, JudgeConfigForm, config_template,
 from judging.config import METHODS, validate_config
 from judging.methods.judge_settings import KNOWN_KEYS
 from judging.models import CachedCompletion, JudgeConfig, JudgeRun
-from tests.factories import SpanAspectFactory, UserFactory
+from tests.factories import SpanAspectFactory
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
@@ -26,11 +26,6 @@ def logged_in(user: User, csrf: bool = False) -> Client:
     client = Client(enforce_csrf_checks=csrf)
     client.force_login(user)
     return client
-
-
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return UserFactory(username="researcher2", is_staff=True)
 
 
 def test_the_preview_url_is_the_named_admin_route() -> None:
