@@ -3,12 +3,10 @@ before any task, with the platform's screened-out answer, and is recorded withou
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -25,14 +23,7 @@ from annotations.recruitment.services import RecruitmentError, link_create, link
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_recruitment import PID, arrival_of, mturk_url, prolific_url
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters() -> Iterator[None]:
-    cache.clear()  # the join rate limit counts per address
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 
 
 @pytest.fixture
