@@ -43,11 +43,19 @@ def _make_user(username: str, *, staff: bool = False) -> User:
     )
 
 
-def client_for(user: User | None) -> Client:
-    """A test client logged in as `user`, or anonymous."""
-    client = Client()
+def client_for(user: User | None, csrf: bool = False) -> Client:
+    """A test client logged in as `user`, or anonymous; with `csrf`, one that checks CSRF tokens as a browser's
+    requests are checked."""
+    client = Client(enforce_csrf_checks=csrf)
     if user is not None:
         client.force_login(user)
+    return client
+
+
+def login(user: User) -> Client:
+    """A test client that signed in with the cast's password, through the authentication backends."""
+    client = Client()
+    assert client.login(username=user.username, password=CAST_PASSWORD)
     return client
 
 

@@ -14,7 +14,7 @@ from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_recruitment import join, joined_worker, mturk_url, next_task, prolific_url, submit_current
-from tests.annotate.test_views import login
+from tests.conftest import login
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 

@@ -18,7 +18,7 @@ from annotations.recruitment.models import Platform
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
 from tests.annotate.test_recruitment import joined_worker, next_task, submit_current
-from tests.annotate.test_views import login
+from tests.conftest import login
 
 pytestmark = pytest.mark.django_db
 

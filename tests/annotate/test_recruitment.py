@@ -24,7 +24,8 @@ from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, 
 from annotations.recruitment.selectors import worker_tasks_left
 from annotations.recruitment.services import crowd_worker_join, link_create
 from tests.annotate.factories import SYSTEM_NAMES, make_campaign, make_dataset
-from tests.annotate.test_views import complete_form, login
+from tests.annotate.test_views import complete_form
+from tests.conftest import login
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from judging import run_plans, services
@@ -16,19 +15,13 @@ from judging.llm.calls import SUPPORTED_PROVIDERS
 from judging.models import JudgeConfig, JudgeRun, RunStatus
 from judging.research.forms import TEMPLATE_LABELS, research_template
 from judging.research.selectors import PROVIDER_NEEDS, Missing, provider_statuses
+from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
-
-
-def client_for(user: User | None, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 Refusal = Callable[[str, str], None]
