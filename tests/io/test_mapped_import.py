@@ -242,25 +242,31 @@ def test_summeval(tmp_path: Path) -> None:
     def marks(c: int, s: int, f: int, r: int) -> dict[str, int]:
         return {"coherence": c, "consistency": s, "fluency": f, "relevance": r}
 
+    def summary(model_id: str, decoded: str, experts: list[dict[str, int]], turker: dict[str, int]) -> dict[str, Any]:
+        """One model's summary of the same article, with its three experts' and five turkers' marks."""
+        return {
+            "id": "dm-test-8764fb95bfad8ee849274873a92fb8d6b400eee2",
+            "decoded": decoded,
+            "expert_annotations": experts,
+            "turker_annotations": [turker] * 5,
+            "references": ["Andros Townsend an 83rd minute sub in Tottenham 's draw with Burnley .", "crowd ref"],
+            "model_id": model_id,
+            "filepath": "cnndm/dailymail/stories/8764fb95bfad8ee849274873a92fb8d6b400eee2.story",
+        }
+
     lines = [
-        {
-            "id": "dm-test-8764fb95bfad8ee849274873a92fb8d6b400eee2",
-            "decoded": "paul merson was brought on with only seven minutes remaining .",
-            "expert_annotations": [marks(1, 1, 3, 2), marks(2, 5, 5, 3), marks(1, 1, 3, 2)],
-            "turker_annotations": [marks(3, 4, 4, 4)] * 5,
-            "references": ["Andros Townsend an 83rd minute sub in Tottenham 's draw with Burnley .", "crowd ref"],
-            "model_id": "M11",
-            "filepath": "cnndm/dailymail/stories/8764fb95bfad8ee849274873a92fb8d6b400eee2.story",
-        },
-        {
-            "id": "dm-test-8764fb95bfad8ee849274873a92fb8d6b400eee2",
-            "decoded": "andros townsend scored the equaliser .",
-            "expert_annotations": [marks(4, 5, 5, 4), marks(3, 5, 5, 4), marks(4, 5, 5, 3)],
-            "turker_annotations": [marks(3, 3, 3, 3)] * 5,
-            "references": ["Andros Townsend an 83rd minute sub in Tottenham 's draw with Burnley .", "crowd ref"],
-            "model_id": "M13",
-            "filepath": "cnndm/dailymail/stories/8764fb95bfad8ee849274873a92fb8d6b400eee2.story",
-        },
+        summary(
+            "M11",
+            "paul merson was brought on with only seven minutes remaining .",
+            [marks(1, 1, 3, 2), marks(2, 5, 5, 3), marks(1, 1, 3, 2)],
+            marks(3, 4, 4, 4),
+        ),
+        summary(
+            "M13",
+            "andros townsend scored the equaliser .",
+            [marks(4, 5, 5, 4), marks(3, 5, 5, 4), marks(4, 5, 5, 3)],
+            marks(3, 3, 3, 3),
+        ),
     ]
     path = write_lines(tmp_path / "model_annotations.aligned.jsonl", lines)
     code, output = run(str(path), "--mapping", "summeval", "--dataset", "summeval")
