@@ -8,20 +8,11 @@ from django.urls import reverse
 
 from judging.factscore import services
 from judging.factscore.models import FactAnswer, FactLabel, KnowledgeCorpus
-from tests.conftest import CAST_PASSWORD, login
-from tests.factories import UserFactory
+from tests.conftest import login
 from tests.factscore.corpora import ENGLISH_DOCUMENTS, as_jsonl
 from tests.factscore.factories import make_fact_dataset
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def other_researcher(db):  # type: ignore[no-untyped-def]
-    user = UserFactory(username="other-researcher", is_staff=True)
-    user.set_password(CAST_PASSWORD)
-    user.save()
-    return user
 
 
 @pytest.fixture
