@@ -64,8 +64,8 @@ def certified_campaign(
 
 def calibrate(campaign: Campaign, version, **overrides: Any) -> HybridCalibration:  # type: ignore[no-untyped-def]
     """The version's calibration on the campaign, at this file's target, delta and least kept unless overridden."""
-    settings = {"target": TARGET, "delta": DELTA, "min_kept": MIN_KEPT, **overrides}
-    return hybrid.hybrid_calibrate(campaign=campaign, version=version, user=None, **settings)
+    figures = {"target": TARGET, "delta": DELTA, "min_kept": MIN_KEPT, **overrides}
+    return hybrid.hybrid_calibrate(campaign=campaign, version=version, user=None, **figures)
 
 
 def expected_calibration(dataset) -> dict[str, Any]:  # type: ignore[no-untyped-def]
