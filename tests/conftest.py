@@ -5,7 +5,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,17 +44,30 @@ def _make_user(username: str, *, staff: bool = False) -> User:
     )
 
 
-def client_for(user: User | None) -> Client:
-    """A test client logged in as `user`, or anonymous."""
-    client = Client()
+def client_for(user: User | None, csrf: bool = False) -> Client:
+    """A test client logged in as `user`, or anonymous; with `csrf`, one that checks CSRF tokens as a browser's
+    requests are checked."""
+    client = Client(enforce_csrf_checks=csrf)
     if user is not None:
         client.force_login(user)
+    return client
+
+
+def login(user: User) -> Client:
+    """A test client that signed in with the cast's password, through the authentication backends."""
+    client = Client()
+    assert client.login(username=user.username, password=CAST_PASSWORD)
     return client
 
 
 @pytest.fixture
 def researcher(db: None) -> User:
     return _make_user("researcher", staff=True)
+
+
+@pytest.fixture
+def other_researcher(db: None) -> User:
+    return _make_user("researcher2", staff=True)
 
 
 @pytest.fixture
@@ -116,6 +130,39 @@ def gunicorn_env(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:
     )
     env.pop("CELERY_BROKER_URL", None)
     return env
+
+
+@contextmanager
+def gunicorn_serving(tmp_path: Path, port: int, *args: str, **extra_env: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A gunicorn child serving this project on `port` in gunicorn_env's environment, with the extra command-line
+    arguments, writing its own output to tmp_path/gunicorn.log; stopped on leaving."""
+    with open(tmp_path / "gunicorn.log", "wb") as log:  # the child keeps its own copy of the descriptor
+        server = subprocess.Popen(
+            [str(Path(sys.executable).with_name("gunicorn")), "--config", "python:evalsite.gunicorn_config", *args],
+            cwd=PROJECT_ROOT,
+            env=gunicorn_env(tmp_path, port, **extra_env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def until_served(server: subprocess.Popen[bytes], tmp_path: Path, attempt: Callable[[], None]) -> None:
+    """Repeats `attempt` while it cannot connect, until it succeeds; a server that died or did not answer within a
+    minute fails the test with its log."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            attempt()
+            return
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise AssertionError((tmp_path / "gunicorn.log").read_text(errors="replace")) from None
+            time.sleep(0.2)
 
 
 class WorkerProcess:

@@ -3,20 +3,16 @@ the development server's log (rundemo's runserver) and of gunicorn's access log,
 
 import http.client
 import logging
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 from django.core.wsgi import get_wsgi_application
 
-from tests.conftest import gunicorn_env
+from tests.conftest import gunicorn_serving, until_served
 from tests.fakeprovider import free_port
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CANARY = "5f0c0ffee0000000000canary"
 STUDY_PATH = f"/join/some-link-token/?PROLIFIC_PID={CANARY}&STUDY_ID=st&SESSION_ID=se"
 MTURK_PATH = f"/join/mturk/some-link-token/?workerId={CANARY}&assignmentId=A1&hitId=H1"
@@ -58,40 +54,20 @@ def test_runserver_access_log_has_no_platform_ids() -> None:
 
 def test_gunicorn_access_log_has_no_platform_ids(tmp_path: Path) -> None:
     port = free_port()
-    env = gunicorn_env(tmp_path, port)
     access = tmp_path / "access.log"
-    with open(tmp_path / "gunicorn.log", "wb") as log:
-        server = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("gunicorn")),
-                "--config",
-                "python:evalsite.gunicorn_config",
-                "--access-logfile",
-                str(access),
-            ],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
+    with gunicorn_serving(tmp_path, port, "--access-logfile", str(access)) as server:
         sent = 0
-        while sent < 2:
-            try:
-                for path in (STUDY_PATH, MTURK_PATH)[sent:]:
-                    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                    connection.request("GET", path, headers={"Referer": f"https://x.example/?workerId={CANARY}"})
-                    connection.getresponse().read()
-                    connection.close()
-                    sent += 1
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise AssertionError((tmp_path / "gunicorn.log").read_text(errors="replace")) from None
-                time.sleep(0.2)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+
+        def send_the_rest() -> None:
+            nonlocal sent
+            for path in (STUDY_PATH, MTURK_PATH)[sent:]:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                connection.request("GET", path, headers={"Referer": f"https://x.example/?workerId={CANARY}"})
+                connection.getresponse().read()
+                connection.close()
+                sent += 1
+
+        until_served(server, tmp_path, send_the_rest)
     lines = access.read_text().splitlines()
     assert len(lines) >= 2 and all("/join/" in line for line in lines), lines
     assert not any(CANARY in line or "PROLIFIC_PID" in line or "workerId" in line for line in lines), lines

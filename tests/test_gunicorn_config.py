@@ -5,9 +5,6 @@ import http.client
 import importlib
 import os
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -15,10 +12,9 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 from evalsite.env import ImproperEnvironment
-from tests.conftest import gunicorn_env
+from tests.conftest import gunicorn_serving, until_served
 from tests.fakeprovider import free_port
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 GUNICORN_ENV = ("WEB_WORKERS", "WEB_THREADS", "WEB_CONNECTIONS_PER_WORKER", "GUNICORN_BIND")
 
 
@@ -83,38 +79,22 @@ def test_a_worker_over_its_share_closes_the_connection_after_the_response(monkey
 @pytest.fixture
 def gunicorn_with_share_of_one(tmp_path: Path) -> Iterator[int]:
     port = free_port()
-    env = gunicorn_env(
+    with gunicorn_serving(
         tmp_path,
         port,
         WEB_CONNECTIONS_PER_WORKER="1",
         # An idle keep-alive connection outlives any pause a loaded machine puts between the test's requests.
         GUNICORN_CMD_ARGS="--keep-alive 60",
-    )
-    with open(tmp_path / "gunicorn.log", "wb") as log:  # the child keeps its own copy of the descriptor
-        server = subprocess.Popen(
-            [str(Path(sys.executable).with_name("gunicorn")), "--config", "python:evalsite.gunicorn_config"],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                probe.request("GET", "/no-such-page/", headers={"Connection": "close"})
-                probe.getresponse().read()
-                probe.close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise AssertionError((tmp_path / "gunicorn.log").read_text(errors="replace")) from None
-                time.sleep(0.2)
+    ) as server:
+
+        def probe() -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            connection.request("GET", "/no-such-page/", headers={"Connection": "close"})
+            connection.getresponse().read()
+            connection.close()
+
+        until_served(server, tmp_path, probe)
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 def _response_connection_header(connection: http.client.HTTPConnection) -> str:

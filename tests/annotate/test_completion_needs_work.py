@@ -6,7 +6,6 @@ import csv
 import io
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -14,20 +13,13 @@ from annotations.models import Assignment, AssignmentStatus, Skip
 from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_recruitment import join, mturk_url, next_task, prolific_url, submit_current
-from tests.annotate.test_views import login
+from tests.annotate.test_recruitment import join, joined_worker, mturk_url, next_task, prolific_url, submit_current
+from tests.conftest import login
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 
 TASKS = 4
 PROLIFIC_COMPLETION = "https://app.prolific.com/submissions/complete?cc=PAYME-42"
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture
@@ -49,9 +41,7 @@ def skip_everything(client: Client, campaign, user):  # type: ignore[no-untyped-
 
 def joined(link, campaign):  # type: ignore[no-untyped-def]
     """A Prolific worker who joined through the link and holds their first task: their client and account."""
-    client = Client()
-    join(client, prolific_url(link))
-    worker = CrowdWorker.objects.get().user
+    client, worker = joined_worker(link)
     next_task(client, campaign)
     return client, worker
 

@@ -3,12 +3,10 @@ before any task, with the platform's screened-out answer, and is recorded withou
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -25,14 +23,7 @@ from annotations.recruitment.services import RecruitmentError, link_create, link
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_recruitment import PID, arrival_of, mturk_url, prolific_url
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters() -> Iterator[None]:
-    cache.clear()  # the join rate limit counts per address
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 
 
 @pytest.fixture
@@ -72,6 +63,16 @@ def consent_then_questions(client: Client, url: str) -> tuple[str, str, Any]:
     assert questions.status_code == 200 and 'name="q-0"' in questions.content.decode()
     proof = questions.content.decode().split('name="consent_proof" value="', 1)[1].split('"', 1)[0]
     return path, arrival, proof
+
+
+def screened_on_prolific(link: RecruitmentLink, native_speaker: str) -> tuple[Client, Any]:
+    """A new participant through the screened Prolific link, past the consent, sending the screening answers: 18 or
+    over, and `native_speaker` to the first question. Their client and the answer to those answers."""
+    screen(link)
+    client = Client()
+    path, arrival, proof = consent_then_questions(client, prolific_url(link))
+    answers = {"q-0": native_speaker, "q-1": "18 or over"}
+    return client, client.post(path, {"arrival": arrival, "step": "screening", "consent_proof": proof, **answers})
 
 
 # --- rules --------------------------------------------------------------------------------------------------------
@@ -114,24 +115,14 @@ def test_setting_refuses_a_bad_line_and_saves_nothing(prolific) -> None:  # type
 
 
 def test_passing_joins_after_consent_and_questions(prolific, campaign) -> None:  # type: ignore[no-untyped-def]
-    screen(prolific)
-    client = Client()
-    path, arrival, proof = consent_then_questions(client, prolific_url(prolific))
-    joined = client.post(
-        path, {"arrival": arrival, "step": "screening", "consent_proof": proof, "q-0": "Yes", "q-1": "18 or over"}
-    )
+    _, joined = screened_on_prolific(prolific, native_speaker="Yes")
     assert joined.status_code == 303 and joined["Location"] == reverse("annotate-campaign", args=[campaign.pk])
     assert CrowdWorker.objects.filter(link=prolific, platform_worker_id=PID).exists()
     assert ScreeningOutcome.objects.get().outcome == "passed"
 
 
 def test_failing_the_screening_ends_with_the_screened_out_code_and_takes_no_slot(prolific, campaign) -> None:  # type: ignore[no-untyped-def]
-    screen(prolific)
-    client = Client()
-    path, arrival, proof = consent_then_questions(client, prolific_url(prolific))
-    page = client.post(
-        path, {"arrival": arrival, "step": "screening", "consent_proof": proof, "q-0": "No", "q-1": "18 or over"}
-    )
+    client, page = screened_on_prolific(prolific, native_speaker="No")
     assert page.status_code == 200
     text = page.content.decode()
     assert "SCR-1" in text and PID not in text

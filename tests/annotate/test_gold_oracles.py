@@ -9,17 +9,16 @@ import json
 import pytest
 from django.core import signing
 from django.core.cache import cache
-from django.test import Client
 from django.urls import reverse
 
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.progress import annotator_progress
 from annotations.models import Assignment, AssignmentStatus, Campaign, GoldItem, GoldKind, Item, Task
-from annotations.recruitment.models import CrowdWorker, Platform
+from annotations.recruitment.models import Platform
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
-from tests.annotate.test_recruitment import join, next_task, prolific_url, submit_current
-from tests.annotate.test_views import login
+from tests.annotate.test_recruitment import joined_worker, next_task, submit_current
+from tests.conftest import login
 
 pytestmark = pytest.mark.django_db
 
@@ -74,9 +73,7 @@ def test_counter_oracle_a_crowd_worker_with_a_quota_of_three_sees_of_three(resea
     cache.clear()
     campaign = gold_last_campaign(researcher, [annotator1], regular=9, gold=3, rate=0.5, raters_per_item=1)
     link = link_create(campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, tasks_per_worker=3)
-    client = Client()
-    join(client, prolific_url(link))
-    worker = CrowdWorker.objects.get().user
+    client, worker = joined_worker(link)
     pages = [client.get(reverse("annotate-campaign", args=[campaign.pk])).content.decode()]
     kinds = []
     for _ in range(3):

@@ -25,7 +25,7 @@ from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigi
 from annotations.services import rater_for_user
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_annotator_api import token_client
-from tests.annotate.test_views import login
+from tests.conftest import login
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

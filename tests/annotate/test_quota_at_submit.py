@@ -4,28 +4,20 @@ sent after its lease expired and went to someone else (the reclaim), the form, a
 from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotations.campaigns.claims import assignment_claim, assignment_skip
 from annotations.models import Assignment, AssignmentStatus, SkipReason, Submission
-from annotations.recruitment.models import CrowdWorker, Platform
+from annotations.recruitment.models import Platform
 from annotations.recruitment.selectors import worker_tasks_left
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import make_campaign, make_dataset
-from tests.annotate.test_recruitment import join, next_task, prolific_url, submit_current
+from tests.annotate.test_recruitment import joined_worker, next_task, submit_current
 from tests.annotate.test_views import complete_form
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 
 
 @pytest.fixture
@@ -55,9 +47,7 @@ def submitted(campaign, user) -> int:  # type: ignore[no-untyped-def]
 
 
 def test_quota_through_reclaim_cannot_store_one_more(link, campaign, annotator1, annotator2):
-    client = Client()
-    join(client, prolific_url(link))
-    worker = CrowdWorker.objects.get().user
+    client, worker = joined_worker(link)
     next_task(client, campaign)
     stale = Assignment.objects.get(campaign=campaign, annotator=worker, status=AssignmentStatus.LEASED)
     stale_form = complete_form(
@@ -87,9 +77,7 @@ def test_quota_through_reclaim_cannot_store_one_more(link, campaign, annotator1,
 def test_a_lease_held_past_the_quota_stores_nothing(link, campaign, path):
     link.tasks_per_worker = 4
     link.save()
-    client = Client()
-    join(client, prolific_url(link))
-    worker = CrowdWorker.objects.get().user
+    client, worker = joined_worker(link)
     for _ in range(3):
         next_task(client, campaign)
         submit_current(client, campaign, worker)

@@ -4,14 +4,12 @@ recruitment panel, and what a worker account can and cannot reach."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
@@ -26,18 +24,12 @@ from annotations.recruitment.models import CrowdSession, CrowdWorker, Platform, 
 from annotations.recruitment.selectors import worker_tasks_left
 from annotations.recruitment.services import crowd_worker_join, link_create
 from tests.annotate.factories import SYSTEM_NAMES, make_campaign, make_dataset
-from tests.annotate.test_views import complete_form, login
+from tests.annotate.test_views import complete_form
+from tests.conftest import login
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 
 PID = "5f0c0ffee0000000000canary"  # a canary platform id: it must never show on a page or in an account name
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture
@@ -95,6 +87,13 @@ def join(client: Client, url: str) -> Any:
     start = client.get(url)
     assert start.status_code == 200, start.content[:300]
     return client.post(url.split("?", 1)[0], {"arrival": arrival_of(start)})
+
+
+def joined_worker(link: RecruitmentLink) -> tuple[Client, User]:
+    """A new browser that joined through the Prolific link, and the worker account it got."""
+    client = Client()
+    join(client, prolific_url(link))
+    return client, CrowdWorker.objects.get().user
 
 
 def row_counts() -> dict[str, int]:
@@ -270,9 +269,7 @@ def test_a_signed_in_researcher_is_asked_to_sign_out(prolific, researcher, annot
 def test_worker_quota_ends_in_the_claim_and_sends_to_the_completion_page(prolific, campaign):
     prolific.tasks_per_worker = 2
     prolific.save()
-    client = Client()
-    join(client, prolific_url(prolific))
-    user = CrowdWorker.objects.get().user
+    client, user = joined_worker(prolific)
     assert worker_tasks_left(campaign, user) == 2
     next_task(client, campaign)
     assert submit_current(client, campaign, user).status_code == 303
@@ -292,9 +289,7 @@ def test_worker_quota_ends_in_the_claim_and_sends_to_the_completion_page(prolifi
 def test_session_quota_counts_within_the_session(prolific, campaign):
     prolific.tasks_per_session = 1
     prolific.save()
-    client = Client()
-    join(client, prolific_url(prolific))
-    user = CrowdWorker.objects.get().user
+    client, user = joined_worker(prolific)
     next_task(client, campaign)
     assert submit_current(client, campaign, user)["Location"] == reverse("crowd-done")
     join(client, prolific_url(prolific, session="sess-2"))
@@ -303,9 +298,7 @@ def test_session_quota_counts_within_the_session(prolific, campaign):
 
 
 def test_no_task_left_completes_without_a_quota(prolific, campaign):
-    client = Client()
-    join(client, prolific_url(prolific))
-    user = CrowdWorker.objects.get().user
+    client, user = joined_worker(prolific)
     for _ in range(4):
         next_task(client, campaign)
         submit_current(client, campaign, user)
@@ -330,9 +323,7 @@ def test_account_annotators_have_no_quota(campaign, annotator1, prolific):
 
 
 def test_worker_ratings_carry_a_pseudonym_not_the_platform_id(prolific, campaign):
-    client = Client()
-    join(client, prolific_url(prolific))
-    user = CrowdWorker.objects.get().user
+    client, user = joined_worker(prolific)
     next_task(client, campaign)
     submit_current(client, campaign, user)
     rater = Rater.objects.get(user=user)
@@ -524,9 +515,7 @@ def test_gold_tasks_count_toward_the_quota(researcher):
     GoldItem.objects.create(item=item, expected={}, tolerance=1, created_by=researcher)
     campaign = make_campaign(dataset, [], name="Gold quota", gold_rate=0.5)
     link = link_create(campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, tasks_per_worker=2)
-    client = Client()
-    join(client, prolific_url(link))
-    user = CrowdWorker.objects.get().user
+    client, user = joined_worker(link)
     next_task(client, campaign)
     submit_current(client, campaign, user)
     assert submit_current(client, campaign, user)["Location"] == reverse("crowd-done")
@@ -540,9 +529,7 @@ def test_a_worker_counts_their_tasks_against_the_session_quota(researcher):
     link = link_create(campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, completion_code="C0DE42")
     link.tasks_per_session = 3
     link.save()
-    client = Client()
-    join(client, prolific_url(link))
-    user = CrowdWorker.objects.get().user
+    client, user = joined_worker(link)
     page = client.get(next_task(client, campaign)["Location"]).content.decode()
     assert "0 of 3 tasks done" in page
     for _ in range(3):

@@ -48,11 +48,6 @@ def signed_in(user: User) -> Client:
     return client
 
 
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return User.objects.create_user("other-researcher", password=CAST_PASSWORD, is_staff=True)
-
-
 def jsonl(lines: list[dict]) -> bytes:
     return "\n".join(json.dumps(line) for line in lines).encode()
 

@@ -12,15 +12,9 @@ from annotations.campaigns.setup import campaign_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.models import Assignment, AssignmentStatus, Rating, RatingOrigin, Skip, Submission
 from tests.annotate.factories import SYSTEM_NAMES, make_campaign, make_dataset
-from tests.conftest import CAST_PASSWORD
+from tests.conftest import CAST_PASSWORD, login
 
 pytestmark = pytest.mark.django_db
-
-
-def login(user) -> Client:  # type: ignore[no-untyped-def]
-    client = Client()
-    assert client.login(username=user.username, password=CAST_PASSWORD)
-    return client
 
 
 @pytest.fixture

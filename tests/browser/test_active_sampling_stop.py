@@ -17,10 +17,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect
 
 from annotations.models import Assignment, AssignmentStatus, Campaign, Task
-from judging.certification.certificates import certificate_request
-from judging.certification.reference_sets import reference_set_create
 from judging.hybrid.selectors import stopping_evidence
-from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration
+from judging.models import HybridApplyStatus, HybridCalibration
 from tests.browser import test_hybrid_campaign as hybrid_browser
 from tests.browser.pages import ARTIFACTS
 from tests.browser.test_adjudication import log_in
@@ -78,15 +76,8 @@ def test_uncertainty_sampling_runs_to_its_stop_and_the_export_shows_each_probabi
 ) -> None:
     worker = celery_worker_factory(extra_env=WORKER_ENV)
     base = live_server.url
-    dataset, campaign, version = hybrid_browser.campaign_with_a_judge_version(
+    _, campaign, version = hybrid_browser.certified_campaign_with_a_judge_version(
         name="active round", researcher=researcher, annotator=annotator1, fake=fake, worker=worker
-    )
-    reference = reference_set_create(dataset=dataset, name="experts", owner=researcher)
-    certificate_request(version=version, reference_set=reference, requested_by=researcher)
-    wait_for(
-        lambda: Certificate.objects.filter(version=version, status=CertificateStatus.PASSED).exists(),
-        timeout=180,
-        message=f"the certificate to pass; worker log:\n{worker.log()[-3000:]}",
     )
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US", accept_downloads=True)

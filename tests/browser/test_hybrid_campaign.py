@@ -26,6 +26,8 @@ from annotations.models import (
     RatingOrigin,
 )
 from judging import services
+from judging.certification.certificates import certificate_request
+from judging.certification.reference_sets import reference_set_create
 from judging.models import (
     Certificate,
     CertificateStatus,
@@ -114,6 +116,24 @@ def campaign_with_a_judge_version(
     )
     version = JudgeRun.objects.get(pk=first.pk).version
     assert version is not None
+    return dataset, campaign, version
+
+
+def certified_campaign_with_a_judge_version(
+    *, name: str, researcher: User, annotator: User, fake: FakeProvider, worker: Any
+) -> tuple[Dataset, Campaign, JudgeVersion]:
+    """The same, with the version certified (by the service, not the page) on the imported ratings frozen as the
+    reference set "experts"."""
+    dataset, campaign, version = campaign_with_a_judge_version(
+        name=name, researcher=researcher, annotator=annotator, fake=fake, worker=worker
+    )
+    reference = reference_set_create(dataset=dataset, name="experts", owner=researcher)
+    certificate_request(version=version, reference_set=reference, requested_by=researcher)
+    wait_for(
+        lambda: Certificate.objects.filter(version=version, status=CertificateStatus.PASSED).exists(),
+        timeout=180,
+        message=f"the certificate to pass; worker log:\n{worker.log()[-3000:]}",
+    )
     return dataset, campaign, version
 
 

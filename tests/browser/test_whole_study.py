@@ -41,9 +41,7 @@ from annotations.models import (
     RatingOrigin,
     Task,
 )
-from judging.certification.certificates import certificate_request
-from judging.certification.reference_sets import reference_set_create
-from judging.models import Certificate, CertificateStatus, HybridApplyStatus, HybridCalibration
+from judging.models import HybridApplyStatus, HybridCalibration
 from judging.statistics.sequences import confidence_sequence
 from tests.annotate.factories import lfqa_lines
 from tests.browser import test_hybrid_campaign as hybrid_browser
@@ -636,15 +634,8 @@ def test_a_campaign_sampled_by_uncertainty_stops_and_its_outputs_agree_with_the_
     base = live_server.url
     tag = locale[:2]
     worker = celery_worker_factory(extra_env=hybrid_browser.WORKER_ENV)
-    dataset, campaign, version = hybrid_browser.campaign_with_a_judge_version(
+    dataset, campaign, version = hybrid_browser.certified_campaign_with_a_judge_version(
         name="whole study hybrid", researcher=researcher, annotator=annotator1, fake=fake, worker=worker
-    )
-    reference = reference_set_create(dataset=dataset, name="experts", owner=researcher)
-    certificate_request(version=version, reference_set=reference, requested_by=researcher)
-    wait_for(
-        lambda: Certificate.objects.filter(version=version, status=CertificateStatus.PASSED).exists(),
-        timeout=180,
-        message=f"the certificate to pass; worker log:\n{worker.log()[-3000:]}",
     )
 
     # 1. On the hybrid settings page: uncertainty sampling and "width ≤ w" on llm_a, then calibrate and apply.

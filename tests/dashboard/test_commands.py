@@ -16,6 +16,7 @@ from annotations.models import Dataset
 from judging.models import Judge, JudgeKind, JudgeScore
 from tests.commands import command_output as run
 from tests.dashboard.conftest import ASPECTS, DATASET_NAME, JUDGE_NAME, reference_matrix, reference_pairs
+from tests.stats.reference import AGREEMENT_SUMMARY_KEYS
 
 pytestmark = pytest.mark.django_db
 
@@ -23,22 +24,28 @@ STAT_KEYS = {"value", "undefined"}
 INTERVAL_KEYS = {"low", "high", "undefined"}
 
 
+def calibrate_overall(inputs: str, *options: str) -> str:
+    """``calibrate`` of the stats dataset's judge towards "overall" from the comma-separated input aspects."""
+    return run(
+        "calibrate",
+        "--dataset",
+        DATASET_NAME,
+        "--judge",
+        JUDGE_NAME,
+        "--target",
+        "overall",
+        "--inputs",
+        inputs,
+        *options,
+    )
+
+
 def test_agreement_json_shape_and_reference_values(stats_dataset: Dataset, stats_jsonl: list[dict[str, Any]]) -> None:
     report = json.loads(run("agreement", DATASET_NAME, "--json"))
     assert report["dataset"] == DATASET_NAME
     assert list(report["aspects"]) == ASPECTS
     for aspect, summary in report["aspects"].items():
-        assert set(summary) == {
-            "level",
-            "n_items",
-            "n_ratings",
-            "alpha",
-            "alpha_ci95",
-            "fleiss_kappa",
-            "gwet_ac1",
-            "icc",
-            "percent_agreement",
-        }
+        assert set(summary) == AGREEMENT_SUMMARY_KEYS
         assert set(summary["alpha"]) == {"nominal", "ordinal", "interval"}
         assert set(summary["alpha_ci95"]) == INTERVAL_KEYS
         assert set(summary["fleiss_kappa"]) == STAT_KEYS
@@ -132,22 +139,7 @@ def test_correlate_text_and_errors(stats_dataset: Dataset) -> None:
 
 
 def test_calibrate_saves_derived_judge_that_correlate_reads(stats_dataset: Dataset) -> None:
-    result = json.loads(
-        run(
-            "calibrate",
-            "--dataset",
-            DATASET_NAME,
-            "--judge",
-            JUDGE_NAME,
-            "--target",
-            "overall",
-            "--inputs",
-            "factuality,fluency,relevance",
-            "--name",
-            "MATE Ξ",
-            "--json",
-        )
-    )
+    result = json.loads(calibrate_overall("factuality,fluency,relevance", "--name", "MATE Ξ", "--json"))
     assert set(result["weights"]) == {"factuality", "fluency", "relevance"}
     assert result["heldout_pearson"]["value"] is not None
     derived = Judge.objects.get(dataset=stats_dataset, name="MATE Ξ")
@@ -157,32 +149,19 @@ def test_calibrate_saves_derived_judge_that_correlate_reads(stats_dataset: Datas
     report = json.loads(run("correlate", "--dataset", DATASET_NAME, "--judge", "MATE Ξ", "--json"))
     assert list(report["aspects"]) == ["overall"]
     # Re-running replaces the derived judge's scores instead of duplicating them.
-    run(
-        "calibrate",
-        "--dataset",
-        DATASET_NAME,
-        "--judge",
-        JUDGE_NAME,
-        "--target",
-        "overall",
-        "--inputs",
-        "fluency",
-        "--name",
-        "MATE Ξ",
-    )
+    calibrate_overall("fluency", "--name", "MATE Ξ")
     derived.refresh_from_db()
     assert list(derived.params["weights"]) == ["fluency"]
     assert JudgeScore.objects.filter(judge=derived).count() == result["n_scores"]
 
 
 def test_calibrate_rejects_bad_requests(stats_dataset: Dataset) -> None:
-    base = ["calibrate", "--dataset", DATASET_NAME, "--judge", JUDGE_NAME]
     with pytest.raises(CommandError, match="unknown aspect"):
-        run(*base, "--target", "overall", "--inputs", "nonsense")
+        calibrate_overall("nonsense")
     with pytest.raises(CommandError, match="distinct input aspects"):
-        run(*base, "--target", "overall", "--inputs", "overall")
+        calibrate_overall("overall")
     with pytest.raises(CommandError, match="imported judge is already named"):
-        run(*base, "--target", "overall", "--inputs", "fluency", "--name", JUDGE_NAME)
+        calibrate_overall("fluency", "--name", JUDGE_NAME)
 
 
 @pytest.mark.parametrize("command", ["agreement", "correlate", "calibrate"])

@@ -34,6 +34,17 @@ def review_all(campaign, user: User, overrides: dict[str, str]) -> None:  # type
         services.fact_review_submit(assignment=assignment, user=user, labels=labels, seconds_spent=2)
 
 
+def named_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(zip(table["columns"], row, strict=True)) for row in table["rows"]]
+
+
+def assert_table_rows(table: dict[str, Any], expected_rows: list[dict[str, Any]], keys: dict[str, str]) -> None:
+    """Each row of a panel table shows, in each named column, the report's value under the key that column maps to."""
+    for named, expected in zip(named_rows(table), expected_rows, strict=True):
+        for column, key in keys.items():
+            assert named[column] == expected[key], column
+
+
 @pytest.fixture
 def run(world, world_provider, eager, django_capture_on_commit_callbacks, researcher) -> JudgeRun:  # type: ignore[no-untyped-def]  # noqa: F811
     return finished_run(world, world_provider, django_capture_on_commit_callbacks, researcher)
@@ -98,23 +109,30 @@ def test_panel_numbers_equal_the_report(reviewed_run: JudgeRun, researcher: User
     assert {row["mark"] for row in estimator["systems"]} == {"+", "-"}  # the data exercises both marks
     assert estimator["ranking_equal"] is True
 
-    systems = panel["factscore_systems"]
-    for row, expected in zip(systems["rows"], report["systems"], strict=True):
-        named = dict(zip(systems["columns"], row, strict=True))
-        assert named["system"] == expected["system"]
-        assert named["FActScore"] == expected["factscore"]
-        assert named["% responding"] == expected["pct_responding"]
-        assert named["facts per answer"] == expected["facts_per_answer"]
-    comparison = panel["factscore_estimator"]
-    for row, expected in zip(comparison["rows"], estimator["systems"], strict=True):
-        named = dict(zip(comparison["columns"], row, strict=True))
-        assert named["human FActScore"] == expected["human"]
-        assert named["estimated FActScore"] == expected["estimated"]
-        assert named["error rate (points)"] == expected["error_rate"]
-        assert named["mark (±5 points)"] == expected["mark"]
-        assert (named["human rank"], named["estimated rank"]) == (expected["human_rank"], expected["estimated_rank"])
+    assert_table_rows(
+        panel["factscore_systems"],
+        report["systems"],
+        {
+            "system": "system",
+            "FActScore": "factscore",
+            "% responding": "pct_responding",
+            "facts per answer": "facts_per_answer",
+        },
+    )
+    assert_table_rows(
+        panel["factscore_estimator"],
+        estimator["systems"],
+        {
+            "human FActScore": "human",
+            "estimated FActScore": "estimated",
+            "error rate (points)": "error_rate",
+            "mark (±5 points)": "mark",
+            "human rank": "human_rank",
+            "estimated rank": "estimated_rank",
+        },
+    )
     agreement = report["human"]["agreement"]
-    human = dict(zip(panel["factscore_human"]["columns"], panel["factscore_human"]["rows"][0], strict=True))
+    human = named_rows(panel["factscore_human"])[0]
     assert human["alpha on fact labels"] == agreement["alpha"]["value"]
     assert human["alpha 95% CI"] == [agreement["ci95"]["low"], agreement["ci95"]["high"]]
     assert human["ranking equal"] is True and human["reviewed answers"] == report["human"]["reviewed_answers"]

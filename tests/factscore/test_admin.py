@@ -5,24 +5,17 @@ import io
 import pytest
 from django.contrib import admin
 from django.contrib.auth.models import Group
-from django.test import Client
 from django.urls import reverse
 
 from judging import services as engine
 from judging.factscore.models import FactReviewAssignment, FactReviewCampaign, KnowledgeCorpus, Passage
-from tests.conftest import CAST_PASSWORD
+from tests.conftest import CAST_PASSWORD, login
 from tests.factories import UserFactory
 from tests.factscore.corpora import ENGLISH_DOCUMENTS, as_jsonl
 from tests.factscore.factories import factscore_config, make_fact_dataset, script_world
 from tests.security.html_checks import offered
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user) -> Client:  # type: ignore[no-untyped-def]
-    client = Client()
-    assert client.login(username=user.username, password=CAST_PASSWORD)
-    return client
 
 
 def jsonl_file(text: str, name: str = "wiki.jsonl") -> io.BytesIO:
@@ -38,7 +31,7 @@ def test_models_are_registered() -> None:
 def test_researcher_uploads_a_corpus_from_the_admin(researcher, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
     settings.VAR_DIR = tmp_path
     dataset = make_fact_dataset(owner=researcher, with_corpus=False)
-    client = client_for(researcher)
+    client = login(researcher)
     url = reverse("admin:judging_knowledgecorpus_add")
     form = client.get(url)
     assert form.status_code == 200 and 'type="file"' in form.content.decode()
@@ -73,11 +66,11 @@ def test_corpus_admin_is_scoped_to_my_datasets(researcher) -> None:  # type: ign
     dataset = make_fact_dataset(owner=researcher)
     corpus = KnowledgeCorpus.objects.get(dataset=dataset)
     change = reverse("admin:judging_knowledgecorpus_change", args=[corpus.pk])
-    assert client_for(other).get(change).status_code in (302, 404)
-    listing = client_for(other).get(reverse("admin:judging_knowledgecorpus_changelist"))
+    assert login(other).get(change).status_code in (302, 404)
+    listing = login(other).get(reverse("admin:judging_knowledgecorpus_changelist"))
     assert listing.status_code == 200 and "wiki" not in listing.content.decode()
     # Their upload form does not offer my dataset.
-    form = client_for(other).get(reverse("admin:judging_knowledgecorpus_add")).content.decode()
+    form = login(other).get(reverse("admin:judging_knowledgecorpus_add")).content.decode()
     assert str(dataset.pk) not in offered(form, "dataset")
 
 
@@ -90,7 +83,7 @@ def test_review_campaign_is_opened_from_the_admin(
         run = engine.judge_run_launch(dataset=dataset, config=factscore_config(world_provider), launched_by=None)
     # An operator's group puts the annotators in the researcher's pool (docs/security.md, admin user pickers).
     Group.objects.create(name="fact-lab").user_set.add(researcher, annotator1, annotator2)
-    client = client_for(researcher)
+    client = login(researcher)
     url = reverse("admin:judging_factreviewcampaign_add")
     assert client.get(url).status_code == 200
     created = client.post(

@@ -8,26 +8,11 @@ from django.urls import reverse
 
 from judging.factscore import services
 from judging.factscore.models import FactAnswer, FactLabel, KnowledgeCorpus
-from tests.conftest import CAST_PASSWORD
-from tests.factories import UserFactory
+from tests.conftest import login
 from tests.factscore.corpora import ENGLISH_DOCUMENTS, as_jsonl
 from tests.factscore.factories import make_fact_dataset
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user) -> Client:  # type: ignore[no-untyped-def]
-    client = Client()
-    assert client.login(username=user.username, password=CAST_PASSWORD)
-    return client
-
-
-@pytest.fixture
-def other_researcher(db):  # type: ignore[no-untyped-def]
-    user = UserFactory(username="other-researcher", is_staff=True)
-    user.set_password(CAST_PASSWORD)
-    user.save()
-    return user
 
 
 @pytest.fixture
@@ -48,15 +33,15 @@ def open_task(client: Client, campaign) -> str:  # type: ignore[no-untyped-def]
 
 def test_report_page(run, researcher, other_researcher, outsider) -> None:  # type: ignore[no-untyped-def]
     url = reverse("factscore:report", args=[run.pk])
-    page = client_for(researcher).get(url)
+    page = login(researcher).get(url)
     assert page.status_code == 200
     html = page.content.decode()
     assert "alpha" in html and "0.500" in html and "66.7" in html and "en_sorry" in html
-    assert client_for(researcher).post(url).status_code == 405
-    assert client_for(other_researcher).get(url).status_code == 404
-    assert client_for(outsider).get(url).status_code == 403
+    assert login(researcher).post(url).status_code == 405
+    assert login(other_researcher).get(url).status_code == 404
+    assert login(outsider).get(url).status_code == 403
     assert Client().get(url).status_code == 302
-    assert client_for(researcher).get(reverse("factscore:report", args=[run.pk + 1000])).status_code == 404
+    assert login(researcher).get(reverse("factscore:report", args=[run.pk + 1000])).status_code == 404
 
 
 def test_answer_drilldown_shows_facts_verdicts_and_evidence(run, researcher, other_researcher, annotator1) -> None:  # type: ignore[no-untyped-def]
@@ -64,29 +49,29 @@ def test_answer_drilldown_shows_facts_verdicts_and_evidence(run, researcher, oth
         run=run, response__system__key="alpha", response__turn__item__external_id="lovelace"
     )
     url = reverse("factscore:answer", args=[answer.pk])
-    page = client_for(researcher).get(url)
+    page = login(researcher).get(url)
     assert page.status_code == 200
     html = page.content.decode()
     assert "Ada Lovelace was born in Paris." in html and "false" in html and "London in 1815" in html
-    assert client_for(researcher).post(url).status_code == 405
-    assert client_for(other_researcher).get(url).status_code == 404
-    assert client_for(annotator1).get(url).status_code == 403
+    assert login(researcher).post(url).status_code == 405
+    assert login(other_researcher).get(url).status_code == 404
+    assert login(annotator1).get(url).status_code == 403
 
 
 def test_report_api(run, researcher, other_researcher, annotator1) -> None:  # type: ignore[no-untyped-def]
     url = reverse("factscore:api-report", args=[run.pk])
-    data = client_for(researcher).get(url + "?answers=1").json()
+    data = login(researcher).get(url + "?answers=1").json()
     assert data["systems"][0]["factscore"] == pytest.approx(0.5) and len(data["answers"]) == 6
-    assert client_for(researcher).post(url).status_code == 405
-    assert client_for(other_researcher).get(url).status_code == 404
-    assert client_for(annotator1).get(url).status_code == 403
+    assert login(researcher).post(url).status_code == 405
+    assert login(other_researcher).get(url).status_code == 404
+    assert login(annotator1).get(url).status_code == 403
     assert Client().get(url).status_code in (401, 403)
 
 
 def test_corpus_api_lists_and_uploads(researcher, other_researcher, annotator1) -> None:  # type: ignore[no-untyped-def]
     dataset = make_fact_dataset(owner=researcher, with_corpus=False)
     url = reverse("factscore:api-corpora", args=[dataset.pk])
-    client = client_for(researcher)
+    client = login(researcher)
     upload = io.BytesIO(as_jsonl(ENGLISH_DOCUMENTS).encode())
     upload.name = "wiki.jsonl"
     created = client.post(url, {"name": "wiki", "file": upload, "passage_tokens": 64})
@@ -99,8 +84,8 @@ def test_corpus_api_lists_and_uploads(researcher, other_researcher, annotator1) 
     assert refused.status_code == 400 and "line 1" in refused.json()["detail"]
     assert KnowledgeCorpus.objects.filter(dataset=dataset).count() == 1
     assert client.delete(url).status_code == 405
-    assert client_for(other_researcher).get(url).status_code == 404
-    assert client_for(annotator1).get(url).status_code == 403
+    assert login(other_researcher).get(url).status_code == 404
+    assert login(annotator1).get(url).status_code == 403
 
 
 # --- review pages -------------------------------------------------------------------------------
@@ -108,14 +93,14 @@ def test_corpus_api_lists_and_uploads(researcher, other_researcher, annotator1) 
 
 def test_review_home_lists_only_my_campaigns(campaign, annotator1, annotator3) -> None:  # type: ignore[no-untyped-def]
     url = reverse("factscore:review-home")
-    assert "views" in client_for(annotator1).get(url).content.decode()
-    assert "views" not in client_for(annotator3).get(url).content.decode()
-    assert client_for(annotator1).post(url).status_code == 405
+    assert "views" in login(annotator1).get(url).content.decode()
+    assert "views" not in login(annotator3).get(url).content.decode()
+    assert login(annotator1).post(url).status_code == 405
     assert Client().get(url).status_code == 302
 
 
 def test_next_and_task_page_are_blinded(campaign, annotator1, annotator2, annotator3) -> None:  # type: ignore[no-untyped-def]
-    client = client_for(annotator1)
+    client = login(annotator1)
     task_url = open_task(client, campaign)
     page = client.get(task_url)
     assert page.status_code == 200
@@ -125,14 +110,14 @@ def test_next_and_task_page_are_blinded(campaign, annotator1, annotator2, annota
         assert secret not in html
     assert "<script>" not in html and "style=" not in html
     assert client.post(task_url).status_code == 405
-    assert client_for(annotator2).get(task_url).status_code == 404  # not their lease
-    assert client_for(annotator3).post(reverse("factscore:review-next", args=[campaign.pk])).status_code == 404
+    assert login(annotator2).get(task_url).status_code == 404  # not their lease
+    assert login(annotator3).post(reverse("factscore:review-next", args=[campaign.pk])).status_code == 404
     assert client.post(reverse("factscore:review-next", args=[campaign.pk + 1000])).status_code == 404
     assert client.get(reverse("factscore:review-next", args=[campaign.pk])).status_code == 405
 
 
 def test_edit_split_with_htmx_and_without(campaign, annotator1) -> None:  # type: ignore[no-untyped-def]
-    client = client_for(annotator1)
+    client = login(annotator1)
     task_url = open_task(client, campaign)
     assignment = campaign.assignments.get(annotator=annotator1)
     fact = services.reviewer_facts(assignment)[0]
@@ -156,7 +141,7 @@ def test_edit_split_with_htmx_and_without(campaign, annotator1) -> None:  # type
 
 
 def test_submit_then_next_task(campaign, annotator1) -> None:  # type: ignore[no-untyped-def]
-    client = client_for(annotator1)
+    client = login(annotator1)
     task_url = open_task(client, campaign)
     assignment = campaign.assignments.get(annotator=annotator1)
     facts = services.reviewer_facts(assignment)
@@ -176,7 +161,7 @@ def test_submit_then_next_task(campaign, annotator1) -> None:  # type: ignore[no
 
 
 def test_skip_releases_the_slot(campaign, annotator1) -> None:  # type: ignore[no-untyped-def]
-    client = client_for(annotator1)
+    client = login(annotator1)
     task_url = open_task(client, campaign)
     assert client.get(task_url + "skip/").status_code == 405
     skipped = client.post(task_url + "skip/", {"reason": "unsure"})
@@ -187,8 +172,8 @@ def test_skip_releases_the_slot(campaign, annotator1) -> None:  # type: ignore[n
 
 def test_run_index_lists_my_factscore_runs(run, researcher, other_researcher, annotator1) -> None:  # type: ignore[no-untyped-def]
     url = reverse("factscore:runs")
-    assert run.judge.name in client_for(researcher).get(url).content.decode()
-    assert run.judge.name not in client_for(other_researcher).get(url).content.decode()
-    assert client_for(annotator1).get(url).status_code == 403
-    assert client_for(researcher).post(url).status_code == 405
+    assert run.judge.name in login(researcher).get(url).content.decode()
+    assert run.judge.name not in login(other_researcher).get(url).content.decode()
+    assert login(annotator1).get(url).status_code == 403
+    assert login(researcher).post(url).status_code == 405
     assert Client().get(url).status_code == 302

@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Dataset
+from tests.conftest import client_for
 from tests.io.helpers import row_counts
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "annotations" / "sample_data"
@@ -27,12 +28,6 @@ def importer(researcher: User) -> User:
     return User.objects.get(pk=researcher.pk)
 
 
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def form(name: str, filename: str = "llm_jp_sample.jsonl", content: bytes | None = None, **extra: Any) -> dict:
     data = (SAMPLE_DIR / filename).read_bytes() if content is None else content
     return {"name": name, "file": SimpleUploadedFile(filename, data), **extra}
@@ -40,7 +35,7 @@ def form(name: str, filename: str = "llm_jp_sample.jsonl", content: bytes | None
 
 @pytest.mark.django_db
 def test_get_shows_the_upload_form(importer: User) -> None:
-    response = logged_in(importer).get(URL)
+    response = client_for(importer).get(URL)
     assert response.status_code == 200
     body = response.content.decode()
     assert 'enctype="multipart/form-data"' in body and "csrfmiddlewaretoken" in body
@@ -52,7 +47,7 @@ def test_get_shows_the_upload_form(importer: User) -> None:
 
 @pytest.mark.django_db
 def test_the_imported_datasets_admin_page_leads_to_its_overview_and_the_launcher(importer: User) -> None:
-    client = logged_in(importer)
+    client = client_for(importer)
     client.post(URL, form("linked", preset="llm-human-eval-jp"))
     dataset = Dataset.objects.get(name="linked")
     body = client.get(reverse("admin:annotations_dataset_change", args=[dataset.pk])).content.decode()
@@ -62,7 +57,7 @@ def test_the_imported_datasets_admin_page_leads_to_its_overview_and_the_launcher
 
 @pytest.mark.django_db
 def test_upload_imports_and_redirects_to_the_dataset(importer: User) -> None:
-    response = logged_in(importer).post(URL, form("via admin", preset="llm-human-eval-jp"))
+    response = client_for(importer).post(URL, form("via admin", preset="llm-human-eval-jp"))
     dataset = Dataset.objects.get(name="via admin")
     assert response.status_code == 302
     assert response["Location"] == reverse("admin:annotations_dataset_change", args=[dataset.pk])
@@ -73,7 +68,7 @@ def test_upload_imports_and_redirects_to_the_dataset(importer: User) -> None:
 @pytest.mark.django_db
 def test_upload_with_rubric_file(importer: User) -> None:
     rubric = SimpleUploadedFile("rubric.json", (SAMPLE_DIR / "lfqa_rubric.json").read_bytes())
-    response = logged_in(importer).post(URL, form("lfqa via admin", "lfqa_sample.jsonl", rubric=rubric))
+    response = client_for(importer).post(URL, form("lfqa via admin", "lfqa_sample.jsonl", rubric=rubric))
     assert response.status_code == 302
     assert Dataset.objects.get(name="lfqa via admin").aspects.count() == 4
 
@@ -82,7 +77,7 @@ def test_upload_with_rubric_file(importer: User) -> None:
 def test_bad_file_shows_the_error_and_writes_nothing(importer: User) -> None:
     good = (SAMPLE_DIR / "llm_jp_sample.jsonl").read_bytes().splitlines()
     bad = b"\n".join([*good[:10], b'{"id": "x", "turns": [{"prompt": 1}]}'])
-    client = logged_in(importer)
+    client = client_for(importer)
     before = row_counts()
     response = client.post(URL, form("broken", content=bad, preset="llm-human-eval-jp"))
     assert response.status_code == 400  # the form again, with the error
@@ -94,7 +89,7 @@ def test_bad_file_shows_the_error_and_writes_nothing(importer: User) -> None:
 @pytest.mark.django_db
 def test_preset_and_rubric_together_are_refused(importer: User) -> None:
     rubric = SimpleUploadedFile("rubric.json", (SAMPLE_DIR / "lfqa_rubric.json").read_bytes())
-    client = logged_in(importer)
+    client = client_for(importer)
     before = row_counts()
     response = client.post(URL, form("both", preset="lfqa-multiaspect", rubric=rubric))
     assert response.status_code == 400
@@ -104,7 +99,7 @@ def test_preset_and_rubric_together_are_refused(importer: User) -> None:
 
 @pytest.mark.django_db
 def test_staff_without_add_permission_is_403(researcher: User) -> None:
-    client = logged_in(researcher)
+    client = client_for(researcher)
     before = row_counts()
     assert client.get(URL).status_code == 403
     assert client.post(URL, form("denied")).status_code == 403
@@ -114,7 +109,7 @@ def test_staff_without_add_permission_is_403(researcher: User) -> None:
 @pytest.mark.django_db
 @pytest.mark.parametrize("who", ["annotator1", "outsider"])
 def test_non_staff_are_sent_to_the_admin_login(request: pytest.FixtureRequest, who: str) -> None:
-    client = logged_in(request.getfixturevalue(who))
+    client = client_for(request.getfixturevalue(who))
     before = row_counts()
     for response in (client.get(URL), client.post(URL, form("sneaky"))):
         assert response.status_code == 302
@@ -133,6 +128,6 @@ def test_anonymous_is_sent_to_the_admin_login() -> None:
 @pytest.mark.parametrize("method", ["put", "delete", "patch"])
 def test_other_methods_are_405(importer: User, method: str) -> None:
     before = Dataset.objects.count()
-    response = getattr(logged_in(importer), method)(URL)
+    response = getattr(client_for(importer), method)(URL)
     assert response.status_code == 405
     assert Dataset.objects.count() == before

@@ -28,11 +28,6 @@ def upload(name: str = "uploaded", content: bytes | None = None, **fields: Any) 
 
 
 @pytest.fixture
-def other_researcher(db: None) -> User:
-    return User.objects.create_user("researcher2", password="x-password-123", is_staff=True)
-
-
-@pytest.fixture
 def own_dataset(researcher: User) -> Dataset:
     with open(SAMPLE, "rb") as stream:
         return dataset_import(stream=stream, name="mine", preset="llm-human-eval-jp", owner=researcher).dataset

@@ -40,6 +40,13 @@ def exported(name: str) -> list[dict[str, Any]]:
     return list(iter_export_objects(dataset=Dataset.objects.get(name=name)))
 
 
+def imported(path: str, mapping: str, dataset: str) -> list[dict[str, Any]]:
+    """The items of the dataset that importing the file through the mapping creates, as the export writes them."""
+    code, output = run(path, "--mapping", mapping, "--dataset", dataset)
+    assert code == 0, output
+    return exported(dataset)
+
+
 MESSAGE = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
 
 
@@ -108,9 +115,7 @@ MT_BENCH_SCHEMA = _pairwise_schema(pa.int64())
 @pytest.mark.django_db
 def test_mt_bench_human_judgments(tmp_path: Path) -> None:
     path = write_parquet(tmp_path / "human-00000-of-00001.parquet", mt_bench_rows(), MT_BENCH_SCHEMA)
-    code, output = run(str(path), "--mapping", "mt-bench-human", "--dataset", "mtbench")
-    assert code == 0, output
-    items = exported("mtbench")
+    items = imported(str(path), "mt-bench-human", "mtbench")
     assert [item["id"] for item in items] == ["81", "82"]
     first, second = items[0]["turns"]
     assert first["prompt"] == "Compose a travel blog post about Hawaii."
@@ -173,9 +178,7 @@ def arena_rows() -> list[dict[str, Any]]:
 @pytest.mark.django_db
 def test_chatbot_arena_battles(tmp_path: Path) -> None:
     path = write_parquet(tmp_path / "train-00000-of-00001.parquet", arena_rows(), ARENA_SCHEMA)
-    code, output = run(str(path), "--mapping", "chatbot-arena", "--dataset", "arena")
-    assert code == 0, output
-    items = exported("arena")
+    items = imported(str(path), "chatbot-arena", "arena")
     assert len(items) == 4
     two_turns = items[2]["turns"]
     assert len(two_turns) == 2 and "preferences" not in two_turns[0]
@@ -223,9 +226,7 @@ def test_helpsteer2(tmp_path: Path) -> None:
         },
     ]
     path = write_lines(tmp_path / "train.jsonl", lines)
-    code, output = run(str(path), "--mapping", "helpsteer2", "--dataset", "hs2")
-    assert code == 0, output
-    items = exported("hs2")
+    items = imported(str(path), "helpsteer2", "hs2")
     assert [item["id"] for item in items] == ["item-1", "item-2"]
     answers = items[0]["turns"][0]["responses"]
     assert list(answers) == ["response_1", "response_2"]
@@ -242,30 +243,34 @@ def test_summeval(tmp_path: Path) -> None:
     def marks(c: int, s: int, f: int, r: int) -> dict[str, int]:
         return {"coherence": c, "consistency": s, "fluency": f, "relevance": r}
 
+    def summary(model_id: str, decoded: str, experts: list[dict[str, int]], turker: dict[str, int]) -> dict[str, Any]:
+        """One model's summary of the same article, with its three experts' and five turkers' marks."""
+        return {
+            "id": "dm-test-8764fb95bfad8ee849274873a92fb8d6b400eee2",
+            "decoded": decoded,
+            "expert_annotations": experts,
+            "turker_annotations": [turker] * 5,
+            "references": ["Andros Townsend an 83rd minute sub in Tottenham 's draw with Burnley .", "crowd ref"],
+            "model_id": model_id,
+            "filepath": "cnndm/dailymail/stories/8764fb95bfad8ee849274873a92fb8d6b400eee2.story",
+        }
+
     lines = [
-        {
-            "id": "dm-test-8764fb95bfad8ee849274873a92fb8d6b400eee2",
-            "decoded": "paul merson was brought on with only seven minutes remaining .",
-            "expert_annotations": [marks(1, 1, 3, 2), marks(2, 5, 5, 3), marks(1, 1, 3, 2)],
-            "turker_annotations": [marks(3, 4, 4, 4)] * 5,
-            "references": ["Andros Townsend an 83rd minute sub in Tottenham 's draw with Burnley .", "crowd ref"],
-            "model_id": "M11",
-            "filepath": "cnndm/dailymail/stories/8764fb95bfad8ee849274873a92fb8d6b400eee2.story",
-        },
-        {
-            "id": "dm-test-8764fb95bfad8ee849274873a92fb8d6b400eee2",
-            "decoded": "andros townsend scored the equaliser .",
-            "expert_annotations": [marks(4, 5, 5, 4), marks(3, 5, 5, 4), marks(4, 5, 5, 3)],
-            "turker_annotations": [marks(3, 3, 3, 3)] * 5,
-            "references": ["Andros Townsend an 83rd minute sub in Tottenham 's draw with Burnley .", "crowd ref"],
-            "model_id": "M13",
-            "filepath": "cnndm/dailymail/stories/8764fb95bfad8ee849274873a92fb8d6b400eee2.story",
-        },
+        summary(
+            "M11",
+            "paul merson was brought on with only seven minutes remaining .",
+            [marks(1, 1, 3, 2), marks(2, 5, 5, 3), marks(1, 1, 3, 2)],
+            marks(3, 4, 4, 4),
+        ),
+        summary(
+            "M13",
+            "andros townsend scored the equaliser .",
+            [marks(4, 5, 5, 4), marks(3, 5, 5, 4), marks(4, 5, 5, 3)],
+            marks(3, 3, 3, 3),
+        ),
     ]
     path = write_lines(tmp_path / "model_annotations.aligned.jsonl", lines)
-    code, output = run(str(path), "--mapping", "summeval", "--dataset", "summeval")
-    assert code == 0, output
-    (item,) = exported("summeval")
+    (item,) = imported(str(path), "summeval", "summeval")
     turn = item["turns"][0]
     assert turn["prompt"] == "dm-test-8764fb95bfad8ee849274873a92fb8d6b400eee2"
     assert turn["reference"].startswith("Andros Townsend an 83rd minute")
@@ -323,9 +328,7 @@ def test_long_csv_with_judge_scores_and_preview(tmp_path: Path) -> None:
     assert (preview["items"], preview["ratings"], preview["judge_scores"]) == (2, 5, 2)
     assert preview["rubric"] == "inferred" and preview["aspects"][0]["name"] == "accuracy"
     assert Dataset.objects.count() == 0  # the preview writes nothing
-    code, output = run(str(path), "--mapping", str(mapping), "--dataset", "csv")
-    assert code == 0, output
-    items = exported("csv")
+    items = imported(str(path), str(mapping), "csv")
     assert items[0]["turns"][0]["responses"]["b"]["human_evals"] == {"accuracy": [1, "NA"]}
     assert JudgeScore.objects.filter(judge__name="gpt4o").count() == 2
 
@@ -359,9 +362,7 @@ def test_wide_tsv_with_best_of_k(tmp_path: Path) -> None:
     path = write_csv(
         tmp_path / "t.tsv", ["prompt", "system", "answer", "rater", "flu", "ovr", "shown", "best"], rows, "\t"
     )
-    code, output = run(str(path), "--mapping", str(mapping), "--dataset", "tsv")
-    assert code == 0, output
-    (item,) = exported("tsv")
+    (item,) = imported(str(path), str(mapping), "tsv")
     turn = item["turns"][0]
     assert turn["responses"]["z"]["human_evals"] == {"fluency": [2, 2], "overall": [2, None]}
     assert [p.get("preferred") for p in turn["preferences"]] == ["x", None]

@@ -10,6 +10,19 @@ from annotations.errors import DatasetImportError
 from annotations.spans.error_spans import MQM_CORE, Span
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "wmt_mqm"
+
+
+def assert_equal_to_the_published_segment_scores(scores: dict[tuple[str, str], float]) -> None:
+    """`scores` by (system, segment) are the negated scores of talk 3 in the published avg_seg_scores file."""
+    with gzip.open(DATA / "mqm_ted_ende.avg_seg_scores.talk3.tsv.gz", "rt", encoding="utf-8") as handle:
+        published = [line.split() for line in handle.read().splitlines()[1:]]
+    assert len(published) == 14 * 31
+    for system, score, seg_id in published:
+        ours = scores[("ref" if system == "ref-A" else system, seg_id)]
+        # The published file prints six decimals and negates the penalty.
+        assert -ours == pytest.approx(float(score), abs=5e-7), (system, seg_id)
+
+
 HEADER = "system\tdoc\tdoc_id\tseg_id\trater\tsource\ttarget\tcategory\tseverity\tcomment"
 
 
@@ -23,13 +36,7 @@ def test_published_segment_scores_of_ted_ende_talk3_are_reproduced():
     with gzip.open(DATA / "mqm_ted_ende.talk3.tsv.gz", "rt", encoding="utf-8", newline="") as handle:
         ratings = read_mqm_tsv(handle.read().splitlines())
     mine = segment_scores(ratings)
-    with gzip.open(DATA / "mqm_ted_ende.avg_seg_scores.talk3.tsv.gz", "rt", encoding="utf-8") as handle:
-        published = [line.split() for line in handle.read().splitlines()[1:]]
-    assert len(published) == 14 * 31
-    for system, score, seg_id in published:
-        ours = mine[("ref" if system == "ref-A" else system, seg_id)]
-        # The published file prints six decimals and negates the penalty.
-        assert -ours == pytest.approx(float(score), abs=5e-7), (system, seg_id)
+    assert_equal_to_the_published_segment_scores(mine)
     # Minor Fluency/Punctuation (weight 0.1) occurs in this excerpt, so the exception is exercised.
     assert any(span.category == "Fluency/Punctuation" and span.severity == "minor" for r in ratings for span in r.spans)
 

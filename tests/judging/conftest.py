@@ -29,11 +29,6 @@ def fake_provider(_fake_provider_server: FakeProvider, settings) -> Iterator[Fak
 
 
 @pytest.fixture
-def other_researcher(db: None) -> User:
-    return _make_user("researcher2", staff=True)
-
-
-@pytest.fixture
 def annotator(db: None) -> User:
     return _make_user("annotator")
 

@@ -7,17 +7,11 @@ from django.urls import reverse
 
 from judging import services
 from judging.models import JudgeRun, Judgment, RunStatus
-from tests.factories import UserFactory
+from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
 pytestmark = pytest.mark.django_db
-
-
-def logged_in(user: User, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    client.force_login(user)
-    return client
 
 
 def cfg(fake: FakeProvider, **extra: Any) -> dict[str, Any]:
@@ -30,15 +24,10 @@ def cfg(fake: FakeProvider, **extra: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return UserFactory(username="researcher2", is_staff=True)
-
-
 def test_dataset_action_leads_to_the_launch_page(researcher: User, fake_provider: FakeProvider) -> None:
     researcher.user_permissions.add(Permission.objects.get(codename="view_dataset"))
     dataset = make_dataset(items=1, systems=1, owner=researcher)
-    response = logged_in(researcher).post(
+    response = client_for(researcher).post(
         reverse("admin:annotations_dataset_changelist"),
         {"action": "launch_judge_run", "_selected_action": [dataset.pk]},
     )
@@ -51,7 +40,7 @@ def test_launch_page_estimates_then_launches(
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=2, systems=2, owner=researcher)
     config = services.judge_config_create(raw=cfg(fake_provider), owner=researcher)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     url = reverse("admin:judging_dataset_launch", args=[dataset.pk])
     page = client.get(url)
     assert page.status_code == 200 and b"admin-judge v1" in page.content
@@ -75,12 +64,12 @@ def test_launch_page_access(
 ) -> None:
     dataset = make_dataset(items=1, systems=1, owner=researcher)
     url = reverse("admin:judging_dataset_launch", args=[dataset.pk])
-    assert logged_in(other_researcher).get(url).status_code == 404
-    assert logged_in(outsider).get(url).status_code == 302  # admin login
+    assert client_for(other_researcher).get(url).status_code == 404
+    assert client_for(outsider).get(url).status_code == 302  # admin login
     assert Client().get(url).status_code == 302
-    assert logged_in(researcher).put(url).status_code == 405
+    assert client_for(researcher).put(url).status_code == 405
     their_config = services.judge_config_create(raw=cfg(fake_provider), owner=other_researcher)
-    response = logged_in(researcher).post(url, {"config": their_config.pk})
+    response = client_for(researcher).post(url, {"config": their_config.pk})
     assert response.status_code == 200 and b"Select a valid choice" in response.content
 
 
@@ -93,15 +82,12 @@ def _finished_run(researcher: User, fake: FakeProvider, capture, content: str = 
     return run
 
 
+@pytest.mark.usefixtures("eager")
 def test_run_page_and_progress_partial(
-    researcher: User,
-    other_researcher: User,
-    fake_provider: FakeProvider,
-    eager: None,
-    django_capture_on_commit_callbacks,
+    researcher: User, other_researcher: User, fake_provider: FakeProvider, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     run = _finished_run(researcher, fake_provider, django_capture_on_commit_callbacks)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     page = client.get(reverse("admin:judging_judgerun_change", args=[run.pk]))
     assert page.status_code == 200
     assert b"<progress" in page.content and b"Cost so far" in page.content
@@ -115,39 +101,36 @@ def test_run_page_and_progress_partial(
     assert client.get(progress_url).status_code == 200
     assert client.get(progress_url, headers={"HX-Request": "true"}).status_code == 286
     assert client.post(progress_url).status_code == 405
-    assert logged_in(other_researcher).get(progress_url).status_code == 404
-    assert logged_in(other_researcher).get(reverse("admin:judging_judgerun_change", args=[run.pk])).status_code == 404
+    assert client_for(other_researcher).get(progress_url).status_code == 404
+    assert client_for(other_researcher).get(reverse("admin:judging_judgerun_change", args=[run.pk])).status_code == 404
 
 
 def test_active_run_polls(researcher: User, fake_provider: FakeProvider) -> None:
     dataset = make_dataset(items=1, systems=1, owner=researcher)
     run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider), launched_by=researcher)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     page = client.get(reverse("admin:judging_judgerun_change", args=[run.pk]))
     assert b'hx-trigger="every 1s"' in page.content and b"Cancel run" in page.content
     partial = client.get(reverse("admin:judging_judgerun_progress", args=[run.pk]), headers={"HX-Request": "true"})
     assert partial.status_code == 200
 
 
+@pytest.mark.usefixtures("eager")
 def test_cancel_and_retry_buttons(
-    researcher: User,
-    other_researcher: User,
-    fake_provider: FakeProvider,
-    eager: None,
-    django_capture_on_commit_callbacks,
+    researcher: User, other_researcher: User, fake_provider: FakeProvider, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=1, systems=1, owner=researcher)
     run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider), launched_by=researcher)
     cancel_url = reverse("admin:judging_judgerun_cancel", args=[run.pk])
-    assert logged_in(researcher).get(cancel_url).status_code == 405
-    assert logged_in(researcher, csrf=True).post(cancel_url).status_code == 403
-    assert logged_in(other_researcher).post(cancel_url).status_code == 404
-    assert logged_in(researcher).post(cancel_url).status_code == 302
+    assert client_for(researcher).get(cancel_url).status_code == 405
+    assert client_for(researcher, csrf=True).post(cancel_url).status_code == 403
+    assert client_for(other_researcher).post(cancel_url).status_code == 404
+    assert client_for(researcher).post(cancel_url).status_code == 302
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED
     retry_url = reverse("admin:judging_judgerun_retry_failed", args=[run.pk])
     with django_capture_on_commit_callbacks(execute=True):
-        assert logged_in(researcher).post(retry_url).status_code == 302
+        assert client_for(researcher).post(retry_url).status_code == 302
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED
 
@@ -158,13 +141,13 @@ def test_judge_output_is_escaped_on_the_run_page(
     hostile = "<script>alert(1)</script><img src=x onerror=alert(2)> {{7*7}}"
     run = _finished_run(researcher, fake_provider, django_capture_on_commit_callbacks, content=hostile)
     assert Judgment.objects.filter(run=run, raw_output=hostile).exists()
-    page = logged_in(researcher).get(reverse("admin:judging_judgerun_change", args=[run.pk])).content.decode()
+    page = client_for(researcher).get(reverse("admin:judging_judgerun_change", args=[run.pk])).content.decode()
     assert "<script>alert(1)" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
 def test_config_admin_saves_new_versions(researcher: User, fake_provider: FakeProvider) -> None:
-    client = logged_in(researcher)
+    client = client_for(researcher)
     import json
 
     add = client.post(reverse("admin:judging_judgeconfig_add"), {"config_json": json.dumps(cfg(fake_provider))})
@@ -190,7 +173,7 @@ def test_changelists_are_scoped(researcher: User, other_researcher: User, fake_p
     services.judge_run_launch(dataset=theirs, config=cfg(fake_provider, name="their-run"), launched_by=None)
     services.judge_config_create(raw=cfg(fake_provider, name="their-config"), owner=other_researcher)
     services.judge_config_create(raw=cfg(fake_provider, name="my-config"), owner=researcher)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     runs = client.get(reverse("admin:judging_judgerun_changelist")).content.decode()
     assert "mine-run" in runs and "their-run" not in runs
     configs = client.get(reverse("admin:judging_judgeconfig_changelist")).content.decode()
@@ -209,5 +192,5 @@ def test_the_run_list_shows_parse_errors(
         run = services.judge_run_launch(dataset=dataset, config=cfg(fake_provider), launched_by=researcher)
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED and run.parse_errors == 2
-    page = logged_in(researcher).get(reverse("admin:judging_judgerun_changelist")).content.decode()
+    page = client_for(researcher).get(reverse("admin:judging_judgerun_changelist")).content.decode()
     assert "Parse errors" in page and '<td class="field-parse_errors">2</td>' in page

@@ -17,7 +17,7 @@ from django.utils import timezone
 from judging import services
 from judging.llm.ratelimit import Lease, Limits, RedisLimiter, run_scope
 from judging.models import JudgeRun, Judgment, JudgmentStatus, RunStatus
-from tests.conftest import redis_broker_url
+from tests.conftest import client_for, redis_broker_url
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
@@ -32,12 +32,6 @@ def shared_redis(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
     settings.BROKER_IS_REDIS = True
     settings.REDIS_URL = url
     yield url
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def launch(researcher: User, fake: FakeProvider, *, status: str) -> JudgeRun:
@@ -55,7 +49,7 @@ def partial(client: Client, run: JudgeRun) -> Any:
 
 def test_running_run_offers_cancel_not_retry(researcher: User, fake_provider: FakeProvider) -> None:
     run = launch(researcher, fake_provider, status=RunStatus.RUNNING)
-    response = partial(logged_in(researcher), run)
+    response = partial(client_for(researcher), run)
     body = response.content.decode()
     assert response.status_code == 200
     assert 'hx-trigger="every 1s"' in body and "<strong>running</strong>" in body
@@ -66,7 +60,7 @@ def test_failed_run_shows_its_errors_offers_retry_and_stops_polling(
     researcher: User, fake_provider: FakeProvider
 ) -> None:
     run = launch(researcher, fake_provider, status=RunStatus.RUNNING)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     assert "Cancel run" in partial(client, run).content.decode()  # what the open page showed before it failed
 
     first, second, third, _ = Judgment.objects.filter(run=run).order_by("pk")
@@ -91,14 +85,14 @@ def test_failed_run_shows_its_errors_offers_retry_and_stops_polling(
 def test_run_page_polls_with_the_sites_htmx_config(researcher: User, fake_provider: FakeProvider) -> None:
     """Without it htmx adds its indicator styles inline, which the CSP blocks, and runs with its lax defaults."""
     run = launch(researcher, fake_provider, status=RunStatus.RUNNING)
-    page = logged_in(researcher).get(reverse("admin:judging_judgerun_change", args=[run.pk])).content.decode()
+    page = client_for(researcher).get(reverse("admin:judging_judgerun_change", args=[run.pk])).content.decode()
     assert '<meta name="htmx-config"' in page and '"includeIndicatorStyles": false' in page
     assert page.index('name="htmx-config"') < page.index("htmx.min.js")
 
 
 def test_finished_run_without_failures_offers_no_button(researcher: User, fake_provider: FakeProvider) -> None:
     run = launch(researcher, fake_provider, status=RunStatus.SUCCEEDED)
-    response = partial(logged_in(researcher), run)
+    response = partial(client_for(researcher), run)
     body = response.content.decode()
     assert response.status_code == 286
     assert "Cancel run" not in body and "Retry failed" not in body
@@ -113,7 +107,7 @@ def test_calls_in_flight_and_claimed_units_are_told_apart(
         status=JudgmentStatus.CLAIMED, claim_token="t" * 32, lease_until=timezone.now() + timedelta(minutes=5)
     )
     scope = run_scope(run.pk)
-    client = logged_in(researcher)
+    client = client_for(researcher)
 
     # Two calls of a worker hold their slots (the limiter's own clients, on their own event loops, as in a worker).
     async def take_two() -> list[Lease]:
@@ -149,7 +143,7 @@ def test_calls_in_flight_and_claimed_units_are_told_apart(
 def test_calls_in_flight_are_unknown_without_redis(researcher: User, fake_provider: FakeProvider, settings) -> None:  # type: ignore[no-untyped-def]
     settings.BROKER_IS_REDIS = False
     run = launch(researcher, fake_provider, status=RunStatus.RUNNING)
-    body = partial(logged_in(researcher), run).content.decode()
+    body = partial(client_for(researcher), run).content.decode()
     assert (
         '<dd data-calls-in-flight><span title="Counted only when the workers share Redis">unknown</span></dd>' in body
     )
@@ -157,7 +151,7 @@ def test_calls_in_flight_are_unknown_without_redis(researcher: User, fake_provid
 
 def test_polling_changes_nothing(researcher: User, fake_provider: FakeProvider, shared_redis: str) -> None:
     run = launch(researcher, fake_provider, status=RunStatus.RUNNING)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     before_run = model_to_dict(JudgeRun.objects.get(pk=run.pk))
     before_units = list(Judgment.objects.filter(run=run).order_by("pk").values())
     keys_before = sorted(redis.Redis.from_url(shared_redis).keys(f"evalsite:judge:{run_scope(run.pk)}:*"))

@@ -6,7 +6,6 @@ from rest_framework.test import APIClient
 
 from judging import services
 from judging.models import JudgeConfig, JudgeRun, RunStatus
-from tests.factories import UserFactory
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
@@ -26,11 +25,6 @@ def cfg(fake: FakeProvider | None = None, **extra: Any) -> dict[str, Any]:
         values["api_base"] = fake.base_url
     values.update(extra)
     return values
-
-
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return UserFactory(username="researcher2", is_staff=True)
 
 
 def test_config_create_validates_and_versions(researcher: User, fake_provider: FakeProvider) -> None:

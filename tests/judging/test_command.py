@@ -12,6 +12,13 @@ from tests.judging.factories import make_dataset
 pytestmark = pytest.mark.django_db
 
 
+def judge(dataset_name: str, config_path: str, *options: str) -> str:
+    """What ``manage.py judge`` on the named dataset with the config file prints."""
+    out = io.StringIO()
+    call_command("judge", "--dataset", dataset_name, "--config", config_path, *options, stdout=out)
+    return out.getvalue()
+
+
 def write_config(tmp_path: Path, fake: FakeProvider, **extra: object) -> str:
     path = tmp_path / "judge.json"
     path.write_text(
@@ -25,21 +32,9 @@ def write_config(tmp_path: Path, fake: FakeProvider, **extra: object) -> str:
 @pytest.mark.django_db(transaction=True)  # --wait needs the launch committed (and its task sent) at once
 def test_judge_wait_shows_progress_and_succeeds(tmp_path: Path, fake_provider: FakeProvider, eager: None) -> None:
     dataset = make_dataset(items=2, systems=2, name="BLEU Ξ§ data")
-    out = io.StringIO()
-    call_command(
-        "judge",
-        "--dataset",
-        dataset.name,
-        "--config",
-        write_config(tmp_path, fake_provider),
-        "--name",
-        "Maintains Context",
-        "--limit",
-        "3",
-        "--wait",
-        stdout=out,
+    text = judge(
+        dataset.name, write_config(tmp_path, fake_provider), "--name", "Maintains Context", "--limit", "3", "--wait"
     )
-    text = out.getvalue()
     assert "launched judge run 'Maintains Context'" in text
     assert "[##############################] 100.0% 3/3" in text and "calls/s" in text
     assert "run 'Maintains Context' succeeded" in text
@@ -51,15 +46,7 @@ def test_judge_wait_fails_non_zero_when_the_run_fails(tmp_path: Path, fake_provi
     fake_provider.script(default={"status": 401})
     dataset = make_dataset(items=1, systems=1)
     with pytest.raises(CommandError, match="status failed"):
-        call_command(
-            "judge",
-            "--dataset",
-            dataset.name,
-            "--config",
-            write_config(tmp_path, fake_provider),
-            "--wait",
-            stdout=io.StringIO(),
-        )
+        judge(dataset.name, write_config(tmp_path, fake_provider), "--wait")
     assert JudgeRun.objects.get().status == RunStatus.FAILED
 
 

@@ -12,7 +12,8 @@ from judging.admin_forms import EDITOR_FIELDS, JudgeConfigForm, config_template,
 from judging.config import METHODS, validate_config
 from judging.methods.judge_settings import KNOWN_KEYS
 from judging.models import CachedCompletion, JudgeConfig, JudgeRun
-from tests.factories import SpanAspectFactory, UserFactory
+from tests.conftest import client_for
+from tests.factories import SpanAspectFactory
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
@@ -20,17 +21,6 @@ pytestmark = pytest.mark.django_db
 
 ADD_URL = "/admin/judging/judgeconfig/add/"
 PREVIEW_URL = "/admin/judging/judgeconfig/preview/"
-
-
-def logged_in(user: User, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def other_researcher(db: None) -> User:
-    return UserFactory(username="researcher2", is_staff=True)
 
 
 def test_the_preview_url_is_the_named_admin_route() -> None:
@@ -49,14 +39,14 @@ def test_every_template_validates_and_holds_the_config_types_defaults(method: st
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_template_saves_through_the_form(researcher: User, method: str) -> None:
-    response = logged_in(researcher).post(ADD_URL, {"config_json": json.dumps(config_template(method))})
+    response = client_for(researcher).post(ADD_URL, {"config_json": json.dumps(config_template(method))})
     assert response.status_code == 302, response.content.decode()[:3000]
     saved = JudgeConfig.objects.get(name=config_template(method)["name"])
     assert saved.config == config_template(method) and saved.owner == researcher
 
 
 def test_a_template_link_opens_the_form_filled_from_it(researcher: User) -> None:
-    page = logged_in(researcher).get(ADD_URL, {"template": "pairwise"})
+    page = client_for(researcher).get(ADD_URL, {"template": "pairwise"})
     assert page.status_code == 200
     form = page.context["adminform"].form
     assert json.loads(form.initial["config_json"]) == config_template("pairwise")
@@ -74,7 +64,7 @@ def test_the_editor_fields_cover_every_key_but_factscores_options_and_the_taught
 def test_the_editor_fields_are_filled_from_the_saved_config_and_their_posts_ignored(researcher: User) -> None:
     config = validate_config({"name": "shown", "method": "metric", "metric": "chrf", "rpm": 30})
     row = JudgeConfig.objects.create(name="shown", version=1, config=config.stored(), owner=researcher)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     form = client.get(reverse("admin:judging_judgeconfig_change", args=[row.pk])).context["adminform"].form
     assert form["metric"].initial == "chrf" and form["rpm"].initial == 30 and form["cache"].initial is True
     # A post of the fields alone changes nothing: the JSON view is what is saved.
@@ -120,7 +110,7 @@ def test_each_problem_is_named_at_its_field(researcher: User, change: dict[str, 
     raw = {**config_template("single"), "logprobs": False, "logprob_scoring": "off", **change}
     if "output" in change and change["output"].get("format") == "regex":
         raw["output"] = change["output"]
-    response = logged_in(researcher).post(ADD_URL, {"config_json": json.dumps(raw)})
+    response = client_for(researcher).post(ADD_URL, {"config_json": json.dumps(raw)})
     assert response.status_code == 200
     form = response.context["adminform"].form
     assert form.errors.get(field), (field, form.errors)
@@ -140,7 +130,7 @@ def test_error_messages_map_onto_fields() -> None:
 
 
 def test_invalid_json_is_named_at_the_json_view(researcher: User) -> None:
-    response = logged_in(researcher).post(ADD_URL, {"config_json": "{not json"})
+    response = client_for(researcher).post(ADD_URL, {"config_json": "{not json"})
     form = response.context["adminform"].form
     assert "not valid JSON" in str(form.errors["config_json"])
     assert JudgeConfig.objects.count() == 0
@@ -149,7 +139,7 @@ def test_invalid_json_is_named_at_the_json_view(researcher: User) -> None:
 def test_aspects_are_offered_from_the_chosen_datasets_rubric(researcher: User, other_researcher: User) -> None:
     mine = make_dataset(owner=researcher, aspects=(("fluency", 1, 5), ("accuracy", 0, 3)), name="mine")
     theirs = make_dataset(owner=other_researcher, aspects=(("secret_aspect", 1, 5),), name="theirs")
-    client = logged_in(researcher)
+    client = client_for(researcher)
     form = client.get(ADD_URL, {"dataset": mine.pk}).context["adminform"].form
     assert [value for value, _label in form.fields["aspects"].choices] == ["fluency", "accuracy"]
     assert list(form.fields["dataset"].queryset) == [mine]
@@ -175,7 +165,7 @@ def test_preview_renders_the_prompt_on_a_real_item(researcher: User, fake_provid
     dataset = make_dataset(owner=researcher, items=3, aspects=(("fluency", 1, 5), ("accuracy", 0, 3)))
     config = {**config_template("reference"), "api_base": fake_provider.base_url, "aspects": ["accuracy"]}
     before = _counts()
-    response = logged_in(researcher, csrf=False).post(
+    response = client_for(researcher, csrf=False).post(
         PREVIEW_URL, _preview_body(dataset.pk, config, item=2), HTTP_HX_REQUEST="true"
     )
     assert response.status_code == 200
@@ -191,7 +181,7 @@ def test_preview_renders_the_prompt_on_a_real_item(researcher: User, fake_provid
 def test_preview_of_a_custom_prompt_fills_it_without_evaluating_data(researcher: User) -> None:
     dataset = make_dataset(owner=researcher, items=1)
     config = {**config_template("single"), "prompt": "Grade {aspect} of {answer} from {scale_min} to {scale_max}."}
-    response = logged_in(researcher).post(PREVIEW_URL, _preview_body(dataset.pk, config))
+    response = client_for(researcher).post(PREVIEW_URL, _preview_body(dataset.pk, config))
     body = response.content.decode()
     assert response.status_code == 200 and "<html" in body  # the page without htmx
     assert "Grade Overall of &lt;answer-" in body and "Answer 0 from system 0" in body and "from 1 to 5." in body
@@ -199,7 +189,7 @@ def test_preview_of_a_custom_prompt_fills_it_without_evaluating_data(researcher:
 
 def test_preview_of_pairwise_shows_both_answers_and_metric_sends_nothing(researcher: User) -> None:
     dataset = make_dataset(owner=researcher, items=1, systems=2)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     pairwise = client.post(PREVIEW_URL, _preview_body(dataset.pk, config_template("pairwise"))).content.decode()
     assert "Answer A:" in pairwise and "Answer 0 from system 0" in pairwise and "Answer 0 from system 1" in pairwise
     metric = client.post(PREVIEW_URL, _preview_body(dataset.pk, config_template("metric"))).content.decode()
@@ -208,7 +198,7 @@ def test_preview_of_pairwise_shows_both_answers_and_metric_sends_nothing(researc
 
 def test_preview_names_the_problems_of_an_invalid_config_or_item(researcher: User) -> None:
     dataset = make_dataset(owner=researcher, items=1)
-    client = logged_in(researcher)
+    client = client_for(researcher)
     bad = client.post(PREVIEW_URL, _preview_body(dataset.pk, {**config_template("single"), "samples": 0}))
     assert bad.status_code == 200 and "samples must be an integer from 1 to 20" in bad.content.decode()
     missing = client.post(PREVIEW_URL, _preview_body(dataset.pk, config_template("single"), item=5))
@@ -220,9 +210,9 @@ def test_preview_is_refused_outside_the_researchers_datasets(
 ) -> None:
     theirs = make_dataset(owner=other_researcher, items=1)
     body = _preview_body(theirs.pk, config_template("single"))
-    assert logged_in(researcher).post(PREVIEW_URL, body).status_code == 404
+    assert client_for(researcher).post(PREVIEW_URL, body).status_code == 404
     # Annotators and anonymous visitors are sent to the admin's login form; nothing of the item reaches them.
-    for client in (logged_in(annotator1), Client()):
+    for client in (client_for(annotator1), Client()):
         response = client.post(PREVIEW_URL, body)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
@@ -230,10 +220,10 @@ def test_preview_is_refused_outside_the_researchers_datasets(
 def test_preview_needs_a_post_with_a_csrf_token(researcher: User) -> None:
     dataset = make_dataset(owner=researcher, items=1)
     body = _preview_body(dataset.pk, config_template("single"))
-    get = logged_in(researcher).get(PREVIEW_URL)
+    get = client_for(researcher).get(PREVIEW_URL)
     assert get.status_code == 302 and get["Location"] == ADD_URL
-    assert logged_in(researcher).put(PREVIEW_URL).status_code == 405
-    assert logged_in(researcher, csrf=True).post(PREVIEW_URL, body).status_code == 403
+    assert client_for(researcher).put(PREVIEW_URL).status_code == 405
+    assert client_for(researcher, csrf=True).post(PREVIEW_URL, body).status_code == 403
 
 
 def test_the_references_example_per_method_validates(settings) -> None:  # type: ignore[no-untyped-def]
@@ -253,7 +243,7 @@ def test_every_templates_preview_renders(researcher: User, method: str) -> None:
     dataset = make_dataset(owner=researcher, items=1, systems=2)
     if method == "error_spans":  # it marks errors on span aspects only
         SpanAspectFactory(dataset=dataset, name="errors", position=1)
-    response = logged_in(researcher).post(
+    response = client_for(researcher).post(
         PREVIEW_URL, _preview_body(dataset.pk, config_template(method)), HTTP_HX_REQUEST="true"
     )
     body = response.content.decode()
@@ -268,7 +258,7 @@ def test_every_templates_preview_renders(researcher: User, method: str) -> None:
 
 
 def test_the_form_speaks_japanese(researcher: User) -> None:
-    client = logged_in(researcher)
+    client = client_for(researcher)
     client.cookies["django_language"] = "ja"
     body = client.get(ADD_URL, HTTP_ACCEPT_LANGUAGE="ja").content.decode()
     assert "テンプレートから始める" in body and "プロンプトをプレビュー" in body

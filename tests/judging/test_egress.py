@@ -11,7 +11,7 @@ import json
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -324,6 +324,20 @@ def config_for(fake: FakeProvider, provider: str = "openai", **overrides: Any) -
     return values
 
 
+Launch = Callable[[dict[str, Any]], JudgeRun]
+
+
+@pytest.fixture
+def launched(eager: None, django_capture_on_commit_callbacks) -> Launch:  # type: ignore[no-untyped-def]
+    """Launches a run of a config on a dataset of one answer, and runs its tasks at once (Celery eager)."""
+
+    def launch(config: dict[str, Any]) -> JudgeRun:
+        with django_capture_on_commit_callbacks(execute=True):
+            return services.judge_run_launch(dataset=make_dataset(items=1, systems=1), config=config, launched_by=None)
+
+    return launch
+
+
 def everything_sent(fake: FakeProvider) -> str:
     return json.dumps([fake.recorded_headers(), fake.recorded_bodies(), fake.recorded_targets()])
 
@@ -411,8 +425,7 @@ def test_a_redirect_to_an_internal_server_is_not_followed(  # type: ignore[no-un
     attack: FakeProvider,
     internal: RecordingServer,
     monkeypatch,
-    eager,
-    django_capture_on_commit_callbacks,
+    launched: Launch,
     provider: str,
     status: int,
 ) -> None:
@@ -420,10 +433,7 @@ def test_a_redirect_to_an_internal_server_is_not_followed(  # type: ignore[no-un
     monkeypatch.setenv("EVALSITE_FAKE_KEY", key)
     attack.required_key = key
     attack.script(default={"redirect_to": internal.base_url + "/chat/completions", "redirect_status": status})
-    with django_capture_on_commit_callbacks(execute=True):
-        run = services.judge_run_launch(
-            dataset=make_dataset(items=1, systems=1), config=config_for(attack, provider), launched_by=None
-        )
+    run = launched(config_for(attack, provider))
     assert attack.snapshot()["calls"] == 1, "the redirecting host saw exactly the one request"
     chosen = PROVIDERS[provider]
     assert attack.recorded_headers()[0][chosen.key_header] == chosen.key_format.format(key)
@@ -512,16 +522,12 @@ def test_a_bedrock_redirect_is_not_followed_and_carries_no_secret(  # type: igno
     internal: RecordingServer,
     monkeypatch,
     settings,
-    eager,
-    django_capture_on_commit_callbacks,
+    launched: Launch,
     status: int,
 ) -> None:
     keys = aws_keys(attack, monkeypatch, settings)
     attack.script(default={"redirect_to": internal.base_url + "/model/x/converse", "redirect_status": status})
-    with django_capture_on_commit_callbacks(execute=True):
-        run = services.judge_run_launch(
-            dataset=make_dataset(items=1, systems=1), config=config_for(attack, "bedrock"), launched_by=None
-        )
+    run = launched(config_for(attack, "bedrock"))
     assert attack.snapshot()["calls"] == 1 and internal.requests == []
     authorization = attack.recorded_headers()[0]["authorization"]
     assert authorization.startswith(f"AWS4-HMAC-SHA256 Credential={keys['EVALSITE_AWS_ACCESS_KEY']}/")
@@ -643,8 +649,7 @@ def test_a_vertex_redirect_is_not_followed(  # type: ignore[no-untyped-def]
     internal: RecordingServer,
     monkeypatch,
     settings,
-    eager,
-    django_capture_on_commit_callbacks,
+    launched: Launch,
     where: str,
     status: int,
 ) -> None:
@@ -654,10 +659,7 @@ def test_a_vertex_redirect_is_not_followed(  # type: ignore[no-untyped-def]
         attack.token_behaviour = redirect
     else:
         attack.script(default=redirect)
-    with django_capture_on_commit_callbacks(execute=True):
-        run = services.judge_run_launch(
-            dataset=make_dataset(items=1, systems=1), config=config_for(attack, "vertex_ai"), launched_by=None
-        )
+    run = launched(config_for(attack, "vertex_ai"))
     assert internal.requests == [], f"the {status} redirect of the {where} request was followed"
     assert attack.snapshot()["calls"] == (0 if where == "token" else 1)
     judgment = Judgment.objects.get(run=run)
@@ -777,14 +779,11 @@ def test_a_rebinding_name_is_refused_at_the_address_actually_connected_to(attack
 
 @pytest.mark.django_db
 def test_errors_are_short_and_carry_no_traceback_server_path_or_refused_body(  # type: ignore[no-untyped-def]
-    attack: FakeProvider, internal: RecordingServer, monkeypatch, eager, django_capture_on_commit_callbacks
+    attack: FakeProvider, internal: RecordingServer, monkeypatch, launched: Launch
 ) -> None:
     monkeypatch.setenv("EVALSITE_FAKE_KEY", f"sk-bound-{uuid.uuid4().hex}")
     attack.script(default={"status": 500})
-    with django_capture_on_commit_callbacks(execute=True):
-        run = services.judge_run_launch(
-            dataset=make_dataset(items=1, systems=1), config=config_for(attack), launched_by=None
-        )
+    run = launched(config_for(attack))
     stored = Judgment.objects.get(run=run)
     assert stored.status == "failed"
     errors = {"stored 500": stored.error}

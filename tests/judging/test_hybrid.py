@@ -50,6 +50,24 @@ def campaign_of(dataset, annotators, name: str = "hybrid") -> Campaign:  # type:
     return make_campaign(dataset, annotators, name=name, raters_per_item=2, rationale_required=False)
 
 
+CertifiedCampaign = tuple[Any, Certificate, Campaign]
+
+
+@pytest.fixture
+def certified_campaign(
+    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
+) -> CertifiedCampaign:  # type: ignore[no-untyped-def]
+    """A rated dataset, a passing certificate of the judge version that rated it, and a campaign on the dataset."""
+    dataset, certificate = certified(fake_provider, django_capture_on_commit_callbacks)
+    return dataset, certificate, campaign_of(dataset, annotators)
+
+
+def calibrate(campaign: Campaign, version, **overrides: Any) -> HybridCalibration:  # type: ignore[no-untyped-def]
+    """The version's calibration on the campaign, at this file's target, delta and least kept unless overridden."""
+    figures = {"target": TARGET, "delta": DELTA, "min_kept": MIN_KEPT, **overrides}
+    return hybrid.hybrid_calibrate(campaign=campaign, version=version, user=None, **figures)
+
+
 def expected_calibration(dataset) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """The calibration worked out from the data's design, through the pure function: an answer whose raters tie is
     left out; the judge is sure and right below quality 5 and hesitant and wrong at 5."""
@@ -65,14 +83,9 @@ def expected_calibration(dataset) -> dict[str, Any]:  # type: ignore[no-untyped-
     return dict(trust_or_escalate(confidence, agreed, target=TARGET, delta=DELTA, min_kept=MIN_KEPT))
 
 
-def test_calibration_is_stored_with_every_figure(
-    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
-) -> None:  # type: ignore[no-untyped-def]
-    dataset, certificate = certified(fake_provider, django_capture_on_commit_callbacks)
-    campaign = campaign_of(dataset, annotators)
-    calibration = hybrid.hybrid_calibrate(
-        campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
-    )
+def test_calibration_is_stored_with_every_figure(certified_campaign: CertifiedCampaign) -> None:
+    dataset, certificate, campaign = certified_campaign
+    calibration = calibrate(campaign, certificate.version)
     expected = expected_calibration(dataset)
     assert expected["undefined"] is None
     assert calibration.threshold == pytest.approx(SURE) == pytest.approx(expected["threshold"]["value"])
@@ -88,11 +101,8 @@ def test_calibration_is_stored_with_every_figure(
     assert calibration.undefined_reason == ""
 
 
-def test_a_stored_calibration_is_either_defined_or_carries_its_reason(
-    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
-) -> None:  # type: ignore[no-untyped-def]
-    dataset, certificate = certified(fake_provider, django_capture_on_commit_callbacks)
-    campaign = campaign_of(dataset, annotators)
+def test_a_stored_calibration_is_either_defined_or_carries_its_reason(certified_campaign: CertifiedCampaign) -> None:
+    _, certificate, campaign = certified_campaign
     fields = dict(campaign=campaign, version=certificate.version, certificate=certificate, delta=0.1, min_kept=1)
     with pytest.raises(IntegrityError), transaction.atomic():
         HybridCalibration.objects.create(**fields, target=0.9, n=10, kept=0, undefined_reason="")
@@ -104,13 +114,10 @@ def test_a_stored_calibration_is_either_defined_or_carries_its_reason(
 
 
 def test_no_passing_threshold_is_undefined_with_the_reason_and_cannot_be_applied(
-    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
-) -> None:  # type: ignore[no-untyped-def]
-    dataset, certificate = certified(fake_provider, django_capture_on_commit_callbacks)
-    campaign = campaign_of(dataset, annotators)
-    calibration = hybrid.hybrid_calibrate(
-        campaign=campaign, version=certificate.version, target=0.999, delta=0.01, min_kept=MIN_KEPT, user=None
-    )
+    certified_campaign: CertifiedCampaign,
+) -> None:
+    _, certificate, campaign = certified_campaign
+    calibration = calibrate(campaign, certificate.version, target=0.999, delta=0.01)
     assert calibration.threshold is None and calibration.coverage is None
     assert "calibration items; at least" in calibration.undefined_reason or "no threshold passes" in (
         calibration.undefined_reason
@@ -121,37 +128,23 @@ def test_no_passing_threshold_is_undefined_with_the_reason_and_cannot_be_applied
 
 
 def test_refused_for_an_uncertified_or_suspended_version_and_for_several_answers_per_task(
-    fake_provider: FakeProvider, eager: None, django_capture_on_commit_callbacks, annotators
+    certified_campaign: CertifiedCampaign, fake_provider: FakeProvider, django_capture_on_commit_callbacks, annotators
 ) -> None:  # type: ignore[no-untyped-def]
-    dataset, certificate = certified(fake_provider, django_capture_on_commit_callbacks)
-    campaign = campaign_of(dataset, annotators)
+    dataset, certificate, campaign = certified_campaign
     changed = launch(dataset, judge_config(fake_provider, prompt=PROMPT), django_capture_on_commit_callbacks)
     assert changed.version is not None and changed.version_id != certificate.version_id
     with pytest.raises(HybridError, match="holds no passing certificate"):
-        hybrid.hybrid_calibrate(
-            campaign=campaign, version=changed.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
-        )
-    calibration = hybrid.hybrid_calibrate(
-        campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
-    )
+        calibrate(campaign, changed.version)
+    calibration = calibrate(campaign, certificate.version)
     assert certificate_suspend(certificate_id=certificate.pk, reason="the provider switched models")
     with pytest.raises(HybridError, match=r"suspended.*the provider switched models"):
-        hybrid.hybrid_calibrate(
-            campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
-        )
+        calibrate(campaign, certificate.version)
     with pytest.raises(HybridError, match="is suspended"):
         hybrid.hybrid_apply(calibration=calibration, user=None)
     assert HybridCalibration.objects.get(pk=calibration.pk).apply_status == ""
     wide = make_dataset(items=2, systems=2)
     with pytest.raises(HybridError, match="one answer per task"):
-        hybrid.hybrid_calibrate(
-            campaign=campaign_of(wide, annotators, "wide"),
-            version=certificate.version,
-            target=TARGET,
-            delta=DELTA,
-            min_kept=MIN_KEPT,
-            user=None,
-        )
+        calibrate(campaign_of(wide, annotators, "wide"), certificate.version)
 
 
 PROMPT = "Grade this answer.\nQuestion: {question}\nAnswer: {answer}\n{aspect}: {scale}\nEnd with Score: N"
@@ -160,9 +153,7 @@ PROMPT = "Grade this answer.\nQuestion: {question}\nAnswer: {answer}\n{aspect}: 
 def applied(fake_provider, capture, annotators):  # type: ignore[no-untyped-def]
     dataset, certificate = certified(fake_provider, capture)
     campaign = campaign_of(dataset, annotators)
-    calibration = hybrid.hybrid_calibrate(
-        campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
-    )
+    calibration = calibrate(campaign, certificate.version)
     with capture(execute=True):
         hybrid.hybrid_apply(calibration=calibration, user=None)
     calibration.refresh_from_db()
@@ -230,9 +221,7 @@ def test_exports_mark_judge_filled_ratings_and_human_agreement_ignores_them(
     dataset, certificate = certified(fake_provider, django_capture_on_commit_callbacks)
     before = agreement_report(dataset)
     campaign = campaign_of(dataset, annotators)
-    calibration = hybrid.hybrid_calibrate(
-        campaign=campaign, version=certificate.version, target=TARGET, delta=DELTA, min_kept=MIN_KEPT, user=None
-    )
+    calibration = calibrate(campaign, certificate.version)
     with django_capture_on_commit_callbacks(execute=True):
         hybrid.hybrid_apply(calibration=calibration, user=None)
     n_filled = JudgeFilledRating.objects.filter(campaign=campaign).count()

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotations.models import Assignment, AssignmentStatus
 from judging.models import HybridApplyStatus, HybridCalibration
-from tests.conftest import CAST_PASSWORD, client_for
+from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.test_hybrid import DELTA, MIN_KEPT, TARGET, campaign_of, certified
 
@@ -27,7 +27,14 @@ def form_data(certificate, **overrides):  # type: ignore[no-untyped-def]
     return {"version": certificate.version_id, "target": TARGET, "delta": DELTA, "min_kept": MIN_KEPT, **overrides}
 
 
-def test_settings_page_access_and_methods(setup, researcher, annotator1, outsider) -> None:  # type: ignore[no-untyped-def]
+def assert_post_refused(url: str, data: dict[str, object], annotator: User, other_researcher: User) -> None:
+    """Anonymous people go to the login page, an annotator gets 403 and another researcher 404."""
+    assert client_for(None).post(url, data).status_code == 302
+    assert client_for(annotator).post(url, data).status_code == 403
+    assert client_for(other_researcher).post(url, data).status_code == 404
+
+
+def test_settings_page_access_and_methods(setup, researcher, annotator1, other_researcher) -> None:  # type: ignore[no-untyped-def]
     campaign, certificate = setup
     url = reverse("research-campaign-hybrid", args=[campaign.pk])
     page = client_for(researcher).get(url)
@@ -38,13 +45,10 @@ def test_settings_page_access_and_methods(setup, researcher, annotator1, outside
     assert client_for(researcher).post(url).status_code == 405
     assert client_for(None).get(url).status_code == 302
     assert client_for(annotator1).get(url).status_code == 403
-    other = User.objects.create_user("other-researcher", password=CAST_PASSWORD, is_staff=True)
-    assert client_for(other).get(url).status_code == 404
+    assert client_for(other_researcher).get(url).status_code == 404
     calibrate = reverse("research-campaign-hybrid-calibrate", args=[campaign.pk])
     assert client_for(researcher).get(calibrate).status_code == 405
-    assert client_for(None).post(calibrate, form_data(certificate)).status_code == 302
-    assert client_for(annotator1).post(calibrate, form_data(certificate)).status_code == 403
-    assert client_for(other).post(calibrate, form_data(certificate)).status_code == 404
+    assert_post_refused(calibrate, form_data(certificate), annotator1, other_researcher)
     assert not HybridCalibration.objects.exists()
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(researcher)
@@ -109,16 +113,13 @@ def sampling_data(campaign, **overrides):  # type: ignore[no-untyped-def]
 
 
 def test_sampling_and_stopping_rule_through_the_page(  # type: ignore[no-untyped-def]
-    setup, researcher, annotator1, django_capture_on_commit_callbacks
+    setup, researcher, annotator1, other_researcher, django_capture_on_commit_callbacks
 ) -> None:
     campaign, certificate = setup
     client = client_for(researcher)
     url = reverse("research-campaign-hybrid-sampling", args=[campaign.pk])
     assert client.get(url).status_code == 405
-    assert client_for(None).post(url, sampling_data(campaign)).status_code == 302
-    assert client_for(annotator1).post(url, sampling_data(campaign)).status_code == 403
-    other = User.objects.create_user("other-researcher", password=CAST_PASSWORD, is_staff=True)
-    assert client_for(other).post(url, sampling_data(campaign)).status_code == 404
+    assert_post_refused(url, sampling_data(campaign), annotator1, other_researcher)
     bad = client.post(url, sampling_data(campaign, stop_width=""))
     assert bad.status_code == 400 and "needs the largest width" in bad.content.decode()
     assert client.post(url, sampling_data(campaign, human_share=0)).status_code == 400

@@ -3,11 +3,11 @@ annotator, another researcher), the config form's templates, preview and save, t
 the pilot and the launch, and the live run page with stop and retry."""
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from judging import run_plans, services
@@ -15,7 +15,7 @@ from judging.llm.calls import SUPPORTED_PROVIDERS
 from judging.models import JudgeConfig, JudgeRun, RunStatus
 from judging.research.forms import TEMPLATE_LABELS, research_template
 from judging.research.selectors import PROVIDER_NEEDS, Missing, provider_statuses
-from tests.factories import UserFactory
+from tests.conftest import client_for
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
 
@@ -24,16 +24,17 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
 
 
-def client_for(user: User | None, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    if user is not None:
-        client.force_login(user)
-    return client
+Refusal = Callable[[str, str], None]
 
 
 @pytest.fixture
-def other_researcher(db: None) -> User:
-    return UserFactory(username="researcher2", is_staff=True)
+def refused(annotator1: User, other_researcher: User) -> Refusal:
+    """Checks that a URL, asked with a method, is refused to anonymous people, an annotator and another researcher."""
+
+    def check(url: str, method: str) -> None:
+        denied(url, method, annotator1, other_researcher)
+
+    return check
 
 
 def fake_config(fake: FakeProvider, **extra: Any) -> dict[str, Any]:
@@ -179,12 +180,12 @@ def test_provider_statuses_name_what_is_missing(settings, monkeypatch) -> None: 
     )
 
 
+@pytest.mark.usefixtures("eager")
 def test_launch_estimates_pilots_and_launches(
     researcher: User,
     other_researcher: User,
-    annotator1: User,
+    refused: Refusal,
     fake_provider: FakeProvider,
-    eager: None,
     django_capture_on_commit_callbacks,
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=4, systems=2, owner=researcher)
@@ -210,20 +211,16 @@ def test_launch_estimates_pilots_and_launches(
     full = JudgeRun.objects.exclude(pk=run.pk).get()
     assert full.total == 8 and full.status == RunStatus.SUCCEEDED
     assert client.put(url).status_code == 405
-    denied(url, "get", annotator1, other_researcher)
+    refused(url, "get")
     their_config = services.judge_config_create(raw=fake_config(fake_provider), owner=other_researcher)
     refused = client.post(url, {"config": their_config.pk, "action": "launch"})
     assert refused.status_code == 400 and JudgeRun.objects.count() == 2
     assert client_for(researcher, csrf=True).post(url, {"config": config.pk, "action": "launch"}).status_code == 403
 
 
+@pytest.mark.usefixtures("eager")
 def test_runs_list_and_live_page(
-    researcher: User,
-    other_researcher: User,
-    annotator1: User,
-    fake_provider: FakeProvider,
-    eager: None,
-    django_capture_on_commit_callbacks,
+    researcher: User, refused: Refusal, fake_provider: FakeProvider, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=1, systems=2, owner=researcher)
     with django_capture_on_commit_callbacks(execute=True):
@@ -234,7 +231,7 @@ def test_runs_list_and_live_page(
     assert listing.status_code == 200
     assert reverse("research-judge-run", args=[run.pk]) in listing.content.decode()
     assert client_for(researcher).post(runs_url).status_code == 405
-    denied(runs_url, "get", annotator1, other_researcher)
+    refused(runs_url, "get")
     page_url = reverse("research-judge-run", args=[run.pk])
     page = client_for(researcher).get(page_url)
     text = page.content.decode()
@@ -244,21 +241,17 @@ def test_runs_list_and_live_page(
         assert reverse(name, args=[dataset.pk]) in text
     assert "/admin/" not in text
     assert client_for(researcher).post(page_url).status_code == 405
-    denied(page_url, "get", annotator1, other_researcher)
+    refused(page_url, "get")
     progress_url = reverse("research-judge-run-progress", args=[run.pk])
     assert client_for(researcher).get(progress_url).status_code == 200
     assert client_for(researcher).get(progress_url, headers=HTMX).status_code == 286
     assert client_for(researcher).post(progress_url).status_code == 405
-    denied(progress_url, "get", annotator1, other_researcher)
+    refused(progress_url, "get")
 
 
+@pytest.mark.usefixtures("eager")
 def test_stop_and_retry(
-    researcher: User,
-    other_researcher: User,
-    annotator1: User,
-    fake_provider: FakeProvider,
-    eager: None,
-    django_capture_on_commit_callbacks,
+    researcher: User, refused: Refusal, fake_provider: FakeProvider, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     dataset = make_dataset(items=1, systems=1, owner=researcher)
     run = services.judge_run_launch(dataset=dataset, config=fake_config(fake_provider), launched_by=researcher)
@@ -268,14 +261,14 @@ def test_stop_and_retry(
     stop = reverse("research-judge-run-cancel", args=[run.pk])
     assert client_for(researcher).get(stop).status_code == 405
     assert client_for(researcher, csrf=True).post(stop).status_code == 403
-    denied(stop, "post", annotator1, other_researcher)
+    refused(stop, "post")
     assert JudgeRun.objects.get(pk=run.pk).status == RunStatus.QUEUED
     assert client_for(researcher).post(stop).status_code == 302
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED
     retry = reverse("research-judge-run-retry", args=[run.pk])
     assert client_for(researcher).get(retry).status_code == 405
-    denied(retry, "post", annotator1, other_researcher)
+    refused(retry, "post")
     with django_capture_on_commit_callbacks(execute=True):
         assert client_for(researcher).post(retry).status_code == 302
     run.refresh_from_db()

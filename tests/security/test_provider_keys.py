@@ -96,26 +96,31 @@ def test_config_naming_a_foreign_host_is_refused_when_saved(own, foreign, keyed)
     assert not foreign.requests
 
 
-def test_call_time_check_refuses_a_foreign_host_even_if_a_config_got_through(  # type: ignore[no-untyped-def]
-    own, foreign, keyed
-) -> None:
+def _canary_call(api_base: str) -> Any:
+    """One call through the gateway, with the canary key, to `api_base`: what the gateway returns."""
     spec = gateway.CallSpec(
         model="openai/gpt-4o-mini",
         messages=[{"role": "user", "content": "hi"}],
-        api_base=foreign.base_url,
+        api_base=api_base,
         api_key_env="CANARY_API_KEY",
         max_retries=0,
         timeout_s=5,
     )
 
-    async def call() -> Any:
+    async def call_once() -> Any:
         client = gateway.Gateway()
         try:
             return await client.call(spec)
         finally:
             await client.close()
 
-    result = asyncio.run(call())
+    return asyncio.run(call_once())
+
+
+def test_call_time_check_refuses_a_foreign_host_even_if_a_config_got_through(  # type: ignore[no-untyped-def]
+    own, foreign, keyed
+) -> None:
+    result = _canary_call(foreign.base_url)
     assert result.error_kind == "key_not_allowed"
     assert CANARY not in result.error
     assert not foreign.requests
@@ -130,15 +135,7 @@ def test_a_key_is_bound_to_scheme_and_port_not_only_to_the_host(own, keyed, sett
             validate_config(_config(neighbour))
         with pytest.raises(ConfigError, match=f"may not be sent to https://127.0.0.1:{own.port}"):
             validate_config(_config(own, api_base=own.base_url.replace("http://", "https://")))
-        spec = gateway.CallSpec(
-            model="openai/gpt-4o-mini",
-            messages=[{"role": "user", "content": "hi"}],
-            api_base=neighbour.base_url,
-            api_key_env="CANARY_API_KEY",
-            max_retries=0,
-            timeout_s=5,
-        )
-        result = asyncio.run(_call_once(spec))
+        result = _canary_call(neighbour.base_url)
         assert result.error_kind == "key_not_allowed" and CANARY not in result.error
         assert not neighbour.requests
         # A binding by hostname alone means https on its default port, so it does not cover plain http either.
@@ -148,14 +145,6 @@ def test_a_key_is_bound_to_scheme_and_port_not_only_to_the_host(own, keyed, sett
     finally:
         neighbour.stop()
     assert validate_config(_config(own, api_key_env=None)).api_base == own.base_url.rstrip("/")
-
-
-async def _call_once(spec: gateway.CallSpec) -> Any:
-    client = gateway.Gateway()
-    try:
-        return await client.call(spec)
-    finally:
-        await client.close()
 
 
 def test_redirect_from_the_own_host_is_not_followed(

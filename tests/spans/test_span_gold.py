@@ -22,7 +22,7 @@ from annotations.models import GoldItem, Item
 from annotations.rubrics.specs import parse_rubric
 from annotations.spans.error_spans import Span
 from annotations.spans.schemes import SpanScheme
-from tests.annotate.test_views import login
+from tests.conftest import login
 from tests.spans.world import ANSWERS, SPAN_RUBRIC
 
 TEXT = ANSWERS[0]  # "The cat 😀 eat the fish quickly." — "eat" is 10..13 in code points

@@ -9,8 +9,7 @@ from django.core.management import call_command
 from django.db.models import Avg
 
 from annotations.models import ErrorSpan, Rating
-
-DATA = Path(__file__).resolve().parent.parent / "data" / "wmt_mqm"
+from tests.io.test_mqm_tsv import DATA, assert_equal_to_the_published_segment_scores
 
 pytestmark = pytest.mark.django_db
 
@@ -29,13 +28,7 @@ def test_importing_ted_ende_reproduces_the_published_segment_scores(tmp_path: Pa
         .annotate(average=Avg("value"))
         .values_list("response__system__key", "response__turn__item__external_id", "average")
     }
-    with gzip.open(DATA / "mqm_ted_ende.avg_seg_scores.talk3.tsv.gz", "rt", encoding="utf-8") as handle:
-        published = [line.split() for line in handle.read().splitlines()[1:]]
-    assert len(published) == 14 * 31
-    for system, score, seg_id in published:
-        ours = averages[("ref" if system == "ref-A" else system, seg_id)]
-        # The published file prints six decimals and negates the penalty.
-        assert -ours == pytest.approx(float(score), abs=5e-7), (system, seg_id)
+    assert_equal_to_the_published_segment_scores(averages)
     punctuation = ErrorSpan.objects.filter(category="Fluency/Punctuation", severity="minor").first()
     assert punctuation is not None
     text = punctuation.rating.response.text

@@ -4,6 +4,18 @@ import math
 
 import numpy as np
 
+AGREEMENT_SUMMARY_KEYS = {
+    "level",
+    "n_items",
+    "n_ratings",
+    "alpha",
+    "alpha_ci95",
+    "fleiss_kappa",
+    "gwet_ac1",
+    "icc",
+    "percent_agreement",
+}
+
 
 def ac1_by_hand(matrix: np.ndarray) -> float:
     """Gwet's AC1 following irrCAC's gwet.ac1.raw (answers x raters, NaN for missing)."""

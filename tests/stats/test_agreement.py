@@ -28,7 +28,7 @@ from judging.statistics.agreement import (
     ratings_from_long,
     ratings_from_matrix,
 )
-from tests.stats.reference import ac1_by_hand
+from tests.stats.reference import AGREEMENT_SUMMARY_KEYS, ac1_by_hand
 
 TOLERANCE = 1e-9
 
@@ -304,17 +304,7 @@ def test_summary_shape_is_json_and_has_no_nan() -> None:
     matrix = random_matrix(rng, 100, 3, missing=0.1)
     summary = agreement_summary(ratings_from_matrix(matrix), "ordinal", n_resamples=200)
     text = json.dumps(summary, allow_nan=False)
-    assert set(summary) == {
-        "level",
-        "n_items",
-        "n_ratings",
-        "alpha",
-        "alpha_ci95",
-        "fleiss_kappa",
-        "gwet_ac1",
-        "icc",
-        "percent_agreement",
-    }
+    assert set(summary) == AGREEMENT_SUMMARY_KEYS
     assert set(summary["alpha"]) == set(LEVELS)
     assert summary["n_ratings"] == int(np.sum(~np.isnan(matrix)))
     assert summary["fleiss_kappa"]["undefined"].startswith("unequal numbers of ratings")

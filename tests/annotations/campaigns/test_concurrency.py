@@ -57,10 +57,26 @@ def claims_at_once(campaign, user, count: int) -> list[int]:  # type: ignore[no-
     return got
 
 
-def test_concurrent_annotators_fill_every_task_exactly_n_times():
+def campaign_for(usernames: list[str], items: int, raters_per_item: int):  # type: ignore[no-untyped-def]
+    """A campaign on `items` items of two systems with the named annotators in its pool, and those annotators."""
     owner = User.objects.create_user("owner", is_staff=True)
-    people = [User.objects.create_user(f"worker{i}") for i in range(THREADS)]
-    campaign = make_campaign(make_dataset(owner=owner, items=6, systems=2), people, raters_per_item=3)
+    people = [User.objects.create_user(username) for username in usernames]
+    dataset = make_dataset(owner=owner, items=items, systems=2)
+    return make_campaign(dataset, people, raters_per_item=raters_per_item), people
+
+
+def crowded_campaign(items: int, raters_per_item: int, prefix: str = "worker"):  # type: ignore[no-untyped-def]
+    return campaign_for([f"{prefix}{i}" for i in range(THREADS)], items, raters_per_item)
+
+
+def assert_each_task_rated_by_distinct(campaign, raters_per_item: int) -> None:  # type: ignore[no-untyped-def]
+    for task in campaign.tasks.all():
+        raters = list(task.assignments.filter(status=AssignmentStatus.SUBMITTED).values_list("annotator", flat=True))
+        assert len(raters) == raters_per_item and len(set(raters)) == raters_per_item
+
+
+def test_concurrent_annotators_fill_every_task_exactly_n_times():
+    campaign, people = crowded_campaign(items=6, raters_per_item=3)
     submitted: Counter[int] = Counter()
     lock = threading.Lock()
 
@@ -83,17 +99,13 @@ def test_concurrent_annotators_fill_every_task_exactly_n_times():
     errors = _run_threads(annotate, THREADS)
     assert errors == []
     assert sum(submitted.values()) == 6 * 3
-    for task in campaign.tasks.all():
-        raters = list(task.assignments.filter(status=AssignmentStatus.SUBMITTED).values_list("annotator", flat=True))
-        assert len(raters) == 3 and len(set(raters)) == 3
+    assert_each_task_rated_by_distinct(campaign, 3)
     assert Submission.objects.count() == 18
     assert Rating.objects.filter(origin=RatingOrigin.APP).count() == 18 * 2 * 2
 
 
 def test_racing_claims_for_one_remaining_slot_give_it_to_exactly_one():
-    owner = User.objects.create_user("owner", is_staff=True)
-    people = [User.objects.create_user(f"racer{i}") for i in range(THREADS)]
-    campaign = make_campaign(make_dataset(owner=owner, items=1, systems=2), people, raters_per_item=1)
+    campaign, people = crowded_campaign(items=1, raters_per_item=1, prefix="racer")
     winners: list[int] = []
     lock = threading.Lock()
 
@@ -110,18 +122,14 @@ def test_racing_claims_for_one_remaining_slot_give_it_to_exactly_one():
 
 
 def test_one_annotator_hammering_next_gets_a_single_lease():
-    owner = User.objects.create_user("owner", is_staff=True)
-    user = User.objects.create_user("eager")
-    campaign = make_campaign(make_dataset(owner=owner, items=5, systems=2), [user], raters_per_item=2)
+    campaign, (user,) = campaign_for(["eager"], items=5, raters_per_item=2)
     got = claims_at_once(campaign, user, 8)
     assert len(set(got)) == 1 and got[0] != -1
     assert Assignment.objects.filter(annotator=user, status=AssignmentStatus.LEASED).count() == 1
 
 
 def test_concurrent_double_submit_writes_once():
-    owner = User.objects.create_user("owner", is_staff=True)
-    user = User.objects.create_user("doubleclicker")
-    campaign = make_campaign(make_dataset(owner=owner, items=1, systems=2), [user], raters_per_item=1)
+    campaign, (user,) = campaign_for(["doubleclicker"], items=1, raters_per_item=1)
     assignment = assignment_claim(campaign=campaign, user=user)
     replays: list[bool] = []
     lock = threading.Lock()
@@ -140,9 +148,7 @@ def test_concurrent_double_submit_writes_once():
 
 @pytest.mark.parametrize("claim_path", CLAIM_PATHS, ids=lambda p: p.__name__)
 def test_every_claim_path_fills_every_task_exactly_n_times(claim_path):  # type: ignore[no-untyped-def]
-    owner = User.objects.create_user("owner", is_staff=True)
-    people = [User.objects.create_user(f"worker{i}") for i in range(THREADS)]
-    campaign = make_campaign(make_dataset(owner=owner, items=5, systems=2), people, raters_per_item=3)
+    campaign, people = crowded_campaign(items=5, raters_per_item=3)
     completed: Counter[int] = Counter()
     lock = threading.Lock()
 
@@ -159,6 +165,4 @@ def test_every_claim_path_fills_every_task_exactly_n_times(claim_path):  # type:
 
     assert _run_threads(work, THREADS) == []
     assert sorted(completed.values()) == [3] * 5
-    for task in campaign.tasks.all():
-        raters = list(task.assignments.filter(status=AssignmentStatus.SUBMITTED).values_list("annotator", flat=True))
-        assert len(raters) == 3 and len(set(raters)) == 3
+    assert_each_task_rated_by_distinct(campaign, 3)

@@ -3,21 +3,14 @@ form and service; the dataset and the task shape shown fixed with the reason; su
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotations.models import AssignmentStatus
 from tests.annotate.factories import make_campaign, make_dataset
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User | None, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def settings_post(campaign, **overrides):  # type: ignore[no-untyped-def]
