@@ -88,10 +88,9 @@ def gunicorn_with_share_of_one(tmp_path: Path) -> Iterator[int]:
     ) as server:
 
         def probe() -> None:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            connection.request("GET", "/no-such-page/", headers={"Connection": "close"})
-            connection.getresponse().read()
-            connection.close()
+            # Read to the end of the stream: a probe that hung up after its response could still be counted by the
+            # worker when the test's first request arrives, which would then be over the share of one.
+            _raw_response_until_server_closes(port, b"Connection: close\r\n")
 
         until_served(server, tmp_path, probe)
         yield port
@@ -105,11 +104,11 @@ def _response_connection_header(connection: http.client.HTTPConnection) -> str:
     return (response.getheader("Connection") or "").lower()
 
 
-def _raw_response_until_server_closes(port: int) -> bytes:
+def _raw_response_until_server_closes(port: int, headers: bytes = b"") -> bytes:
     """One request on its own socket, read until the server closes it: the worker closes a connection and forgets it
     in the same step, so end-of-file means the worker no longer counts it."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        raw.sendall(b"GET /no-such-page/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        raw.sendall(b"GET /no-such-page/ HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers + b"\r\n")
         received = b""
         while chunk := raw.recv(65536):
             received += chunk
