@@ -262,8 +262,8 @@ def test_judgments_store_latency_and_queue_wait_apart_and_the_run_page_shows_bot
     from judging import services
     from judging.models import Judgment, RunStatus
     from judging.selectors import judge_run_progress
+    from tests.conftest import client_for
     from tests.judging.factories import make_dataset
-    from tests.judging.test_admin import logged_in
 
     fake_provider.script(default={"latency": 0.3})
     dataset = make_dataset(items=2, systems=2, owner=researcher)
@@ -286,6 +286,6 @@ def test_judgments_store_latency_and_queue_wait_apart_and_the_run_page_shows_bot
     progress = judge_run_progress(run)
     assert progress.mean_latency_s == pytest.approx(sum(j.latency_s for j in judgments) / 4, abs=0.001)
     assert progress.mean_queue_wait_s == pytest.approx(sum(j.queue_wait_s for j in judgments) / 4, abs=0.001)
-    page = logged_in(researcher).get(reverse("admin:judging_judgerun_progress", args=[run.pk]))
+    page = client_for(researcher).get(reverse("admin:judging_judgerun_progress", args=[run.pk]))
     assert b"Mean provider latency" in page.content and b"Mean queue wait" in page.content
     assert f"{progress.mean_queue_wait_s} s".encode() in page.content
