@@ -16,7 +16,7 @@ from judging.llm import failures, gateway
 from judging.models import Judgment, RunStatus
 from tests.fakeprovider import FakeProvider
 from tests.judging.factories import make_dataset
-from tests.judging.test_egress import PROVIDERS, aws_keys, config_for, spec_for, vertex_account
+from tests.judging.llm.provider_calls import PROVIDERS, aws_keys, config_for, spec_for, vertex_account
 
 ROUTES = {
     "openai": "openai",
