@@ -7,7 +7,12 @@ from judging.certification.certificates import DEFAULT_EPSILON, DEFAULT_Q, certi
 from judging.certification.drift import drift_checks_start
 from judging.certification.evaluations import CertificationError
 from judging.certification.reference_sets import reference_set_create
-from judging.management.judge_versions import version_and_reference_set_or_error, wait_for_worker
+from judging.management.judge_versions import (
+    add_version_and_reference_set_arguments,
+    add_wait_and_owner_arguments,
+    version_and_reference_set_or_error,
+    wait_for_worker,
+)
 from judging.models import Certificate, CertificateStatus
 
 
@@ -27,13 +32,10 @@ class Command(BaseCommand):
         named.add_argument("--origin", default="all", choices=["all", "import", "app"])
         add_owner_argument(named)
         version = sub.add_parser("version", help="certify the version of a judge run on a reference set")
-        version.add_argument("--dataset", required=True)
-        version.add_argument("--judge", required=True, help="name of a judge run whose version is certified")
-        version.add_argument("--reference-set", required=True)
+        add_version_and_reference_set_arguments(version, judge_help="name of a judge run whose version is certified")
         version.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON)
         version.add_argument("--q", type=float, default=DEFAULT_Q)
-        version.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the verdict (0: do not)")
-        add_owner_argument(version)
+        add_wait_and_owner_arguments(version, outcome="verdict")
         status = sub.add_parser("status", help="the dataset's judge versions, their standing and certificates")
         status.add_argument("--dataset", required=True)
         add_owner_argument(status)
