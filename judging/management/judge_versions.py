@@ -15,7 +15,7 @@ from judging.certification import selectors
 from judging.models import JudgeVersion, ReferenceSet
 
 
-def add_version_and_reference_set_arguments(parser: CommandParser, *, judge_help: str) -> None:
+def add_version_arguments(parser: CommandParser, *, judge_help: str) -> None:
     """`--dataset`, `--judge` (the run whose version is meant) and `--reference-set`, as
     `version_and_reference_set_or_error` reads them."""
     parser.add_argument("--dataset", required=True)

@@ -8,12 +8,7 @@ from judging.certification.teaching import (
     DEFAULT_TEACH_SEED,
     judge_version_teach,
 )
-from judging.management.judge_versions import (
-    add_version_and_reference_set_arguments,
-    add_wait_and_owner_arguments,
-    version_and_reference_set_or_error,
-    wait_for_worker,
-)
+from judging.management import judge_versions
 from judging.models import JudgeTeaching, TeachingDecision, TeachingStatus
 
 
@@ -25,15 +20,15 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_version_and_reference_set_arguments(parser, judge_help="name of a judge run whose version is taught")
+        judge_versions.add_version_arguments(parser, judge_help="name of a judge run whose version is taught")
         parser.add_argument("--per-level", type=int, default=DEFAULT_PER_LEVEL, help="examples per score level")
         parser.add_argument("--seed", type=int, default=DEFAULT_TEACH_SEED, help="breaks ties between answers")
         parser.add_argument("--alpha", type=float, default=DEFAULT_TEACH_ALPHA, help="the comparison's level")
-        add_wait_and_owner_arguments(parser, outcome="decision")
+        judge_versions.add_wait_and_owner_arguments(parser, outcome="decision")
 
     def handle(self, *args: object, **options: object) -> None:
         dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        version, reference = version_and_reference_set_or_error(dataset, options)
+        version, reference = judge_versions.version_and_reference_set_or_error(dataset, options)
         try:
             teaching = judge_version_teach(
                 version=version,
@@ -49,7 +44,9 @@ class Command(BaseCommand):
             missing = ", ".join(f"{level:g}" for level in row.get("missing_levels", [])) or "none"
             self.stdout.write(f"{aspect}: {len(row.get('chosen', []))} example(s); levels without one: {missing}")
         self.stdout.write(f"teaching {teaching.pk}: both versions judge {teaching.held_out} held-out answers")
-        wait_for_worker(teaching, lambda: teaching.status == TeachingStatus.DONE, float(str(options["wait"])))
+        judge_versions.wait_for_worker(
+            teaching, lambda: teaching.status == TeachingStatus.DONE, float(str(options["wait"]))
+        )
         self._print(teaching)
 
     def _print(self, teaching: JudgeTeaching) -> None:
