@@ -33,7 +33,10 @@ from judging.llm.calls import CONNECTION_KEYS
 from judging.models import JudgeConfig, JudgeRun
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
     from judging.admin_forms import JudgeConfigForm
+    from judging.run_plans import Estimate
 
 # The judge config form (pydantic, through the config type) and the services (the engine) are imported where a page
 # uses them: registering the admin happens in every process at django.setup(), most of which never show these pages.
@@ -182,11 +185,37 @@ class LaunchForm(forms.Form):
 
     def __init__(self, *args: Any, request: HttpRequest, dataset: Dataset, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.dataset = dataset
         config_field = self.fields["config"]
         campaign_field = self.fields["campaign"]
         assert isinstance(config_field, forms.ModelChoiceField) and isinstance(campaign_field, forms.ModelChoiceField)
         config_field.queryset = selectors.judge_configs_for_user(request.user).order_by("name", "-version")
         campaign_field.queryset = selectors.campaigns_of_dataset(dataset.pk)
+
+    def launch_arguments(self) -> dict[str, Any]:
+        """The valid form's choice as `judge_run_launch` takes it (no name: the config's, made unique)."""
+        data = self.cleaned_data
+        return {
+            "dataset": self.dataset,
+            "config": data["config"],
+            "campaign": data["campaign"],
+            "limit": data["limit"],
+            "name": data["name"] or None,
+        }
+
+    def estimate(self, launched_by: User) -> Estimate:
+        """What launching the valid form's choice would cost; ConfigError or LaunchError when it cannot be launched."""
+        from judging import run_plans  # noqa: PLC0415 - see the imports
+        from judging.config import validate_config  # noqa: PLC0415 - see the imports
+
+        data = self.cleaned_data
+        return run_plans.estimate_run(
+            dataset=self.dataset,
+            cfg=validate_config(data["config"].config),
+            campaign=data["campaign"],
+            limit=data["limit"],
+            launched_by=launched_by,
+        )
 
 
 @admin.register(JudgeRun)
@@ -271,37 +300,24 @@ class JudgeRunAdmin(WholeObjectDeleteAdmin, StaffAdmin):
         dataset = datasets_for_user(request.user).filter(pk=pk).first()
         if dataset is None:
             raise Http404("no such dataset")
-        from judging import run_plans, services  # noqa: PLC0415 - see the imports
-        from judging.config import ConfigError, validate_config  # noqa: PLC0415 - see the imports
+        from judging import services  # noqa: PLC0415 - see the imports
+        from judging.config import ConfigError  # noqa: PLC0415 - see the imports
 
         form = LaunchForm(request.POST or None, request=request, dataset=dataset)
         estimate = None
         error = ""
         if request.method == "POST" and form.is_valid():
-            config = form.cleaned_data["config"]
-            campaign = form.cleaned_data["campaign"]
-            limit = form.cleaned_data["limit"]
             try:
                 if request.POST.get("confirm") == "yes":
                     run = services.judge_run_launch(
-                        dataset=dataset,
-                        config=config,
                         launched_by=request.user,  # type: ignore[arg-type]
-                        campaign=campaign,
-                        limit=limit,
-                        name=form.cleaned_data["name"] or None,
+                        **form.launch_arguments(),
                     )
                     messages.success(request, f"Launched judge run “{run.name}” ({run.total} units).")
                     if run.start_unsent_at is not None:
                         messages.warning(request, services.start_unsent_message(run))
                     return HttpResponseRedirect(reverse("admin:judging_judgerun_change", args=[run.pk]))
-                estimate = run_plans.estimate_run(
-                    dataset=dataset,
-                    cfg=validate_config(config.config),
-                    campaign=campaign,
-                    limit=limit,
-                    launched_by=request.user,  # type: ignore[arg-type]
-                )
+                estimate = form.estimate(request.user)  # type: ignore[arg-type]
             except (ConfigError, services.LaunchError) as exc:
                 error = str(exc)
         context = {

@@ -21,6 +21,7 @@ from annotations.roles import adjudicator_grant
 from evalsite.celery import app
 from judging import tasks as judging_tasks  # noqa: F401 - registers the tasks for the tests that run them eagerly
 from judging.hybrid import tasks as hybrid_tasks  # noqa: F401 - the same for the hybrid campaigns' task
+from judging.management.worker import worker_command
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -191,20 +192,7 @@ class WorkerProcess:
 
     def _spawn(self, env: dict[str, str], log: IO[bytes]) -> "subprocess.Popen[bytes]":
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "evalsite",
-                "worker",
-                "--loglevel=INFO",
-                "--pool=threads",
-                f"--concurrency={self.concurrency}",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
+            worker_command("--loglevel=INFO", f"--concurrency={self.concurrency}", "--without-heartbeat"),
             cwd=PROJECT_ROOT,
             env=env,
             stdout=log,

@@ -23,7 +23,7 @@ from judging.certification.certificates import certificate_request
 from judging.certification.evaluations import CertificationError
 from judging.certification.reference_sets import reference_set_create
 from judging.certification.teaching import judge_version_teach
-from judging.models import JudgeVersion, ReferenceSet
+from judging.models import JudgeVersion
 from judging.selectors import campaigns_of_dataset
 
 Forms = tuple[ReferenceSetForm, CertifyForm, TeachForm]
@@ -94,9 +94,15 @@ def _action(
     return redirect("dashboard-certification", dataset.pk)
 
 
-def _version_and_reference(dataset: Dataset, data: dict[str, Any]) -> tuple[JudgeVersion, ReferenceSet]:
-    version = JudgeVersion.objects.get(fingerprint=data["version"])
-    return version, selectors.reference_sets_of_dataset(dataset).get(pk=int(data["reference_set"]))
+def _evaluation_arguments(request: HttpRequest, dataset: Dataset, data: dict[str, Any]) -> dict[str, Any]:
+    """A version-on-reference-set form's cleaned data as the evaluation service's arguments: the chosen version and
+    reference set, the researcher who asked, and the form's own fields, named as the service names them."""
+    return {
+        **data,
+        "version": JudgeVersion.objects.get(fingerprint=data["version"]),
+        "reference_set": selectors.reference_sets_of_dataset(dataset).get(pk=int(data["reference_set"])),
+        "requested_by": request.user,
+    }
 
 
 @require_POST
@@ -126,14 +132,7 @@ def reference_set_name(request: HttpRequest, dataset_id: int) -> HttpResponse:
 @researcher_required
 def certify_version(request: HttpRequest, dataset_id: int) -> HttpResponse:
     def act(dataset: Dataset, data: dict[str, Any]) -> str:
-        version, reference = _version_and_reference(dataset, data)
-        certificate = certificate_request(
-            version=version,
-            reference_set=reference,
-            requested_by=request.user,  # type: ignore[arg-type]
-            epsilon=data["epsilon"],
-            q=data["q"],
-        )
+        certificate = certificate_request(**_evaluation_arguments(request, dataset, data))
         return _(
             "Certification of %(version)s started: its run judges the reference set, then the test is applied."
         ) % {"version": certificate.version.short}
@@ -145,18 +144,10 @@ def certify_version(request: HttpRequest, dataset_id: int) -> HttpResponse:
 @researcher_required
 def teach_version(request: HttpRequest, dataset_id: int) -> HttpResponse:
     def act(dataset: Dataset, data: dict[str, Any]) -> str:
-        version, reference = _version_and_reference(dataset, data)
-        teaching = judge_version_teach(
-            version=version,
-            reference_set=reference,
-            requested_by=request.user,  # type: ignore[arg-type]
-            per_level=data["per_level"],
-            seed=data["seed"],
-            alpha=data["alpha"],
-        )
+        teaching = judge_version_teach(**_evaluation_arguments(request, dataset, data))
         return _(
             "Teaching of %(version)s started: the old and the taught version judge %(n)d held-out answers, then "
             "the two are compared."
-        ) % {"version": version.short, "n": teaching.held_out}
+        ) % {"version": teaching.parent.short, "n": teaching.held_out}
 
     return _action(request, dataset_id, "teach", act)

@@ -147,14 +147,18 @@ def _dataset_context(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     }
 
 
+def _panels_or_page(request: HttpRequest, context: dict[str, Any], *, panels: str, page: str) -> HttpResponse:
+    """An htmx request gets the panels alone (the page swaps them in); any other the whole page."""
+    return render(request, panels if request.htmx else page, context)  # type: ignore[attr-defined]
+
+
 @require_GET
 @researcher_required
 def dataset_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = dataset_for_stats_or_404(request.user, dataset_id)
     with one_stats_version():
         context = _dataset_context(request, dataset)
-    template = "dashboard/_dataset_panels.html" if request.htmx else "dashboard/dataset.html"  # type: ignore[attr-defined]
-    return render(request, template, context)
+    return _panels_or_page(request, context, panels="dashboard/_dataset_panels.html", page="dashboard/dataset.html")
 
 
 @require_GET
@@ -294,8 +298,7 @@ def judges_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         if not request.htmx and len(context["judges"]) >= 2:  # type: ignore[attr-defined]
             matrix = judge_matrix(dataset, context["scope"])
             context["judge_matrix"] = {**matrix, "aspects": matrix_readings(matrix)}
-    template = "dashboard/_judge_panels.html" if request.htmx else "dashboard/judges.html"  # type: ignore[attr-defined]
-    return render(request, template, context)
+    return _panels_or_page(request, context, panels="dashboard/_judge_panels.html", page="dashboard/judges.html")
 
 
 @require_GET

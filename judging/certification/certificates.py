@@ -11,10 +11,12 @@ from django.utils import timezone
 from judging.certification.evaluations import (
     CERTIFIABLE_METHODS,
     CertificationError,
+    evaluable_or_error,
     evaluation_claim,
     evaluation_run_launch,
     evaluation_store,
     fresh_config,
+    probability_or_error,
 )
 from judging.certification.reference_sets import reference_response_ids
 from judging.certification.selectors import reference_ratings_for
@@ -47,14 +49,12 @@ def certificate_request(
     the run ends."""
     if not 0.0 <= epsilon < 1.0:
         raise CertificationError(f"epsilon must lie in [0, 1), not {epsilon}")
-    if not 0.0 < q < 1.0:
-        raise CertificationError(f"q must lie strictly between 0 and 1, not {q}")
-    method = version.config_snapshot.get("method")
-    if method not in CERTIFIABLE_METHODS:
-        raise CertificationError(
-            f"a {method} judge cannot be certified: the alternative-annotator test needs one score per answer "
-            f"(methods {', '.join(CERTIFIABLE_METHODS)})"
-        )
+    probability_or_error(q, "q")
+    evaluable_or_error(
+        version,
+        CERTIFIABLE_METHODS,
+        refusal="certified: the alternative-annotator test needs one score per answer (methods {methods})",
+    )
     with transaction.atomic():
         run = evaluation_run_launch(
             dataset=reference_set.dataset,

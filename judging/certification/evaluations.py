@@ -43,6 +43,20 @@ class CertificationError(ValueError):
     """A request that cannot be carried out; the message names the problem."""
 
 
+def evaluable_or_error(version: JudgeVersion, methods: tuple[str, ...], *, refusal: str) -> None:
+    """Refuse a version whose method is not among `methods`: "a <method> judge cannot be " then `refusal`, in which
+    {methods} names them."""
+    method = version.config_snapshot.get("method")
+    if method not in methods:
+        raise CertificationError(f"a {method} judge cannot be " + refusal.format(methods=", ".join(methods)))
+
+
+def probability_or_error(value: float, name: str) -> None:
+    """Refuse a level or rate outside the open interval (0, 1)."""
+    if not 0.0 < value < 1.0:
+        raise CertificationError(f"{name} must lie strictly between 0 and 1, not {value}")
+
+
 def fresh_config(version: JudgeVersion) -> dict[str, Any]:
     """The version's config, with the reply cache off: a certificate or a drift check must hear the provider now."""
     return {**version.config_snapshot, "cache": False}

@@ -14,10 +14,12 @@ from annotations.models import Aspect, Dataset, Response
 from judging.certification.evaluations import (
     TEACHABLE_METHODS,
     CertificationError,
+    evaluable_or_error,
     evaluation_claim,
     evaluation_run_launch,
     evaluation_store,
     fresh_config,
+    probability_or_error,
 )
 from judging.certification.reference_sets import reference_response_ids
 from judging.certification.selectors import reference_ratings_for
@@ -121,14 +123,12 @@ def judge_version_teach(
 
     if not 1 <= per_level <= MAX_PER_LEVEL:
         raise CertificationError(f"exemplars per level must lie between 1 and {MAX_PER_LEVEL}, not {per_level}")
-    if not 0.0 < alpha < 1.0:
-        raise CertificationError(f"the significance level must lie strictly between 0 and 1, not {alpha}")
-    method = version.config_snapshot.get("method")
-    if method not in TEACHABLE_METHODS:
-        raise CertificationError(
-            f"a {method} judge cannot be taught rated examples: its prompt shows rated examples only in "
-            f"methods {', '.join(TEACHABLE_METHODS)}"
-        )
+    probability_or_error(alpha, "the significance level")
+    evaluable_or_error(
+        version,
+        TEACHABLE_METHODS,
+        refusal="taught rated examples: its prompt shows rated examples only in methods {methods}",
+    )
     exemplars, record = _choose_exemplars(version, reference_set, per_level=per_level, seed=seed)
     if not exemplars:
         raise CertificationError(

@@ -45,12 +45,21 @@ class HybridCalibrationForm(forms.Form):
     def __init__(self, *args: Any, versions: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["version"].queryset = versions  # type: ignore[attr-defined]
-        for name in ("target", "delta"):
-            self.fields[name].widget.attrs["step"] = "any"
 
 
 class SamplingForm(forms.Form):
     """Which tasks go to the humans, and when the campaign may stop."""
+
+    # The campaign's fields this form edits as they are; the rule's aspect (stop_aspect) is stored by its id.
+    campaign_fields = (
+        "human_sampling",
+        "human_share",
+        "sampling_stratum",
+        "stop_rule",
+        "stop_first",
+        "stop_second",
+        "stop_width",
+    )
 
     human_sampling = forms.ChoiceField(
         label=_("Human sampling"),
@@ -100,5 +109,16 @@ class SamplingForm(forms.Form):
         ]
         self.fields["stop_first"].choices = systems  # type: ignore[attr-defined]
         self.fields["stop_second"].choices = systems  # type: ignore[attr-defined]
-        for name in ("human_share", "stop_width"):
-            self.fields[name].widget.attrs["step"] = "any"
+
+    @classmethod
+    def initial_for(cls, campaign: Any) -> dict[str, Any]:
+        initial = {name: getattr(campaign, name) for name in cls.campaign_fields}
+        return {**initial, "stop_aspect": campaign.stop_aspect_id}
+
+    def sampling_settings(self) -> dict[str, Any]:
+        """The cleaned data as `campaign_sampling_set` takes it."""
+        aspect = self.cleaned_data["stop_aspect"]
+        return {
+            **{name: self.cleaned_data[name] for name in self.campaign_fields},
+            "stop_aspect_id": aspect.pk if aspect is not None else None,
+        }

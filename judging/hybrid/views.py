@@ -21,19 +21,6 @@ from judging.hybrid.services import HybridError, campaign_sampling_set, hybrid_a
 from judging.models import HybridCalibration
 
 
-def _sampling_initial(campaign: Campaign) -> dict[str, Any]:
-    names = [
-        "human_sampling",
-        "human_share",
-        "sampling_stratum",
-        "stop_rule",
-        "stop_first",
-        "stop_second",
-        "stop_width",
-    ]
-    return {**{name: getattr(campaign, name) for name in names}, "stop_aspect": campaign.stop_aspect_id}
-
-
 def _page(
     request: HttpRequest,
     campaign: Campaign,
@@ -44,7 +31,7 @@ def _page(
     context: dict[str, Any] = {
         "campaign": campaign,
         "form": form,
-        "sampling_form": sampling_form or SamplingForm(campaign=campaign, initial=_sampling_initial(campaign)),
+        "sampling_form": sampling_form or SamplingForm(campaign=campaign, initial=SamplingForm.initial_for(campaign)),
         "choices": selectors.version_choices(campaign),
         "calibrations": selectors.calibrations_of_campaign(campaign)[:20],
         "panel": selectors.hybrid_panel(campaign),
@@ -71,11 +58,8 @@ def hybrid_calibrate_view(request: HttpRequest, campaign_id: int) -> HttpRespons
     try:
         calibration = hybrid_calibrate(
             campaign=campaign,
-            version=form.cleaned_data["version"],
-            target=form.cleaned_data["target"],
-            delta=form.cleaned_data["delta"],
-            min_kept=form.cleaned_data["min_kept"],
             user=request.user,  # type: ignore[arg-type]
+            **form.cleaned_data,
         )
     except HybridError as exc:
         form.add_error(None, str(exc))
@@ -120,19 +104,8 @@ def hybrid_sampling_view(request: HttpRequest, campaign_id: int) -> HttpResponse
     calibration_form = HybridCalibrationForm(versions=selectors.versions_of_campaign_dataset(campaign))
     if not sampling_form.is_valid():
         return _page(request, campaign, calibration_form, status=400, sampling_form=sampling_form)
-    data = sampling_form.cleaned_data
     try:
-        campaign_sampling_set(
-            campaign=campaign,
-            human_sampling=data["human_sampling"],
-            human_share=data["human_share"],
-            sampling_stratum=data["sampling_stratum"],
-            stop_rule=data["stop_rule"],
-            stop_aspect_id=data["stop_aspect"].pk if data["stop_aspect"] is not None else None,
-            stop_first=data["stop_first"],
-            stop_second=data["stop_second"],
-            stop_width=data["stop_width"],
-        )
+        campaign_sampling_set(campaign=campaign, **sampling_form.sampling_settings())
     except HybridError as exc:
         sampling_form.add_error(None, str(exc))
         return _page(request, campaign, calibration_form, status=400, sampling_form=sampling_form)

@@ -6,12 +6,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 from django.db.models import Model
 
+from annotations.management.lookup import add_owner_argument
 from annotations.models import Dataset
 from judging.certification import selectors
 from judging.models import JudgeVersion, ReferenceSet
+
+
+def add_version_arguments(parser: CommandParser, *, judge_help: str) -> None:
+    """`--dataset`, `--judge` (the run whose version is meant) and `--reference-set`, as
+    `version_and_reference_set_or_error` reads them."""
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--judge", required=True, help=judge_help)
+    parser.add_argument("--reference-set", required=True)
+
+
+def add_wait_and_owner_arguments(parser: CommandParser, *, outcome: str) -> None:
+    """`--wait` for the worker's `outcome` (as `wait_for_worker` takes it), then the datasets' owner."""
+    parser.add_argument("--wait", type=float, default=0.0, help=f"seconds to wait for the {outcome} (0: do not)")
+    add_owner_argument(parser)
 
 
 def version_and_reference_set_or_error(

@@ -126,21 +126,18 @@ def launch(request: HttpRequest, dataset_id: int) -> HttpResponse:
     error = ""
     action = request.POST.get("action", "estimate")
     if request.method == "POST" and form.is_valid():
-        config, campaign = form.cleaned_data["config"], form.cleaned_data["campaign"]
-        limit, name = form.cleaned_data["limit"], form.cleaned_data["name"] or None
+        chosen = form.launch_arguments()
         try:
-            cfg = validate_config(config.config)
             if action == "pilot":
-                limit = run_plans.pilot_limit(dataset=dataset, cfg=cfg, campaign=campaign)
-                name = name or services.free_run_name(dataset, _("%(name)s pilot") % {"name": cfg.name})
+                cfg = validate_config(chosen["config"].config)
+                chosen["limit"] = run_plans.pilot_limit(dataset=dataset, cfg=cfg, campaign=chosen["campaign"])
+                chosen["name"] = chosen["name"] or services.free_run_name(
+                    dataset, _("%(name)s pilot") % {"name": cfg.name}
+                )
             if action in ("pilot", "launch"):
                 run = services.judge_run_launch(
-                    dataset=dataset,
-                    config=config,
                     launched_by=request.user,  # type: ignore[arg-type]
-                    campaign=campaign,
-                    limit=limit,
-                    name=name,
+                    **chosen,
                 )
                 messages.success(
                     request,
@@ -149,13 +146,7 @@ def launch(request: HttpRequest, dataset_id: int) -> HttpResponse:
                 if run.start_unsent_at is not None:
                     messages.warning(request, services.start_unsent_message(run))
                 return HttpResponseRedirect(reverse("research-judge-run", args=[run.pk]))
-            estimate = run_plans.estimate_run(
-                dataset=dataset,
-                cfg=cfg,
-                campaign=campaign,
-                limit=limit,
-                launched_by=request.user,  # type: ignore[arg-type]
-            )
+            estimate = form.estimate(request.user)  # type: ignore[arg-type]
         except (ConfigError, services.LaunchError) as exc:
             error = str(exc)
     context = {

@@ -7,11 +7,11 @@ crash or the OOM killer would, and waits for the child to be gone."""
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from judging.management.worker import worker_command
 from tests.conftest import PROJECT_ROOT, database_url_for_subprocess, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,12 +44,10 @@ def test_the_scheduler_child_dies_with_a_killed_worker(redis_broker: str, tmp_pa
     }
     with open(tmp_path / "worker.log", "wb") as log:
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                *("-m", "celery", "-A", "evalsite", "worker", "--beat", "--loglevel=INFO", "--pool=threads"),
-                *("--concurrency=2", "--without-gossip", "--without-mingle", "--without-heartbeat"),
+            worker_command(
+                *("--beat", "--loglevel=INFO", "--concurrency=2", "--without-heartbeat"),
                 *("--schedule", str(tmp_path / "celerybeat-schedule")),
-            ],
+            ),
             cwd=PROJECT_ROOT,
             env=env,
             stdout=log,

@@ -7,7 +7,7 @@ from judging.certification.certificates import DEFAULT_EPSILON, DEFAULT_Q, certi
 from judging.certification.drift import drift_checks_start
 from judging.certification.evaluations import CertificationError
 from judging.certification.reference_sets import reference_set_create
-from judging.management.judge_versions import version_and_reference_set_or_error, wait_for_worker
+from judging.management import judge_versions
 from judging.models import Certificate, CertificateStatus
 
 
@@ -27,13 +27,10 @@ class Command(BaseCommand):
         named.add_argument("--origin", default="all", choices=["all", "import", "app"])
         add_owner_argument(named)
         version = sub.add_parser("version", help="certify the version of a judge run on a reference set")
-        version.add_argument("--dataset", required=True)
-        version.add_argument("--judge", required=True, help="name of a judge run whose version is certified")
-        version.add_argument("--reference-set", required=True)
+        judge_versions.add_version_arguments(version, judge_help="name of a judge run whose version is certified")
         version.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON)
         version.add_argument("--q", type=float, default=DEFAULT_Q)
-        version.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the verdict (0: do not)")
-        add_owner_argument(version)
+        judge_versions.add_wait_and_owner_arguments(version, outcome="verdict")
         status = sub.add_parser("status", help="the dataset's judge versions, their standing and certificates")
         status.add_argument("--dataset", required=True)
         add_owner_argument(status)
@@ -75,7 +72,7 @@ class Command(BaseCommand):
         )
 
     def _certify(self, dataset: Dataset, options: dict[str, object]) -> None:
-        version, reference = version_and_reference_set_or_error(dataset, options)
+        version, reference = judge_versions.version_and_reference_set_or_error(dataset, options)
         try:
             certificate = certificate_request(
                 version=version,
@@ -91,7 +88,9 @@ class Command(BaseCommand):
             f"{certificate.run.judge.name if certificate.run else '-'} started"
         )
         deciding = (CertificateStatus.PENDING, CertificateStatus.EVALUATING)
-        wait_for_worker(certificate, lambda: certificate.status not in deciding, float(str(options["wait"])))
+        judge_versions.wait_for_worker(
+            certificate, lambda: certificate.status not in deciding, float(str(options["wait"]))
+        )
         certificate.refresh_from_db()
         self._print_certificate(certificate)
         if certificate.status in (CertificateStatus.FAILED, CertificateStatus.UNDEFINED):

@@ -2,7 +2,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from annotations.campaigns.setup import campaign_create
 from annotations.datasets.importing import dataset_import
 from annotations.models import Campaign, Dataset
 from annotations.roles import researcher_grant
+from judging.management.worker import worker_command
 from judging.models import JudgeRun
 from judging.services import judge_config_create, judge_run_launch
 
@@ -102,20 +102,7 @@ class Command(BaseCommand):
     def _serve(self, addrport: str) -> None:
         env = dict(os.environ)
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "evalsite",
-                "worker",
-                "--beat",
-                "--loglevel=INFO",
-                "--pool=threads",
-                "--concurrency=8",
-                "--without-gossip",
-                "--without-mingle",
-            ],
+            worker_command("--beat", "--loglevel=INFO", "--concurrency=8"),
             cwd=settings.BASE_DIR,
             env=env,
         )

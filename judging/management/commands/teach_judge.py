@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.management.lookup import add_owner_argument, dataset_or_error
+from annotations.management.lookup import dataset_or_error
 from judging.certification.evaluations import CertificationError
 from judging.certification.teaching import (
     DEFAULT_PER_LEVEL,
@@ -8,7 +8,7 @@ from judging.certification.teaching import (
     DEFAULT_TEACH_SEED,
     judge_version_teach,
 )
-from judging.management.judge_versions import version_and_reference_set_or_error, wait_for_worker
+from judging.management import judge_versions
 from judging.models import JudgeTeaching, TeachingDecision, TeachingStatus
 
 
@@ -20,18 +20,15 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True)
-        parser.add_argument("--judge", required=True, help="name of a judge run whose version is taught")
-        parser.add_argument("--reference-set", required=True)
+        judge_versions.add_version_arguments(parser, judge_help="name of a judge run whose version is taught")
         parser.add_argument("--per-level", type=int, default=DEFAULT_PER_LEVEL, help="examples per score level")
         parser.add_argument("--seed", type=int, default=DEFAULT_TEACH_SEED, help="breaks ties between answers")
         parser.add_argument("--alpha", type=float, default=DEFAULT_TEACH_ALPHA, help="the comparison's level")
-        parser.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the decision (0: do not)")
-        add_owner_argument(parser)
+        judge_versions.add_wait_and_owner_arguments(parser, outcome="decision")
 
     def handle(self, *args: object, **options: object) -> None:
         dataset = dataset_or_error(str(options["dataset"]), options["owner"])
-        version, reference = version_and_reference_set_or_error(dataset, options)
+        version, reference = judge_versions.version_and_reference_set_or_error(dataset, options)
         try:
             teaching = judge_version_teach(
                 version=version,
@@ -47,7 +44,9 @@ class Command(BaseCommand):
             missing = ", ".join(f"{level:g}" for level in row.get("missing_levels", [])) or "none"
             self.stdout.write(f"{aspect}: {len(row.get('chosen', []))} example(s); levels without one: {missing}")
         self.stdout.write(f"teaching {teaching.pk}: both versions judge {teaching.held_out} held-out answers")
-        wait_for_worker(teaching, lambda: teaching.status == TeachingStatus.DONE, float(str(options["wait"])))
+        judge_versions.wait_for_worker(
+            teaching, lambda: teaching.status == TeachingStatus.DONE, float(str(options["wait"]))
+        )
         self._print(teaching)
 
     def _print(self, teaching: JudgeTeaching) -> None:
