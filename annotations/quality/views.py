@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 
 from annotations.datasets.downloads import CSV_TYPE
 from annotations.datasets.exporting import csv_safe
+from annotations.models import Campaign
 from annotations.quality.payment_selectors import payment_rows
 from annotations.quality.rater_reliability import rater_reliability
 from annotations.quality.selectors import posterior_rows, rater_quality
@@ -126,27 +127,27 @@ _PAYMENT_CELLS: dict[str, Callable[[Any], object]] = {
 }
 
 
-def _table(
-    fields: Sequence[str], cells: dict[str, Callable[[Any], object]], rows: Iterable[Any]
-) -> Iterator[list[object]]:
-    read = [cells.get(field, attrgetter(field)) for field in fields]
-    return ([cell(row) for cell in read] for row in rows)
+def _table_download(
+    fields: Sequence[str],
+    cells: dict[str, Callable[[Any], object]],
+    rows_of: Callable[[Campaign], Iterable[Any]],
+    name: str,
+) -> Callable[[HttpRequest, int], HttpResponse]:
+    """The view of a campaign's table as CSV, one line per row that `rows_of` gives, read by `fields` and `cells`."""
+
+    @require_GET
+    @login_required
+    def download(request: HttpRequest, campaign_id: int) -> HttpResponse:
+        campaign = campaign_for_researcher(request.user, campaign_id)
+        read = [cells.get(field, attrgetter(field)) for field in fields]
+        rows = ([cell(row) for cell in read] for row in rows_of(campaign))
+        return _csv_response(fields, rows, f"campaign-{campaign.pk}-{name}.csv")
+
+    return download
 
 
-@require_GET
-@login_required
-def quality_csv(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    campaign = campaign_for_researcher(request.user, campaign_id)
-    rows = _table(QUALITY_FIELDS, _QUALITY_CELLS, rater_quality(campaign))
-    return _csv_response(QUALITY_FIELDS, rows, f"campaign-{campaign.pk}-quality.csv")
-
-
-@require_GET
-@login_required
-def payment_csv(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    campaign = campaign_for_researcher(request.user, campaign_id)
-    rows = _table(PAYMENT_FIELDS, _PAYMENT_CELLS, payment_rows(campaign))
-    return _csv_response(PAYMENT_FIELDS, rows, f"campaign-{campaign.pk}-payments.csv")
+quality_csv = _table_download(QUALITY_FIELDS, _QUALITY_CELLS, rater_quality, "quality")
+payment_csv = _table_download(PAYMENT_FIELDS, _PAYMENT_CELLS, payment_rows, "payments")
 
 
 @require_GET
