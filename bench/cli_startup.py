@@ -36,6 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from evalsite.worker_command import STANDALONE_WORKER_OPTIONS, celery_worker_command  # noqa: E402
+
 MANAGE = str(ROOT / "manage.py")
 SAMPLE = ROOT / "annotations" / "sample_data" / "llm_jp_sample.jsonl"
 SAMPLE_DATASET = "bench-startup-llm-jp"
@@ -148,20 +152,7 @@ def worker_first_task(env: dict[str, str], var_dir: Path, timeout_s: float = 120
     with open(log_path, "wb") as log:
         start = time.perf_counter()
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "evalsite",
-                "worker",
-                "--loglevel=INFO",
-                "--pool=threads",
-                "--concurrency=1",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
+            celery_worker_command("--loglevel=INFO", "--pool=threads", "--concurrency=1", *STANDALONE_WORKER_OPTIONS),
             cwd=ROOT,
             env=env,
             stdout=log,

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fake_provider import bench_judge_config, control, fake_provider, judge_bench_environment  # noqa: E402
+from evalsite.worker_command import STANDALONE_WORKER_OPTIONS, celery_worker_command  # noqa: E402
 
 judge_bench_environment()
 
@@ -104,24 +105,16 @@ def start_workers(count: int, tasks_per_run: int, concurrency: int) -> list[subp
         log = open(logs / f"judge-worker-{index}.log", "wb")  # noqa: SIM115 - lives as long as the worker
         workers.append(
             subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "evalsite",
-                    "worker",
+                celery_worker_command(
                     "--pool=threads",
                     # Threads per worker = its share of the work tasks, so with prefetch 1 one worker cannot
                     # reserve the whole run while the other idles.
                     f"--concurrency={max(2, -(-tasks_per_run // count))}",
                     "--loglevel=WARNING",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--without-heartbeat",
+                    *STANDALONE_WORKER_OPTIONS,
                     "-n",
                     f"judgebench{index}@%h",
-                ],
+                ),
                 cwd=ROOT,
                 env=env,
                 stdout=log,
