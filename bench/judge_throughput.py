@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fake_provider import bench_judge_config, control, fake_provider, judge_bench_environment  # noqa: E402
-from evalsite.worker_command import STANDALONE_WORKER_OPTIONS, celery_worker_command  # noqa: E402
+from evalsite.processes import STANDALONE_WORKER_OPTIONS, celery_worker_command  # noqa: E402
 
 judge_bench_environment()
 

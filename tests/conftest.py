@@ -19,7 +19,7 @@ from django.utils import translation
 
 from annotations.roles import adjudicator_grant
 from evalsite.celery import app
-from evalsite.worker_command import STANDALONE_WORKER_OPTIONS, celery_worker_command
+from evalsite.processes import STANDALONE_WORKER_OPTIONS, celery_worker_command
 from judging import tasks as judging_tasks  # noqa: F401 - registers the tasks for the tests that run them eagerly
 from judging.hybrid import tasks as hybrid_tasks  # noqa: F401 - the same for the hybrid campaigns' task
 
