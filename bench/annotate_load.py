@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from bench.annotate_campaign import check_database, set_up_campaign  # noqa: E40
 from bench.annotate_clients import run_clients, warm_up  # noqa: E402
 from bench.annotate_server import database_server_pid, free_port, process_tree_cpu, start_gunicorn  # noqa: E402
 from bench.database import recreate_database  # noqa: E402
+from judging.management.worker import process_stop  # noqa: E402
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -154,11 +154,7 @@ def main() -> None:
         checks = check_database(acknowledged, args.raters)
         floor = _phase(args, base, campaign_id, tokens, server.pid, floor=True)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        process_stop(server, timeout_s=20)
     latencies, submit_latencies = loop["latencies"], loop["submit_latencies"]
     results = loop["results"]
     client_means = [ms for result in results for ms in result["client_means"]]

@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from judging.management.worker import worker_command  # noqa: E402
+from judging.management.worker import process_stop, worker_command  # noqa: E402
 
 MANAGE = str(ROOT / "manage.py")
 SAMPLE = ROOT / "annotations" / "sample_data" / "llm_jp_sample.jsonl"
@@ -165,12 +165,7 @@ def worker_first_task(env: dict[str, str], var_dir: Path, timeout_s: float = 120
             time.sleep(0.02)
         return Timing(time.perf_counter() - start, None)
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait(timeout=30)
+        process_stop(worker, timeout_s=30)
 
 
 def measure(repeat: int, worker_repeat: int, var_dir: Path) -> dict[str, Timing]:

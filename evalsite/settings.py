@@ -166,33 +166,28 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+
+def _periodic(task: str, every_variable: str, default_s: int, *, minimum_s: int) -> dict[str, object]:
+    return {"task": task, "schedule": float(env_int(every_variable, default_s, minimum=minimum_s))}
+
+
 # Periodic upkeep; the worker runs the scheduler itself (`celery worker -B`, as rundemo and docker-compose start it).
 # Running it twice is harmless: both tasks take each run with a conditional update or a row lock.
 CELERY_BEAT_SCHEDULE = {
-    "judge-runs-nudge-stalled": {
-        "task": "judging.judge_runs_nudge_stalled",
-        "schedule": float(env_int("JUDGE_NUDGE_EVERY_S", 60, minimum=5)),
-    },
+    "judge-runs-nudge-stalled": _periodic("judging.judge_runs_nudge_stalled", "JUDGE_NUDGE_EVERY_S", 60, minimum_s=5),
     # An ended run without its scores and version (its slices stopped at a budget, or it ended before both were
     # written with its status) gets them.
-    "judge-runs-settle-ended": {
-        "task": "judging.judge_runs_settle_ended",
-        "schedule": float(env_int("JUDGE_NUDGE_EVERY_S", 60, minimum=5)),
-    },
-    "factscore-results-project-pending": {
-        "task": "judging.factscore_results_project_pending",
-        "schedule": float(env_int("FACTSCORE_PROJECT_EVERY_S", 300, minimum=5)),
-    },
+    "judge-runs-settle-ended": _periodic("judging.judge_runs_settle_ended", "JUDGE_NUDGE_EVERY_S", 60, minimum_s=5),
+    "factscore-results-project-pending": _periodic(
+        "judging.factscore_results_project_pending", "FACTSCORE_PROJECT_EVERY_S", 300, minimum_s=5
+    ),
     # Each certified judge version in use re-judges a random sample of its reference set (daily by default).
-    "judge-drift-checks": {
-        "task": "judging.drift_checks_start",
-        "schedule": float(env_int("JUDGE_DRIFT_EVERY_S", 86400, minimum=60)),
-    },
+    "judge-drift-checks": _periodic("judging.drift_checks_start", "JUDGE_DRIFT_EVERY_S", 86400, minimum_s=60),
     # A certificate, drift check or teaching whose evaluating worker died is handed to another worker.
-    "judge-evaluations-reclaim-stale": {
-        "task": "judging.evaluations_reclaim_stale",
-        "schedule": float(env_int("JUDGE_RECLAIM_EVERY_S", 300, minimum=30)),
-    },
+    "judge-evaluations-reclaim-stale": _periodic(
+        "judging.evaluations_reclaim_stale", "JUDGE_RECLAIM_EVERY_S", 300, minimum_s=30
+    ),
 }
 JUDGE_DRIFT_SAMPLE_SIZE = env_int("JUDGE_DRIFT_SAMPLE_SIZE", 20, minimum=6)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

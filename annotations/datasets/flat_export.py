@@ -43,6 +43,14 @@ from annotations.selectors import shown_system_keys
 
 _FlatRow = tuple[tuple[int, int], dict[str, Any]]  # ((item position, turn index), row)
 
+# Where a rating column is read from, for the columns whose name is not the rating's own field.
+_RATING_FIELD_LOOKUPS = {
+    "item_id": "response__turn__item__external_id",
+    "turn": "response__turn__index",
+    "system": "response__system__key",
+    "aspect": "aspect__name",
+    "rater": "rater__pseudonym",
+}
 _NOT_A_RATING = {"kind": "rating", "campaign": None, "preferred": None, "none_appropriate": None, "candidates": None}
 
 
@@ -93,19 +101,7 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
         )
         .values_list(
             "response__turn__item__position",
-            "response__turn__item__external_id",
-            "response__turn__index",
-            "response__system__key",
-            "aspect__name",
-            "rater__pseudonym",
-            "origin",
-            "raw",
-            "value",
-            "is_missing",
-            "rationale",
-            "comment",
-            "seconds_spent",
-            "created_at",
+            *(_RATING_FIELD_LOOKUPS.get(field, field) for field in RATING_FIELDS),
             "rater__user_id",
             "response_id",
             "aspect_id",

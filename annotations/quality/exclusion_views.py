@@ -8,7 +8,9 @@ progress page with a message."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -102,11 +104,23 @@ def _researcher(request: HttpRequest) -> User | None:
     return request.user if isinstance(request.user, User) else None
 
 
-@require_POST
-@login_required
-def rater_exclude_view(request: HttpRequest, campaign_id: int, rater_id: int) -> HttpResponse:
-    campaign = campaign_for_researcher(request.user, campaign_id)
-    rater = campaign_rater_or_404(campaign, rater_id)
+def _rater_control(
+    control: Callable[[HttpRequest, Campaign, Rater], HttpResponse],
+) -> Callable[[HttpRequest, int, int], HttpResponse]:
+    """A control posted by a researcher who sees the campaign, on a rater of its dataset."""
+
+    @require_POST
+    @login_required
+    @wraps(control)
+    def view(request: HttpRequest, campaign_id: int, rater_id: int) -> HttpResponse:
+        campaign = campaign_for_researcher(request.user, campaign_id)
+        return control(request, campaign, campaign_rater_or_404(campaign, rater_id))
+
+    return view
+
+
+@_rater_control
+def rater_exclude_view(request: HttpRequest, campaign: Campaign, rater: Rater) -> HttpResponse:
     reason = str(request.POST.get("reason", ""))
     reopen = request.POST.get("reopen") == "on"
     try:
@@ -130,11 +144,8 @@ def rater_exclude_view(request: HttpRequest, campaign_id: int, rater_id: int) ->
     return _answer(request, campaign, rater, done=done)
 
 
-@require_POST
-@login_required
-def rater_slots_reopen_view(request: HttpRequest, campaign_id: int, rater_id: int) -> HttpResponse:
-    campaign = campaign_for_researcher(request.user, campaign_id)
-    rater = campaign_rater_or_404(campaign, rater_id)
+@_rater_control
+def rater_slots_reopen_view(request: HttpRequest, campaign: Campaign, rater: Rater) -> HttpResponse:
     exclusion = rater_exclusion_in_force(rater)
     if exclusion is None:
         return _answer(request, campaign, rater, problem=_("Exclude the rater in this campaign first."))
@@ -150,11 +161,8 @@ def rater_slots_reopen_view(request: HttpRequest, campaign_id: int, rater_id: in
     return _answer(request, campaign, rater, done=done)
 
 
-@require_POST
-@login_required
-def rater_exclusion_revoke_view(request: HttpRequest, campaign_id: int, rater_id: int) -> HttpResponse:
-    campaign = campaign_for_researcher(request.user, campaign_id)
-    rater = campaign_rater_or_404(campaign, rater_id)
+@_rater_control
+def rater_exclusion_revoke_view(request: HttpRequest, campaign: Campaign, rater: Rater) -> HttpResponse:
     exclusion = rater_exclusion_in_force(rater)
     if exclusion is None:
         return _answer(

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from operator import attrgetter
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -15,6 +17,7 @@ from django.views.decorators.http import require_GET
 
 from annotations.datasets.downloads import CSV_TYPE
 from annotations.datasets.exporting import csv_safe
+from annotations.models import Campaign
 from annotations.quality.payment_selectors import payment_rows
 from annotations.quality.rater_reliability import rater_reliability
 from annotations.quality.selectors import posterior_rows, rater_quality
@@ -102,67 +105,49 @@ def _csv_response(fields: Sequence[str], rows: Iterable[Sequence[object]], filen
     return response
 
 
-@require_GET
-@login_required
-def quality_csv(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    campaign = campaign_for_researcher(request.user, campaign_id)
-    rows = (
-        [
-            row.pseudonym,
-            row.user_id,
-            row.platform,
-            row.submissions,
-            row.gold_passed,
-            row.gold_answered,
-            row.gold_accuracy,
-            row.gold_in_order,
-            row.attention_passed,
-            row.attention_answered,
-            row.agreement.value,
-            row.agreement.shared,
-            row.agreement.counted,
-            row.agreement_note,
-            row.median_seconds,
-            row.straight.straight,
-            row.straight.counted,
-            row.straight.share,
-            row.flagged,
-            "; ".join(row.flag_reasons),
-            row.excluded,
-            row.exclusion_reason,
-        ]
-        for row in rater_quality(campaign)
-    )
-    return _csv_response(QUALITY_FIELDS, rows, f"campaign-{campaign.pk}-quality.csv")
+def _joined_reasons(row: Any) -> str:
+    return "; ".join(row.flag_reasons)
 
 
-@require_GET
-@login_required
-def payment_csv(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    campaign = campaign_for_researcher(request.user, campaign_id)
-    rows = (
-        [
-            row.platform,
-            row.worker_id,
-            row.rater,
-            row.user_id,
-            row.tasks_done,
-            row.gold_tasks,
-            row.seconds_spent,
-            row.first_activity,
-            row.last_activity,
-            row.sessions,
-            row.sessions_completed,
-            row.sessions_out_of_tasks,
-            row.skips,
-            " ".join(row.session_ids),
-            row.completion_code,
-            bool(row.flag_reasons),
-            "; ".join(row.flag_reasons),
-        ]
-        for row in payment_rows(campaign)
-    )
-    return _csv_response(PAYMENT_FIELDS, rows, f"campaign-{campaign.pk}-payments.csv")
+# The cells that are not simply the row's attribute of the column's name.
+_QUALITY_CELLS: dict[str, Callable[[Any], object]] = {
+    "rater": attrgetter("pseudonym"),
+    "agreement": attrgetter("agreement.value"),
+    "agreement_shared": attrgetter("agreement.shared"),
+    "agreement_counted": attrgetter("agreement.counted"),
+    "straight_lined": attrgetter("straight.straight"),
+    "straight_lining_counted": attrgetter("straight.counted"),
+    "straight_lining_share": attrgetter("straight.share"),
+    "flag_reasons": _joined_reasons,
+}
+_PAYMENT_CELLS: dict[str, Callable[[Any], object]] = {
+    "session_ids": lambda row: " ".join(row.session_ids),
+    "flagged": lambda row: bool(row.flag_reasons),
+    "flag_reasons": _joined_reasons,
+}
+
+
+def _table_download(
+    fields: Sequence[str],
+    cells: dict[str, Callable[[Any], object]],
+    rows_of: Callable[[Campaign], Iterable[Any]],
+    name: str,
+) -> Callable[[HttpRequest, int], HttpResponse]:
+    """The view of a campaign's table as CSV, one line per row that `rows_of` gives, read by `fields` and `cells`."""
+
+    @require_GET
+    @login_required
+    def download(request: HttpRequest, campaign_id: int) -> HttpResponse:
+        campaign = campaign_for_researcher(request.user, campaign_id)
+        read = [cells.get(field, attrgetter(field)) for field in fields]
+        rows = ([cell(row) for cell in read] for row in rows_of(campaign))
+        return _csv_response(fields, rows, f"campaign-{campaign.pk}-{name}.csv")
+
+    return download
+
+
+quality_csv = _table_download(QUALITY_FIELDS, _QUALITY_CELLS, rater_quality, "quality")
+payment_csv = _table_download(PAYMENT_FIELDS, _PAYMENT_CELLS, payment_rows, "payments")
 
 
 @require_GET

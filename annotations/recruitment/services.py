@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import datetime
+from typing import TypedDict, Unpack
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -51,20 +52,28 @@ def _check_quota(value: int | None, what: str) -> None:
         )
 
 
-def _check_settings(
-    *,
-    tasks_per_session: int | None,
-    tasks_per_worker: int | None,
-    code: str,
-    url: str,
-    min_tasks_to_complete: int = 1,
-    skips_per_session: int = 5,
-    no_tasks_code: str = "NOTASKS",
-) -> None:
-    _check_quota(tasks_per_session, _("Tasks per session"))
-    _check_quota(tasks_per_worker, _("Tasks per worker"))
-    _check_quota(min_tasks_to_complete, _("Tasks needed for the completion code"))
-    if not 0 <= skips_per_session <= MAX_QUOTA:
+class LinkSettings(TypedDict):
+    """A study link's settings, as its fields are named."""
+
+    tasks_per_session: int | None
+    tasks_per_worker: int | None
+    completion_code: str
+    completion_url: str
+    min_tasks_to_complete: int
+    skips_per_session: int
+    no_tasks_code: str
+
+
+def _checked_settings(given: LinkSettings) -> LinkSettings:
+    """The settings with their codes and URL stripped, or RecruitmentError for the first one out of bounds."""
+    settings = given.copy()
+    settings["completion_code"] = code = given["completion_code"].strip()
+    settings["completion_url"] = url = given["completion_url"].strip()
+    settings["no_tasks_code"] = no_tasks_code = given["no_tasks_code"].strip()
+    _check_quota(settings["tasks_per_session"], _("Tasks per session"))
+    _check_quota(settings["tasks_per_worker"], _("Tasks per worker"))
+    _check_quota(settings["min_tasks_to_complete"], _("Tasks needed for the completion code"))
+    if not 0 <= settings["skips_per_session"] <= MAX_QUOTA:
         raise RecruitmentError(_("Skips per session must be a whole number from 0 to %(max)d.") % {"max": MAX_QUOTA})
     if len(code) > MAX_COMPLETION_CODE or any(ord(ch) < 32 for ch in code):
         raise RecruitmentError(
@@ -85,6 +94,7 @@ def _check_settings(
             raise RecruitmentError(_("The completion URL must be a full http(s) address.")) from None
         if len(url) > 500:
             raise RecruitmentError(_("The completion URL must be at most 500 characters."))
+    return settings
 
 
 def link_create(
@@ -103,70 +113,31 @@ def link_create(
     """One link per platform and campaign; its token is 256 random bits, so links cannot be guessed."""
     if platform not in Platform.values:
         raise RecruitmentError(_("Choose a platform."))
-    completion_code = completion_code.strip()
-    completion_url = completion_url.strip()
-    no_tasks_code = no_tasks_code.strip()
-    _check_settings(
-        tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, code=completion_code,
-        url=completion_url, min_tasks_to_complete=min_tasks_to_complete, skips_per_session=skips_per_session,
-        no_tasks_code=no_tasks_code,
+    settings = _checked_settings(
+        LinkSettings(
+            tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, completion_code=completion_code,
+            completion_url=completion_url, min_tasks_to_complete=min_tasks_to_complete,
+            skips_per_session=skips_per_session, no_tasks_code=no_tasks_code,
+        )
     )  # fmt: skip
-    if not completion_code and platform != Platform.INVITE:
-        completion_code = secrets.token_hex(4).upper()
+    if not settings["completion_code"] and platform != Platform.INVITE:
+        settings["completion_code"] = secrets.token_hex(4).upper()
     try:
         with transaction.atomic():
             return RecruitmentLink.objects.create(
-                campaign=campaign,
-                platform=platform,
-                token=secrets.token_urlsafe(32),
-                tasks_per_session=tasks_per_session,
-                tasks_per_worker=tasks_per_worker,
-                completion_code=completion_code,
-                completion_url=completion_url,
-                min_tasks_to_complete=min_tasks_to_complete,
-                skips_per_session=skips_per_session,
-                no_tasks_code=no_tasks_code,
-                created_by=created_by,
+                campaign=campaign, platform=platform, token=secrets.token_urlsafe(32), created_by=created_by, **settings
             )
     except IntegrityError:
         raise RecruitmentError(_("This campaign already has a link for that platform.")) from None
 
 
-def link_update(
-    *,
-    link: RecruitmentLink,
-    is_open: bool,
-    tasks_per_session: int | None,
-    tasks_per_worker: int | None,
-    completion_code: str,
-    completion_url: str,
-    min_tasks_to_complete: int = 1,
-    skips_per_session: int = 5,
-    no_tasks_code: str = "NOTASKS",
-) -> RecruitmentLink:
+def link_update(*, link: RecruitmentLink, is_open: bool, **settings: Unpack[LinkSettings]) -> RecruitmentLink:
     """Closing admits no new worker; those who joined still resume and finish."""
-    completion_code = completion_code.strip()
-    completion_url = completion_url.strip()
-    no_tasks_code = no_tasks_code.strip()
-    _check_settings(
-        tasks_per_session=tasks_per_session, tasks_per_worker=tasks_per_worker, code=completion_code,
-        url=completion_url, min_tasks_to_complete=min_tasks_to_complete, skips_per_session=skips_per_session,
-        no_tasks_code=no_tasks_code,
-    )  # fmt: skip
+    checked = _checked_settings(settings)
     link.is_open = is_open
-    link.tasks_per_session = tasks_per_session
-    link.tasks_per_worker = tasks_per_worker
-    link.completion_code = completion_code
-    link.completion_url = completion_url
-    link.min_tasks_to_complete = min_tasks_to_complete
-    link.skips_per_session = skips_per_session
-    link.no_tasks_code = no_tasks_code
-    link.save(
-        update_fields=[
-            "is_open", "tasks_per_session", "tasks_per_worker", "completion_code", "completion_url",
-            "min_tasks_to_complete", "skips_per_session", "no_tasks_code",
-        ]
-    )  # fmt: skip
+    for name, value in checked.items():
+        setattr(link, name, value)
+    link.save(update_fields=["is_open", *checked])
     return link
 
 

@@ -1,7 +1,9 @@
-"""The command line of a Celery worker of this project, for the command, benchmarks and tests that start their own."""
+"""The project's own processes as the commands, benchmarks and tests that start them do: a Celery worker's command
+line, and stopping a started process."""
 
 from __future__ import annotations
 
+import subprocess  # nosec B404 - stops processes this project started
 import sys
 
 
@@ -14,3 +16,13 @@ def worker_command(*options: str) -> list[str]:
         *("--pool=threads", "--without-gossip", "--without-mingle"),
         *options,
     ]
+
+
+def process_stop(process: subprocess.Popen[bytes], *, timeout_s: float) -> None:
+    """Asked to stop; killed when it has not within `timeout_s`."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout_s)

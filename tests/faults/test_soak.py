@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from judging.management.worker import process_stop
 from tests.conftest import CAST_PASSWORD, PROJECT_ROOT, wait_for
 from tests.fakeprovider import free_port
 from tests.judging.private_redis import PrivateRedis
@@ -155,12 +156,7 @@ class Gunicorn:
             return False
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
+        process_stop(self.process, timeout_s=30)
 
 
 _HIDDEN = re.compile(r'<input type="hidden" name="(csrfmiddlewaretoken|idempotency_key|lease)" value="([^"]*)"')
