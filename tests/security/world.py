@@ -9,7 +9,7 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib.auth.models import User
 from django.utils import timezone
@@ -27,13 +27,34 @@ SAMPLE = Path(__file__).resolve().parents[2] / "annotations" / "sample_data" / "
 
 
 @dataclass
-class World:
+class Cast:
+    """The people of a world: two researchers, each owning one tenant, an annotator in tenant A's pool and one in
+    tenant B's only, an outsider and a superuser. The sweeps sign in as `role_names`, and as no one."""
+
     researcher: User
     researcher_b: User
-    annotator: User  # in campaign A's pool, holds a lease
-    annotator_b: User  # in campaign B's pool only
+    annotator: User
+    annotator_b: User
     outsider: User
     superuser: User
+    role_names: ClassVar[tuple[str, ...]] = (
+        "annotator",
+        "annotator_b",
+        "outsider",
+        "researcher",
+        "researcher_b",
+        "superuser",
+    )
+
+    @property
+    def roles(self) -> dict[str, User | None]:
+        return {"anonymous": None, **{name: getattr(self, name) for name in self.role_names}}
+
+
+@dataclass
+class World(Cast):
+    """The annotator holds a lease in campaign A."""
+
     dataset_a: Dataset
     dataset_b: Dataset
     campaign_a: Any = None
@@ -41,16 +62,7 @@ class World:
     task_a: Any = None
     task_b: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def roles(self) -> dict[str, User | None]:
-        return {
-            "anonymous": None,
-            "annotator": self.annotator,
-            "researcher": self.researcher,
-            "outsider": self.outsider,
-            "superuser": self.superuser,
-        }
+    role_names: ClassVar[tuple[str, ...]] = ("annotator", "researcher", "outsider", "superuser")
 
     def _params(self, side: str) -> dict[str, str]:
         """URL parameters naming side a's or side b's dataset, campaign and task, and that side's extras."""
@@ -143,13 +155,10 @@ TENANT_PATHS = [
 
 
 @dataclass
-class FullWorld:
-    researcher: User  # owns dataset A, fact dataset A and their runs
-    researcher_b: User  # owns dataset B only
-    annotator: User  # in campaign A's pool and fact review A's pool, with leases in both
-    annotator_b: User  # in campaign B's pool only
-    outsider: User
-    superuser: User
+class FullWorld(Cast):
+    """Researcher A also owns fact dataset A and the runs on A; the annotator is in campaign A's pool and fact review
+    A's pool, with leases in both."""
+
     dataset: Dataset  # A: the hostile dataset
     dataset_b: Dataset
     fact_dataset: Dataset
@@ -169,18 +178,6 @@ class FullWorld:
     link_b: Any = None
     dispute: Any = None  # an open dispute over campaign A's task
     dispute_b: Any = None
-
-    @property
-    def roles(self) -> dict[str, User | None]:
-        return {
-            "anonymous": None,
-            "annotator": self.annotator,
-            "annotator_b": self.annotator_b,
-            "outsider": self.outsider,
-            "researcher": self.researcher,
-            "researcher_b": self.researcher_b,
-            "superuser": self.superuser,
-        }
 
     def params_for(self, route: str) -> dict[str, str]:
         """URL parameter values that point into tenant A, by what the route is about."""
