@@ -14,12 +14,7 @@ from annotations.campaigns.progress import campaign_progress
 from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS
 from annotations.datasets.flat_export import iter_flat_csv, iter_flat_rows
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
-from annotations.quality.services import (
-    ExclusionError,
-    rater_exclude,
-    rater_exclusion_revoke,
-    rater_slots_reopen,
-)
+from annotations.quality.services import ExclusionError, rater_exclude, rater_exclusion_revoke, rater_slots_reopen
 from annotations.services import rater_for_user
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, rate_all, submit_answer
 

@@ -199,13 +199,7 @@ class FullWorld(Cast):
         values["run_id"] = str(self.fact_run.pk)
         values["answer_id"] = str(self.fact_answer.pk)
         values["dataset_id"] = str(self.fact_dataset.pk if route.startswith("factscore/") else self.dataset.pk)
-        values["rater_id"] = _first_rater_id(self.dataset)
-        values["item_id"] = _first_item_id(self.dataset)
-        if self.link is not None:
-            values["token"] = self.link.token
-            values["platform"] = self.link.platform
-        if self.dispute is not None:
-            values["dispute_id"] = str(self.dispute.pk)
+        values.update(_tenant_params(self.dataset, self.link, self.dispute))
         return values
 
     def params_for_b(self, route: str) -> dict[str, str]:
@@ -215,13 +209,7 @@ class FullWorld(Cast):
             values["campaign_id"] = str(self.campaign_b.pk)
             values["task_id"] = opaque_ref("task", self.task_b.pk)
             values["dataset_id"] = str(self.dataset_b.pk)
-            values["rater_id"] = _first_rater_id(self.dataset_b)
-            values["item_id"] = _first_item_id(self.dataset_b)
-            if self.link_b is not None:
-                values["token"] = self.link_b.token
-                values["platform"] = self.link_b.platform
-            if self.dispute_b is not None:
-                values["dispute_id"] = str(self.dispute_b.pk)
+            values.update(_tenant_params(self.dataset_b, self.link_b, self.dispute_b))
             values["pk"] = str(
                 self.run_b.pk if ("judging/runs/" in route or "judgerun/" in route) else self.dataset_b.pk
             )
@@ -249,6 +237,17 @@ class FullWorld(Cast):
             return str(self.dataset.pk)
         row = manager.order_by("pk").first()
         return str(row.pk) if row else None
+
+
+def _tenant_params(dataset: Dataset, link: Any, dispute: Any) -> dict[str, str]:
+    """URL parameter values for a tenant's rater, item, study link and dispute, the last two where the tenant has
+    them."""
+    values = {"rater_id": _first_rater_id(dataset), "item_id": _first_item_id(dataset)}
+    if link is not None:
+        values |= {"token": link.token, "platform": link.platform}
+    if dispute is not None:
+        values["dispute_id"] = str(dispute.pk)
+    return values
 
 
 def _first_rater_id(dataset: Dataset) -> str:
