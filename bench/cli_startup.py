@@ -132,6 +132,25 @@ def _ping_answered(database: Path, token: str) -> bool:
         return False
 
 
+def lone_worker_command(*, concurrency: int) -> list[str]:
+    """A Celery worker of the project on `concurrency` threads, logging at INFO, without the gossip, mingle and
+    heartbeat that only matter between several workers."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "evalsite",
+        "worker",
+        "--loglevel=INFO",
+        "--pool=threads",
+        f"--concurrency={concurrency}",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+
+
 def worker_first_task(env: dict[str, str], var_dir: Path, timeout_s: float = 120.0) -> Timing:
     """Seconds from spawning a worker until the worker_ping queued before it is in the database."""
     from celery import Celery
@@ -148,24 +167,7 @@ def worker_first_task(env: dict[str, str], var_dir: Path, timeout_s: float = 120
     with open(log_path, "wb") as log:
         start = time.perf_counter()
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "evalsite",
-                "worker",
-                "--loglevel=INFO",
-                "--pool=threads",
-                "--concurrency=1",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            lone_worker_command(concurrency=1), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
         )
     try:
         while not _ping_answered(var_dir / "evalsite.sqlite3", token):

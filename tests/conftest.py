@@ -18,6 +18,7 @@ from django.test import Client
 from django.utils import translation
 
 from annotations.roles import adjudicator_grant
+from bench.cli_startup import lone_worker_command
 from evalsite.celery import app
 from judging import tasks as judging_tasks  # noqa: F401 - registers the tasks for the tests that run them eagerly
 from judging.hybrid import tasks as hybrid_tasks  # noqa: F401 - the same for the hybrid campaigns' task
@@ -191,20 +192,7 @@ class WorkerProcess:
 
     def _spawn(self, env: dict[str, str], log: IO[bytes]) -> "subprocess.Popen[bytes]":
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "evalsite",
-                "worker",
-                "--loglevel=INFO",
-                "--pool=threads",
-                f"--concurrency={self.concurrency}",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
+            lone_worker_command(concurrency=self.concurrency),
             cwd=PROJECT_ROOT,
             env=env,
             stdout=log,
