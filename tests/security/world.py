@@ -90,6 +90,19 @@ def _user(username: str, **flags: bool) -> User:
     )
 
 
+def _cast(*, researcher: User, annotator: User, annotator_b: User, outsider: User) -> dict[str, User]:
+    """The `Cast` by its fields' names: the people given, and the two only the worlds have, researcher B and a
+    superuser."""
+    return {
+        "researcher": researcher,
+        "researcher_b": _user("researcher_b", is_staff=True),
+        "annotator": annotator,
+        "annotator_b": annotator_b,
+        "outsider": outsider,
+        "superuser": _user("root", is_staff=True, is_superuser=True),
+    }
+
+
 def build_world(
     *,
     researcher: User,
@@ -99,8 +112,8 @@ def build_world(
     dataset_a_bytes: bytes | None = None,
     dataset_a_rubric: Any = None,
 ) -> World:
-    researcher_b = _user("researcher_b", is_staff=True)
-    superuser = _user("root", is_staff=True, is_superuser=True)
+    cast = _cast(researcher=researcher, annotator=annotator, annotator_b=annotator_b, outsider=outsider)
+    researcher_b = cast["researcher_b"]
     data_a = dataset_a_bytes if dataset_a_bytes is not None else SAMPLE.read_bytes()
     preset = None if dataset_a_rubric is not None else "llm-human-eval-jp"
     dataset_a = dataset_import(
@@ -109,16 +122,7 @@ def build_world(
     dataset_b = dataset_import(
         stream=io.BytesIO(SAMPLE.read_bytes()), name="tenant-b", preset="llm-human-eval-jp", owner=researcher_b
     ).dataset
-    world = World(
-        researcher=researcher,
-        researcher_b=researcher_b,
-        annotator=annotator,
-        annotator_b=annotator_b,
-        outsider=outsider,
-        superuser=superuser,
-        dataset_a=dataset_a,
-        dataset_b=dataset_b,
-    )
+    world = World(**cast, dataset_a=dataset_a, dataset_b=dataset_b)
     world.campaign_a = campaign_create(
         name="campaign-a", dataset=dataset_a, raters_per_item=2, annotators=[annotator], created_by=researcher
     )
@@ -326,8 +330,8 @@ def build_full_world(
         import_hostile_dataset,
     )
 
-    researcher_b = _user("researcher_b", is_staff=True)
-    superuser = _user("root", is_staff=True, is_superuser=True)
+    cast = _cast(researcher=researcher, annotator=annotator, annotator_b=annotator_b, outsider=outsider)
+    researcher_b = cast["researcher_b"]
     # Researchers work in the admin, so an operator gives them the model permissions of our apps; scoping must
     # hold with every permission granted, not only because the admin refuses permission-less staff.
     from django.contrib.auth.models import Permission
@@ -417,12 +421,7 @@ def build_full_world(
         worker=worker_session.worker.user,
         link=link,
         link_b=link_b,
-        researcher=researcher,
-        researcher_b=researcher_b,
-        annotator=annotator,
-        annotator_b=annotator_b,
-        outsider=outsider,
-        superuser=superuser,
+        **cast,
         dataset=dataset,
         dataset_b=dataset_b,
         fact_dataset=fact_dataset,
