@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import hashlib
 import json
 import math
@@ -64,6 +65,16 @@ except ImportError:  # run as a script (bench/), with tests/ itself on the path
     import fakenative as native  # type: ignore[no-redef]
 
 Behaviour = dict[str, Any]
+# Each provider's chat path, and the dialect its calls are read and answered in.
+DIALECT_PATHS = (
+    ("/v1/chat/completions", "openai"),
+    ("/chat/completions", "openai"),
+    ("/openai/deployments/{deployment}/chat/completions", "azure"),
+    ("/v1/messages", "anthropic"),
+    ("/v1beta/models/{action}", "gemini"),
+    ("/model/{model_id}/converse", "bedrock"),
+    ("/v1/projects/{project}/locations/{location}/publishers/google/models/{action}", "vertex"),
+)
 
 
 def request_key(body: dict[str, Any]) -> str:
@@ -212,15 +223,8 @@ class FakeProvider:
 
     def make_app(self) -> web.Application:
         app = web.Application(client_max_size=32 * 1024 * 1024)
-        app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_post("/chat/completions", self._chat)
-        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._azure)
-        app.router.add_post("/v1/messages", self._anthropic)
-        app.router.add_post("/v1beta/models/{action}", self._gemini)
-        app.router.add_post("/model/{model_id}/converse", self._bedrock)
-        app.router.add_post(
-            "/v1/projects/{project}/locations/{location}/publishers/google/models/{action}", self._vertex
-        )
+        for path, dialect in DIALECT_PATHS:
+            app.router.add_post(path, functools.partial(self._serve, dialect=dialect))
         app.router.add_post("/token", self._token)
         app.router.add_post("/_control/script", self._control_script)
         app.router.add_post("/_control/reset", self._control_reset)
@@ -262,24 +266,6 @@ class FakeProvider:
                 else:
                     behaviour.update({"status": int(kind), "retry_after": faults.get("retry_after")})
         return behaviour
-
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, "openai")
-
-    async def _azure(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, "azure")
-
-    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, "anthropic")
-
-    async def _gemini(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, "gemini")
-
-    async def _bedrock(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, "bedrock")
-
-    async def _vertex(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, "vertex")
 
     async def _token(self, request: web.Request) -> web.StreamResponse:
         """Google's OAuth token endpoint: recorded like every request, but not a model call (not in `calls`)."""

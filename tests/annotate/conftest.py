@@ -1,8 +1,13 @@
 from collections.abc import Iterator
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.utils import translation
+
+from annotations.models import Campaign
+from annotations.recruitment.models import Platform, RecruitmentLink
+from annotations.recruitment.services import link_create
 
 
 @pytest.fixture(autouse=True)
@@ -18,3 +23,9 @@ def fresh_counters() -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def mturk(campaign: Campaign, researcher: User) -> RecruitmentLink:
+    """An MTurk link to the test module's campaign."""
+    return link_create(campaign=campaign, platform=Platform.MTURK, created_by=researcher, completion_code="MT-OK")

@@ -2,11 +2,14 @@
 
 import io
 import json
+import uuid
 from typing import Any
 
 from django.contrib.auth.models import User
 
+from annotations.adjudication.services import adjudication_rule_set
 from annotations.campaigns.answers import MISSING, TaskAnswer
+from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.setup import campaign_create
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
@@ -115,3 +118,28 @@ def submit_answer(campaign: Campaign, assignment: Any, user: User, key: str, ans
     return submission_create(
         campaign=campaign, task_id=assignment.task_id, user=user, idempotency_key=key, answer=answer, **kwargs
     )
+
+
+def rate_all(campaign: Campaign, user: User, *, value: float = 2) -> int:
+    """The user claims and submits every task left for them, each a `full_answer` scoring `value`; returns how
+    many."""
+    done = 0
+    while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
+        submit_answer(campaign, assignment, user, uuid.uuid4().hex, full_answer(assignment, user, value=value))
+        done += 1
+    return done
+
+
+def disputed_campaign(dataset: Dataset, annotators: list[User], adjudicator: User) -> Campaign:
+    """The three annotators on every task, with the adjudicator settling any answer whose ratings of an aspect
+    spread beyond 1."""
+    campaign = make_campaign(dataset, annotators, raters_per_item=3)
+    adjudication_rule_set(campaign=campaign, max_spread=1, preference_splits=False, adjudicators=[adjudicator])
+    return campaign
+
+
+def rate_in_disagreement(campaign: Campaign, annotators: list[User]) -> None:
+    """Factuality 0, 3 and 2 from the three annotators on every task: a spread of 3, disputed in a
+    `disputed_campaign`."""
+    for user, value in zip(annotators, (0, 3, 2), strict=True):
+        rate_all(campaign, user, value=value)

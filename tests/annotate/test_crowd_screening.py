@@ -36,11 +36,6 @@ def prolific(campaign: Campaign, researcher: User) -> RecruitmentLink:
     return link_create(campaign=campaign, platform=Platform.PROLIFIC, created_by=researcher, completion_code="OK1")
 
 
-@pytest.fixture
-def mturk(campaign: Campaign, researcher: User) -> RecruitmentLink:
-    return link_create(campaign=campaign, platform=Platform.MTURK, created_by=researcher, completion_code="MT-OK")
-
-
 QUESTIONS = "Are you a native English speaker? | *Yes | No\nHow old are you? | Under 18 | *18 or over"
 
 

@@ -14,25 +14,11 @@ from annotations.campaigns.progress import campaign_progress
 from annotations.datasets.exporting import FLAT_FIELDS, HISTORY_FIELDS
 from annotations.datasets.flat_export import iter_flat_csv, iter_flat_rows
 from annotations.models import Assignment, AssignmentStatus, Campaign, Rater, RaterExclusion
-from annotations.quality.services import (
-    ExclusionError,
-    rater_exclude,
-    rater_exclusion_revoke,
-    rater_slots_reopen,
-)
+from annotations.quality.services import ExclusionError, rater_exclude, rater_exclusion_revoke, rater_slots_reopen
 from annotations.services import rater_for_user
-from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
+from tests.annotate.factories import full_answer, make_campaign, make_dataset, rate_all, submit_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def rate_all(campaign: Campaign, user: User) -> int:
-    """The user claims and submits every task left for them; returns how many."""
-    done = 0
-    while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
-        submit_answer(campaign, assignment, user, uuid.uuid4().hex, full_answer(assignment, user))
-        done += 1
-    return done
 
 
 @pytest.fixture

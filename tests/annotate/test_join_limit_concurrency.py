@@ -1,13 +1,12 @@
 """A hundred joins from one address at once, forty in flight at any moment, each on its own connection through the
 whole request stack: exactly JOIN_LIMIT of them join, the rest get 429. The count is taken by the increment itself."""
 
-import threading
+from functools import partial
 from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.db import connections
 from django.test import Client
 from django.urls import reverse
 
@@ -16,6 +15,7 @@ from annotations.recruitment.models import CrowdWorker, Platform
 from annotations.recruitment.services import link_create
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.annotate.test_recruitment import arrival_of
+from tests.concurrency import statuses_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,26 +42,11 @@ def test_hundred_concurrent_joins_admit_exactly_the_limit():
         assert start.status_code == 200
         clients.append(client)
         arrivals.append(arrival_of(start))
-    statuses: list[int] = []
-    lock = threading.Lock()
-    barrier = threading.Barrier(JOINS)
-    in_flight = threading.BoundedSemaphore(IN_FLIGHT)
-
-    def press_start(index: int) -> None:
-        barrier.wait()
-        with in_flight:
-            try:
-                status = clients[index].post(entry, {"arrival": arrivals[index]}).status_code
-            finally:
-                connections.close_all()
-        with lock:
-            statuses.append(status)
-
-    threads = [threading.Thread(target=press_start, args=(i,)) for i in range(JOINS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
+    statuses = statuses_at_once(
+        [partial(client.post, entry, {"arrival": arrival}) for client, arrival in zip(clients, arrivals, strict=True)],
+        in_flight=IN_FLIGHT,
+        timeout=300,
+    )
     cache.clear()
     assert sorted(set(statuses)) == [303, 429], statuses
     assert statuses.count(303) == ratelimit.JOIN_LIMIT

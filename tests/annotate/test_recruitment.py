@@ -50,11 +50,6 @@ def prolific(campaign: Campaign, researcher: User) -> RecruitmentLink:
 
 
 @pytest.fixture
-def mturk(campaign: Campaign, researcher: User) -> RecruitmentLink:
-    return link_create(campaign=campaign, platform=Platform.MTURK, created_by=researcher, completion_code="MT-OK")
-
-
-@pytest.fixture
 def invite(campaign: Campaign, researcher: User) -> RecruitmentLink:
     return link_create(campaign=campaign, platform=Platform.INVITE, created_by=researcher, completion_code="LAB")
 

@@ -5,19 +5,15 @@ beside the raw ratings. axe-core finds nothing serious on the queue or the dispu
 Screenshots go to tests/artifacts/ (gitignored)."""
 
 import json
-import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect
 
-from annotations.adjudication.services import adjudication_rule_set
-from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
 from annotations.models import Adjudication, Dispute, Rating
 from annotations.roles import adjudicator_grant
-from tests.annotate.factories import full_answer, make_campaign, make_dataset
+from tests.annotate.factories import disputed_campaign, make_dataset, rate_in_disagreement
 from tests.browser.pages import axe_violations, log_in, page_factory, shooter
 from tests.conftest import CAST_PASSWORD
 
@@ -44,16 +40,10 @@ def test_three_raters_disagree_an_adjudicator_settles_both_and_the_export_shows_
     adjudicator = adjudicator_grant(
         user=User.objects.create_user("adjudicator1", password=CAST_PASSWORD, email="adj@example.test")
     )
-    campaign = make_campaign(
-        make_dataset("disputed demo", owner=researcher, items=2, systems=2), annotators, raters_per_item=3
+    campaign = disputed_campaign(
+        make_dataset("disputed demo", owner=researcher, items=2, systems=2), annotators, adjudicator
     )
-    adjudication_rule_set(campaign=campaign, max_spread=1, preference_splits=False, adjudicators=[adjudicator])
-    for user, value in zip(annotators, (0, 3, 2), strict=True):
-        while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
-            submission_create(
-                campaign=campaign, task_id=assignment.task_id, user=user, idempotency_key=uuid.uuid4().hex,
-                answer=full_answer(assignment, user, value=value),
-            )  # fmt: skip
+    rate_in_disagreement(campaign, annotators)
     assert Dispute.objects.filter(campaign=campaign).count() == 2
     raw_before = sorted(Rating.objects.values_list("id", "value"))
     tag = locale[:2]

@@ -6,9 +6,11 @@ Screenshots go to tests/artifacts/ (gitignored)."""
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect
 
@@ -69,6 +71,30 @@ def result(omega: float, rho: float) -> dict:  # type: ignore[type-arg]
     }
 
 
+def certificate(
+    version: JudgeVersion,
+    reference: ReferenceSet,
+    researcher: User,
+    *,
+    status: str,
+    overall: dict[str, Any],
+    **extra: Any,
+) -> Certificate:
+    """A certificate of the version on the reference set, at ε 0.1 and q 0.05, with `overall` as its one result."""
+    return Certificate.objects.create(
+        version=version,
+        reference_set=reference,
+        status=status,
+        epsilon=0.1,
+        q=0.05,
+        fingerprint=version.fingerprint,
+        results={"overall": overall},
+        certified_at=timezone.now(),
+        requested_by=researcher,
+        **extra,
+    )
+
+
 def test_certification_page_shows_versions_notice_and_names_a_reference_set(
     live_server, browser: Browser, researcher
 ) -> None:  # type: ignore[no-untyped-def]
@@ -77,30 +103,16 @@ def test_certification_page_shows_versions_notice_and_names_a_reference_set(
     dataset.save(update_fields=["owner"])
     reference = ReferenceSet.objects.create(name="experts", dataset=dataset, owner=researcher, frozen_at=timezone.now())
     certified = version_with_run(dataset, "judge-a", "a" * 64, SNAPSHOT)
-    Certificate.objects.create(
-        version=certified,
-        reference_set=reference,
-        status=CertificateStatus.PASSED,
-        epsilon=0.1,
-        q=0.05,
-        fingerprint=certified.fingerprint,
-        results={"overall": result(1.0, 0.83)},
-        certified_at=timezone.now(),
-        requested_by=researcher,
-    )
+    certificate(certified, reference, researcher, status=CertificateStatus.PASSED, overall=result(1.0, 0.83))
     drifted = version_with_run(dataset, "judge-a", "b" * 64, "gpt-4o-mini-2025-06-30")
-    Certificate.objects.create(
-        version=drifted,
-        reference_set=reference,
+    certificate(
+        drifted,
+        reference,
+        researcher,
         status=CertificateStatus.SUSPENDED,
-        epsilon=0.1,
-        q=0.05,
-        fingerprint=drifted.fingerprint,
-        results={"overall": result(0.67, 0.71)},
-        certified_at=timezone.now(),
+        overall=result(0.67, 0.71),
         suspended_at=timezone.now(),
         suspension_reason="the provider now reports model gpt-4o-mini-2025-07-01 instead of the certified one",
-        requested_by=researcher,
     )
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")

@@ -20,7 +20,6 @@ from django.urls import reverse
 
 from annotations.campaigns.answers import TaskAnswer
 from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.models import Assignment, Campaign, Dataset, GoldItem, Item, Rater, Response, Submission
 from annotations.quality.services import rater_exclude
@@ -28,7 +27,7 @@ from annotations.rubrics.task_sheet import campaign_scales
 from judging.analysis.preference_selectors import stats_preferences
 from judging.analysis.reports import agreement_report
 from judging.analysis.selectors import ALL_RATINGS, rating_scope
-from tests.annotate.factories import lfqa_lines, make_campaign, make_dataset
+from tests.annotate.factories import lfqa_lines, make_campaign, make_dataset, submit_answer
 from tests.dashboard.decision_data import pairwise_run
 
 pytestmark = pytest.mark.django_db
@@ -78,18 +77,13 @@ def setup(researcher: User, annotators: list[User]) -> PreferenceSetup:
             wanted = FAVOURITES[index][int(prompt[1:])]
             number = next(c.number for c in candidates if keys[c.response_id] == wanted)
             ratings = {(c.number, s.index): 1 for c in candidates for s in campaign_scales(campaign)}
-            submission_create(
-                campaign=campaign,
-                task_id=assignment.task_id,
-                user=user,
-                idempotency_key=f"preference-{assignment.pk}",
-                answer=TaskAnswer(
-                    ratings=ratings,
-                    preference=number,
-                    none_appropriate=(index, prompt) in none_appropriate,
-                    rationale="because",
-                ),
+            answer = TaskAnswer(
+                ratings=ratings,
+                preference=number,
+                none_appropriate=(index, prompt) in none_appropriate,
+                rationale="because",
             )
+            submit_answer(campaign, assignment, user, f"preference-{assignment.pk}", answer)
     return PreferenceSetup(dataset, campaign, none_appropriate)
 
 

@@ -17,7 +17,6 @@ from django.urls import reverse
 
 from annotations.campaigns.answers import MISSING, TaskAnswer
 from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
 from annotations.datasets.downloads import EXPORT_KINDS, export_disposition, safe_file_stem
 from annotations.datasets.exporting import iter_export_lines
@@ -74,20 +73,15 @@ def submit_all(campaign: Campaign, user: User, *, preference: int = 1, none_appr
         for candidate in candidates:
             ratings[(candidate.number, 1)] = 2
             ratings[(candidate.number, 2)] = MISSING if candidate.number == 1 else 0
-        submission_create(
-            campaign=campaign,
-            task_id=assignment.task_id,
-            user=user,
-            idempotency_key=f"download-{user.pk}-{assignment.task_id}",
-            answer=TaskAnswer(
-                ratings=ratings,
-                preference=min(preference, len(candidates)),
-                none_appropriate=none_appropriate,
-                rationale=f"reason of {user.username}",
-                comment=f"comment of {user.username}",
-            ),
-            now=assignment.leased_at + timedelta(seconds=5),
+        answer = TaskAnswer(
+            ratings=ratings,
+            preference=min(preference, len(candidates)),
+            none_appropriate=none_appropriate,
+            rationale=f"reason of {user.username}",
+            comment=f"comment of {user.username}",
         )
+        key = f"download-{user.pk}-{assignment.task_id}"
+        submit_answer(campaign, assignment, user, key, answer, now=assignment.leased_at + timedelta(seconds=5))
         done += 1
     return done
 

@@ -37,6 +37,11 @@ LINES: list[dict[str, Any]] = [
     },
     {"id": 7, "turns": [{"prompt": "q", "responses": {"plain": {"response": "c"}}}]},
 ]
+# The flat export's columns in their order, which scripts that read the CSV by position rely on.
+FLAT_HEADER = (
+    "item_id,turn,system,aspect,rater,origin,raw,value,is_missing,rationale,comment,seconds_spent,created_at,kind,"
+    "campaign,preferred,none_appropriate,candidates,rater_excluded,consensus,filled_by,judge_version,human_probability"
+)
 
 
 @pytest.fixture
@@ -58,31 +63,7 @@ def test_flat_jsonl_has_one_row_per_rating_in_file_order(lfqa: Dataset, tmp_path
     rows = [json.loads(x) for x in _export_text("--flat", tmp_path=tmp_path, filename="f.jsonl").splitlines()]
     assert len(rows) == Rating.objects.filter(aspect__dataset=lfqa).count() == 7
     first = rows[0]
-    assert set(first) == {
-        "item_id",
-        "turn",
-        "system",
-        "aspect",
-        "rater",
-        "origin",
-        "raw",
-        "value",
-        "is_missing",
-        "rationale",
-        "comment",
-        "seconds_spent",
-        "created_at",
-        "kind",
-        "campaign",
-        "preferred",
-        "none_appropriate",
-        "candidates",
-        "rater_excluded",
-        "consensus",
-        "filled_by",
-        "judge_version",
-        "human_probability",
-    }
+    assert list(first) == FLAT_HEADER.split(",")
     assert {r["kind"] for r in rows} == {"rating"}
     assert (first["item_id"], first["turn"], first["system"], first["rater"]) == (HOSTILE_ID, 1, "+sys", "@w1")
     assert [(r["aspect"], r["raw"], r["value"], r["is_missing"]) for r in rows[:4]] == [
@@ -98,6 +79,7 @@ def test_flat_jsonl_has_one_row_per_rating_in_file_order(lfqa: Dataset, tmp_path
 @pytest.mark.django_db
 def test_flat_csv_neutralises_formulas_but_keeps_numbers(lfqa: Dataset, tmp_path: Path) -> None:
     text = _export_text("--flat", tmp_path=tmp_path, filename="f.csv")
+    assert text.splitlines()[0] == FLAT_HEADER
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 7
     first = rows[0]

@@ -14,16 +14,11 @@ from judging.llm.ratelimit import Limits
 from judging.models import Judgment, JudgmentStatus, RunStatus
 from tests.conftest import wait_for
 from tests.fakeprovider import FakeProvider, max_in_window
+from tests.judging import test_worker_runs as worker_runs
 from tests.judging.factories import make_dataset
 from tests.judging.test_ratelimit_sending import spec, worker
 
-WORKER_ENV = {
-    "JUDGE_API_BASE_ALLOWLIST": "127.0.0.1",
-    "JUDGE_RETRY_BASE_MS": "20",
-    "JUDGE_RETRY_CAP_S": "1",
-    "JUDGE_LEASE_S": "10",
-    "JUDGE_TIME_SLICE_S": "30",
-}
+WORKER_ENV = {**worker_runs.WORKER_ENV, "JUDGE_LEASE_S": "10"}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib.auth.models import User
 from django.utils import timezone
@@ -27,13 +27,34 @@ SAMPLE = Path(__file__).resolve().parents[2] / "annotations" / "sample_data" / "
 
 
 @dataclass
-class World:
+class Cast:
+    """The people of a world: two researchers, each owning one tenant, an annotator in tenant A's pool and one in
+    tenant B's only, an outsider and a superuser. The sweeps sign in as `role_names`, and as no one."""
+
     researcher: User
     researcher_b: User
-    annotator: User  # in campaign A's pool, holds a lease
-    annotator_b: User  # in campaign B's pool only
+    annotator: User
+    annotator_b: User
     outsider: User
     superuser: User
+    role_names: ClassVar[tuple[str, ...]] = (
+        "annotator",
+        "annotator_b",
+        "outsider",
+        "researcher",
+        "researcher_b",
+        "superuser",
+    )
+
+    @property
+    def roles(self) -> dict[str, User | None]:
+        return {"anonymous": None, **{name: getattr(self, name) for name in self.role_names}}
+
+
+@dataclass
+class World(Cast):
+    """The annotator holds a lease in campaign A."""
+
     dataset_a: Dataset
     dataset_b: Dataset
     campaign_a: Any = None
@@ -41,16 +62,7 @@ class World:
     task_a: Any = None
     task_b: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def roles(self) -> dict[str, User | None]:
-        return {
-            "anonymous": None,
-            "annotator": self.annotator,
-            "researcher": self.researcher,
-            "outsider": self.outsider,
-            "superuser": self.superuser,
-        }
+    role_names: ClassVar[tuple[str, ...]] = ("annotator", "researcher", "outsider", "superuser")
 
     def _params(self, side: str) -> dict[str, str]:
         """URL parameters naming side a's or side b's dataset, campaign and task, and that side's extras."""
@@ -78,6 +90,19 @@ def _user(username: str, **flags: bool) -> User:
     )
 
 
+def _cast(*, researcher: User, annotator: User, annotator_b: User, outsider: User) -> dict[str, User]:
+    """The `Cast` by its fields' names: the people given, and the two only the worlds have, researcher B and a
+    superuser."""
+    return {
+        "researcher": researcher,
+        "researcher_b": _user("researcher_b", is_staff=True),
+        "annotator": annotator,
+        "annotator_b": annotator_b,
+        "outsider": outsider,
+        "superuser": _user("root", is_staff=True, is_superuser=True),
+    }
+
+
 def build_world(
     *,
     researcher: User,
@@ -87,8 +112,8 @@ def build_world(
     dataset_a_bytes: bytes | None = None,
     dataset_a_rubric: Any = None,
 ) -> World:
-    researcher_b = _user("researcher_b", is_staff=True)
-    superuser = _user("root", is_staff=True, is_superuser=True)
+    cast = _cast(researcher=researcher, annotator=annotator, annotator_b=annotator_b, outsider=outsider)
+    researcher_b = cast["researcher_b"]
     data_a = dataset_a_bytes if dataset_a_bytes is not None else SAMPLE.read_bytes()
     preset = None if dataset_a_rubric is not None else "llm-human-eval-jp"
     dataset_a = dataset_import(
@@ -97,16 +122,7 @@ def build_world(
     dataset_b = dataset_import(
         stream=io.BytesIO(SAMPLE.read_bytes()), name="tenant-b", preset="llm-human-eval-jp", owner=researcher_b
     ).dataset
-    world = World(
-        researcher=researcher,
-        researcher_b=researcher_b,
-        annotator=annotator,
-        annotator_b=annotator_b,
-        outsider=outsider,
-        superuser=superuser,
-        dataset_a=dataset_a,
-        dataset_b=dataset_b,
-    )
+    world = World(**cast, dataset_a=dataset_a, dataset_b=dataset_b)
     world.campaign_a = campaign_create(
         name="campaign-a", dataset=dataset_a, raters_per_item=2, annotators=[annotator], created_by=researcher
     )
@@ -143,13 +159,10 @@ TENANT_PATHS = [
 
 
 @dataclass
-class FullWorld:
-    researcher: User  # owns dataset A, fact dataset A and their runs
-    researcher_b: User  # owns dataset B only
-    annotator: User  # in campaign A's pool and fact review A's pool, with leases in both
-    annotator_b: User  # in campaign B's pool only
-    outsider: User
-    superuser: User
+class FullWorld(Cast):
+    """Researcher A also owns fact dataset A and the runs on A; the annotator is in campaign A's pool and fact review
+    A's pool, with leases in both."""
+
     dataset: Dataset  # A: the hostile dataset
     dataset_b: Dataset
     fact_dataset: Dataset
@@ -169,18 +182,6 @@ class FullWorld:
     link_b: Any = None
     dispute: Any = None  # an open dispute over campaign A's task
     dispute_b: Any = None
-
-    @property
-    def roles(self) -> dict[str, User | None]:
-        return {
-            "anonymous": None,
-            "annotator": self.annotator,
-            "annotator_b": self.annotator_b,
-            "outsider": self.outsider,
-            "researcher": self.researcher,
-            "researcher_b": self.researcher_b,
-            "superuser": self.superuser,
-        }
 
     def params_for(self, route: str) -> dict[str, str]:
         """URL parameter values that point into tenant A, by what the route is about."""
@@ -202,13 +203,7 @@ class FullWorld:
         values["run_id"] = str(self.fact_run.pk)
         values["answer_id"] = str(self.fact_answer.pk)
         values["dataset_id"] = str(self.fact_dataset.pk if route.startswith("factscore/") else self.dataset.pk)
-        values["rater_id"] = _first_rater_id(self.dataset)
-        values["item_id"] = _first_item_id(self.dataset)
-        if self.link is not None:
-            values["token"] = self.link.token
-            values["platform"] = self.link.platform
-        if self.dispute is not None:
-            values["dispute_id"] = str(self.dispute.pk)
+        values.update(_tenant_params(self.dataset, self.link, self.dispute))
         return values
 
     def params_for_b(self, route: str) -> dict[str, str]:
@@ -218,13 +213,7 @@ class FullWorld:
             values["campaign_id"] = str(self.campaign_b.pk)
             values["task_id"] = opaque_ref("task", self.task_b.pk)
             values["dataset_id"] = str(self.dataset_b.pk)
-            values["rater_id"] = _first_rater_id(self.dataset_b)
-            values["item_id"] = _first_item_id(self.dataset_b)
-            if self.link_b is not None:
-                values["token"] = self.link_b.token
-                values["platform"] = self.link_b.platform
-            if self.dispute_b is not None:
-                values["dispute_id"] = str(self.dispute_b.pk)
+            values.update(_tenant_params(self.dataset_b, self.link_b, self.dispute_b))
             values["pk"] = str(
                 self.run_b.pk if ("judging/runs/" in route or "judgerun/" in route) else self.dataset_b.pk
             )
@@ -252,6 +241,17 @@ class FullWorld:
             return str(self.dataset.pk)
         row = manager.order_by("pk").first()
         return str(row.pk) if row else None
+
+
+def _tenant_params(dataset: Dataset, link: Any, dispute: Any) -> dict[str, str]:
+    """URL parameter values for a tenant's rater, item, study link and dispute, the last two where the tenant has
+    them."""
+    values = {"rater_id": _first_rater_id(dataset), "item_id": _first_item_id(dataset)}
+    if link is not None:
+        values |= {"token": link.token, "platform": link.platform}
+    if dispute is not None:
+        values["dispute_id"] = str(dispute.pk)
+    return values
 
 
 def _first_rater_id(dataset: Dataset) -> str:
@@ -330,8 +330,8 @@ def build_full_world(
         import_hostile_dataset,
     )
 
-    researcher_b = _user("researcher_b", is_staff=True)
-    superuser = _user("root", is_staff=True, is_superuser=True)
+    cast = _cast(researcher=researcher, annotator=annotator, annotator_b=annotator_b, outsider=outsider)
+    researcher_b = cast["researcher_b"]
     # Researchers work in the admin, so an operator gives them the model permissions of our apps; scoping must
     # hold with every permission granted, not only because the admin refuses permission-less staff.
     from django.contrib.auth.models import Permission
@@ -421,12 +421,7 @@ def build_full_world(
         worker=worker_session.worker.user,
         link=link,
         link_b=link_b,
-        researcher=researcher,
-        researcher_b=researcher_b,
-        annotator=annotator,
-        annotator_b=annotator_b,
-        outsider=outsider,
-        superuser=superuser,
+        **cast,
         dataset=dataset,
         dataset_b=dataset_b,
         fact_dataset=fact_dataset,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import uuid
 
 import numpy as np
 import pytest
@@ -18,14 +17,12 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from annotations.adjudication.services import adjudication_rule_set, dispute_resolve
-from annotations.campaigns.claims import assignment_claim
-from annotations.campaigns.submissions import submission_create
+from annotations.adjudication.services import dispute_resolve
 from annotations.models import Dispute
 from annotations.roles import adjudicator_grant
 from judging.analysis.reports import agreement_report, human_means, load_dataset_data
 from judging.analysis.selectors import ALL_RATINGS
-from tests.annotate.factories import full_answer, make_campaign, make_dataset
+from tests.annotate.factories import disputed_campaign, make_dataset, rate_in_disagreement
 
 pytestmark = pytest.mark.django_db
 
@@ -34,14 +31,8 @@ pytestmark = pytest.mark.django_db
 def settled(researcher, annotators):  # type: ignore[no-untyped-def]
     """Two tasks of two answers; factuality 0, 3 and 2 from three raters; the first task settled at 3."""
     adjudicator = adjudicator_grant(user=User.objects.create_user("adjudicator1"))
-    campaign = make_campaign(make_dataset(owner=researcher, items=2, systems=2), annotators, raters_per_item=3)
-    adjudication_rule_set(campaign=campaign, max_spread=1, preference_splits=False, adjudicators=[adjudicator])
-    for user, value in zip(annotators, (0, 3, 2), strict=True):
-        while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
-            submission_create(
-                campaign=campaign, task_id=assignment.task_id, user=user, idempotency_key=uuid.uuid4().hex,
-                answer=full_answer(assignment, user, value=value),
-            )  # fmt: skip
+    campaign = disputed_campaign(make_dataset(owner=researcher, items=2, systems=2), annotators, adjudicator)
+    rate_in_disagreement(campaign, annotators)
     dispute = Dispute.objects.order_by("task__position").first()
     assert dispute is not None
     values = {(e["response_id"], e["aspect_id"]): "3" for e in dispute.spreads}

@@ -20,27 +20,17 @@ from annotations.adjudication.services import (
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.submissions import submission_create
 from annotations.campaigns.tasks import task_candidates
-from annotations.models import Adjudication, AdjudicationRule, Aspect, Campaign, Dispute, Rating, Task
+from annotations.models import Adjudication, AdjudicationRule, Aspect, Dispute, Rating, Task
 from annotations.quality.services import rater_exclude
-from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
+from tests.annotate.factories import disputed_campaign, full_answer, make_campaign, make_dataset, rate_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def rate_all(campaign: Campaign, user: User, *, value: float) -> int:
-    done = 0
-    while (assignment := assignment_claim(campaign=campaign, user=user)) is not None:
-        submit_answer(campaign, assignment, user, uuid.uuid4().hex, full_answer(assignment, user, value=value))
-        done += 1
-    return done
 
 
 @pytest.fixture
 def campaign(researcher, annotators, adjudicator):  # type: ignore[no-untyped-def]
     """Two tasks of two answers each, three raters per task; factuality disputed beyond a spread of 1."""
-    made = make_campaign(make_dataset(owner=researcher, items=2, systems=2), annotators, raters_per_item=3)
-    adjudication_rule_set(campaign=made, max_spread=1, preference_splits=False, adjudicators=[adjudicator])
-    return made
+    return disputed_campaign(make_dataset(owner=researcher, items=2, systems=2), annotators, adjudicator)
 
 
 def test_no_dispute_before_the_last_counting_rating(campaign, annotators):  # type: ignore[no-untyped-def]

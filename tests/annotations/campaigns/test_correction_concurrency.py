@@ -2,11 +2,10 @@
 stack: every one is applied in turn, none is a 500, and the history holds each replaced version once, in order."""
 
 import itertools
-import threading
+from functools import partial
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connections
 from django.test import Client
 from django.urls import reverse
 
@@ -14,6 +13,7 @@ from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.tasks import task_candidates
 from annotations.models import Rating, Submission, SubmissionRevision
 from tests.annotate.factories import full_answer, make_campaign, make_dataset, submit_answer
+from tests.concurrency import statuses_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,28 +33,17 @@ def test_ten_parallel_corrections_apply_one_after_another_without_a_500():
         client = Client(raise_request_exception=False)
         assert client.login(username="rater", password="pw-for-the-test")
         clients.append(client)
-    statuses: list[int] = []
-    lock = threading.Lock()
-    barrier = threading.Barrier(CORRECTIONS)
 
-    def correct(index: int) -> None:
+    def correction(index: int) -> dict[str, str]:
         form = {"idempotency_key": f"correction-key-{index:02d}", "preference": "1", "rationale": f"version {index}"}
         for number in numbers:
             form[f"r-{number}-1"] = "3"
             form[f"r-{number}-2"] = "na" if number == 1 else "0"
-        try:
-            barrier.wait()
-            status = clients[index].post(url, form).status_code
-        finally:
-            connections.close_all()
-        with lock:
-            statuses.append(status)
+        return form
 
-    threads = [threading.Thread(target=correct, args=(i,)) for i in range(CORRECTIONS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    statuses = statuses_at_once(
+        [partial(client.post, url, correction(index)) for index, client in enumerate(clients)], timeout=120
+    )
     assert sorted(statuses) == [303] * CORRECTIONS, statuses
     submission = Submission.objects.get(assignment=assignment)
     assert submission.version == 1 + CORRECTIONS

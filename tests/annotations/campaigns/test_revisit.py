@@ -152,11 +152,17 @@ def form(assignment, user, value: str, key: str, reason: str = "because") -> dic
     return data
 
 
-def test_pages_list_reopen_and_correct_a_submitted_task(campaign, annotator1):
-    client = login(annotator1)
-    leased = assignment_claim(campaign=campaign, user=annotator1)
+def claimed_on_the_pages(campaign, user) -> tuple[Client, Assignment, str, str]:  # type: ignore[no-untyped-def]
+    """The user logged in with a task of the campaign claimed; the client, the lease, the task's page and where its
+    form posts."""
+    client = login(user)
+    leased = assignment_claim(campaign=campaign, user=user)
     task_url = reverse("annotate-task", args=[campaign.pk, leased.task_id])
-    submit_url = reverse("annotate-submit", args=[campaign.pk, leased.task_id])
+    return client, leased, task_url, reverse("annotate-submit", args=[campaign.pk, leased.task_id])
+
+
+def test_pages_list_reopen_and_correct_a_submitted_task(campaign, annotator1):
+    client, leased, task_url, submit_url = claimed_on_the_pages(campaign, annotator1)
     assert client.post(submit_url, form(leased, annotator1, "3", "page-key-0001")).status_code == 303
     page = client.get(reverse("annotate-campaign", args=[campaign.pk])).content.decode()
     assert "Your submitted tasks" in page and task_url in page
@@ -172,10 +178,7 @@ def test_pages_list_reopen_and_correct_a_submitted_task(campaign, annotator1):
 
 
 def test_pages_refuse_plainly_when_corrections_are_off_or_the_campaign_closed(campaign, annotator1):
-    client = login(annotator1)
-    leased = assignment_claim(campaign=campaign, user=annotator1)
-    task_url = reverse("annotate-task", args=[campaign.pk, leased.task_id])
-    submit_url = reverse("annotate-submit", args=[campaign.pk, leased.task_id])
+    client, leased, task_url, submit_url = claimed_on_the_pages(campaign, annotator1)
     client.post(submit_url, form(leased, annotator1, "3", "off-key-00001"))
     campaign.allow_revisit = False
     campaign.save(update_fields=["allow_revisit"])
@@ -249,10 +252,7 @@ def test_the_token_api_saves_drafts_and_corrects_or_refuses_plainly(campaign, an
 
 
 def test_a_revisit_says_plainly_when_it_shows_unsaved_changes_instead_of_the_answer(campaign, annotator1):
-    client = login(annotator1)
-    leased = assignment_claim(campaign=campaign, user=annotator1)
-    task_url = reverse("annotate-task", args=[campaign.pk, leased.task_id])
-    submit_url = reverse("annotate-submit", args=[campaign.pk, leased.task_id])
+    client, leased, task_url, submit_url = claimed_on_the_pages(campaign, annotator1)
     assert client.post(submit_url, form(leased, annotator1, "3", "page-key-0001")).status_code == 303
     plain = client.get(task_url).content.decode()
     assert "not your saved answer" not in plain
