@@ -131,6 +131,51 @@ def start_workers(count: int, tasks_per_run: int, concurrency: int) -> list[subp
     return workers
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds a process (all its threads) has used; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def database_backends() -> list[int]:
+    """The Postgres server processes serving this benchmark's database now."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+class CpuMeter:
+    """CPU seconds the run costs on this machine, which unlike its wall time does not depend on what else runs: the
+    workers', this (launching) process's and the Postgres backends' of the benchmark database. A backend that ends
+    before the meter is read again is missed (the workers keep theirs open)."""
+
+    def __init__(self, workers: list[subprocess.Popen]) -> None:
+        self.workers = [worker.pid for worker in workers]
+        self.start = self._read()
+
+    def _read(self) -> dict[str, float]:
+        backends = database_backends()
+        return {
+            "workers": sum(cpu_seconds(pid) for pid in self.workers),
+            "launcher": cpu_seconds(os.getpid()),
+            **{f"pg{pid}": cpu_seconds(pid) for pid in backends},
+        }
+
+    def used(self) -> dict[str, float]:
+        end = self._read()
+        postgres = sum(end[k] - self.start.get(k, 0.0) for k in end if k.startswith("pg"))
+        return {
+            "workers": end["workers"] - self.start["workers"],
+            "launcher": end["launcher"] - self.start["launcher"],
+            "postgres": postgres,
+        }
+
+
 def judge_run(args: argparse.Namespace, base_url: str) -> dict:
     from bench.database import set_up_django_database
 
@@ -150,6 +195,7 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
     try:
         control(base_url, "reset", {})
         control(base_url, "script", {"default": {"latency": args.latency}})
+        meter = CpuMeter(workers)
         started = time.monotonic()
         run = services.judge_run_launch(dataset=dataset, config=config, launched_by=None)
         launch_s = time.monotonic() - started
@@ -161,6 +207,7 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
             time.sleep(0.05)
         # The run ends in the transaction that writes its scores, so they exist once its status says it ended.
         elapsed = time.monotonic() - started
+        cpu = meter.used()
         run.refresh_from_db()
         scores = JudgeScore.objects.filter(judge_id=run.judge_id).count()
         stats = control(base_url, "stats")
@@ -186,6 +233,8 @@ def judge_run(args: argparse.Namespace, base_url: str) -> dict:
         "calls_per_s": run.done / elapsed if elapsed else 0.0,
         "provider_calls": stats["calls"],
         "max_in_flight": stats["max_in_flight"],
+        "cpu_s": cpu,
+        "cpu_ms_per_call": {k: 1000 * v / max(1, run.done) for k, v in cpu.items()},
     }
 
 
@@ -258,10 +307,12 @@ def main() -> int:
         "speedup_over_notebook": speedup,
     }
     print(json.dumps(report, indent=2))
+    cpu_per_call = ", ".join(f"{k} {v:.2f} ms" for k, v in ours["cpu_ms_per_call"].items())
     print(
         f"\nour run: {ours['calls_per_s']:.1f} calls/s ({ours['done']}/{ours['units']} in {ours['elapsed_s']:.1f} s "
         f"from launch to the scores written, launch {ours['launch_s']:.1f} s, {ours['scores_written']} scores, "
         f"status {ours['status']}), max in-flight {ours['max_in_flight']} (limit {args.concurrency})\n"
+        f"CPU per call: {cpu_per_call}\n"
         f"bare asyncio+httpx: {bare['calls_per_s']:.1f} calls/s (best of {bare['runs_calls_per_s']}, before and "
         f"after ours) -> ratio {ratio:.2f} (target >= 0.8)\n"
         f"notebook baseline: {notebook['seconds_per_call']:.2f} s/call, about {notebook_total / 3600:.2f} h for "

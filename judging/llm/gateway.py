@@ -73,19 +73,20 @@ from judging.llm.vertex import VertexTokens
 from judging.llm.wire import bedrock_error, converse_body, extract_logprobs
 
 
-@functools.cache
 def load() -> None:
     """Import litellm now: a worker does it at start-up, so that no slice's bounded wait for its gateway includes
     an import that takes tens of seconds on a loaded machine."""
     _litellm()
 
 
+@functools.cache
 def _litellm() -> Any:
-    """litellm, imported and configured on the first call that needs it.
+    """litellm, imported and configured on the first call that needs it, once per process.
 
     Importing litellm takes about 4.3 s on the 2-core development machine (python -X importtime); imported with
     this module it made every management command, web process and worker pay that at django.setup(), including
-    the many that never call a provider."""
+    the many that never call a provider. Configured once: setting a logger's level empties the cache of every
+    logger in the process, which done per provider call cost more CPU than the limiter's Redis round trips."""
     import litellm  # noqa: PLC0415 -- start-up cost, see the docstring
 
     litellm.telemetry = False
