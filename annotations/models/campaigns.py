@@ -190,17 +190,11 @@ class Assignment(SlotRow):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replacement"
     )
 
-    class Meta:
+    class Meta(SlotRow.Meta):
         verbose_name = _("assignment")
         verbose_name_plural = _("assignments")
-        ordering = ["task_position", "slot"]
         constraints = slot_row_constraints(
-            slot_unique="assignment_slot_unique_per_task",
-            annotator_once="assignment_annotator_once_per_task",
-            slot_within_limit="assignment_slot_within_limit",
-            one_open_lease="assignment_one_open_lease_per_annotator",
-            status_consistent="assignment_status_consistent",
-            judged_slots=True,
+            "assignment", one_open_lease="assignment_one_open_lease_per_annotator", judged_slots=True
         )
         indexes = [
             models.Index(

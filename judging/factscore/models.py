@@ -289,17 +289,10 @@ class FactReviewAssignment(SlotRow):
     )
     comment = models.TextField(blank=True)
 
-    class Meta:
+    class Meta(SlotRow.Meta):
         verbose_name = _("fact review assignment")
         verbose_name_plural = _("fact review assignments")
-        ordering = ["task_position", "slot"]
-        constraints = slot_row_constraints(
-            slot_unique="fact_review_slot_unique_per_task",
-            annotator_once="fact_review_annotator_once_per_task",
-            slot_within_limit="fact_review_slot_within_limit",
-            one_open_lease="fact_review_one_open_lease",
-            status_consistent="fact_review_status_consistent",
-        )
+        constraints = slot_row_constraints("fact_review", one_open_lease="fact_review_one_open_lease")
         indexes = [models.Index(fields=["campaign", "task_position", "slot"], name="fact_review_open_slots")]
 
     def __str__(self) -> str:
