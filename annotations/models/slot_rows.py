@@ -43,7 +43,9 @@ class SlotRow(models.Model):
         ordering = ["task_position", "slot"]
 
 
-def slot_row_constraints(prefix: str, *, one_open_lease: str, judged_slots: bool = False) -> list[models.BaseConstraint]:
+def slot_row_constraints(
+    prefix: str, *, one_open_lease: str, judged_slots: bool = False
+) -> list[models.BaseConstraint]:
     """The slot engine's invariants, each under the name the slot model's migrations gave it (`prefix` and what the
     invariant is, but for the open lease, named each its own way): N numbered slots and distinct raters per task, one
     open task per annotator and campaign (resuming is unambiguous and racing requests cannot hoard), and a status that
