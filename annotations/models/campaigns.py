@@ -330,7 +330,19 @@ class AssignmentDraft(models.Model):
         return f"draft of {self.assignment}"
 
 
-class JudgeFilledRating(models.Model):
+class StandInValue(models.Model):
+    """The value of one answer's aspect in a task that stands in for its raters' ratings: a certified judge's in a
+    hybrid campaign, an adjudicator's final one in a dispute. Each concrete model names its task, answer and aspect."""
+
+    value = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["task", "response", "aspect"]
+
+
+class JudgeFilledRating(StandInValue):
     """A rating a certified judge gave in a hybrid campaign, in place of the task's human raters. Kept apart from
     `Rating` so that no human agreement statistic can ever read it; exports list it with filled_by = judge."""
 
@@ -338,17 +350,14 @@ class JudgeFilledRating(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="judge_filled_ratings")
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="judge_filled_ratings")
     aspect = models.ForeignKey(Aspect, on_delete=models.CASCADE, related_name="judge_filled_ratings")
-    value = models.FloatField()
     confidence = models.FloatField()
     judge_name = models.CharField(max_length=200)
     # The judge version's fingerprint; a string, because the annotations domain does not depend on the judge.
     judge_version = models.CharField(max_length=64)
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(StandInValue.Meta):
         verbose_name = _("judge-filled rating")
         verbose_name_plural = _("judge-filled ratings")
-        ordering = ["task", "response", "aspect"]
         constraints = [
             models.UniqueConstraint(fields=["task", "response", "aspect"], name="judge_filled_once_per_task_answer"),
             models.CheckConstraint(condition=within("confidence", 0, 1), name="judge_filled_confidence_0_to_1"),
