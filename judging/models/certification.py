@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models.parts import known_choice, user_or_null
+from annotations.models.parts import NewestFirst, known_choice, user_or_null
 from judging.models.runs import run_or_null
 
 
@@ -47,7 +47,7 @@ class JudgeVersion(models.Model):
         return self.fingerprint[:12]
 
 
-class ReferenceSet(models.Model):
+class ReferenceSet(NewestFirst):
     """Human ratings named as the yardstick for judges: a snapshot taken when named, so later edits of the ratings,
     new ratings or deleted ones never change what a certificate was measured against."""
 
@@ -58,12 +58,10 @@ class ReferenceSet(models.Model):
     )
     owner = user_or_null()
     frozen_at = models.DateTimeField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(NewestFirst.Meta):
         verbose_name = _("reference set")
         verbose_name_plural = _("reference sets")
-        ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["dataset", "name"], name="reference_set_name_unique_per_dataset")
         ]
@@ -113,21 +111,19 @@ class CertificateStatus(models.TextChoices):
     SUSPENDED = "suspended"
 
 
-class ClaimedEvaluation(models.Model):
+class ClaimedEvaluation(NewestFirst):
     """An evaluation a worker claims once its runs have ended: a certificate, a drift check or a teaching. The claim
     stamp lets the stale-evaluation reclaim hand one back whose worker died, and an evaluation writes its result only
     while its own claim still holds."""
 
-    created_at = models.DateTimeField(auto_now_add=True)
     evaluation_claimed_at = models.DateTimeField(
         null=True,
         blank=True,
         help_text="When a worker claimed the evaluation; one that has stayed claimed too long is handed to another.",
     )
 
-    class Meta:
+    class Meta(NewestFirst.Meta):
         abstract = True
-        ordering = ["-created_at"]
 
 
 class Certificate(ClaimedEvaluation):

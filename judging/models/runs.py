@@ -10,7 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from annotations.models.parts import known_choice, not_blank, unique_per_owner, user_or_null
+from annotations.models.parts import NewestFirst, known_choice, not_blank, unique_per_owner, user_or_null
 
 if TYPE_CHECKING:
     from django.utils.functional import _StrOrPromise
@@ -138,7 +138,7 @@ RUN_STATUS_LABELS: dict[str, _StrOrPromise] = {
 }
 
 
-class JudgeRun(models.Model):
+class JudgeRun(NewestFirst):
     """One execution of a judge config over a dataset (or a campaign's answers)."""
 
     judge = models.OneToOneField(Judge, on_delete=models.CASCADE, related_name="run")
@@ -171,7 +171,6 @@ class JudgeRun(models.Model):
     error_summary = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
     launched_by = user_or_null("judge_runs")
-    created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -217,10 +216,9 @@ class JudgeRun(models.Model):
         "belong to no single version and no per-version statistic counts them.",
     )
 
-    class Meta:
+    class Meta(NewestFirst.Meta):
         verbose_name = _("judge run")
         verbose_name_plural = _("judge runs")
-        ordering = ["-created_at"]
         constraints = [
             known_choice("status", RunStatus.values, "judge_run_status_valid"),
             models.CheckConstraint(condition=models.Q(done__lte=models.F("total")), name="judge_run_done_within_total"),
