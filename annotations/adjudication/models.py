@@ -12,7 +12,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.campaigns import StandInValue
-from annotations.models.parts import user_or_null, within
+from annotations.models.parts import at_least, user_or_null, within
 from annotations.models.spans import MarkedError, marked_error_checks
 
 
@@ -43,9 +43,7 @@ class AdjudicationRule(models.Model):
         verbose_name = _("adjudication rule")
         verbose_name_plural = _("adjudication rules")
         constraints = [
-            models.CheckConstraint(
-                condition=within("max_spread", 0, nullable=True), name="adjudication_spread_non_negative"
-            ),
+            at_least("max_spread", 0, "adjudication_spread_non_negative", nullable=True),
             models.CheckConstraint(
                 condition=Q(max_spread__isnull=False) | Q(preference_splits=True) | Q(min_span_f1__isnull=False),
                 name="adjudication_rule_has_a_trigger",

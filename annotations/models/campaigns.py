@@ -7,7 +7,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Aspect, Dataset, Response, Turn
-from annotations.models.parts import known_choice, user_or_null, within
+from annotations.models.parts import at_least, known_choice, user_or_null, within
 from annotations.models.slot_rows import SlotRow, SlotStatus, slot_row_constraints
 
 
@@ -93,10 +93,8 @@ class Campaign(models.Model):
         ordering = ["-created_at", "name"]
         constraints = [
             models.CheckConstraint(condition=within("raters_per_item", 1, 100), name="campaign_raters_1_to_100"),
-            models.CheckConstraint(
-                condition=within("candidates_per_task", 1, nullable=True), name="campaign_candidates_positive"
-            ),
-            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="campaign_lease_positive"),
+            at_least("candidates_per_task", 1, "campaign_candidates_positive", nullable=True),
+            at_least("lease_minutes", 1, "campaign_lease_positive"),
             models.CheckConstraint(condition=within("gold_rate", 0, 0.5), name="campaign_gold_rate_range"),
             models.CheckConstraint(
                 condition=Q(opens_at__isnull=True) | Q(closes_at__isnull=True) | Q(opens_at__lt=F("closes_at")),
@@ -260,7 +258,7 @@ class Submission(models.Model):
         verbose_name = _("submission")
         verbose_name_plural = _("submissions")
         constraints = [
-            models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="submission_seconds_non_negative"),
+            at_least("seconds_spent", 0, "submission_seconds_non_negative"),
             models.CheckConstraint(
                 condition=(Q(version=1) & Q(revised_at__isnull=True))
                 | (Q(version__gt=1) & Q(revised_at__isnull=False)),
@@ -296,7 +294,7 @@ class SubmissionRevision(models.Model):
         ordering = ["submission", "version"]
         constraints = [
             models.UniqueConstraint(fields=["submission", "version"], name="submission_revision_version_unique"),
-            models.CheckConstraint(condition=Q(version__gte=1), name="submission_revision_version_positive"),
+            at_least("version", 1, "submission_revision_version_positive"),
             models.CheckConstraint(
                 condition=Q(replaced_at__gte=models.F("submitted_at")), name="submission_revision_replaced_after"
             ),

@@ -29,6 +29,12 @@ def within(field: str, low: object, high: object = None, *, low_exclusive: bool 
     return Q(**{f"{field}__isnull": True}) | bounded if nullable else bounded
 
 
+def at_least(field: str, low: object, name: str, *, nullable: bool = False) -> models.CheckConstraint:
+    """The database refuses a `field` below `low`: a count that must be positive, an amount that cannot be negative;
+    empty too when `nullable`."""
+    return models.CheckConstraint(condition=within(field, low, nullable=nullable), name=name)
+
+
 def known_choice(field: str, values: Iterable[str], name: str) -> models.CheckConstraint:
     """The database refuses a value of `field` outside `values`, whatever wrote it."""
     return models.CheckConstraint(condition=Q(**{f"{field}__in": values}), name=name)

@@ -10,7 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from annotations.models.parts import NewestFirst, known_choice, not_blank, unique_per_owner, user_or_null
+from annotations.models.parts import NewestFirst, at_least, known_choice, not_blank, unique_per_owner, user_or_null
 
 if TYPE_CHECKING:
     from django.utils.functional import _StrOrPromise
@@ -92,7 +92,7 @@ class JudgeConfig(models.Model):
                 per_owner="judge_config_version_unique_per_owner",
                 without_owner="judge_config_version_unique_without_owner",
             ),
-            models.CheckConstraint(condition=models.Q(version__gte=1), name="judge_config_version_positive"),
+            at_least("version", 1, "judge_config_version_positive"),
         ]
 
     def __str__(self) -> str:
@@ -375,7 +375,7 @@ class Judgment(ProviderCallRecord):
                 name="claimed_judgment_has_lease",
             ),
             models.CheckConstraint(condition=models.Q(pair_order__lte=1), name="judgment_pair_order_0_or_1"),
-            models.CheckConstraint(condition=models.Q(lost_cost_usd__gte=0), name="judgment_lost_cost_not_negative"),
+            at_least("lost_cost_usd", 0, "judgment_lost_cost_not_negative"),
             # An MQM score is computed from the errors the judgment keeps; a score without them could not be checked.
             models.CheckConstraint(
                 condition=~models.Q(score_mode="mqm") | models.Q(spans__isnull=False),
