@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from annotations.admin.bases import WholeObjectDeleteAdmin
+from annotations.admin.bases import UserFormAdmin, WholeObjectDeleteAdmin
 from annotations.models import Campaign, Dataset
 from annotations.selectors import datasets_for_user
 from annotations.text.ascii_numbers import ascii_int
@@ -47,7 +47,7 @@ def _staff(request: HttpRequest) -> bool:
 
 
 @admin.register(JudgeConfig)
-class JudgeConfigAdmin(StaffAdmin):
+class JudgeConfigAdmin(UserFormAdmin, StaffAdmin):
     # Staff may change a config: saving an edited one stores a new version; the old one stays for the runs that used it.
     change_form_template = "admin/judging/judgeconfig/change_form.html"
     list_display = ("name", "version", "method", "judge_model", "owner", "created_at")
@@ -111,16 +111,6 @@ class JudgeConfigAdmin(StaffAdmin):
         obj._state.adding = False
         if change:
             messages.info(request, f"Saved as {created}; runs launched with earlier versions keep their snapshot.")
-
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        base = super().get_form(request, obj, change, **kwargs)
-        user = request.user
-
-        class FormForUser(base):  # type: ignore[valid-type, misc]
-            def __init__(self, *args: Any, **inner: Any) -> None:
-                super().__init__(*args, user=user, **inner)
-
-        return FormForUser
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         # The template links work without the script: ?template=<method> opens the form filled from it.

@@ -310,10 +310,7 @@ class JudgeConfigForm(forms.ModelForm):
         return datasets.order_by("name", "pk").first()  # type: ignore[no-any-return]
 
     def clean_config_json(self) -> JudgeSettings:
-        try:
-            raw = json.loads(self.cleaned_data["config_json"])
-        except ValueError as exc:
-            raise forms.ValidationError(_("not valid JSON: %(problem)s"), params={"problem": exc}) from None
+        raw = _posted_json(self.cleaned_data["config_json"])
         try:
             return validate_config(raw)
         except ConfigError as exc:
@@ -326,6 +323,14 @@ class JudgeConfigForm(forms.ModelForm):
             raise forms.ValidationError(
                 json_errors or [_("The config has problems; each is shown at its field above.")]
             ) from None
+
+
+def _posted_json(text: str) -> Any:
+    """The config as the JSON view posted it, parsed; a form error when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise forms.ValidationError(_("not valid JSON: %(problem)s"), params={"problem": exc}) from None
 
 
 def _editor_value(config: dict[str, Any], key: str, kind: str) -> Any:
@@ -361,10 +366,7 @@ class PreviewForm(forms.Form):
         dataset_field.queryset = datasets_for_user(user)
 
     def clean_config_json(self) -> JudgeSettings:
-        try:
-            raw = json.loads(self.cleaned_data["config_json"])
-        except ValueError as exc:
-            raise forms.ValidationError(_("not valid JSON: %(problem)s"), params={"problem": exc}) from None
+        raw = _posted_json(self.cleaned_data["config_json"])
         try:
             # Nothing is sent while previewing, so where the requests would go is checked on save, not here.
             return validate_config(raw, check_network=False)

@@ -11,7 +11,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models.parts import user_or_null, within
+from annotations.models.campaigns import StandInValue
+from annotations.models.parts import at_least, user_or_null, within
 from annotations.models.spans import MarkedError, marked_error_checks
 
 
@@ -42,9 +43,7 @@ class AdjudicationRule(models.Model):
         verbose_name = _("adjudication rule")
         verbose_name_plural = _("adjudication rules")
         constraints = [
-            models.CheckConstraint(
-                condition=within("max_spread", 0, nullable=True), name="adjudication_spread_non_negative"
-            ),
+            at_least("max_spread", 0, "adjudication_spread_non_negative", nullable=True),
             models.CheckConstraint(
                 condition=Q(max_spread__isnull=False) | Q(preference_splits=True) | Q(min_span_f1__isnull=False),
                 name="adjudication_rule_has_a_trigger",
@@ -98,7 +97,7 @@ class Dispute(models.Model):
         return f"dispute on {self.task}"
 
 
-class Adjudication(models.Model):
+class Adjudication(StandInValue):
     """The final value of one answer's aspect in a disputed task. The aspect's range is copied onto the row so the
     database itself refuses a value outside the scale."""
 
@@ -106,17 +105,14 @@ class Adjudication(models.Model):
     task = models.ForeignKey("annotations.Task", on_delete=models.CASCADE, related_name="adjudications")
     response = models.ForeignKey("annotations.Response", on_delete=models.CASCADE, related_name="adjudications")
     aspect = models.ForeignKey("annotations.Aspect", on_delete=models.CASCADE, related_name="adjudications")
-    value = models.FloatField()
     raw = models.JSONField(help_text="The scale's token for the value, as a rating would store it.")
     scale_min = models.FloatField()
     scale_max = models.FloatField()
     adjudicator = user_or_null()
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(StandInValue.Meta):
         verbose_name = _("adjudication")
         verbose_name_plural = _("adjudications")
-        ordering = ["task", "response", "aspect"]
         constraints = [
             models.UniqueConstraint(
                 fields=["task", "response", "aspect"], name="adjudication_once_per_task_answer_aspect"

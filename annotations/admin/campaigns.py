@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from annotations.admin.bases import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
+from annotations.admin.bases import ReadOnlyRowsAdmin, ScopedChoicesAdmin, UserFormAdmin, WholeObjectDeleteAdmin
 from annotations.campaigns.settings import SETTING_NAMES
 from annotations.models import Aspect, Campaign, Skip
 from annotations.selectors import annotator_accounts, datasets_for_user
@@ -129,9 +129,14 @@ class CampaignForm(forms.ModelForm):
         return data
 
 
+def _aspects_for_user(user: Any) -> QuerySet:
+    return Aspect.objects.filter(dataset__in=datasets_for_user(user)).select_related("dataset")
+
+
 @admin.register(Campaign)
-class CampaignAdmin(WholeObjectDeleteAdmin):
+class CampaignAdmin(UserFormAdmin, ScopedChoicesAdmin, WholeObjectDeleteAdmin):
     form = CampaignForm
+    scoped_choices = {"dataset": datasets_for_user, "aspects": _aspects_for_user}
     list_display = ("name", "dataset", "raters_per_item", "candidates_per_task", "is_active", "progress_link")
     # RelatedOnly: the plain filter lists every dataset in the database, other researchers' included.
     list_filter = ("is_active", ("dataset", admin.RelatedOnlyFieldListFilter))
@@ -158,27 +163,6 @@ class CampaignAdmin(WholeObjectDeleteAdmin):
         # Tasks and rater slots are built from these at creation; changing them later would break the N-slot rule.
         fixed = ("dataset", "raters_per_item", "candidates_per_task") if obj is not None else ()
         return (*self.readonly_fields, *fixed)
-
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        form_class = super().get_form(request, obj, change=change, **kwargs)
-
-        class Bound(form_class):  # type: ignore[valid-type, misc]
-            def __init__(self, *args: Any, **inner: Any) -> None:
-                super().__init__(*args, user=request.user, **inner)
-
-        return Bound
-
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "dataset":
-            kwargs["queryset"] = datasets_for_user(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "aspects":
-            kwargs["queryset"] = Aspect.objects.filter(dataset__in=datasets_for_user(request.user)).select_related(
-                "dataset"
-            )
-        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     @admin.display(description=_("progress"))
     def progress_link(self, obj: Campaign) -> str:

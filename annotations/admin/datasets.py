@@ -11,7 +11,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
-from annotations.admin.bases import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
+from annotations.admin.bases import ReadOnlyRowsAdmin, ScopedChoicesAdmin, WholeObjectDeleteAdmin
+from annotations.admin.gold import gold_link
 from annotations.datasets.editing import dataset_delete, dataset_update
 from annotations.errors import DatasetEditError, DatasetImportError, RubricError
 from annotations.forms import DatasetUploadForm
@@ -97,10 +98,11 @@ class DatasetForm(forms.ModelForm):
 
 
 @admin.register(Dataset)
-class DatasetAdmin(WholeObjectDeleteAdmin):
+class DatasetAdmin(ScopedChoicesAdmin, WholeObjectDeleteAdmin):
     """A dataset is added only by importing a file; its owner may rename it, share it and delete it whole."""
 
     form = DatasetForm
+    scoped_choices = {"owner": researcher_accounts, "members": researcher_accounts}
     list_display = ("name", "owner", "created_at")
     search_fields = ("name",)
     readonly_fields = ("notice", "created_at", "rubric_aspects")
@@ -144,16 +146,6 @@ class DatasetAdmin(WholeObjectDeleteAdmin):
         # Handing a dataset to someone else is an operator's act: the owner would lose it.
         fixed = () if request.user.is_superuser else ("owner",)
         return (*self.readonly_fields, *fixed)
-
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "owner":
-            kwargs["queryset"] = researcher_accounts(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "members":
-            kwargs["queryset"] = researcher_accounts(request.user)
-        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     def add_view(
         self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
@@ -247,7 +239,7 @@ class ItemAdmin(DatasetScopedAdmin):
 
     @admin.display(description=_("gold"))
     def gold(self, obj: Item) -> str:
-        return gold_admin.gold_link(obj)
+        return gold_link(obj)
 
 
 @admin.register(Turn)
@@ -290,6 +282,3 @@ class RatingAdmin(DatasetScopedAdmin):
     )
     search_fields = ("rater__pseudonym", "response__turn__item__external_id")
     list_select_related = ("response__turn__item", "response__system", "aspect", "rater")
-
-
-from annotations.gold import admin as gold_admin  # noqa: E402 - registers the gold item admin

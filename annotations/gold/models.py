@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models.parts import user_or_null
+from annotations.models.parts import at_least, user_or_null
 
 
 class GoldKind(models.TextChoices):
@@ -35,7 +35,7 @@ class GoldItem(models.Model):
         verbose_name = _("gold item")
         verbose_name_plural = _("gold items")
         constraints = [
-            models.CheckConstraint(condition=Q(tolerance__gte=0), name="gold_tolerance_non_negative"),
+            at_least("tolerance", 0, "gold_tolerance_non_negative"),
             models.CheckConstraint(
                 condition=Q(kind="gold") | (Q(kind="attention") & ~Q(instruction="")),
                 name="gold_attention_check_has_instruction",

@@ -7,7 +7,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models.datasets import Aspect, Dataset, Response, Turn
-from annotations.models.parts import known_choice, user_or_null, within
+from annotations.models.parts import at_least, known_choice, user_or_null, within
 from annotations.models.slot_rows import SlotRow, SlotStatus, slot_row_constraints
 
 
@@ -93,10 +93,8 @@ class Campaign(models.Model):
         ordering = ["-created_at", "name"]
         constraints = [
             models.CheckConstraint(condition=within("raters_per_item", 1, 100), name="campaign_raters_1_to_100"),
-            models.CheckConstraint(
-                condition=within("candidates_per_task", 1, nullable=True), name="campaign_candidates_positive"
-            ),
-            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="campaign_lease_positive"),
+            at_least("candidates_per_task", 1, "campaign_candidates_positive", nullable=True),
+            at_least("lease_minutes", 1, "campaign_lease_positive"),
             models.CheckConstraint(condition=within("gold_rate", 0, 0.5), name="campaign_gold_rate_range"),
             models.CheckConstraint(
                 condition=Q(opens_at__isnull=True) | Q(closes_at__isnull=True) | Q(opens_at__lt=F("closes_at")),
@@ -190,17 +188,11 @@ class Assignment(SlotRow):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replacement"
     )
 
-    class Meta:
+    class Meta(SlotRow.Meta):
         verbose_name = _("assignment")
         verbose_name_plural = _("assignments")
-        ordering = ["task_position", "slot"]
         constraints = slot_row_constraints(
-            slot_unique="assignment_slot_unique_per_task",
-            annotator_once="assignment_annotator_once_per_task",
-            slot_within_limit="assignment_slot_within_limit",
-            one_open_lease="assignment_one_open_lease_per_annotator",
-            status_consistent="assignment_status_consistent",
-            judged_slots=True,
+            "assignment", one_open_lease="assignment_one_open_lease_per_annotator", judged_slots=True
         )
         indexes = [
             models.Index(
@@ -266,7 +258,7 @@ class Submission(models.Model):
         verbose_name = _("submission")
         verbose_name_plural = _("submissions")
         constraints = [
-            models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="submission_seconds_non_negative"),
+            at_least("seconds_spent", 0, "submission_seconds_non_negative"),
             models.CheckConstraint(
                 condition=(Q(version=1) & Q(revised_at__isnull=True))
                 | (Q(version__gt=1) & Q(revised_at__isnull=False)),
@@ -302,7 +294,7 @@ class SubmissionRevision(models.Model):
         ordering = ["submission", "version"]
         constraints = [
             models.UniqueConstraint(fields=["submission", "version"], name="submission_revision_version_unique"),
-            models.CheckConstraint(condition=Q(version__gte=1), name="submission_revision_version_positive"),
+            at_least("version", 1, "submission_revision_version_positive"),
             models.CheckConstraint(
                 condition=Q(replaced_at__gte=models.F("submitted_at")), name="submission_revision_replaced_after"
             ),
@@ -336,7 +328,19 @@ class AssignmentDraft(models.Model):
         return f"draft of {self.assignment}"
 
 
-class JudgeFilledRating(models.Model):
+class StandInValue(models.Model):
+    """The value of one answer's aspect in a task that stands in for its raters' ratings: a certified judge's in a
+    hybrid campaign, an adjudicator's final one in a dispute. Each concrete model names its task, answer and aspect."""
+
+    value = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["task", "response", "aspect"]
+
+
+class JudgeFilledRating(StandInValue):
     """A rating a certified judge gave in a hybrid campaign, in place of the task's human raters. Kept apart from
     `Rating` so that no human agreement statistic can ever read it; exports list it with filled_by = judge."""
 
@@ -344,17 +348,14 @@ class JudgeFilledRating(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="judge_filled_ratings")
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="judge_filled_ratings")
     aspect = models.ForeignKey(Aspect, on_delete=models.CASCADE, related_name="judge_filled_ratings")
-    value = models.FloatField()
     confidence = models.FloatField()
     judge_name = models.CharField(max_length=200)
     # The judge version's fingerprint; a string, because the annotations domain does not depend on the judge.
     judge_version = models.CharField(max_length=64)
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(StandInValue.Meta):
         verbose_name = _("judge-filled rating")
         verbose_name_plural = _("judge-filled ratings")
-        ordering = ["task", "response", "aspect"]
         constraints = [
             models.UniqueConstraint(fields=["task", "response", "aspect"], name="judge_filled_once_per_task_answer"),
             models.CheckConstraint(condition=within("confidence", 0, 1), name="judge_filled_confidence_0_to_1"),

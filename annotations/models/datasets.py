@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models.parts import known_choice, unique_per_owner, user_or_null, within
+from annotations.models.parts import at_least, known_choice, unique_per_owner, user_or_null, within
 from annotations.spans.schemes import SpanScheme
 
 
@@ -300,9 +300,7 @@ class Rating(models.Model):
             models.CheckConstraint(
                 condition=Q(is_missing=True) | Q(value__isnull=False), name="rating_value_present_unless_missing"
             ),
-            models.CheckConstraint(
-                condition=within("seconds_spent", 0, nullable=True), name="rating_seconds_non_negative"
-            ),
+            at_least("seconds_spent", 0, "rating_seconds_non_negative", nullable=True),
         ]
         indexes = [models.Index(fields=["aspect", "response"])]
 

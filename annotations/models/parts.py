@@ -1,6 +1,7 @@
 """Columns and database checks that models of both apps declare alike: a user reference that outlives the account,
-a bounded number, a text that may not be empty, a choice the database refuses unless it is known, and names unique
-per owner. Each builds exactly what the models spelled out before, so the migrations see the same schema."""
+a bounded number, a text that may not be empty, a choice the database refuses unless it is known, names unique per
+owner, and records listed newest first. Each builds exactly what the models spelled out before, so the migrations
+see the same schema."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ def within(field: str, low: object, high: object = None, *, low_exclusive: bool 
     return Q(**{f"{field}__isnull": True}) | bounded if nullable else bounded
 
 
+def at_least(field: str, low: object, name: str, *, nullable: bool = False) -> models.CheckConstraint:
+    """The database refuses a `field` below `low`: a count that must be positive, an amount that cannot be negative;
+    empty too when `nullable`."""
+    return models.CheckConstraint(condition=within(field, low, nullable=nullable), name=name)
+
+
 def known_choice(field: str, values: Iterable[str], name: str) -> models.CheckConstraint:
     """The database refuses a value of `field` outside `values`, whatever wrote it."""
     return models.CheckConstraint(condition=Q(**{f"{field}__in": values}), name=name)
@@ -45,3 +52,13 @@ def unique_per_owner(fields: list[str], *, per_owner: str, without_owner: str) -
         models.UniqueConstraint(fields=["owner", *fields], name=per_owner),
         models.UniqueConstraint(fields=fields, condition=Q(owner__isnull=True), name=without_owner),
     ]
+
+
+class NewestFirst(models.Model):
+    """A record listed newest first, by when it was made."""
+
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]

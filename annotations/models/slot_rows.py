@@ -39,21 +39,18 @@ class SlotRow(models.Model):
 
     class Meta:
         abstract = True
+        # Hand-out order, which the claim query's partial index follows.
+        ordering = ["task_position", "slot"]
 
 
 def slot_row_constraints(
-    *,
-    slot_unique: str,
-    annotator_once: str,
-    slot_within_limit: str,
-    one_open_lease: str,
-    status_consistent: str,
-    judged_slots: bool = False,
+    prefix: str, *, one_open_lease: str, judged_slots: bool = False
 ) -> list[models.BaseConstraint]:
-    """The slot engine's invariants, each under the name the slot model's migrations gave it: N numbered slots and
-    distinct raters per task, one open task per annotator and campaign (resuming is unambiguous and racing requests
-    cannot hoard), and a status that agrees with the columns it needs. With `judged_slots` a slot may also be closed
-    for a certified judge's rating, with no annotator and never leased or submitted."""
+    """The slot engine's invariants, each under the name the slot model's migrations gave it (`prefix` and what the
+    invariant is, but for the open lease, named each its own way): N numbered slots and distinct raters per task, one
+    open task per annotator and campaign (resuming is unambiguous and racing requests cannot hoard), and a status that
+    agrees with the columns it needs. With `judged_slots` a slot may also be closed for a certified judge's rating,
+    with no annotator and never leased or submitted."""
     consistent = (
         (Q(status="free") & Q(annotator__isnull=True))
         | (Q(status="leased") & Q(annotator__isnull=False) & Q(lease_expires_at__isnull=False))
@@ -64,9 +61,9 @@ def slot_row_constraints(
             Q(status="judged") & Q(annotator__isnull=True) & Q(leased_at__isnull=True) & Q(submitted_at__isnull=True)
         )
     return [
-        models.UniqueConstraint(fields=["task", "slot"], name=slot_unique),
-        models.UniqueConstraint(fields=["task", "annotator"], name=annotator_once),
-        models.CheckConstraint(condition=within("slot", 1, models.F("slot_limit")), name=slot_within_limit),
+        models.UniqueConstraint(fields=["task", "slot"], name=f"{prefix}_slot_unique_per_task"),
+        models.UniqueConstraint(fields=["task", "annotator"], name=f"{prefix}_annotator_once_per_task"),
+        models.CheckConstraint(condition=within("slot", 1, models.F("slot_limit")), name=f"{prefix}_slot_within_limit"),
         models.UniqueConstraint(fields=["campaign", "annotator"], condition=Q(status="leased"), name=one_open_lease),
-        models.CheckConstraint(condition=consistent, name=status_consistent),
+        models.CheckConstraint(condition=consistent, name=f"{prefix}_status_consistent"),
     ]

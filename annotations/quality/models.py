@@ -9,10 +9,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models.parts import not_blank, user_or_null
+from annotations.models.parts import NewestFirst, not_blank, user_or_null
 
 
-class RaterExclusion(models.Model):
+class RaterExclusion(NewestFirst):
     """A researcher left a rater out of the statistics. Revoking keeps the row (revoked_at), so the record of who
     was excluded, why and when stays; at most one exclusion of a rater is in force."""
 
@@ -22,14 +22,12 @@ class RaterExclusion(models.Model):
     )
     reason = models.TextField()
     excluded_by = user_or_null()
-    created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_by = user_or_null()
 
-    class Meta:
+    class Meta(NewestFirst.Meta):
         verbose_name = _("rater exclusion")
         verbose_name_plural = _("rater exclusions")
-        ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(
                 fields=["rater"], condition=Q(revoked_at__isnull=True), name="rater_excluded_once_at_a_time"

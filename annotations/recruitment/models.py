@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models.parts import not_blank, user_or_null, within
+from annotations.models.parts import at_least, not_blank, user_or_null
 
 
 class Platform(models.TextChoices):
@@ -64,14 +63,10 @@ class RecruitmentLink(models.Model):
         ordering = ["campaign", "platform"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "platform"], name="recruitment_link_once_per_platform"),
-            models.CheckConstraint(
-                condition=within("tasks_per_session", 1, nullable=True), name="recruitment_session_quota_positive"
-            ),
-            models.CheckConstraint(
-                condition=within("tasks_per_worker", 1, nullable=True), name="recruitment_worker_quota_positive"
-            ),
+            at_least("tasks_per_session", 1, "recruitment_session_quota_positive", nullable=True),
+            at_least("tasks_per_worker", 1, "recruitment_worker_quota_positive", nullable=True),
             not_blank("token", "recruitment_token_present"),
-            models.CheckConstraint(condition=Q(min_tasks_to_complete__gte=1), name="recruitment_minimum_positive"),
+            at_least("min_tasks_to_complete", 1, "recruitment_minimum_positive"),
             not_blank("no_tasks_code", "recruitment_no_tasks_code_present"),
         ]
 

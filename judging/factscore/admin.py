@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotations.admin.bases import ReadOnlyRowsAdmin, WholeObjectDeleteAdmin
+from annotations.admin.bases import ReadOnlyRowsAdmin, UserFormAdmin, WholeObjectDeleteAdmin, form_for_user
 from annotations.selectors import annotator_accounts, datasets_for_user
 from judging.factscore.corpus import PASSAGE_TOKENS
 from judging.factscore.models import FactAnswer, FactReviewCampaign, KnowledgeCorpus, Passage
@@ -64,6 +64,7 @@ class CorpusUploadForm(forms.ModelForm):
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.user = user
         self.fields["dataset"].queryset = datasets_for_user(user)  # type: ignore[attr-defined]
         self.fields["passage_tokens"].initial = PASSAGE_TOKENS
 
@@ -111,14 +112,7 @@ class KnowledgeCorpusAdmin(WholeObjectDeleteAdmin, StaffAdmin):
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         if obj is not None:
             return super().get_form(request, obj, change=change, **kwargs)
-        base = CorpusUploadForm
-
-        class BoundUploadForm(base):  # type: ignore[valid-type, misc]
-            def __init__(self, *args: Any, **inner: Any) -> None:
-                super().__init__(*args, user=request.user, **inner)
-                self.user = request.user
-
-        return BoundUploadForm
+        return form_for_user(CorpusUploadForm, request.user)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
@@ -200,22 +194,13 @@ class ReviewCampaignForm(forms.ModelForm):
 
 
 @admin.register(FactReviewCampaign)
-class FactReviewCampaignAdmin(WholeObjectDeleteAdmin, StaffAdmin):
+class FactReviewCampaignAdmin(UserFormAdmin, WholeObjectDeleteAdmin, StaffAdmin):
+    form = ReviewCampaignForm
     list_display = ("name", "run", "raters_per_answer", "is_active", "report_link")
     filter_horizontal = ("annotators",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).filter(run__dataset__in=datasets_for_user(request.user))
-
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        kwargs["form"] = ReviewCampaignForm
-        form_class = super().get_form(request, obj, change=change, **kwargs)
-
-        class Bound(form_class):  # type: ignore[valid-type, misc]
-            def __init__(self, *args: Any, **inner: Any) -> None:
-                super().__init__(*args, user=request.user, **inner)
-
-        return Bound
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # The tasks and slots are built from these at creation; changing them later would not rebuild them.

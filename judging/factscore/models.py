@@ -11,7 +11,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotations.models import AssignmentStatus
-from annotations.models.parts import known_choice, user_or_null, within
+from annotations.models.parts import at_least, known_choice, user_or_null, within
 from annotations.models.slot_rows import SlotRow, slot_row_constraints
 from annotations.slots import SlotPool
 from judging.models.runs import ProviderCallRecord
@@ -250,7 +250,7 @@ class FactReviewCampaign(models.Model):
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(condition=within("raters_per_answer", 1, 100), name="fact_review_raters_1_to_100"),
-            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="fact_review_lease_positive"),
+            at_least("lease_minutes", 1, "fact_review_lease_positive"),
             # Per run: a site-wide rule would tell one researcher which names another one's reviews use.
             models.UniqueConstraint(fields=["run", "name"], name="fact_review_name_unique_per_run"),
         ]
@@ -289,17 +289,10 @@ class FactReviewAssignment(SlotRow):
     )
     comment = models.TextField(blank=True)
 
-    class Meta:
+    class Meta(SlotRow.Meta):
         verbose_name = _("fact review assignment")
         verbose_name_plural = _("fact review assignments")
-        ordering = ["task_position", "slot"]
-        constraints = slot_row_constraints(
-            slot_unique="fact_review_slot_unique_per_task",
-            annotator_once="fact_review_annotator_once_per_task",
-            slot_within_limit="fact_review_slot_within_limit",
-            one_open_lease="fact_review_one_open_lease",
-            status_consistent="fact_review_status_consistent",
-        )
+        constraints = slot_row_constraints("fact_review", one_open_lease="fact_review_one_open_lease")
         indexes = [models.Index(fields=["campaign", "task_position", "slot"], name="fact_review_open_slots")]
 
     def __str__(self) -> str:

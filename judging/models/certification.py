@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from annotations.models.parts import known_choice, user_or_null
+from annotations.models.parts import NewestFirst, known_choice, user_or_null
 from judging.models.runs import run_or_null
 
 
@@ -47,7 +47,7 @@ class JudgeVersion(models.Model):
         return self.fingerprint[:12]
 
 
-class ReferenceSet(models.Model):
+class ReferenceSet(NewestFirst):
     """Human ratings named as the yardstick for judges: a snapshot taken when named, so later edits of the ratings,
     new ratings or deleted ones never change what a certificate was measured against."""
 
@@ -58,12 +58,10 @@ class ReferenceSet(models.Model):
     )
     owner = user_or_null()
     frozen_at = models.DateTimeField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(NewestFirst.Meta):
         verbose_name = _("reference set")
         verbose_name_plural = _("reference sets")
-        ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["dataset", "name"], name="reference_set_name_unique_per_dataset")
         ]
@@ -113,19 +111,18 @@ class CertificateStatus(models.TextChoices):
     SUSPENDED = "suspended"
 
 
-class ClaimedEvaluation(models.Model):
+class ClaimedEvaluation(NewestFirst):
     """An evaluation a worker claims once its runs have ended: a certificate, a drift check or a teaching. The claim
     stamp lets the stale-evaluation reclaim hand one back whose worker died, and an evaluation writes its result only
     while its own claim still holds."""
 
-    created_at = models.DateTimeField(auto_now_add=True)
     evaluation_claimed_at = models.DateTimeField(
         null=True,
         blank=True,
         help_text="When a worker claimed the evaluation; one that has stayed claimed too long is handed to another.",
     )
 
-    class Meta:
+    class Meta(NewestFirst.Meta):
         abstract = True
 
 
@@ -147,10 +144,9 @@ class Certificate(ClaimedEvaluation):
     suspended_at = models.DateTimeField(null=True, blank=True)
     suspension_reason = models.TextField(blank=True)
 
-    class Meta:
+    class Meta(ClaimedEvaluation.Meta):
         verbose_name = _("certificate")
         verbose_name_plural = _("certificates")
-        ordering = ["-created_at"]
         constraints = [
             known_choice("status", CertificateStatus.values, "certificate_status_valid"),
             models.CheckConstraint(
@@ -176,22 +172,34 @@ class DriftCheckStatus(models.TextChoices):
     DONE = "done"
 
 
-class DriftCheck(ClaimedEvaluation):
+# A teaching goes the way a drift check does: its runs, then its evaluation, then done.
+TeachingStatus = DriftCheckStatus
+
+
+class StagedEvaluation(ClaimedEvaluation):
+    """An evaluation that launches runs and goes their way (a drift check, a teaching): when it is done, it says when
+    it finished."""
+
+    status = models.CharField(max_length=12, choices=DriftCheckStatus.choices, default=DriftCheckStatus.RUNNING)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(ClaimedEvaluation.Meta):
+        abstract = True
+
+
+class DriftCheck(StagedEvaluation):
     """A re-judging of a seeded random sample of a certificate's reference set, compared with the certified scores."""
 
     certificate = models.ForeignKey(Certificate, on_delete=models.CASCADE, related_name="drift_checks")
     run = run_or_null("drift_check")
     seed = models.BigIntegerField()
     sample_size = models.PositiveIntegerField()
-    status = models.CharField(max_length=12, choices=DriftCheckStatus.choices, default=DriftCheckStatus.RUNNING)
     drifted = models.BooleanField(null=True, blank=True)
     outcome = models.JSONField(default=dict, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(StagedEvaluation.Meta):
         verbose_name = _("drift check")
         verbose_name_plural = _("drift checks")
-        ordering = ["-created_at"]
         constraints = [
             known_choice("status", DriftCheckStatus.values, "drift_status_valid"),
             models.UniqueConstraint(
@@ -228,17 +236,13 @@ class JudgeExemplar(models.Model):
         return f"exemplar {self.response_id} of {self.version_id}: {self.aspect_name}={self.label}"
 
 
-# A teaching goes the way a drift check does: its runs, then its evaluation, then done.
-TeachingStatus = DriftCheckStatus
-
-
 class TeachingDecision(models.TextChoices):
     KEPT = "kept"
     REJECTED = "rejected"
     UNDEFINED = "undefined"
 
 
-class JudgeTeaching(ClaimedEvaluation):
+class JudgeTeaching(StagedEvaluation):
     """A judge version taught rated examples from a reference set: the old version and the taught one judged on the
     same held-out answers, and the judge-comparison test's decision whether the taught version is kept."""
 
@@ -256,17 +260,14 @@ class JudgeTeaching(ClaimedEvaluation):
     taught_version = models.ForeignKey(
         JudgeVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="taught_by"
     )
-    status = models.CharField(max_length=12, choices=TeachingStatus.choices, default=TeachingStatus.RUNNING)
     decision = models.CharField(max_length=10, choices=TeachingDecision.choices, blank=True)
     evidence = models.JSONField(default=dict, blank=True, help_text="Per aspect: n, both r, Williams's t and p.")
     reason = models.TextField(blank=True)
     requested_by = user_or_null("judge_teachings")
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(StagedEvaluation.Meta):
         verbose_name = _("judge teaching")
         verbose_name_plural = _("judge teachings")
-        ordering = ["-created_at"]
         constraints = [
             known_choice("status", TeachingStatus.values, "teaching_status_valid"),
             models.CheckConstraint(

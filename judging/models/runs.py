@@ -10,7 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from annotations.models.parts import known_choice, not_blank, unique_per_owner, user_or_null
+from annotations.models.parts import NewestFirst, at_least, known_choice, not_blank, unique_per_owner, user_or_null
 
 if TYPE_CHECKING:
     from django.utils.functional import _StrOrPromise
@@ -92,7 +92,7 @@ class JudgeConfig(models.Model):
                 per_owner="judge_config_version_unique_per_owner",
                 without_owner="judge_config_version_unique_without_owner",
             ),
-            models.CheckConstraint(condition=models.Q(version__gte=1), name="judge_config_version_positive"),
+            at_least("version", 1, "judge_config_version_positive"),
         ]
 
     def __str__(self) -> str:
@@ -138,7 +138,7 @@ RUN_STATUS_LABELS: dict[str, _StrOrPromise] = {
 }
 
 
-class JudgeRun(models.Model):
+class JudgeRun(NewestFirst):
     """One execution of a judge config over a dataset (or a campaign's answers)."""
 
     judge = models.OneToOneField(Judge, on_delete=models.CASCADE, related_name="run")
@@ -171,7 +171,6 @@ class JudgeRun(models.Model):
     error_summary = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
     launched_by = user_or_null("judge_runs")
-    created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -217,10 +216,9 @@ class JudgeRun(models.Model):
         "belong to no single version and no per-version statistic counts them.",
     )
 
-    class Meta:
+    class Meta(NewestFirst.Meta):
         verbose_name = _("judge run")
         verbose_name_plural = _("judge runs")
-        ordering = ["-created_at"]
         constraints = [
             known_choice("status", RunStatus.values, "judge_run_status_valid"),
             models.CheckConstraint(condition=models.Q(done__lte=models.F("total")), name="judge_run_done_within_total"),
@@ -377,7 +375,7 @@ class Judgment(ProviderCallRecord):
                 name="claimed_judgment_has_lease",
             ),
             models.CheckConstraint(condition=models.Q(pair_order__lte=1), name="judgment_pair_order_0_or_1"),
-            models.CheckConstraint(condition=models.Q(lost_cost_usd__gte=0), name="judgment_lost_cost_not_negative"),
+            at_least("lost_cost_usd", 0, "judgment_lost_cost_not_negative"),
             # An MQM score is computed from the errors the judgment keeps; a score without them could not be checked.
             models.CheckConstraint(
                 condition=~models.Q(score_mode="mqm") | models.Q(spans__isnull=False),

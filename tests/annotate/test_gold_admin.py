@@ -167,7 +167,7 @@ def test_unmarking_a_gold_item_handed_out_is_refused(researcher, annotator1):
 
 
 def test_the_item_admins_gold_column_leads_to_the_research_item_page(item, researcher):  # type: ignore[no-untyped-def]
-    from annotations.gold.admin import gold_link
+    from annotations.admin.gold import gold_link
 
     page = reverse("research-item", args=[item.dataset_id, item.pk])
     assert gold_link(item) == f'<a href="{page}">mark as gold</a>'

@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from annotations.admin.bases import UserFormAdmin
 from annotations.gold.selectors import gold_item_handed_out
 from annotations.gold.services import GoldError, dataset_aspect_ranges, gold_item_remove, gold_item_set, item_systems
 from annotations.models import GoldItem, Item
@@ -94,7 +95,7 @@ class GoldItemForm(forms.ModelForm):
 
 
 @admin.register(GoldItem)
-class GoldItemAdmin(admin.ModelAdmin):
+class GoldItemAdmin(UserFormAdmin):
     form = GoldItemForm
     list_display = ("item", "dataset", "kind", "tolerance", "created_at")
     list_filter = ("kind", ("item__dataset", admin.RelatedOnlyFieldListFilter))
@@ -109,15 +110,6 @@ class GoldItemAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Another item would be another gold entry; the one-to-one row stays with its item.
         return (*self.readonly_fields, "item") if obj is not None else self.readonly_fields
-
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        form_class = super().get_form(request, obj, change=change, **kwargs)
-
-        class Bound(form_class):  # type: ignore[valid-type, misc]
-            def __init__(self, *args: Any, **inner: Any) -> None:
-                super().__init__(*args, user=request.user, **inner)
-
-        return Bound
 
     @admin.display(description=_("dataset"))
     def dataset(self, obj: GoldItem) -> str:
