@@ -6,6 +6,7 @@ import csv
 import heapq
 import io
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from annotations.adjudication.selectors import consensus_numbers
@@ -16,7 +17,6 @@ from annotations.datasets.exporting import (
     FLAT_FIELDS,
     HISTORY_FIELDS,
     PREFERENCES_KEY,
-    RATING_FIELDS,
     SAMPLING_FIELD,
     ExcludedRaters,
     app_preferences,
@@ -112,14 +112,35 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
         submissions = (
             _entered_with({(row[-3], row[-2], row[-1]) for row in batch if row[-3] is not None}) if collected else {}
         )
-        for position, *values, user_id, response_id, aspect_id in batch:
-            record: dict[str, Any] = dict(zip(RATING_FIELDS, values, strict=True))
-            key = (position, record["turn"])
-            record["turn"] = record["turn"] + 1
-            record["created_at"] = record["created_at"].isoformat() if record["created_at"] else None
-            record.update(_NOT_A_RATING)
-            record["version"] = None
-            submission = submissions.get((user_id, response_id, aspect_id))
+        for (
+            position, item_id, turn, system, aspect, rater, origin, raw, value, is_missing, rationale, comment,
+            seconds_spent, created_at, user_id, response_id, aspect_id,
+        ) in batch:  # fmt: skip
+            # One dictionary display per row, in the flat layout's order (the rating columns, then those of the
+            # other kinds, empty here): built field by field, the rows cost as much as writing them.
+            record: dict[str, Any] = {
+                "item_id": item_id,
+                "turn": turn + 1,
+                "system": system,
+                "aspect": aspect,
+                "rater": rater,
+                "origin": origin,
+                "raw": raw,
+                "value": value,
+                "is_missing": is_missing,
+                "rationale": rationale,
+                "comment": comment,
+                "seconds_spent": seconds_spent,
+                "created_at": created_at.isoformat() if created_at else None,
+                "kind": "rating",
+                "campaign": None,
+                "preferred": None,
+                "none_appropriate": None,
+                "candidates": None,
+                "version": None,
+                CONSENSUS_KEY: adjudicated.get((response_id, aspect_id)),
+            }
+            submission = submissions.get((user_id, response_id, aspect_id)) if submissions else None
             if submission is not None:
                 rationale, comment, campaign, version = submission
                 record["campaign"] = campaign
@@ -130,10 +151,10 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
                     record["rationale"] = ""
                 if record["comment"] == comment:
                     record["comment"] = ""
-            record[CONSENSUS_KEY] = adjudicated.get((response_id, aspect_id))
-            yield key, record
-            for span_row in error_span_rows(record):
-                yield key, span_row
+            yield (position, turn), record
+            if isinstance(raw, dict):  # only a rating with error spans holds an object
+                for span_row in error_span_rows(record):
+                    yield (position, turn), span_row
 
 
 def _preference_row(
@@ -301,8 +322,10 @@ def iter_flat_rows(*, dataset: Dataset, history: bool = False, with_ties: bool =
         _flat_rating_rows(dataset),
         _flat_imported_preference_rows(dataset),
         _flat_app_preference_rows(dataset),
-        key=lambda pair: pair[0],
+        key=itemgetter(0),
     )
+    # A dataset without exclusions or sampling policies (most) skips their per-row look-ups.
+    any_excluded = bool(excluded.ids)
     for _, row in merged:
         version = row.pop("version", None)
         tie = row.pop("tie", None)
@@ -311,10 +334,12 @@ def iter_flat_rows(*, dataset: Dataset, history: bool = False, with_ties: bool =
         if history:
             row["version"] = version
             row["replaced_at"] = None
-        row["rater_excluded"] = excluded.marks(row["rater"])
+        row["rater_excluded"] = any_excluded and excluded.marks(row["rater"])
         row[CONSENSUS_KEY] = row.pop(CONSENSUS_KEY, None)  # in the CSV header's order
         row.update(_FILLED_BY_HUMAN)
-        row[SAMPLING_FIELD] = sampled.get((row["campaign"], row["item_id"], row["turn"], row.get("system")))
+        row[SAMPLING_FIELD] = (
+            sampled.get((row["campaign"], row["item_id"], row["turn"], row.get("system"))) if sampled else None
+        )
         yield row
     if history:
         for row in _flat_history_rows(dataset):
