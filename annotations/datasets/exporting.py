@@ -50,7 +50,7 @@ JUDGE_CERTIFICATION_KEY = "judge_certification"
 
 # Ratings collected in the app on a gold item or attention check measure the annotator, not the answer: every export
 # leaves them out, with the preferences and earlier versions of those tasks. Ratings imported with the item stay.
-_COLLECTED_ON_GOLD = Q(origin=RatingOrigin.APP, response__turn__item__gold__isnull=False)
+COLLECTED_ON_GOLD = Q(origin=RatingOrigin.APP, response__turn__item__gold__isnull=False)
 
 # New columns go last so scripts that read the older layout by position keep working.
 _FLAT_FIELDS_BEFORE_HISTORY = [
@@ -244,7 +244,7 @@ def _rebuild_answer(
     return answer
 
 
-_BATCH = 2000
+EXPORT_BATCH = 2000
 
 
 def in_batches(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -309,7 +309,7 @@ def app_preferences(submissions: QuerySet[Submission], raters_by_user: dict[int,
         "preferred_response__system__key",
         "version",
     )
-    for batch in in_batches(rows.iterator(chunk_size=_BATCH), _BATCH):
+    for batch in in_batches(rows.iterator(chunk_size=EXPORT_BATCH), EXPORT_BATCH):
         shown = shown_system_keys({row["assignment__task_id"] for row in batch})
         for row in batch:
             yield AppPreference(
@@ -367,7 +367,7 @@ def iter_export_objects(*, dataset: Dataset, include_judges: bool = False) -> It
         ratings_by_response: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for rating in (
             Rating.objects.filter(response_id__in=response_ids)
-            .exclude(_COLLECTED_ON_GOLD)
+            .exclude(COLLECTED_ON_GOLD)
             .order_by("response_id", "aspect__position", "position", "id")
             .values("response_id", "aspect__name", "raw", "origin", "rater_id", "created_at")
         ):

@@ -11,12 +11,13 @@ from typing import Any
 
 from annotations.adjudication.selectors import consensus_numbers
 from annotations.datasets.exporting import (
-    _BATCH,
-    _COLLECTED_ON_GOLD,
+    COLLECTED_ON_GOLD,
     CONSENSUS_KEY,
+    EXPORT_BATCH,
     FLAT_FIELDS,
     HISTORY_FIELDS,
     PREFERENCES_KEY,
+    RATING_FIELDS,
     SAMPLING_FIELD,
     ExcludedRaters,
     app_preferences,
@@ -90,7 +91,7 @@ def _flat_rating_rows(dataset: Dataset) -> Iterator[_FlatRow]:
     collected = Submission.objects.filter(assignment__campaign__dataset=dataset).exists()
     ratings = (
         Rating.objects.filter(response__turn__item__dataset=dataset)
-        .exclude(_COLLECTED_ON_GOLD)
+        .exclude(COLLECTED_ON_GOLD)
         .order_by(
             "response__turn__item__position",
             "response__turn__index",
@@ -190,7 +191,7 @@ def _flat_imported_preference_rows(dataset: Dataset) -> Iterator[_FlatRow]:
         .order_by("item__position", "index")
         .values_list("item__position", "item__external_id", "index", f"source__{PREFERENCES_KEY}")
     )
-    for position, item_id, index, preferences in turns.iterator(chunk_size=_BATCH):
+    for position, item_id, index, preferences in turns.iterator(chunk_size=EXPORT_BATCH):
         for entry in preferences if isinstance(preferences, list) else []:
             if isinstance(entry, dict):
                 row = _preference_row(
@@ -247,7 +248,7 @@ def _flat_history_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
         )
     )
     raters_by_user = app_raters_by_user(dataset)
-    for batch in in_batches(revisions.iterator(chunk_size=_BATCH), _BATCH):
+    for batch in in_batches(revisions.iterator(chunk_size=EXPORT_BATCH), EXPORT_BATCH):
         submissions: dict[int, tuple[Any, ...]] = {
             row[0]: tuple(row[1:])
             for row in Submission.objects.filter(pk__in={r[0] for r in batch}).values_list(
