@@ -1,36 +1,9 @@
-"""The whole study behind tests/io/test_whole_study.py: its design, and the one function that builds it.
-
-The design is small enough to hold in one's head, and every number a seam checks follows from it:
-
-- sixteen regular items q00..q15 and one gold item q16, each one turn with the answers of three systems; answer
-  (i, s) states its true quality, 1 + (i + 2s) mod 5 on a 1-5 scale, in its text, so raters and the fake judge can
-  read it;
-- three imported experts (named in the file) rate every regular answer: one exactly, two within a point;
-- three annotators rate every task of a campaign through the annotator API (a task is one turn's three answers) and
-  pick a preferred answer; the third rates items q00..q03 upside down, which disputes those tasks (the rule: a
-  spread above one point); the adjudicator settles q00's dispute, then the researcher excludes the third annotator;
-- a judge reads the stated quality (sure and right below 5, hesitant and a point low at 5), runs on a real Celery
-  worker against the fake provider, is certified on the experts' ratings, and fills a second, hybrid campaign;
-- beside the scale aspect, an MQM span aspect: every annotator marks the word "answers" of an answer below quality 5
-  as one error (major below 3, minor at 3 or 4) and confirms "no error" at 5; the excluded annotator also marks the
-  word "question" as a minor error everywhere, so their spans differ from everyone's and their scores stay within a
-  point (no span dispute); an error-span judge marks what the first two annotators mark, on the worker;
-- the hybrid campaign (two raters per task) draws its human tasks by the judge's uncertainty; a fourth annotator
-  rates each of them once, so every task drawn is rated and a slot of each is left;
-- a third campaign states a stopping rule (the interval of sys_a's mean quality no wider than STOP_WIDTH); a fifth
-  annotator rates until it stops, the rule read after each answer;
-- a SummEval-shaped sample is imported through the built-in `summeval` mapping as a second dataset.
-"""
+"""The one function that builds the whole study (its design in design.py), step by step, and what it made."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -69,176 +42,46 @@ from judging.models import (
 )
 from tests.conftest import (
     CAST_PASSWORD,
-    PROJECT_ROOT,
     WorkerProcess,
     _empty_broker,
-    database_url_for_subprocess,
     wait_for,
 )
 from tests.fakeprovider import FakeProvider
+from tests.io.whole_study.design import (
+    ACTIVE_ANNOTATOR,
+    ANNOTATORS,
+    ASPECT,
+    CAMPAIGN,
+    EXCLUDED,
+    EXCLUSION_REASON,
+    HUMAN_SHARE,
+    HYBRID_CAMPAIGN,
+    JUDGE,
+    MAPPED_NAME,
+    NAME,
+    RATIONALE,
+    REGULAR_ITEMS,
+    RUBRIC,
+    SETTLED_ITEM,
+    SPAN_JUDGE,
+    SPANS,
+    STATED,
+    STOP_SYSTEM,
+    STOP_WIDTH,
+    STOPPING_ANNOTATOR,
+    STOPPING_CAMPAIGN,
+    SYSTEMS,
+    WORKER_ENV,
+    annotator_value,
+    span_judge_reply,
+    span_token,
+    study_lines,
+    summeval_lines,
+    truth,
+)
 from tests.judging.certification_data import SNAPSHOT
 from tests.judging.hybrid_data import judge_config, sampling_and_stopping_set, script_judge
 from tests.judging.span_judge_data import span_judge_config
-
-NAME = "whole study"
-MAPPED_NAME = "whole study summeval"
-CAMPAIGN = "whole study campaign"
-HYBRID_CAMPAIGN = "whole study hybrid"
-STOPPING_CAMPAIGN = "whole study stopping"
-JUDGE = "study judge"
-SPAN_JUDGE = "study span judge"
-ASPECT = "quality"
-SPANS = "errors"
-SEVERITIES = {"minor": 1, "major": 5}
-SYSTEMS = ("sys_a", "sys_b", "sys_c")
-REGULAR_ITEMS = 16
-GOLD_ITEM = REGULAR_ITEMS  # q16
-EXPERTS = ("expert_1", "expert_2", "expert_3")
-ANNOTATORS = ("annotator1", "annotator2", "annotator3")
-EXCLUDED = "annotator3"
-ACTIVE_ANNOTATOR = "annotator4"  # rates every task the hybrid campaign sends to humans, once
-STOPPING_ANNOTATOR = "annotator5"  # rates the stopping campaign until it stops
-HUMAN_SHARE = 0.5  # the expected share of the hybrid campaign's tasks drawn for humans
-STOP_SYSTEM, STOP_WIDTH = "sys_a", 3.2
-UPSIDE_DOWN_ITEMS = range(4)  # where the excluded annotator rates 6 - truth
-SETTLED_ITEM = "q00"
-EXCLUSION_REASON = "rates the first items upside down"
-RATIONALE = "Read the stated quality,\nthen rated it."  # a line break, kept by every output
-WORKER_ENV = {
-    "JUDGE_API_BASE_ALLOWLIST": "127.0.0.1",
-    "JUDGE_RETRY_BASE_MS": "20",
-    "JUDGE_RETRY_CAP_S": "1",
-    "JUDGE_LEASE_S": "10",
-    "JUDGE_TIME_SLICE_S": "30",
-}
-RUBRIC = {
-    "aspects": [
-        {"name": ASPECT, "label": "Quality", "description": "How good is the answer?", "min": 1, "max": 5, "ideal": 5},
-        {
-            "name": SPANS,
-            "kind": "spans",
-            "label": "Errors",
-            "description": "Mark every error in the answer.",
-            "spans": {
-                "categories": ["Accuracy/Mistranslation", "Fluency/Grammar"],
-                "severities": SEVERITIES,
-                "no_error_confirmation": True,
-            },
-        },
-    ]
-}
-STATED = re.compile(r"^(sys_[abc]) answers question (\d+) \(true quality (\d)\)")
-
-
-def item_id(i: int) -> str:
-    return f"q{i:02d}"
-
-
-def truth(i: int, s: int) -> int:
-    return 1 + (i + 2 * s) % 5
-
-
-def _clip(value: int) -> int:
-    return min(5, max(1, value))
-
-
-def expert_values(i: int, s: int) -> list[int]:
-    t = truth(i, s)
-    return [t, _clip(t + (i + s) % 3 - 1), _clip(t + (i + s + 1) % 3 - 1)]
-
-
-def annotator_value(username: str, i: int, s: int) -> int:
-    t = truth(i, s)
-    if i == GOLD_ITEM:
-        return t  # everyone passes the gold item
-    if username == "annotator2":
-        return _clip(t + (i + s + 2) % 3 - 1)
-    if username == EXCLUDED and i in UPSIDE_DOWN_ITEMS:
-        return 6 - t
-    return t
-
-
-def _marked(text: str, word: str, category: str, severity: str) -> dict[str, Any]:
-    start = text.index(word)
-    return {"start": start, "end": start + len(word), "category": category, "severity": severity}
-
-
-def span_token(username: str, text: str) -> dict[str, Any]:
-    """What the annotator marks on an answer, read from its stated quality (see the module's design)."""
-    t = int(STATED.match(text).group(3))  # type: ignore[union-attr]
-    spans = []
-    if t < 5:
-        spans.append(_marked(text, "answers", "Accuracy/Mistranslation", "major" if t < 3 else "minor"))
-    if username == EXCLUDED:
-        spans.append(_marked(text, "question", "Fluency/Grammar", "minor"))
-    return {"no_error": not spans, "spans": spans}
-
-
-def mqm_score(token: dict[str, Any]) -> float:
-    """The MQM score of a span token under the study's scheme: the sum of its errors' severity weights."""
-    return float(sum(SEVERITIES[span["severity"]] for span in token["spans"]))
-
-
-def span_judge_reply(body: dict[str, Any]) -> str:
-    """The error-span judge marks what the first two annotators mark, quoting the word."""
-    found = re.search(r"true quality (\d)", body["messages"][-1]["content"])
-    t = int(found.group(1)) if found else 5
-    errors = [] if t == 5 else [{"quote": "answers", "category": "Accuracy/Mistranslation", "severity": "minor"}]
-    if errors and t < 3:
-        errors[0]["severity"] = "major"
-    return "Read the stated quality.\n" + json.dumps({"errors": errors})
-
-
-def study_lines() -> list[dict[str, Any]]:
-    lines = []
-    for i in range(REGULAR_ITEMS + 1):
-        responses: dict[str, Any] = {}
-        for s, system in enumerate(SYSTEMS):
-            answer: dict[str, Any] = {"response": f"{system} answers question {i} (true quality {truth(i, s)})."}
-            if i != GOLD_ITEM:  # the gold item measures the annotators; it carries no imported ratings
-                answer["human_evals"] = {ASPECT: expert_values(i, s)}
-                answer["raters"] = list(EXPERTS)
-            responses[system] = answer
-        line: dict[str, Any] = {
-            "id": item_id(i),
-            "turns": [{"prompt": f"Question {i}: explain it.", "responses": responses}],
-        }
-        if i == GOLD_ITEM:
-            expected = {system: {ASPECT: truth(i, s)} for s, system in enumerate(SYSTEMS)}
-            line["gold"] = {"kind": "gold", "expected": expected, "tolerance": 0}
-        lines.append(line)
-    return lines
-
-
-def summeval_lines() -> list[dict[str, Any]]:
-    """Two summaries of one document as Yale-LILY's model_annotations.aligned.jsonl has them (three experts)."""
-
-    def marks(c: int, s: int, f: int, r: int) -> dict[str, int]:
-        return {"coherence": c, "consistency": s, "fluency": f, "relevance": r}
-
-    document = "dm-test-8764fb95bfad8ee849274873a92fb8d6b400eee2"
-    reference = "Andros Townsend an 83rd minute sub in Tottenham 's draw with Burnley ."
-    rows = [
-        (
-            "M11",
-            "paul merson was brought on with only seven minutes remaining .",
-            [(1, 1, 3, 2), (2, 5, 5, 3), (1, 1, 3, 2)],
-        ),
-        ("M13", "andros townsend scored the equaliser .", [(4, 5, 5, 4), (3, 5, 5, 4), (4, 5, 5, 3)]),
-        ("M17", "tottenham drew with burnley .", [(3, 4, 4, 4), (3, 4, 5, 4), (2, 4, 4, 3)]),
-    ]
-    return [
-        {
-            "id": document,
-            "decoded": decoded,
-            "expert_annotations": [marks(*m) for m in expert],
-            "turker_annotations": [marks(3, 3, 3, 3)] * 5,
-            "references": [reference, "crowd ref"],
-            "model_id": model,
-            "filepath": f"cnndm/dailymail/stories/{document[8:]}.story",
-        }
-        for model, decoded, expert in rows
-    ]
 
 
 def write_jsonl(path: Path, lines: list[dict[str, Any]]) -> Path:
@@ -605,96 +448,3 @@ def _apply_status(calibration: HybridCalibration) -> str:
 
 
 # ---------------------------------------------------------------- reading the outputs
-
-
-def cli_json(*args: str) -> dict[str, Any]:
-    return json.loads(command(*args, "--json"))  # type: ignore[no-any-return]
-
-
-def export_file(name: str, path: Path, *flags: str) -> Path:
-    """`export_dataset NAME [flags]` into `path` (a folder for --hf-folder)."""
-    target = ["--hf-folder", str(path)] if "--hf-folder" in flags else [*flags, "--out", str(path)]
-    command("export_dataset", name, *target)
-    return path
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def read_csv(path: Path) -> list[dict[str, Any]]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def parquet_rows(path: Path) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
-
-    return pq.read_table(path).to_pylist()  # type: ignore[no-any-return]
-
-
-HF_PROGRAM = """
-import json, sys
-from datasets import load_dataset
-out = {"features": {}}
-card = open(f"{sys.argv[1]}/README.md", encoding="utf-8").read()
-for table in ("answers", "ratings", "preferences"):
-    # The card's configs name the tables written; a table without rows has no file, since datasets cannot load one.
-    if f"data_files: data/{table}.parquet" not in card:
-        out[table] = []
-        continue
-    ds = load_dataset("parquet", data_files=f"{sys.argv[1]}/data/{table}.parquet", cache_dir=sys.argv[2])["train"]
-    out[table] = ds.to_list()
-    out["features"][table] = {k: str(v) for k, v in ds.features.items()}
-print(json.dumps(out, default=str))
-"""
-
-
-def load_hf_folder(folder: Path, cache_dir: Path) -> dict[str, Any]:
-    """The folder's three tables as `datasets` loads them (offline, in a child process: `datasets` is heavy and
-    keeps state), and its dataset card."""
-    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(cache_dir / "home"))
-    done = subprocess.run(
-        [sys.executable, "-c", HF_PROGRAM, str(folder), str(cache_dir)],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    loaded: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    loaded["card"] = (folder / "README.md").read_text(encoding="utf-8")
-    return loaded
-
-
-def mentions_as_excluded(value: Any, pseudonym: str) -> bool:
-    """Whether some key that speaks of exclusion, anywhere in the JSON value, names the pseudonym."""
-    if isinstance(value, dict):
-        return any(
-            ("exclu" in str(key).lower() and pseudonym in json.dumps(inner)) or mentions_as_excluded(inner, pseudonym)
-            for key, inner in value.items()
-        )
-    if isinstance(value, list):
-        return any(mentions_as_excluded(inner, pseudonym) for inner in value)
-    return False
-
-
-def run_gate(folder: Path, dataset: str, rules: list[dict[str, Any]]) -> tuple[int, str, dict[str, Any]]:
-    """`manage.py gate RULES --report R` in its own process, as CI runs it: (exit status, output, the JSON report)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rules_file = folder / "rules.json"
-    rules_file.write_text(json.dumps({"dataset": dataset, "rule": rules}), encoding="utf-8")
-    report = folder / "gate-report.json"
-    env = dict(os.environ, DATABASE_URL=database_url_for_subprocess(), DJANGO_SETTINGS_MODULE="evalsite.settings")
-    done = subprocess.run(
-        [sys.executable, "manage.py", "gate", str(rules_file), "--report", str(report)],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    return done.returncode, done.stdout + done.stderr, json.loads(report.read_text(encoding="utf-8"))
