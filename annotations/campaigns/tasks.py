@@ -45,7 +45,8 @@ _SLOT_COLUMNS, _TASK_COLUMNS, _TURN_COLUMNS = _columns(Assignment), _columns(Tas
 
 
 def _select_list(alias: str, model: type[Model]) -> str:
-    return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
+    # Quoted: a column may be named like an SQL keyword (the turn's "index").
+    return ", ".join(f'{alias}."{f.column}"' for f in model._meta.concrete_fields)
 
 
 # The slot with its task and turn and the user's latest draft of the task, in one statement: the task page reads it
