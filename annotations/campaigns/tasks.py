@@ -10,7 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import JSONField, OuterRef, Subquery
+from django.db import connection
+from django.db.models import Model
 from django.http import Http404
 
 from annotations.gold.selectors import attention_instructions
@@ -32,34 +33,71 @@ from annotations.rubrics.task_sheet import (
     campaign_scales,
     rating_field_id,
 )
-from annotations.slots.statements import statement_cursor
+from annotations.slots.statements import instance_from_row, statement_cursor
+from annotations.text.opaque import is_row_key
 
 
-def _latest_draft(task_ref: Any, user_ref: Any) -> Subquery:
-    """The user's latest draft of a task, on whichever of its slots they held when they wrote it: an answer kept
-    after its lease passed to someone else is found again when the user gets another slot of the task."""
-    return Subquery(
-        AssignmentDraft.objects.filter(assignment__task_id=task_ref, annotator_id=user_ref)
-        .order_by("-updated_at")
-        .values("values")[:1],
-        output_field=JSONField(),
-    )
+def _columns(model: type[Model]) -> tuple[str, ...]:
+    return tuple(f.attname for f in model._meta.concrete_fields)
+
+
+_SLOT_COLUMNS, _TASK_COLUMNS, _TURN_COLUMNS = _columns(Assignment), _columns(Task), _columns(Turn)
+
+
+def _select_list(alias: str, model: type[Model]) -> str:
+    # Quoted: a column may be named like an SQL keyword (the turn's "index").
+    return ", ".join(f'{alias}."{f.column}"' for f in model._meta.concrete_fields)
+
+
+# The slot with its task and turn and the user's latest draft of the task, in one statement: the task page reads it
+# on every view, and building the ORM query cost more than running it. The draft is found on whichever of the task's
+# slots the user held when they wrote it: an answer kept after its lease passed to someone else is found again when
+# the user gets another slot of the task.
+_OWN_SLOT_SQL = f"""
+SELECT {_select_list("slot", Assignment)}, {_select_list("task", Task)}, {_select_list("turn", Turn)},
+       (SELECT draft."values" FROM annotations_assignmentdraft draft
+        JOIN annotations_assignment held ON held.id = draft.assignment_id
+        WHERE held.task_id = slot.task_id AND draft.annotator_id = slot.annotator_id
+        ORDER BY draft.updated_at DESC LIMIT 1)
+FROM annotations_assignment slot
+JOIN annotations_task task ON task.id = slot.task_id
+JOIN annotations_turn turn ON turn.id = task.turn_id
+WHERE slot.campaign_id = %(campaign)s AND slot.task_id = %(task)s AND slot.annotator_id = %(user)s
+  AND slot.status IN ({{statuses}})
+ORDER BY slot.task_position, slot.slot
+LIMIT 1
+"""  # noqa: S608  # nosec B608 - the column lists are built from model metadata
+
+
+def _own_slot_sql(statuses: int, *, lock: bool) -> str:
+    sql = _OWN_SLOT_SQL.replace("{statuses}", ", ".join(f"%(status{i})s" for i in range(statuses)))
+    # Only the slot's row, as select_for_update(of=("self",)); SQLite runs one writer at a time and has no such clause.
+    return sql + "FOR UPDATE OF slot" if lock and connection.vendor == "postgresql" else sql
 
 
 def _own_assignment(
     *, campaign: Campaign, task_id: int, user: AnyUser, statuses: tuple[str, ...], lock: bool
 ) -> Assignment | None:
-    found = (
-        Assignment.objects.filter(campaign=campaign, task_id=task_id, annotator_id=user.pk, status__in=statuses)
-        .select_related("task__turn")
-        .annotate(draft_values=_latest_draft(OuterRef("task_id"), OuterRef("annotator_id")))
-    )
-    if lock:
-        found = found.select_for_update(of=("self",))
-    assignment = found.first()
-    if assignment is not None:
-        assignment.campaign = campaign
-        assignment.task.campaign = campaign
+    if not is_row_key(task_id) or user.pk is None:
+        return None
+    params: dict[str, Any] = {"campaign": campaign.pk, "task": task_id, "user": user.pk}
+    params.update({f"status{i}": str(status) for i, status in enumerate(statuses)})
+    with statement_cursor() as cursor:
+        cursor.execute(_own_slot_sql(len(statuses), lock=lock), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    slot_end = len(_SLOT_COLUMNS)
+    task_end = slot_end + len(_TASK_COLUMNS)
+    turn_end = task_end + len(_TURN_COLUMNS)
+    assignment = instance_from_row(Assignment, _SLOT_COLUMNS, row[:slot_end])
+    task = instance_from_row(Task, _TASK_COLUMNS, row[slot_end:task_end])
+    task.turn = instance_from_row(Turn, _TURN_COLUMNS, row[task_end:turn_end])
+    task.campaign = campaign
+    assignment.task = task
+    assignment.campaign = campaign
+    # The draft's JSON read as its own model field reads it.
+    assignment.draft_values = instance_from_row(AssignmentDraft, ("values",), row[turn_end:]).values  # type: ignore[attr-defined]
     return assignment
 
 

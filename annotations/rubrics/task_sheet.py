@@ -8,6 +8,7 @@ writes use, show scales and the sheet too."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,9 +159,15 @@ class Cell:
     popover: str  # the scale's help, rendered once per page (annotate/_scale_popover.html)
     blank_options: str  # the scale's options with none selected, rendered once per page
     buttons: bool  # a row of radio buttons (annotate/_scale_buttons.html) instead of a drop-down
+    markup: str = ""  # the whole control (annotate/_rating_cell.html); a span cell has its own template
 
 
 FIELD_PLACEHOLDER = "__field__"
+# Where an empty cell's markup, rendered once per scale, takes its field id and candidate number. Marked safe, they
+# reach the markup as they are, while any text of the aspect's with the same characters was escaped: only these
+# places match.
+CELL_FIELD = mark_safe("<r-field>")  # nosec B308 B703
+CELL_ROW = mark_safe("<r-row>")  # nosec B308 B703
 
 
 @dataclass(frozen=True)
@@ -168,12 +175,18 @@ class ScaleFragments:
     popover: str
     blank: str  # unselected options, or a button row whose field name is FIELD_PLACEHOLDER
     buttons: bool
+    blank_cell: str = ""  # the empty control, its field id CELL_FIELD and its candidate number CELL_ROW
 
     def blank_for(self, field_id: str) -> str:
         if not self.buttons:
             return self.blank
         # The row was escaped when it was rendered; the field id is "r-<digits>-<digits>" (rating_field_id).
         return mark_safe(self.blank.replace(FIELD_PLACEHOLDER, field_id))  # noqa: S308  # nosec B308 B703
+
+    def blank_cell_for(self, field_id: str, number: int) -> str:
+        # Both stand-ins are replaced by digits and "-" (rating_field_id), which need no escaping.
+        markup = self.blank_cell.replace(CELL_FIELD, field_id).replace(CELL_ROW, str(number))
+        return mark_safe(markup)  # noqa: S308  # nosec B308 B703
 
 
 def scale_fragments(scales: list[Scale], *, dropdowns: bool) -> dict[int, ScaleFragments]:
@@ -189,23 +202,42 @@ def scale_fragments(scales: list[Scale], *, dropdowns: bool) -> dict[int, ScaleF
         elif scale.is_discrete:
             blank = render_to_string("annotate/_scale_options.html", {"scale": scale, "na_token": NA_TOKEN})
         popover = render_to_string("annotate/_scale_popover.html", {"scale": scale})
-        fragments[scale.index] = ScaleFragments(popover=popover, blank=blank, buttons=buttons)
+        made = ScaleFragments(popover=popover, blank=blank, buttons=buttons)
+        if not scale.aspect.is_spans:
+            empty = _cell(scale, made, CELL_FIELD, value="", error="")
+            made = dataclasses.replace(made, blank_cell=_cell_markup(empty, CELL_ROW))
+        fragments[scale.index] = made
     return fragments
+
+
+def _cell(scale: Scale, fragments: ScaleFragments, field_id: str, *, value: str, error: str) -> Cell:
+    return Cell(
+        scale=scale,
+        field_id=field_id,
+        value=value,
+        error=error,
+        popover=fragments.popover,
+        blank_options=fragments.blank_for(field_id),
+        buttons=fragments.buttons,
+    )
+
+
+def _cell_markup(cell: Cell, number: str) -> str:
+    return render_to_string("annotate/_rating_cell.html", {"cell": cell, "row_number": number, "na_token": NA_TOKEN})
 
 
 def sheet_cell(
     scale: Scale, fragments: ScaleFragments, number: int, values: dict[str, str], errors: dict[str, str]
 ) -> Cell:
+    """An empty cell's markup is the scale's, rendered once per page; one with a value or an error is rendered on
+    its own."""
     field_id = rating_field_id(number, scale.index)
-    return Cell(
-        scale=scale,
-        field_id=field_id,
-        value=values.get(field_id, ""),
-        error=errors.get(field_id, ""),
-        popover=fragments.popover,
-        blank_options=fragments.blank_for(field_id),
-        buttons=fragments.buttons,
-    )
+    cell = _cell(scale, fragments, field_id, value=values.get(field_id, ""), error=errors.get(field_id, ""))
+    if scale.aspect.is_spans:
+        return cell
+    if cell.value or cell.error:
+        return dataclasses.replace(cell, markup=_cell_markup(cell, str(number)))
+    return dataclasses.replace(cell, markup=fragments.blank_cell_for(field_id, number))
 
 
 @dataclass(frozen=True)

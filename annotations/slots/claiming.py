@@ -29,7 +29,6 @@ from annotations.slots.rules import (
     SlotT,
     _barred,
     _claim_sql,
-    _claimable,
     _counts_sql,
     _execute,
     _moment,
@@ -193,15 +192,6 @@ def slot_release_barred(*, pool: SlotPool[Any], campaign: LeasingCampaign, user:
     return _execute(_release_barred_sql(pool), {"campaign": campaign.pk, "user": user.pk})
 
 
-@functools.cache
-def _reclaim_pick_sql(pool: SlotPool[Any], skip_locked: bool) -> str:
-    return (
-        f"SELECT slot.id FROM {_names(pool)['slots']} slot"
-        f" WHERE {_claimable(pool)} AND slot.task_id = %(task)s"  # nosec B608 - model-metadata names, bound values
-        " ORDER BY slot.slot LIMIT 1" + (" FOR UPDATE SKIP LOCKED" if skip_locked else "")
-    )
-
-
 def slot_reclaim(
     *, pool: SlotPool[SlotT], campaign: LeasingCampaign, task_id: int, user: AnyUser, now: datetime | None = None
 ) -> SlotT | None:
@@ -222,7 +212,7 @@ def slot_reclaim(
         "expires": _moment(moment + timedelta(minutes=campaign.lease_minutes)),
     }
     with statement_cursor() as cursor:
-        cursor.execute(_reclaim_pick_sql(pool, connection.features.has_select_for_update_skip_locked), params)
+        cursor.execute(_pick_sql(pool, connection.features.has_select_for_update_skip_locked, in_task=True), params)
         picked = cursor.fetchone()
     if picked is None:
         return None

@@ -36,10 +36,9 @@ from annotations.slots.rules import (
     _moment,
     _names,
     _no_open_lease,
+    claim_statement,
     handing_out_sql,
-    resume_sql,
     slot_pool_has,
-    slot_pool_sql,
 )
 from annotations.slots.statements import statement_cursor
 
@@ -93,15 +92,8 @@ def _personal_claim_sql(pool: SlotPool[Any], details: ClaimDetails) -> str:
     Postgres statement shaped like the claim: the same round trip, the same locks, the same columns back. A slot
     number taken concurrently, or a second open lease of the user, raises IntegrityError and the caller retries."""
     names = _names(pool)
-    columns = ", ".join(SLOT_COLUMNS)
     personal = pool.personal
-    return f"""
-WITH pool AS (SELECT 1 WHERE {slot_pool_sql(pool)}),
-resumed AS (
-    {resume_sql(pool)}
-    RETURNING {columns}
-),
-picked AS (
+    picked = f"""
     SELECT task.id, task.position FROM {names["tasks"]} task
     WHERE task.campaign_id = %(campaign)s AND task.{personal}
       AND NOT EXISTS (SELECT 1 FROM {names["slots"]} mine WHERE mine.task_id = task.id AND mine.annotator_id = %(user)s)
@@ -110,8 +102,8 @@ picked AS (
       AND EXISTS (SELECT 1 FROM pool) AND {_no_open_lease(pool)}
     ORDER BY task.position
     LIMIT 1
-),
-claimed AS (
+"""  # nosec B608 - model-metadata names, bound values
+    claimed = f"""
     INSERT INTO {names["slots"]}
         (campaign_id, task_id, task_position, slot, slot_limit, annotator_id, status, leased_at, lease_expires_at,
          {personal})
@@ -119,12 +111,9 @@ claimed AS (
            COALESCE((SELECT MAX(other.slot) FROM {names["slots"]} other WHERE other.task_id = picked.id), 0) + 1,
            {PERSONAL_SLOT_LIMIT}, %(user)s, 'leased', %(now)s, %(expires)s, TRUE
     FROM picked
-    RETURNING {columns}
-),
-held AS (SELECT *, FALSE AS taken FROM resumed UNION ALL SELECT *, TRUE AS taken FROM claimed)
-SELECT {", ".join(f"held.{c}" for c in SLOT_COLUMNS)}, held.taken{details.columns}
-FROM held{details.joins}
+    RETURNING {", ".join(SLOT_COLUMNS)}
 """  # nosec B608 - model-metadata names, bound values
+    return claim_statement(pool, details, picked=picked, claimed=claimed)
 
 
 def slot_personal_claim(

@@ -269,35 +269,18 @@ def resume_sql(pool: SlotPool[Any]) -> str:
       AND NOT {_barred(pool, f"{slots}.task_id")} AND {_lease_still_runs(pool, slots)}"""  # nosec B608 - model-metadata names, bound values
 
 
-@functools.cache
-def _claim_sql(pool: SlotPool[Any], details: ClaimDetails) -> str:
-    """The pool check, the resume and the claim as one Postgres statement. `picked` is the lowest claimable slot,
-    locked with SKIP LOCKED; `claimed` re-checks its lease while taking it; the unique indexes raise IntegrityError
-    when a concurrent request of the same user won."""
-    names = _names(pool)
-    columns = ", ".join(SLOT_COLUMNS)
+def claim_statement(pool: SlotPool[Any], details: ClaimDetails, *, picked: str, claimed: str) -> str:
+    """The shape of every claim statement: the pool check and the resume of the user's open lease, then `picked` and
+    `claimed`, the caller's own choice and taking of a slot (`claimed` returns SLOT_COLUMNS), and the slot held with
+    its details; one Postgres round trip, whichever slot it hands out."""
     return f"""
 WITH pool AS (SELECT 1 WHERE {slot_pool_sql(pool)}),
 resumed AS (
     {resume_sql(pool)}
-    RETURNING {columns}
+    RETURNING {", ".join(SLOT_COLUMNS)}
 ),
-picked AS (
-    SELECT slot.id FROM {names["slots"]} slot
-    WHERE {_claimable(pool)}
-      AND EXISTS (SELECT 1 FROM pool) AND {_no_open_lease(pool)}
-    ORDER BY slot.task_position, slot.slot
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-),
-claimed AS (
-    UPDATE {names["slots"]} target
-    SET annotator_id = %(user)s, status = 'leased', leased_at = %(now)s, lease_expires_at = %(expires)s,
-        submitted_at = NULL, seconds_spent = NULL
-    FROM picked
-    WHERE target.id = picked.id AND {_fragment(pool, _LEASE_OPEN, "target")}
-    RETURNING {", ".join(f"target.{c}" for c in SLOT_COLUMNS)}
-),
+picked AS ({picked}),
+claimed AS ({claimed}),
 held AS (SELECT *, FALSE AS taken FROM resumed UNION ALL SELECT *, TRUE AS taken FROM claimed)
 SELECT {", ".join(f"held.{c}" for c in SLOT_COLUMNS)}, held.taken{details.columns}
 FROM held{details.joins}
@@ -305,11 +288,38 @@ FROM held{details.joins}
 
 
 @functools.cache
-def _pick_sql(pool: SlotPool[Any], skip_locked: bool) -> str:
+def _claim_sql(pool: SlotPool[Any], details: ClaimDetails) -> str:
+    """The pool check, the resume and the claim as one Postgres statement. `picked` is the lowest claimable slot,
+    locked with SKIP LOCKED; `claimed` re-checks its lease while taking it; the unique indexes raise IntegrityError
+    when a concurrent request of the same user won."""
+    slots = _names(pool)["slots"]
+    picked = f"""
+    SELECT slot.id FROM {slots} slot
+    WHERE {_claimable(pool)}
+      AND EXISTS (SELECT 1 FROM pool) AND {_no_open_lease(pool)}
+    ORDER BY slot.task_position, slot.slot
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+"""  # nosec B608 - model-metadata names, bound values
+    claimed = f"""
+    UPDATE {slots} target
+    SET annotator_id = %(user)s, status = 'leased', leased_at = %(now)s, lease_expires_at = %(expires)s,
+        submitted_at = NULL, seconds_spent = NULL
+    FROM picked
+    WHERE target.id = picked.id AND {_fragment(pool, _LEASE_OPEN, "target")}
+    RETURNING {", ".join(f"target.{c}" for c in SLOT_COLUMNS)}
+"""  # nosec B608 - model-metadata names, bound values
+    return claim_statement(pool, details, picked=picked, claimed=claimed)
+
+
+@functools.cache
+def _pick_sql(pool: SlotPool[Any], skip_locked: bool, *, in_task: bool = False) -> str:
+    """The lowest claimable slot in hand-out order; `in_task`, the lowest of one task (%(task)s)."""
+    where, order = (" AND slot.task_id = %(task)s", "slot.slot") if in_task else ("", "slot.task_position, slot.slot")
     return (
         f"SELECT slot.id FROM {_names(pool)['slots']} slot"
-        f" WHERE {_claimable(pool)}"  # nosec B608 - model-metadata names, bound values
-        " ORDER BY slot.task_position, slot.slot LIMIT 1" + (" FOR UPDATE SKIP LOCKED" if skip_locked else "")
+        f" WHERE {_claimable(pool)}{where}"  # nosec B608 - model-metadata names, bound values
+        f" ORDER BY {order} LIMIT 1" + (" FOR UPDATE SKIP LOCKED" if skip_locked else "")
     )
 
 

@@ -12,6 +12,7 @@ from annotations.admin.campaigns import CampaignForm
 from annotations.campaigns.claims import assignment_claim
 from annotations.campaigns.setup import campaign_update
 from annotations.models import Aspect, Campaign, Rating, RatingOrigin, Submission
+from annotations.rubrics import task_sheet as sheets
 from tests.annotate.factories import make_campaign, make_dataset
 from tests.conftest import CAST_PASSWORD
 
@@ -95,3 +96,32 @@ def test_the_command_line_and_the_admin_form_set_drop_downs(researcher, annotato
     )
     assert dict(Campaign.objects.values_list("name", "scale_dropdowns")) == {"Plain": False, "Selects": True}
     assert "scale_dropdowns" in CampaignForm._meta.fields  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("dropdowns", [False, True])
+def test_an_empty_cell_is_the_markup_its_template_renders_for_it(campaign, dropdowns):
+    """The empty cells share one rendering per scale, given their field id and candidate number afterwards; it is the
+    cell template's own output, even where an aspect's text holds what the stand-ins look like."""
+    aspect = campaign.aspects.order_by("position", "pk").first()
+    aspect.description = "Mind <r-field> and <r-row>, __field__ too."
+    aspect.save()
+    campaign.scale_dropdowns = dropdowns
+    scales = sheets.campaign_scales(Campaign.objects.get(pk=campaign.pk))
+    candidates = [sheets.Candidate(number=n, response_id=n, text="") for n in (1, 2, 12)]
+    sheet = sheets.task_sheet(campaign, scales, candidates, values={"r-2-1": scales[0].options[0].token}, errors={})
+    fragments = sheets.scale_fragments(scales, dropdowns=dropdowns)
+    for row in sheet:
+        for cell in row.cells:
+            alone = sheets.Cell(
+                scale=cell.scale,
+                field_id=cell.field_id,
+                value=cell.value,
+                error=cell.error,
+                popover=cell.popover,
+                blank_options=fragments[cell.scale.index].blank_for(cell.field_id),
+                buttons=cell.buttons,
+            )
+            assert cell.markup == sheets._cell_markup(alone, str(row.candidate.number))
+            assert "<r-field>" not in cell.markup and "<r-row>" not in cell.markup
+            if cell.scale.index == 1:
+                assert "Mind &lt;r-field&gt; and &lt;r-row&gt;, __field__ too." in cell.markup
